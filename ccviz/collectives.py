@@ -1,0 +1,241 @@
+"""Collectives as chunks with pre- and postconditions (the SCCL/MSCCL/TACOS model).
+
+Every collective, including a custom demand matrix, is a list of chunks of
+equal size. A chunk names the ranks that hold it at the start (``pre``) and
+the ranks that must hold it at the end (``post``). For a reducing chunk each
+``pre`` rank holds one partial and ``post`` ranks need the sum of all of them,
+each contribution counted exactly once.
+
+Sizes follow nccl-tests: ``size`` is the per-rank buffer of the collective
+(AllGather = output, ReduceScatter = input, AllReduce/Broadcast/Reduce = the
+buffer, AllToAll = send buffer; Gather = the root's output, Scatter = the
+root's input).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccviz.errors import CcvizError
+from ccviz.topology import Topology
+
+COLLECTIVES = (
+    "allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce", "gather", "scatter",
+)
+ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
+REDUCING = frozenset({"reducescatter", "allreduce", "reduce"})
+_ALIASES = {
+    "all-gather": "allgather", "all_gather": "allgather", "ag": "allgather",
+    "reduce-scatter": "reducescatter", "reduce_scatter": "reducescatter", "rs": "reducescatter",
+    "all-reduce": "allreduce", "all_reduce": "allreduce", "ar": "allreduce",
+    "all-to-all": "alltoall", "all_to_all": "alltoall", "a2a": "alltoall", "bcast": "broadcast",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One unit of data. ``source`` is the rank it comes from (the result owner for reductions)."""
+
+    id: int
+    pre: frozenset[int]
+    post: frozenset[int]
+    reduce: bool = False
+    source: int | None = None
+    index: int = 0  # position within its source's buffer (for labels and exports)
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A concrete demand: which chunks, of how many bytes, must go where."""
+
+    name: str
+    ranks: tuple[int, ...]
+    chunks: tuple[Chunk, ...]
+    chunk_bytes: float
+    size_bytes: float
+    chunks_per_rank: int = 1
+    root: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.ranks)
+
+    @property
+    def is_reducing(self) -> bool:
+        return any(c.reduce for c in self.chunks)
+
+    @property
+    def busbw_factor(self) -> float:
+        """nccl-tests bus-bandwidth factor: busbw = algbw * factor."""
+        n = self.n_ranks
+        if self.name == "allreduce":
+            return 2 * (n - 1) / n
+        if self.name in ("broadcast", "reduce", "custom"):
+            return 1.0
+        return (n - 1) / n
+
+    def demands(self) -> Iterable[tuple[int, int]]:
+        """Every (chunk id, rank) that must be delivered (post ranks not already holding it)."""
+        for c in self.chunks:
+            for r in sorted(c.post):
+                if c.reduce or r not in c.pre:
+                    yield c.id, r
+
+    def describe(self) -> str:
+        root = f", root {self.root}" if self.root is not None else ""
+        return (
+            f"{self.name} over {self.n_ranks} ranks{root}: {len(self.chunks)} chunks of "
+            f"{self.chunk_bytes:g} B (buffer {self.size_bytes:g} B)"
+        )
+
+    # ------------------------------------------------------------ serialization
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ranks": list(self.ranks),
+            "chunk_bytes": self.chunk_bytes,
+            "size_bytes": self.size_bytes,
+            "chunks_per_rank": self.chunks_per_rank,
+            "root": self.root,
+            "chunks": [
+                {"id": c.id, "pre": sorted(c.pre), "post": sorted(c.post), "reduce": c.reduce,
+                 "source": c.source, "index": c.index}
+                for c in self.chunks
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Collective:
+        try:
+            chunks = tuple(
+                Chunk(int(c["id"]), frozenset(c["pre"]), frozenset(c["post"]), bool(c.get("reduce", False)),
+                      c.get("source"), int(c.get("index", 0)))
+                for c in d["chunks"]
+            )
+            return cls(
+                str(d["name"]), tuple(d["ranks"]), chunks, float(d["chunk_bytes"]), float(d["size_bytes"]),
+                int(d.get("chunks_per_rank", 1)), d.get("root"),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CcvizError(f"collective: malformed collective in schedule file ({exc})", "collective") from None
+
+
+def normalize_name(name: str) -> str:
+    """Canonical collective name ('All-Gather' -> 'allgather'), or a clear error."""
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in COLLECTIVES:
+        raise CcvizError(
+            f"collective: unknown collective {name!r}; choose one of {', '.join(COLLECTIVES)}", "collective"
+        )
+    return key
+
+
+def _ranks_of(ranks: Topology | Sequence[int]) -> tuple[int, ...]:
+    out = tuple(ranks.gpus) if isinstance(ranks, Topology) else tuple(int(r) for r in ranks)
+    if len(out) < 2:
+        raise CcvizError("ranks: a collective needs at least two ranks", "ranks")
+    if len(set(out)) != len(out):
+        raise CcvizError("ranks: each rank may appear only once", "ranks")
+    return out
+
+
+def make_collective(
+    name: str,
+    ranks: Topology | Sequence[int],
+    size_bytes: float,
+    chunks_per_rank: int = 1,
+    root: int | None = None,
+) -> Collective:
+    """Build any standard collective over the GPUs of a topology (or an explicit rank list)."""
+    name = normalize_name(name)
+    rank_tuple = _ranks_of(ranks)
+    n = len(rank_tuple)
+    if not isinstance(chunks_per_rank, int) or chunks_per_rank < 1:
+        raise CcvizError(f"chunks: chunks per rank must be a whole number >= 1, got {chunks_per_rank!r}", "chunks")
+    if not size_bytes > 0:
+        raise CcvizError(f"size: size must be positive, got {size_bytes!r}", "size")
+    cpr = chunks_per_rank
+    if name in ROOTED:
+        root = rank_tuple[0] if root is None else root
+        if root not in rank_tuple:
+            raise CcvizError(f"root: root {root} is not a GPU rank; choose one of {list(rank_tuple)}", "root")
+    else:
+        root = None
+    everyone = frozenset(rank_tuple)
+    chunks: list[Chunk] = []
+
+    def add(pre: Iterable[int], post: Iterable[int], reduce: bool, source: int | None, index: int) -> None:
+        chunks.append(Chunk(len(chunks), frozenset(pre), frozenset(post), reduce, source, index))
+
+    if name == "allgather":
+        for r in rank_tuple:
+            for k in range(cpr):
+                add([r], everyone, False, r, k)
+        chunk_bytes = size_bytes / (n * cpr)
+    elif name in ("reducescatter", "allreduce"):
+        for r in rank_tuple:
+            for k in range(cpr):
+                add(everyone, [r] if name == "reducescatter" else everyone, True, r, k)
+        chunk_bytes = size_bytes / (n * cpr)
+    elif name == "alltoall":
+        for s in rank_tuple:
+            for d in rank_tuple:
+                if s != d:
+                    for k in range(cpr):
+                        add([s], [d], False, s, k)
+        chunk_bytes = size_bytes / (n * cpr)
+    elif name == "broadcast":
+        for k in range(cpr):
+            add([root], everyone, False, root, k)
+        chunk_bytes = size_bytes / cpr
+    elif name == "reduce":
+        for k in range(cpr):
+            add(everyone, [root], True, root, k)
+        chunk_bytes = size_bytes / cpr
+    elif name == "gather":
+        for r in rank_tuple:
+            if r != root:
+                for k in range(cpr):
+                    add([r], [root], False, r, k)
+        chunk_bytes = size_bytes / (n * cpr)
+    else:  # scatter
+        for r in rank_tuple:
+            if r != root:
+                for k in range(cpr):
+                    add([root], [r], False, r, k)
+        chunk_bytes = size_bytes / (n * cpr)
+    return Collective(name, rank_tuple, tuple(chunks), chunk_bytes, float(size_bytes), cpr, root)
+
+
+def custom_collective(
+    ranks: Topology | Sequence[int],
+    demand: Mapping[tuple[int, int], int] | Sequence[Sequence[int]],
+    chunk_bytes: float,
+) -> Collective:
+    """A demand matrix: ``demand[(s, d)]`` (or ``demand[i][j]`` by rank index) chunks from s to d."""
+    rank_tuple = _ranks_of(ranks)
+    if isinstance(demand, Mapping):
+        pairs = dict(demand)
+    else:
+        if len(demand) != len(rank_tuple) or any(len(row) != len(rank_tuple) for row in demand):
+            raise CcvizError(f"demand: the matrix must be {len(rank_tuple)}x{len(rank_tuple)}", "demand")
+        pairs = {(rank_tuple[i], rank_tuple[j]): demand[i][j]
+                 for i in range(len(rank_tuple)) for j in range(len(rank_tuple))}
+    chunks: list[Chunk] = []
+    for (s, d), count in sorted(pairs.items()):
+        if s not in rank_tuple or d not in rank_tuple:
+            raise CcvizError(f"demand: ({s}, {d}) names a node that is not a GPU rank", "demand")
+        if not isinstance(count, int) or count < 0:
+            raise CcvizError(f"demand: entry ({s}, {d}) must be a whole number of chunks >= 0", "demand")
+        if s == d:
+            continue
+        for k in range(count):
+            chunks.append(Chunk(len(chunks), frozenset([s]), frozenset([d]), False, s, k))
+    if not chunks:
+        raise CcvizError("demand: the matrix asks for no transfer; put a positive count off the diagonal", "demand")
+    total_sent = max(sum(1 for c in chunks if c.source == r) for r in rank_tuple)
+    return Collective("custom", rank_tuple, tuple(chunks), float(chunk_bytes), chunk_bytes * total_sent, 1, None)

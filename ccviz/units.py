@@ -1,0 +1,68 @@
+"""Size and time units (nccl-tests conventions: decimal by default).
+
+Bandwidth is GB/s (1e9 B/s) and alpha is microseconds in topologies; every
+computed time inside ccviz is in seconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ccviz.errors import CcvizError
+
+_UNITS = {
+    "": 1, "B": 1,
+    "K": 1e3, "KB": 1e3, "M": 1e6, "MB": 1e6, "G": 1e9, "GB": 1e9, "T": 1e12, "TB": 1e12,
+    "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+GB = 1e9
+US = 1e-6
+
+
+def parse_size(text: str | float | int, field: str = "size") -> float:
+    """Parse '1GB', '64KiB', '1e6' or a number of bytes into bytes (float)."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        match = _SIZE_RE.match(str(text))
+        unit = match.group(2).upper() if match else None
+        if not match or unit not in _UNITS:
+            raise CcvizError(
+                f"{field}: cannot read {text!r} as a size; write a number with an optional unit "
+                "such as 1KB, 64MB, 1GB (decimal) or 64KiB, 1GiB (binary)",
+                field,
+            )
+        value = float(match.group(1)) * _UNITS[unit]
+    if not value > 0:
+        raise CcvizError(f"{field}: size must be positive, got {text!r}", field)
+    return value
+
+
+def format_size(nbytes: float) -> str:
+    """Short decimal label such as '1GB' or '256KB' (binary sizes keep their unit)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale and nbytes % scale == 0 and nbytes % 1000 != 0:
+            return f"{nbytes / scale:g}{unit}"
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:g}{unit}"
+    return f"{nbytes:g}B"
+
+
+def format_time(seconds: float | None) -> str:
+    """Human label in the most readable unit (us, ms or s)."""
+    if seconds is None:
+        return "n/a"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.4g} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.4g} ms"
+    return f"{seconds:.4g} s"
+
+
+def size_sweep(lo: float = 1e3, hi: float = 1e9) -> list[float]:
+    """The papers' sweep: 1, 4, 16, 64, 256 times each of KB, MB, GB, clipped to [lo, hi]."""
+    sizes = [m * 10.0 ** (3 * k) for k in range(1, 5) for m in (1, 4, 16, 64, 256)]
+    return [s for s in sizes if lo * (1 - 1e-12) <= s <= hi * (1 + 1e-12)]
