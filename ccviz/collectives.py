@@ -154,6 +154,9 @@ def make_collective(
     name = normalize_name(name)
     rank_tuple = _ranks_of(ranks)
     n = len(rank_tuple)
+    # Buffers are split over the ranks, except on topologies that say otherwise (TE-CCL's as-run NDv2
+    # divides by all 16 nodes although one is marked a switch).
+    n_slots = int(ranks.meta.get("buffer_ranks", n)) if isinstance(ranks, Topology) else n
     if not isinstance(chunks_per_rank, int) or chunks_per_rank < 1:
         raise CcvizError(f"chunks: chunks per rank must be a whole number >= 1, got {chunks_per_rank!r}", "chunks")
     if not size_bytes > 0:
@@ -175,19 +178,19 @@ def make_collective(
         for r in rank_tuple:
             for k in range(cpr):
                 add([r], everyone, False, r, k)
-        chunk_bytes = size_bytes / (n * cpr)
+        chunk_bytes = size_bytes / (n_slots * cpr)
     elif name in ("reducescatter", "allreduce"):
         for r in rank_tuple:
             for k in range(cpr):
                 add(everyone, [r] if name == "reducescatter" else everyone, True, r, k)
-        chunk_bytes = size_bytes / (n * cpr)
+        chunk_bytes = size_bytes / (n_slots * cpr)
     elif name == "alltoall":
         for s in rank_tuple:
             for d in rank_tuple:
                 if s != d:
                     for k in range(cpr):
                         add([s], [d], False, s, k)
-        chunk_bytes = size_bytes / (n * cpr)
+        chunk_bytes = size_bytes / (n_slots * cpr)
     elif name == "broadcast":
         for k in range(cpr):
             add([root], everyone, False, root, k)
@@ -201,13 +204,13 @@ def make_collective(
             if r != root:
                 for k in range(cpr):
                     add([r], [root], False, r, k)
-        chunk_bytes = size_bytes / (n * cpr)
+        chunk_bytes = size_bytes / (n_slots * cpr)
     else:  # scatter
         for r in rank_tuple:
             if r != root:
                 for k in range(cpr):
                     add([root], [r], False, r, k)
-        chunk_bytes = size_bytes / (n * cpr)
+        chunk_bytes = size_bytes / (n_slots * cpr)
     return Collective(name, rank_tuple, tuple(chunks), chunk_bytes, float(size_bytes), cpr, root)
 
 

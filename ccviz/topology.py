@@ -299,7 +299,13 @@ class Topology:
         else:
             nodes = [_node_from_dict(d, i) for i, d in enumerate(data["nodes"])]
         links = [_link_from_dict(d, i) for i, d in enumerate(data["links"])]
-        switch_hop = data.get("switch_hop") or ("free" if name.endswith("_teccl_as_run") else "paid")
+        meta = dict(data.get("meta") or {})
+        switch_hop = data.get("switch_hop") or "paid"
+        if name.endswith("_teccl_as_run") and isinstance(data["nodes"], int):
+            # TE-CCL's published runs: the switch-marked node still owns a slot of every buffer (it has
+            # no data and no demand), so chunks are size / all nodes, and switch->GPU hops cost no time.
+            meta.setdefault("buffer_ranks", data["nodes"])
+            switch_hop = data.get("switch_hop") or "free"
         return cls(
             name,
             nodes,
@@ -307,7 +313,7 @@ class Topology:
             description=str(data.get("description") or data.get("source") or ""),
             switch_hop=switch_hop,
             layout=data.get("layout"),
-            meta=data.get("meta") or {},
+            meta=meta,
         )
 
     def to_json(self) -> str:
