@@ -344,8 +344,12 @@ class _Verifier:
         tokens: dict[tuple[int, int], list[list[Any]]] = defaultdict(list)  # switch buffers: [value, used]
         sent_value = [0] * len(transfers)
         valid_idx = np.flatnonzero(self.valid)
-        departures = valid_idx[np.argsort(self.start[valid_idx], kind="stable")].tolist()
+        # Departures in time order; at equal times switches forward first, so that a zero-delay hop out
+        # of a switch (switch_hop="free") lands before a GPU that starts at that instant needs it.
+        from_switch = np.array([nodes[t.src].kind == "switch" for t in transfers], dtype=bool)
+        departures = valid_idx[np.lexsort((~from_switch[valid_idx], self.start[valid_idx]))].tolist()
         arrivals = valid_idx[np.argsort(self.arrival[valid_idx], kind="stable")].tolist()
+        departed = np.zeros(len(transfers), dtype=bool)
         arrival_times = self.arrival
         start_times = self.start
         n_arr = len(arrivals)
@@ -353,10 +357,11 @@ class _Verifier:
         for i in departures:
             s = start_times[i]
             limit = s + _tol(s)
-            while a < n_arr and arrival_times[arrivals[a]] <= limit:
+            while a < n_arr and arrival_times[arrivals[a]] <= limit and departed[arrivals[a]]:
                 self._arrive(arrivals[a], transfers, chunks, nodes, held, tokens, sent_value, full, n_contrib,
                              completion)
                 a += 1
+            departed[i] = True
             t = transfers[i]
             if nodes[t.src].kind == "switch":
                 sent_value[i] = self._take_from_switch(i, t, tokens)
