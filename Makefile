@@ -1,0 +1,44 @@
+# Two set-up commands (see README): `make app` and `make test`. Both work on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8501
+
+.PHONY: app test install install-test browser-deps lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+
+install-test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+
+# Debian's chromium for the real-browser test (never `playwright install`).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" = "0" ]; then \
+			(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+			|| echo "warning: could not install chromium; the browser test will be skipped"; \
+		else echo "warning: /usr/bin/chromium missing and not root; the browser test will be skipped"; fi; \
+	fi
+
+app: install
+	$(BIN)/streamlit run app.py --server.headless true --browser.gatherUsageStats false \
+		--server.address 127.0.0.1 --server.port $(PORT)
+
+test: install-test browser-deps
+	$(BIN)/ruff check ccviz tests bench app.py pages
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: install-test
+	$(BIN)/ruff check ccviz tests bench app.py pages
+
+bench: install
+	$(BIN)/python bench/simulator.py
+	@for b in bench/tacos.py bench/mteg.py bench/teccl.py; do [ -f $$b ] && $(BIN)/python $$b || true; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info

@@ -1,0 +1,95 @@
+"""One call from inputs to a judged result: synthesize, simulate, bound, summarize.
+
+The CLI, the app and notebooks all go through ``run`` so that the numbers
+they show are computed one way only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ccviz.collectives import Collective, make_collective
+from ccviz.cost import LowerBound, lower_bound
+from ccviz.schedule import Schedule
+from ccviz.simulate import Timeline, simulate
+from ccviz.synth.registry import SynthOptions, synthesize
+from ccviz.topology import Topology
+
+SUMMARY_KEYS = (
+    "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",
+    "busbw_GBps", "lower_bound_s", "synth_time_s", "status", "mip_gap", "epochs", "epoch_s", "transfers",
+    "verified", "violations",
+)
+
+
+@dataclass
+class RunResult:
+    """A schedule together with its verdict from the simulator and the topology's lower bound."""
+
+    topology: Topology
+    collective: Collective
+    schedule: Schedule  # as the synthesizer returned it
+    timeline: Timeline  # the simulator's replay (timeline.schedule carries real times)
+    bound: LowerBound
+
+    @property
+    def lower_bound_s(self) -> float:
+        return self.bound.time_s
+
+    @property
+    def finish_time_s(self) -> float:
+        return self.timeline.finish_time_s
+
+    @property
+    def bound_ratio(self) -> float | None:
+        """Finish time over the lower bound (1.0 = provably optimal)."""
+        if not self.bound.time_s:
+            return None
+        return self.timeline.finish_time_s / self.bound.time_s
+
+    def summary(self) -> dict[str, Any]:
+        """The ``ccviz synth --json`` object (DESIGN section 5); simulator values, never estimates."""
+        s, t = self.schedule, self.timeline
+        return {
+            "algorithm": s.algorithm,
+            "topology": self.topology.name,
+            "collective": self.collective.name,
+            "size_bytes": self.collective.size_bytes,
+            "chunk_bytes": self.collective.chunk_bytes,
+            "n_gpus": self.topology.n_gpus,
+            "finish_time_s": t.finish_time_s,
+            "algbw_GBps": t.algbw_GBps,
+            "busbw_GBps": t.busbw_GBps,
+            "lower_bound_s": self.bound.time_s,
+            "synth_time_s": s.synth_time_s,
+            "status": s.status,
+            "mip_gap": s.mip_gap,
+            "epochs": s.epochs,
+            "epoch_s": s.epoch_s,
+            "transfers": len(s.transfers),
+            "verified": t.verified,
+            "violations": [v.to_dict() for v in t.violations],
+            "estimated_finish_s": s.estimated_finish_s,
+            "chunks_per_rank": self.collective.chunks_per_rank,
+            "notes": s.notes,
+        }
+
+
+def run(
+    topology: Topology,
+    collective: str | Collective,
+    algorithm: str = "ring",
+    size_bytes: float | None = None,
+    chunks: int = 1,
+    root: int | None = None,
+    options: SynthOptions | None = None,
+) -> RunResult:
+    """Synthesize with a registered algorithm and judge the result with the simulator."""
+    if isinstance(collective, str):
+        if size_bytes is None:
+            raise ValueError("run: size_bytes is required when the collective is given by name")
+        collective = make_collective(collective, topology, size_bytes, chunks, root)
+    schedule = synthesize(topology, collective, algorithm, options)
+    timeline = simulate(schedule)
+    return RunResult(topology, collective, schedule, timeline, lower_bound(topology, collective))
