@@ -1,0 +1,264 @@
+"""Reductions from broadcasts: reverse a timed AllGather/Broadcast schedule in time.
+
+A reduction chunk (pre = ranks holding partials, post = {owner}) is the mirror
+of a copy chunk flowing from the owner to every pre rank. Synthesize that
+copy demand on ``topology.reversed()`` (``mirror_collective``), then
+``reverse_schedule`` turns it into a reduction on the real topology: every
+forward transfer a->b becomes b->a with op="reduce", and every node sends its
+partial up only after the partials of its whole subtree have arrived.
+``concatenate`` runs one schedule after another (AllReduce = ReduceScatter
+then AllGather), so any timed synthesizer (TACOS, mteg, TE-CCL) gets the
+reducing collectives for free.
+
+Why retiming: with time reversal (t -> T - t) the reversed transfers are
+causal only when every link costs the same in both directions. They do not
+under ``switch_hop="free"`` (a hop out of a switch is free, the reversed hop
+into it is paid), so the reversed transfers are replayed ASAP in the
+reversed-time order, which never makes a schedule slower when timings are
+symmetric and repairs it when they are not.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ccviz.collectives import Chunk, Collective
+from ccviz.errors import CcvizError
+from ccviz.schedule import Schedule, Transfer
+from ccviz.topology import Topology
+
+# The simulator treats an arrival within ~1e-9 relative of a departure as "before" it;
+# transfers that must follow a departure at a switch are pushed past that window.
+_SWITCH_SEPARATION_REL = 4e-9
+_SWITCH_SEPARATION_ABS = 4e-13
+
+
+def mirror_collective(target: Collective) -> Collective:
+    """The copy demand whose time reversal is ``target``: each chunk flows post -> pre.
+
+    Only reductions into a single rank mirror to a copy with a single source
+    (ReduceScatter, Reduce); AllReduce is ReduceScatter then AllGather.
+    """
+    chunks = []
+    for c in target.chunks:
+        if not c.reduce or len(c.post) != 1:
+            raise CcvizError(
+                f"collective: chunk {c.id} of {target.name} does not reduce into exactly one rank; only "
+                "reductions into one owner (reducescatter, reduce) can be built by reversing a broadcast",
+                "collective",
+            )
+        chunks.append(Chunk(c.id, c.post, c.pre, False, c.source, c.index))
+    name = "broadcast" if target.name == "reduce" else "allgather" if target.name == "reducescatter" else "custom"
+    return Collective(name, target.ranks, tuple(chunks), target.chunk_bytes, target.size_bytes,
+                      target.chunks_per_rank, target.root)
+
+
+@dataclass
+class _Tree:
+    """The useful part of a forward schedule: first arrivals and the switch hops that feed them.
+
+    ``children[k]`` lists the kept forward transfers that forward what transfer k
+    delivered; reversed, transfer k waits for all of them.
+    """
+
+    kept: list[int]
+    children: dict[int, list[int]]
+    switch_pairs: dict[tuple[int, int], list[tuple[int, int]]]  # (switch, chunk) -> [(arrival, departure)]
+
+
+def _forward_tree(forward: Schedule) -> _Tree:
+    """Keep each rank's first arrival of a chunk and prune branches that feed nobody."""
+    topo = forward.topology
+    transfers = forward.transfers
+    chunks = forward.collective.chunks
+    order = sorted(range(len(transfers)), key=lambda k: (transfers[k].end_s, k))
+    first_arrival: dict[tuple[int, int], int] = {}
+    into_switch: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for k in order:
+        t = transfers[k]
+        if topo.is_switch(t.dst):
+            into_switch[(t.dst, t.chunk)].append(k)
+        elif t.dst not in chunks[t.chunk].pre and (t.dst, t.chunk) not in first_arrival:
+            first_arrival[(t.dst, t.chunk)] = k
+    feeder = _switch_feeders(forward, into_switch)
+    # A transfer is useful when it is a first arrival at a rank, or feeds a switch hop that is.
+    useful: set[int] = set()
+    for k in sorted(first_arrival.values(), key=lambda k: -transfers[k].start_s):
+        while k is not None and k not in useful:
+            useful.add(k)
+            k = feeder.get(k) if topo.is_switch(transfers[k].src) else None
+    children: dict[int, list[int]] = defaultdict(list)
+    switch_pairs: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for k in useful:
+        t = transfers[k]
+        if topo.is_switch(t.src):
+            parent = feeder[k]
+            if children[parent]:
+                raise CcvizError(
+                    f"schedule: switch {t.src} multicasts chunk {t.chunk}; a multicast cannot be reversed into a "
+                    "reduction (a switch cannot add partials) - synthesize the broadcast without switch copies",
+                    "schedule",
+                )
+            children[parent].append(k)
+            switch_pairs[(t.src, t.chunk)].append((parent, k))
+        else:
+            parent = first_arrival.get((t.src, t.chunk))
+            if parent is not None:
+                children[parent].append(k)
+    return _Tree(sorted(useful), children, switch_pairs)
+
+
+def _switch_feeders(forward: Schedule, into_switch: dict[tuple[int, int], list[int]]) -> dict[int, int]:
+    """For each transfer out of a switch, the arrival it forwards (the simulator's token rule)."""
+    topo = forward.topology
+    transfers = forward.transfers
+    feeder: dict[int, int] = {}
+    departures: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for k, t in enumerate(transfers):
+        if topo.is_switch(t.src):
+            departures[(t.src, t.chunk)].append(k)
+    for key, outs in departures.items():
+        arrivals = into_switch.get(key, [])
+        used: set[int] = set()
+        for k in sorted(outs, key=lambda k: (transfers[k].start_s, k)):
+            s = transfers[k].start_s
+            ready = [a for a in arrivals if transfers[a].end_s <= s + _separation(s)]
+            # Copies carry equal values, so any arrived token is right; prefer one not yet
+            # forwarded so that plain unicast relays pair up one to one.
+            unused = [a for a in ready if a not in used]
+            if topo.nodes[key[0]].copy:
+                pick = (unused or ready or [None])[-1]
+            else:
+                pick = unused[0] if unused else None
+            used.add(pick)
+            if pick is None:
+                raise CcvizError(f"schedule: transfer #{k} leaves switch {key[0]} before chunk {key[1]} arrives "
+                                 "there; verify the forward schedule before reversing it", "schedule")
+            feeder[k] = pick
+    return feeder
+
+
+def _separation(t: float) -> float:
+    return _SWITCH_SEPARATION_ABS + _SWITCH_SEPARATION_REL * abs(t)
+
+
+def reverse_schedule(forward: Schedule, topology: Topology, target: Collective) -> Schedule:
+    """Turn a verified copy schedule of ``mirror_collective(target)`` on ``topology.reversed()``
+    into a timed reduction schedule of ``target`` on ``topology``.
+    """
+    if not forward.is_timed:
+        raise CcvizError("schedule: only a timed schedule can be reversed in time; simulate it first", "schedule")
+    chunk_map = _chunk_map(forward.collective, target)
+    tree = _forward_tree(forward)
+    if not tree.kept:
+        return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
+    fwd = forward.transfers
+    horizon = max(fwd[k].end_s for k in tree.kept)
+    # Reversed transfer k waits for the reversed transfers of its forward children.
+    waits: dict[int, list[tuple[int, bool]]] = {k: [(c, False) for c in tree.children.get(k, [])] for k in tree.kept}
+    _separate_switch_pairs(tree, fwd, horizon, waits)
+    nominal = {k: horizon - fwd[k].end_s for k in tree.kept}
+    nbytes = target.chunk_bytes
+    starts = _retime(topology, nbytes, fwd, waits, nominal)
+    transfers = [
+        Transfer(chunk_map[fwd[k].chunk], fwd[k].dst, fwd[k].src, starts[k],
+                 starts[k] + topology.arrival_delay(fwd[k].dst, fwd[k].src, nbytes), "reduce", nominal[k])
+        for k in sorted(tree.kept, key=lambda k: (starts[k], k))
+    ]
+    finish = max(t.end_s for t in transfers)
+    return Schedule(topology, target, transfers, forward.algorithm, dict(forward.options), forward.status,
+                    estimated_finish_s=finish,
+                    notes=[*forward.notes, "reduction = time-reversed copy schedule on the reversed topology"])
+
+
+def _chunk_map(forward: Collective, target: Collective) -> dict[int, int]:
+    """Forward chunk id -> target chunk id, matched by (source, index) and checked for mirror demands."""
+    by_key = {(c.source, c.index): c for c in target.chunks}
+    out = {}
+    for c in forward.chunks:
+        t = by_key.get((c.source, c.index))
+        if t is None or t.post != c.pre or not t.pre <= c.post:
+            raise CcvizError(f"schedule: forward chunk {c.id} does not mirror a chunk of {target.name}; build the "
+                             "forward demand with mirror_collective(target)", "schedule")
+        out[c.id] = t.id
+    return out
+
+
+def _separate_switch_pairs(tree: _Tree, fwd: list[Transfer], horizon: float,
+                           waits: dict[int, list[tuple[int, bool]]]) -> None:
+    """A switch forwards the latest (copy) or oldest (no copy) arrival of a chunk; so that it always
+    forwards the right partial, reversed passes of one chunk through one switch never overlap."""
+    for pairs in tree.switch_pairs.values():
+        # Reversed, a pass (forward arrival, forward departure) enters the switch by the reverse of the
+        # forward departure and leaves it by the reverse of the forward arrival.
+        passes = sorted(pairs, key=lambda p: (horizon - fwd[p[1]].end_s, p[1]))
+        for (prev_leaves, _), (_, next_enters) in zip(passes, passes[1:], strict=False):
+            waits[next_enters].append((prev_leaves, True))
+
+
+def _retime(topology: Topology, nbytes: float, fwd: list[Transfer], waits: dict[int, list[tuple[int, bool]]],
+            nominal: dict[int, float]) -> dict[int, float]:
+    """ASAP start of every reversed transfer, in reversed-time priority, links served in that order."""
+    waiting_on = {k: len(w) for k, w in waits.items()}
+    released_by: dict[int, list[int]] = defaultdict(list)
+    for k, w in waits.items():
+        for dep, _ in w:
+            released_by[dep].append(k)
+    ready = [(nominal[k], k) for k, n in waiting_on.items() if n == 0]
+    heapq.heapify(ready)
+    link_free: dict[tuple[int, int], list[float]] = {}
+    starts: dict[int, float] = {}
+    while ready:
+        _, k = heapq.heappop(ready)
+        src, dst = fwd[k].dst, fwd[k].src
+        earliest = 0.0
+        for dep, after_start in waits[k]:
+            if after_start:
+                earliest = max(earliest, starts[dep] + _separation(starts[dep]))
+            else:
+                earliest = max(earliest, starts[dep] + topology.arrival_delay(fwd[dep].dst, fwd[dep].src, nbytes))
+        lanes = link_free.setdefault((src, dst), [0.0] * topology.link(src, dst).lanes)
+        start = max(earliest, heapq.heappop(lanes))
+        heapq.heappush(lanes, start + topology.occupancy(src, dst, nbytes))
+        starts[k] = start
+        for nxt in released_by.get(k, ()):
+            waiting_on[nxt] -= 1
+            if waiting_on[nxt] == 0:
+                heapq.heappush(ready, (nominal[nxt], nxt))
+    if len(starts) != len(waits):
+        raise CcvizError("schedule: the forward schedule's transfers depend on each other in a cycle; "
+                         "it cannot be reversed", "schedule")
+    return starts
+
+
+def schedule_end(schedule: Schedule) -> float:
+    """Last arrival of a timed schedule under the topology's physics."""
+    topo = schedule.topology
+    nbytes = schedule.chunk_bytes
+    return max((t.start_s + topo.arrival_delay(t.src, t.dst, nbytes) for t in schedule.transfers), default=0.0)
+
+
+def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedule:
+    """Run ``second`` after ``first`` ends, both re-labelled onto ``target``'s chunks by (source, index).
+
+    AllReduce = ReduceScatter then AllGather: the result's finish time is exactly the sum.
+    """
+    if not (first.is_timed and second.is_timed):
+        raise CcvizError("schedule: only timed schedules can be concatenated; simulate them first", "schedule")
+    by_key = {(c.source, c.index): c.id for c in target.chunks}
+    offset = schedule_end(first)
+    transfers = []
+    for part, shift in ((first, 0.0), (second, offset)):
+        for t in part.transfers:
+            c = part.collective.chunks[t.chunk]
+            if (c.source, c.index) not in by_key:
+                raise CcvizError(f"schedule: chunk {t.chunk} of {part.collective.name} has no counterpart in "
+                                 f"{target.name}", "schedule")
+            transfers.append(t._replace(chunk=by_key[(c.source, c.index)], start_s=t.start_s + shift,
+                                        end_s=t.end_s + shift))
+    est = (second.estimated_finish_s or schedule_end(second)) + offset
+    return Schedule(first.topology, target, transfers, first.algorithm, dict(first.options), first.status,
+                    estimated_finish_s=est, notes=[*first.notes, f"then {second.collective.name} from "
+                                                   f"{offset * 1e6:.6g} us"])
