@@ -2,14 +2,24 @@
 
 Each builder is registered under the name used in a builder spec
 (``torus2d:dims=4x4,bw=50,alpha=0.5``); its keyword parameters, with their
-type hints, define what the spec accepts. Per-dimension values are written
-with ``/`` (``bw=200/100/50``). Paper defaults: alpha 0.5 us, 50 GB/s (TACOS).
+type hints, define what the spec accepts. Per-dimension (or per link class)
+values are written with ``/`` (``bw=200/100/50``); a single value applies to
+every dimension or class. Paper defaults: alpha 0.5 us, 50 GB/s (TACOS); the
+vendor systems (``dgx1``, ``ndv2``, ``dgx2``, ``amd``) use the TE-CCL values
+and are link-for-link equal to ``shared/reference/topologies/*.json``.
+
+Every builder sets node ``group`` (chassis, pod, ...), ``pos`` (a 2D drawing
+position) and a ``layout`` hint (``ring``, ``circle``, ``grid``, ``grid2d``,
+``grid3d``, ``star``, ``hypercube``, ``tree``, ``dragonfly``, ``multidim``,
+``chassis``) so that front ends can draw any built topology without guessing.
 """
 
 from __future__ import annotations
 
 import inspect
 import itertools
+import math
+import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,6 +29,8 @@ from ccviz.topology import Link, Node, Topology
 
 DEFAULT_BW = 50.0
 DEFAULT_ALPHA = 0.5
+
+Position = tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -33,13 +45,19 @@ class Builder:
         return dict(inspect.signature(self.function).parameters)
 
     def signature_text(self) -> str:
-        parts = []
-        for name, p in self.parameters.items():
-            default = p.default
-            if isinstance(default, tuple):
-                default = "x".join(str(d) for d in default) if name == "dims" else "/".join(f"{d:g}" for d in default)
-            parts.append(f"{name}={default}")
-        return ",".join(parts)
+        return ",".join(f"{name}={_format_default(name, p.default)}" for name, p in self.parameters.items())
+
+
+def _format_default(name: str, default: object) -> str:
+    """A default written the way a spec would write it (dims 4x4, bw 200/100/50, flags true/false)."""
+    if isinstance(default, tuple):
+        sep = "x" if name == "dims" else "/"
+        return sep.join(f"{d:g}" if isinstance(d, float) else str(d) for d in default)
+    if isinstance(default, bool) or default is None:
+        return str(default).lower()
+    if isinstance(default, float):
+        return f"{default:g}"
+    return str(default)
 
 
 BUILDERS: dict[str, Builder] = {}
@@ -98,7 +116,9 @@ def _convert(value: str, hint: object, key: str, builder_name: str) -> object:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     try:
-        if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        if origin in (typing.Union, types.UnionType):
+            if type(None) in args and value.lower() in ("none", "auto", ""):
+                return None
             hint = next(a for a in args if a is not type(None))
             origin, args = typing.get_origin(hint), typing.get_args(hint)
         if origin is tuple:
@@ -118,16 +138,22 @@ def _convert(value: str, hint: object, key: str, builder_name: str) -> object:
         raise CcvizError(f"topology: {builder_name}: cannot read {key}={value!r}", "topology") from None
 
 
-def per_dim(value: float | Sequence[float], ndims: int, key: str) -> tuple[float, ...]:
-    """Broadcast a scalar to every dimension, or check a per-dimension tuple has the right length."""
+# ------------------------------------------------------------ shared helpers
+def per_dim(value: float | Sequence[float], ndims: int, key: str, what: str = "dimensions") -> tuple[float, ...]:
+    """Broadcast a scalar to every dimension (or link class), or check a tuple has the right length."""
     if isinstance(value, (int, float)):
         return (float(value),) * ndims
     values = tuple(float(v) for v in value)
     if len(values) == 1:
         return values * ndims
     if len(values) != ndims:
-        raise CcvizError(f"topology: {key} has {len(values)} values for {ndims} dimensions", key)
+        raise CcvizError(f"topology: {key} has {len(values)} values for {ndims} {what}", key)
     return values
+
+
+def link_classes(value: float | Sequence[float], classes: Sequence[str], key: str) -> tuple[float, ...]:
+    """Per-link-class values (``bw=50/25/12.5``), naming the classes in the error when the count is wrong."""
+    return per_dim(value, len(classes), key, what=f"link classes ({'/'.join(classes)})")
 
 
 def bidirectional(u: int, v: int, bw: float, alpha: float) -> list[Link]:
@@ -142,12 +168,75 @@ def gpu_nodes(n: int, start: int = 0, group: str | None = None, positions=None) 
     ]
 
 
-# ------------------------------------------------------------------- builders
+def require(condition: bool, field: str, message: str) -> None:
+    """Raise the user-facing error for a bad builder parameter."""
+    if not condition:
+        raise CcvizError(f"{field}: {message}", field)
+
+
+class Fabric:
+    """A builder's scratchpad: add GPUs, switches and cables, then freeze it into a validated Topology.
+
+    Ids are given explicitly where a reference file fixes them, otherwise the next free id is used.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, Node] = {}
+        self.links: list[Link] = []
+
+    @property
+    def next_id(self) -> int:
+        return max(self.nodes, default=-1) + 1
+
+    def add_gpu(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None) -> int:
+        node_id = self.next_id if node_id is None else node_id
+        self.nodes[node_id] = Node(node_id, "gpu", label=f"GPU{node_id}", group=group, pos=_rounded(pos))
+        return node_id
+
+    def add_switch(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None,
+                   copy: bool = True, label: str | None = None) -> int:
+        node_id = self.next_id if node_id is None else node_id
+        self.nodes[node_id] = Node(node_id, "switch", label=label or f"S{node_id}", group=group, pos=_rounded(pos),
+                                   copy=copy)
+        return node_id
+
+    def cable(self, u: int, v: int, bw: float, alpha: float) -> None:
+        """A full-duplex cable (two directed links)."""
+        self.links.extend(bidirectional(u, v, bw, alpha))
+
+    def one_way(self, u: int, v: int, bw: float, alpha: float) -> None:
+        """A single directed link (the reference systems have a few)."""
+        self.links.append(Link(u, v, bw, alpha))
+
+    def topology(self, name: str, description: str, layout: str, meta: dict | None = None) -> Topology:
+        return Topology(name, sorted(self.nodes.values(), key=lambda n: n.id), self.links,
+                        description=description, layout=layout, meta=meta)
+
+
+def _rounded(pos: Position | None) -> Position | None:
+    """Drawing positions rounded so saved files stay tidy and deterministic."""
+    return None if pos is None else (round(float(pos[0]), 4) + 0.0, round(float(pos[1]), 4) + 0.0)
+
+
+def circle_positions(n: int, radius: float = 1.0, center: Position = (0.0, 0.0)) -> list[Position]:
+    """n points evenly on a circle, the first at the top, going clockwise (reads like a clock face)."""
+    return [
+        (center[0] + radius * math.sin(2 * math.pi * i / n), center[1] + radius * math.cos(2 * math.pi * i / n))
+        for i in range(n)
+    ]
+
+
+def spread(count: int, width: float, center: float = 0.0) -> list[float]:
+    """``count`` x-coordinates spaced evenly over ``width`` around ``center`` (one row of a tree drawing)."""
+    if count == 1:
+        return [center]
+    return [center - width / 2 + width * i / (count - 1) for i in range(count)]
+
+
+# ------------------------------------------------------- GPU-only regular fabrics
 @builder("ring")
 def ring(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA, bidirectional: bool = True) -> Topology:
     """Ring of n GPUs (bidirectional by default; bidirectional=false for a one-way ring)."""
-    import math
-
     if n < 2:
         raise CcvizError("topology: ring needs n >= 2", "n")
     pos = [(math.cos(2 * math.pi * i / n), math.sin(2 * math.pi * i / n)) for i in range(n)]
@@ -170,6 +259,54 @@ def line(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA) -> To
     links = [lk for i in range(n - 1) for lk in bidirectional(i, i + 1, bw, alpha)]
     return Topology(f"line{n}", gpu_nodes(n, positions=[(i, 0) for i in range(n)]), links,
                     description=f"line of {n} GPUs", layout="grid")
+
+
+@builder("fully_connected", aliases=("fc", "clique"))
+def fully_connected(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA) -> Topology:
+    """n GPUs, a direct cable between every pair (the ideal all-to-all fabric)."""
+    require(n >= 2, "n", f"fully_connected needs n >= 2 GPUs, got {n}")
+    fabric = Fabric()
+    for pos in circle_positions(n):
+        fabric.add_gpu(pos=pos)
+    for u, v in itertools.combinations(range(n), 2):
+        fabric.cable(u, v, bw, alpha)
+    return fabric.topology(f"fully_connected{n}", f"{n} GPUs, every pair cabled directly", "circle")
+
+
+@builder("hypercube")
+def hypercube(n: int = 8, bw: tuple[float, ...] = (DEFAULT_BW,),
+              alpha: tuple[float, ...] = (DEFAULT_ALPHA,)) -> Topology:
+    """Binary hypercube of n = 2^k GPUs: i and j cabled when they differ in one bit (bw/alpha per bit)."""
+    require(n >= 2 and n & (n - 1) == 0, "n", f"hypercube needs n = 2^k GPUs (2, 4, 8, 16, ...), got {n}")
+    k = n.bit_length() - 1
+    bws = per_dim(bw, k, "bw")
+    alphas = per_dim(alpha, k, "alpha")
+    fabric = Fabric()
+    for i in range(n):
+        fabric.add_gpu(pos=_hypercube_pos(i, k))
+    for i in range(n):
+        for bit in range(k):
+            j = i ^ (1 << bit)
+            if i < j:
+                fabric.cable(i, j, bws[bit], alphas[bit])
+    return fabric.topology(f"hypercube{n}", f"{k}-dimensional binary hypercube of {n} GPUs", "hypercube",
+                           meta={"dims": [2] * k})
+
+
+def _hypercube_pos(i: int, k: int) -> Position:
+    """Classic hypercube drawing: even bits step right, odd bits step down, each pair of bits twice as far
+    as the previous with a slight skew so that no edge passes through a node."""
+    x = y = 0.0
+    for bit in range(k):
+        if not (i >> bit) & 1:
+            continue
+        scale = 2.2 ** (bit // 2)
+        skew = 0.3 * (bit // 2)
+        if bit % 2 == 0:
+            x, y = x + scale, y - skew
+        else:
+            x, y = x + skew, y - scale
+    return (x, y)
 
 
 def grid(dims: Sequence[int], wrap: bool, bw: float | Sequence[float], alpha: float | Sequence[float],
@@ -246,3 +383,413 @@ def _ndims(dims: Sequence[int], n: int, name: str) -> tuple[int, ...]:
     if len(dims) != n:
         raise CcvizError(f"topology: {name} needs dims with {n} sizes such as {'x'.join(['4'] * n)}", "dims")
     return tuple(dims)
+
+
+# ------------------------------------------------------------ switched fabrics
+@builder("star")
+def star(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA, copy: bool = True) -> Topology:
+    """n GPUs around one switch (copy=false for a switch without multicast)."""
+    require(n >= 2, "n", f"star needs n >= 2 GPUs, got {n}")
+    fabric = Fabric()
+    for pos in circle_positions(n):
+        fabric.add_gpu(group="gpus", pos=pos)
+    hub = fabric.add_switch(pos=(0.0, 0.0), copy=copy, label="switch")
+    for gpu in range(n):
+        fabric.cable(gpu, hub, bw, alpha)
+    kind = "multicast" if copy else "non-copying"
+    return fabric.topology(f"star{n}", f"{n} GPUs on one {kind} switch", "star")
+
+
+@builder("fattree")
+def fattree(k: int = 4, bw: tuple[float, ...] = (DEFAULT_BW,), alpha: tuple[float, ...] = (DEFAULT_ALPHA,),
+            copy: bool = True) -> Topology:
+    """k-ary fat-tree: k pods of k/2 edge + k/2 aggregation switches, (k/2)^2 cores, k^3/4 GPUs.
+
+    bw/alpha are per tier: host-edge / edge-aggregation / aggregation-core.
+    """
+    require(k >= 2 and k % 2 == 0, "k", f"fattree needs an even k >= 2 (4 gives 16 GPUs), got {k}")
+    half = k // 2
+    tiers = ("host-edge", "edge-agg", "agg-core")
+    bws, alphas = link_classes(bw, tiers, "bw"), link_classes(alpha, tiers, "alpha")
+    n_gpus = k * half * half
+    fabric = Fabric()
+    for gpu in range(n_gpus):
+        fabric.add_gpu(group=f"pod{gpu // (half * half)}", pos=(float(gpu), 0.0))
+    pod_width = half * half
+    edges = [[fabric.add_switch(group=f"pod{p}", copy=copy, label=f"edge{p}.{i}",
+                                pos=(p * pod_width + i * half + (half - 1) / 2, 1.5)) for i in range(half)]
+             for p in range(k)]
+    aggs = [[fabric.add_switch(group=f"pod{p}", copy=copy, label=f"agg{p}.{j}",
+                               pos=(p * pod_width + x, 3.0)) for j, x in enumerate(spread(half, pod_width - 1,
+                                                                                           (pod_width - 1) / 2))]
+            for p in range(k)]
+    cores = [fabric.add_switch(group="core", copy=copy, label=f"core{c}", pos=(x, 4.5))
+             for c, x in enumerate(spread(half * half, n_gpus - 1, (n_gpus - 1) / 2))]
+    for p in range(k):
+        for i, edge in enumerate(edges[p]):
+            for m in range(half):
+                fabric.cable(p * pod_width + i * half + m, edge, bws[0], alphas[0])
+            for agg in aggs[p]:
+                fabric.cable(edge, agg, bws[1], alphas[1])
+        for j, agg in enumerate(aggs[p]):
+            for m in range(half):
+                fabric.cable(agg, cores[j * half + m], bws[2], alphas[2])
+    return fabric.topology(f"fattree_k{k}", f"{k}-ary fat-tree: {n_gpus} GPUs, {k} pods, {half * half} core switches",
+                           "tree", meta={"k": k})
+
+
+@builder("leafspine")
+def leafspine(leaves: int = 4, hosts: int = 4, spines: int = 2, bw: float = DEFAULT_BW,
+              alpha: float = DEFAULT_ALPHA, oversub: float | None = None, uplink_bw: float | None = None,
+              copy: bool = True) -> Topology:
+    """Two-tier leaf-spine: leaves x hosts GPUs, every leaf cabled to every spine.
+
+    The leaf->spine cable bandwidth is ``uplink_bw``, or derived from the oversubscription
+    ratio (host bandwidth into a leaf / its uplink bandwidth; 1 = non-blocking, the default).
+    """
+    require(leaves >= 1 and hosts >= 1 and spines >= 1, "leaves",
+            f"leafspine needs leaves, hosts and spines >= 1, got {leaves}, {hosts}, {spines}")
+    require(leaves * hosts >= 2, "hosts", "leafspine needs at least two GPUs (leaves x hosts >= 2)")
+    require(oversub is None or uplink_bw is None, "oversub", "give either oversub or uplink_bw, not both")
+    require(oversub is None or oversub > 0, "oversub", f"oversub must be positive, got {oversub}")
+    if uplink_bw is None:
+        uplink_bw = hosts * bw / (spines * (oversub or 1.0))
+    ratio = hosts * bw / (spines * uplink_bw)
+    n_gpus = leaves * hosts
+    fabric = Fabric()
+    for gpu in range(n_gpus):
+        fabric.add_gpu(group=f"leaf{gpu // hosts}", pos=(float(gpu), 0.0))
+    leaf_ids = [fabric.add_switch(group=f"leaf{i}", copy=copy, label=f"leaf{i}", pos=(i * hosts + (hosts - 1) / 2, 1.5))
+                for i in range(leaves)]
+    spine_ids = [fabric.add_switch(group="spine", copy=copy, label=f"spine{s}", pos=(x, 3.0))
+                 for s, x in enumerate(spread(spines, n_gpus - 1, (n_gpus - 1) / 2))]
+    for gpu in range(n_gpus):
+        fabric.cable(gpu, leaf_ids[gpu // hosts], bw, alpha)
+    for leaf in leaf_ids:
+        for spine in spine_ids:
+            fabric.cable(leaf, spine, uplink_bw, alpha)
+    return fabric.topology(
+        f"leafspine_{leaves}x{hosts}_s{spines}",
+        f"leaf-spine: {leaves} leaves x {hosts} GPUs, {spines} spines, {uplink_bw:g} GB/s uplinks "
+        f"(oversubscription {ratio:g}:1)",
+        "tree", meta={"oversubscription": ratio},
+    )
+
+
+@builder("dragonfly")
+def dragonfly(groups: int = 4, routers: int = 4, gpus: int = 2, bw: tuple[float, ...] = (50.0, 50.0, 25.0),
+              alpha: tuple[float, ...] = (0.5, 0.5, 1.0), copy: bool = True) -> Topology:
+    """Dragonfly: routers (switches) all-to-all inside a group, one global cable per pair of groups.
+
+    bw/alpha per link class: GPU-router / local (router-router in a group) / global (between groups).
+    Global cables leave a group round-robin over its routers (the "consecutive" arrangement).
+    """
+    require(groups >= 1 and routers >= 1 and gpus >= 1, "groups",
+            f"dragonfly needs groups, routers and gpus >= 1, got {groups}, {routers}, {gpus}")
+    require(groups * routers * gpus >= 2, "gpus", "dragonfly needs at least two GPUs")
+    classes = ("terminal", "local", "global")
+    bws, alphas = link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha")
+    n_gpus = groups * routers * gpus
+    group_centers = circle_positions(groups, radius=3.0 * routers ** 0.5 if groups > 1 else 0.0)
+    router_pos = [circle_positions(routers, radius=0.8 if routers > 1 else 0.0, center=c) for c in group_centers]
+    fabric = Fabric()
+    for gpu in range(n_gpus):
+        g, r = divmod(gpu // gpus, routers)
+        cx, cy = group_centers[g]
+        rx, ry = router_pos[g][r]
+        # GPUs fan out from their router, away from the group's center
+        angle = math.atan2(ry - cy, rx - cx) if routers > 1 else math.atan2(cy, cx) if groups > 1 else 0.0
+        spread_angle = (gpu % gpus - (gpus - 1) / 2) * 0.5
+        fabric.add_gpu(group=f"group{g}", pos=(rx + 0.7 * math.cos(angle + spread_angle),
+                                               ry + 0.7 * math.sin(angle + spread_angle)))
+    router_ids = [[fabric.add_switch(group=f"group{g}", copy=copy, label=f"R{g}.{r}", pos=router_pos[g][r])
+                   for r in range(routers)] for g in range(groups)]
+    for gpu in range(n_gpus):
+        g, r = divmod(gpu // gpus, routers)
+        fabric.cable(gpu, router_ids[g][r], bws[0], alphas[0])
+    for g in range(groups):
+        for a, b in itertools.combinations(router_ids[g], 2):
+            fabric.cable(a, b, bws[1], alphas[1])
+    for g, h in itertools.combinations(range(groups), 2):
+        fabric.cable(router_ids[g][_global_port(g, h, routers)], router_ids[h][_global_port(h, g, routers)],
+                     bws[2], alphas[2])
+    return fabric.topology(f"dragonfly_{groups}x{routers}x{gpus}",
+                           f"dragonfly: {groups} groups x {routers} routers x {gpus} GPUs", "dragonfly")
+
+
+def _global_port(group: int, other: int, routers: int) -> int:
+    """Router of ``group`` that holds its global cable to ``other``: ports dealt round-robin."""
+    port = other if other < group else other - 1
+    return port % routers
+
+
+# ------------------------------------------------ multi-dimensional (TACOS)
+DIMENSION_KINDS = ("ring", "fc", "switch", "mesh")
+
+
+@builder("multidim")
+def multidim(dims: tuple[int, ...] = (2, 4, 16), kinds: tuple[str, ...] = ("ring", "fc", "switch"),
+             bw: tuple[float, ...] = (200.0, 100.0, 50.0), alpha: tuple[float, ...] = (DEFAULT_ALPHA,),
+             copy: bool = True) -> Topology:
+    """Multi-dimensional NPU system: each dimension a ring, fc (fully connected), switch or mesh.
+
+    NPU ids count dimension 1 fastest (ASTRA-sim/TACOS convention); one switch joins the NPUs of
+    each line along a ``switch`` dimension. bw/alpha are per dimension.
+    """
+    dims = tuple(int(d) for d in dims)
+    require(len(dims) >= 1 and all(d >= 1 for d in dims), "dims", f"dims must be positive sizes, got {dims}")
+    require(math.prod(dims) >= 2, "dims", "the system needs at least two NPUs")
+    require(len(kinds) == len(dims), "kinds",
+            f"give one kind per dimension ({len(dims)}), e.g. kinds={'/'.join(DIMENSION_KINDS[:len(dims)])}")
+    bad = [k for k in kinds if k not in DIMENSION_KINDS]
+    require(not bad, "kinds", f"unknown dimension kind {bad[0] if bad else ''!r}; use {', '.join(DIMENSION_KINDS)}")
+    system = DimensionalSystem(dims, per_dim(bw, len(dims), "bw"), per_dim(alpha, len(dims), "alpha"), copy)
+    for axis, kind in enumerate(kinds):
+        system.connect_dimension(axis, kind)
+    shape = "x".join(map(str, dims))
+    return system.fabric.topology(f"multidim_{shape}", f"{len(dims)}D {'/'.join(kinds)} system {shape}", "multidim",
+                                  meta={"dims": list(dims), "kinds": list(kinds)})
+
+
+class DimensionalSystem:
+    """NPUs on a multi-dimensional grid, wired one dimension at a time (ring, fc, switch or mesh)."""
+
+    def __init__(self, dims: tuple[int, ...], bws: tuple[float, ...], alphas: tuple[float, ...], copy: bool) -> None:
+        self.dims, self.bws, self.alphas, self.copy = dims, bws, alphas, copy
+        self.fabric = Fabric()
+        self.strides = [math.prod(dims[:a]) for a in range(len(dims))]
+        self.blocks_per_row = math.ceil(math.sqrt(math.prod(dims[2:])))
+        for npu in range(math.prod(dims)):
+            self.fabric.add_gpu(pos=self.position(self.coords(npu)))
+
+    def coords(self, npu: int) -> tuple[int, ...]:
+        return tuple((npu // s) % d for s, d in zip(self.strides, self.dims, strict=True))
+
+    def npu(self, coords: Sequence[int]) -> int:
+        return sum(c * s for c, s in zip(coords, self.strides, strict=True))
+
+    def position(self, coords: Sequence[int]) -> Position:
+        """Axis 1 -> x, axis 2 -> y; higher axes tile the 2D slices in a near-square grid of blocks."""
+        width = self.dims[0] + 1
+        height = (self.dims[1] if len(self.dims) > 1 else 1) + 1
+        block = sum(c * math.prod(self.dims[2:2 + i]) for i, c in enumerate(coords[2:]))
+        bx, by = block % self.blocks_per_row, block // self.blocks_per_row
+        return (coords[0] + bx * width, -((coords[1] if len(coords) > 1 else 0) + by * height))
+
+    def lines(self, axis: int) -> list[list[int]]:
+        """Every line of NPUs along ``axis`` (all other coordinates fixed), in coordinate order."""
+        others = [range(d) if a != axis else range(1) for a, d in enumerate(self.dims)]
+        result = []
+        for base in itertools.product(*others):
+            coords = list(base)
+            result.append([self.npu(coords[:axis] + [i] + coords[axis + 1:]) for i in range(self.dims[axis])])
+        return result
+
+    def connect_dimension(self, axis: int, kind: str) -> None:
+        """Wire every line along ``axis`` with the dimension's kind of fabric."""
+        bw, alpha = self.bws[axis], self.alphas[axis]
+        for members in self.lines(axis):
+            if len(members) < 2:
+                continue
+            if kind == "switch":
+                hub = self.fabric.add_switch(group=f"dim{axis + 1}", copy=self.copy,
+                                             pos=self.switch_position(axis, members))
+                for npu in members:
+                    self.fabric.cable(npu, hub, bw, alpha)
+            else:
+                for u, v in self.pairs(kind, members):
+                    self.fabric.cable(u, v, bw, alpha)
+
+    @staticmethod
+    def pairs(kind: str, members: list[int]) -> list[tuple[int, int]]:
+        """The NPU pairs cabled along one line: neighbours (mesh), plus wrap-around (ring), or all (fc)."""
+        if kind == "fc":
+            return list(itertools.combinations(members, 2))
+        chain = list(itertools.pairwise(members))
+        if kind == "ring" and len(members) > 2:
+            chain.append((members[-1], members[0]))
+        return chain
+
+    def switch_position(self, axis: int, members: list[int]) -> Position:
+        """Row switches left of their row, column switches above their column, higher ones in a side panel."""
+        first = list(self.coords(members[0]))
+        if axis < 2:
+            first[axis] = -1
+            return self.position(first)
+        x0 = self.blocks_per_row * (self.dims[0] + 1) + 1 + (axis - 2) * (self.dims[0] + 1)
+        return (x0 + first[0], -float(first[1] if len(first) > 1 else 0))
+
+
+@builder("switch2d")
+def switch2d(dims: tuple[int, ...] = (4, 4), bw: tuple[float, ...] = (DEFAULT_BW,),
+             alpha: tuple[float, ...] = (DEFAULT_ALPHA,), copy: bool = True) -> Topology:
+    """TACOS 2D Switch: NPUs on a grid, one switch per row and one per column."""
+    topo = multidim(_ndims(dims, 2, "switch2d"), ("switch", "switch"), bw, alpha, copy)
+    return _renamed(topo, f"switch2d_{'x'.join(map(str, dims))}",
+                    f"2D switch {'x'.join(map(str, dims))}: a switch per row and per column")
+
+
+@builder("rfs3d")
+def rfs3d(dims: tuple[int, ...] = (2, 4, 16), bw: tuple[float, ...] = (200.0, 100.0, 50.0),
+          alpha: tuple[float, ...] = (DEFAULT_ALPHA,), copy: bool = True) -> Topology:
+    """TACOS 3D Ring-FullyConnected-Switch (default 2x4x16, 200/100/50 GB/s per dimension)."""
+    topo = multidim(_ndims(dims, 3, "rfs3d"), ("ring", "fc", "switch"), bw, alpha, copy)
+    return _renamed(topo, f"rfs3d_{'x'.join(map(str, dims))}",
+                    f"3D Ring-FullyConnected-Switch {'x'.join(map(str, dims))}")
+
+
+def _renamed(topo: Topology, name: str, description: str) -> Topology:
+    return Topology(name, topo.nodes.values(), topo.links.values(), description=description, layout=topo.layout,
+                    meta=topo.meta, validate=False)
+
+
+# ----------------------------------------- vendor systems (TE-CCL reference files)
+# DGX-1 hybrid cube-mesh, local GPU ids: (u, v, class) with class 0 = double NVLink, 1 = single NVLink.
+DGX1_CABLES = (
+    (0, 1, 0), (0, 2, 1), (0, 3, 1), (0, 4, 0), (1, 2, 1), (1, 3, 0), (1, 5, 1), (2, 3, 0),
+    (2, 6, 0), (3, 7, 1), (4, 5, 0), (4, 6, 1), (4, 7, 1), (5, 6, 1), (5, 7, 0), (6, 7, 0),
+)
+# Cube drawing: GPUs 0-3 an inner square, 4-7 the outer square.
+DGX1_POSITIONS = ((-0.5, 0.5), (0.5, 0.5), (-0.5, -0.5), (0.5, -0.5),
+                  (-1.2, 1.2), (1.2, 1.2), (-1.2, -1.2), (1.2, -1.2))
+CHASSIS_SPACING = 3.6
+
+
+def _add_dgx1_chassis(fabric: Fabric, base: int, group: str, x_offset: float, bws: Sequence[float],
+                      alphas: Sequence[float]) -> list[int]:
+    """Eight GPUs with ids base..base+7 wired as a DGX-1 hybrid cube-mesh; returns their ids."""
+    ids = [fabric.add_gpu(base + i, group=group, pos=(x + x_offset, y)) for i, (x, y) in enumerate(DGX1_POSITIONS)]
+    for u, v, cls in DGX1_CABLES:
+        fabric.cable(base + u, base + v, bws[cls], alphas[cls])
+    return ids
+
+
+@builder("dgx1")
+def dgx1(bw: tuple[float, ...] = (50.0, 25.0), alpha: tuple[float, ...] = (0.7,)) -> Topology:
+    """NVIDIA DGX-1 (V100): 8 GPUs, hybrid cube-mesh NVLink; bw per class double/single NVLink."""
+    classes = ("double", "single")
+    fabric = Fabric()
+    _add_dgx1_chassis(fabric, 0, "chassis0", 0.0, link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha"))
+    return fabric.topology("dgx1", "NVIDIA DGX-1: 8 GPUs, hybrid cube-mesh NVLink (TE-CCL values)", "chassis")
+
+
+@builder("ndv2")
+def ndv2(chassis: int = 2, bw: tuple[float, ...] = (50.0, 25.0, 12.5),
+         alpha: tuple[float, ...] = (0.7, 0.7, 1.3)) -> Topology:
+    """Azure NDv2: DGX-1-like chassis joined by 12.5 GB/s NICs; bw/alpha per class double/single/NIC.
+
+    As in TE-CCL: with 2 chassis, GPU 0 of each chassis sends straight to GPU 1 of the other (no
+    switch); otherwise a switch (node 0) receives from GPU 0 of every chassis and sends to GPU 1 of
+    every chassis, and chassis c holds GPUs 1+8c..8+8c.
+    """
+    require(chassis >= 1, "chassis", f"ndv2 needs chassis >= 1, got {chassis}")
+    classes = ("double", "single", "nic")
+    bws, alphas = link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha")
+    direct = chassis == 2
+    fabric = Fabric()
+    first = 0 if direct else 1
+    boxes = [_add_dgx1_chassis(fabric, first + 8 * c, f"chassis{c}", c * CHASSIS_SPACING, bws, alphas)
+             for c in range(chassis)]
+    if direct:
+        for c in range(chassis):
+            fabric.one_way(boxes[c][0], boxes[(c + 1) % chassis][1], bws[2], alphas[2])
+        how = "GPU 0 of each chassis sends directly to GPU 1 of the other"
+    else:
+        hub = fabric.add_switch(0, group="network", pos=((chassis - 1) * CHASSIS_SPACING / 2, 2.4), label="NIC switch")
+        for box in boxes:
+            fabric.one_way(box[0], hub, bws[2], alphas[2])
+            fabric.one_way(hub, box[1], bws[2], alphas[2])
+        how = "GPU 0 of each chassis sends to a switch that sends to GPU 1 of every chassis"
+    return fabric.topology(f"ndv2_{chassis}chassis", f"Azure NDv2, {chassis} chassis of 8 GPUs; {how} (TE-CCL)",
+                           "chassis", meta={"chassis": chassis})
+
+
+@builder("dgx2")
+def dgx2(chassis: int = 2, bw: tuple[float, ...] = (125.0, 12.5), alpha: tuple[float, ...] = (0.35, 2.6)) -> Topology:
+    """NVIDIA DGX-2: 16 GPUs on an NVSwitch per chassis; bw/alpha per class nvswitch/nic.
+
+    As in TE-CCL: chassis c is switch 17c with GPUs 17c+1..17c+16; each odd local GPU k sends to
+    local GPU k-1 of the next chassis (a ring of chassis; with 2 chassis, both ways).
+    """
+    require(chassis >= 1, "chassis", f"dgx2 needs chassis >= 1, got {chassis}")
+    classes = ("nvswitch", "nic")
+    bws, alphas = link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha")
+    fabric = Fabric()
+    gpus_per_box = 16
+    for c in range(chassis):
+        base = c * (gpus_per_box + 1)
+        center = (c * CHASSIS_SPACING * 1.2, 0.0)
+        hub = fabric.add_switch(base, group=f"chassis{c}", pos=center, label=f"NVSwitch{c}")
+        for local, pos in enumerate(circle_positions(gpus_per_box, radius=1.6, center=center)):
+            fabric.add_gpu(base + 1 + local, group=f"chassis{c}", pos=pos)
+            fabric.cable(base + 1 + local, hub, bws[0], alphas[0])
+    if chassis > 1:
+        for c in range(chassis):
+            here, there = c * (gpus_per_box + 1) + 1, (c + 1) % chassis * (gpus_per_box + 1) + 1
+            for local in range(1, gpus_per_box, 2):
+                fabric.one_way(here + local, there + local - 1, bws[1], alphas[1])
+    return fabric.topology(f"dgx2_{chassis}chassis", f"NVIDIA DGX-2, {chassis} chassis of 16 GPUs (TE-CCL)",
+                           "chassis", meta={"chassis": chassis})
+
+
+# AMD MI250 chassis, local GPU ids: (u, v, class) with class 0/1/2 = 200/100/50 GB/s (TE-CCL).
+AMD_CABLES = (
+    (0, 1, 0), (0, 4, 1), (0, 8, 2), (1, 5, 2), (1, 9, 2), (1, 10, 2), (2, 3, 0), (2, 6, 2), (2, 9, 2),
+    (2, 10, 2), (3, 7, 1), (3, 11, 2), (4, 5, 0), (4, 6, 2), (5, 6, 2), (5, 7, 2), (6, 7, 0), (8, 9, 0),
+    (8, 12, 1), (9, 13, 2), (10, 11, 0), (10, 14, 2), (11, 15, 1), (12, 13, 0), (12, 14, 2), (13, 14, 2),
+    (13, 15, 2), (14, 15, 0),
+)
+AMD_GPUS, AMD_NICS = 16, 8
+
+
+@builder("amd")
+def amd(chassis: int = 1, bw: tuple[float, ...] = (200.0, 100.0, 50.0, 25.0),
+        alpha: tuple[float, ...] = (0.7, 0.7, 0.7, 1.3), as_published: bool = True) -> Topology:
+    """AMD MI250: 16 GPUs per chassis; several chassis meet through per-GPU-pair NICs and a switch.
+
+    bw/alpha per class 200/100/50/nic. Chassis c is GPUs 1+24c..16+24c, NICs 17+24c..24+24c, central
+    switch 0; GPUs 2k, 2k+1 share NIC k (NIC 0 at the 50 GB/s class, as in TE-CCL). TE-CCL's code
+    labels ids 16+24c..23+24c as the switches and cables *those* to node 0, so the last GPU of a
+    chassis is a switch and its last NIC a GPU; ``as_published=true`` (default) keeps that, to match
+    its published runs and the reference file; ``as_published=false`` labels and cables the real NICs.
+    """
+    require(chassis >= 1, "chassis", f"amd needs chassis >= 1, got {chassis}")
+    classes = ("200", "100", "50", "nic")
+    bws, alphas = link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha")
+    fabric = Fabric()
+    if chassis == 1:
+        _add_amd_chassis(fabric, 0, 0, bws, alphas, switch_ids=set())
+        return fabric.topology("amd_1chassis", "AMD MI250, 1 chassis of 16 GPUs (TE-CCL)", "chassis",
+                               meta={"chassis": 1})
+    stride = AMD_GPUS + AMD_NICS
+    shift = 0 if as_published else 1  # TE-CCL's off-by-one: NIC k is declared at 16+24c+k, built at 17+24c+k
+    switch_ids = {stride * c + AMD_GPUS + shift + k for c in range(chassis) for k in range(AMD_NICS)}
+    hub = fabric.add_switch(0, group="network", copy=True, label="NIC switch",
+                            pos=((chassis - 1) * CHASSIS_SPACING * 1.4 / 2, 2.0))
+    for c in range(chassis):
+        _add_amd_chassis(fabric, 1 + stride * c, c, bws, alphas, switch_ids)
+    for nic in sorted(switch_ids):
+        fabric.cable(nic, hub, bws[3], alphas[3])
+    note = "as TE-CCL's code labels it" if as_published else "NIC labels corrected"
+    return fabric.topology(f"amd_{chassis}chassis", f"AMD MI250, {chassis} chassis of 16 GPUs, {note} (TE-CCL)",
+                           "chassis", meta={"chassis": chassis, "as_published": as_published})
+
+
+def _add_amd_chassis(fabric: Fabric, base: int, c: int, bws: Sequence[float], alphas: Sequence[float],
+                     switch_ids: set[int]) -> None:
+    """One MI250 chassis at ids base.. (GPUs as a 4x4 grid, NICs in a row below when switch_ids is set)."""
+    group, x0 = f"chassis{c}", c * CHASSIS_SPACING * 1.4
+    positions = {base + g: (x0 + (g % 4) * 0.8, -(g // 4) * 0.8) for g in range(AMD_GPUS)}
+    nics = [base + AMD_GPUS + k for k in range(AMD_NICS)] if switch_ids else []
+    positions.update({nic: (x0 - 0.4 + k * 0.4, -3.4) for k, nic in enumerate(nics)})
+    for node_id, pos in positions.items():
+        if node_id in switch_ids:
+            fabric.add_switch(node_id, group=group, pos=pos)
+        else:
+            fabric.add_gpu(node_id, group=group, pos=pos)
+    for u, v, cls in AMD_CABLES:
+        fabric.cable(base + u, base + v, bws[cls], alphas[cls])
+    for k, nic in enumerate(nics):
+        cls = 2 if k == 0 else 3
+        for gpu in (base + 2 * k, base + 2 * k + 1):
+            fabric.cable(gpu, nic, bws[cls], alphas[cls])
