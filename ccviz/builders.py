@@ -163,7 +163,7 @@ def bidirectional(u: int, v: int, bw: float, alpha: float) -> list[Link]:
 
 def gpu_nodes(n: int, start: int = 0, group: str | None = None, positions=None) -> list[Node]:
     return [
-        Node(start + i, "gpu", label=f"GPU{start + i}", group=group, pos=positions[i] if positions else None)
+        Node(start + i, "gpu", label=f"GPU{start + i}", group=group, pos=_rounded(positions[i]) if positions else None)
         for i in range(n)
     ]
 
@@ -528,17 +528,18 @@ DIMENSION_KINDS = ("ring", "fc", "switch", "mesh")
 
 
 @builder("multidim")
-def multidim(dims: tuple[int, ...] = (2, 4, 16), kinds: tuple[str, ...] = ("ring", "fc", "switch"),
-             bw: tuple[float, ...] = (200.0, 100.0, 50.0), alpha: tuple[float, ...] = (DEFAULT_ALPHA,),
+def multidim(dims: tuple[int, ...] = (4, 4), kinds: tuple[str, ...] = ("ring", "switch"),
+             bw: tuple[float, ...] = (DEFAULT_BW,), alpha: tuple[float, ...] = (DEFAULT_ALPHA,),
              copy: bool = True) -> Topology:
     """Multi-dimensional NPU system: each dimension a ring, fc (fully connected), switch or mesh.
 
     NPU ids count dimension 1 fastest (ASTRA-sim/TACOS convention); one switch joins the NPUs of
-    each line along a ``switch`` dimension. bw/alpha are per dimension.
+    each line along a ``switch`` dimension. kinds, bw and alpha are per dimension (one value: all).
     """
     dims = tuple(int(d) for d in dims)
     require(len(dims) >= 1 and all(d >= 1 for d in dims), "dims", f"dims must be positive sizes, got {dims}")
     require(math.prod(dims) >= 2, "dims", "the system needs at least two NPUs")
+    kinds = tuple(kinds) * len(dims) if len(kinds) == 1 else tuple(kinds)
     require(len(kinds) == len(dims), "kinds",
             f"give one kind per dimension ({len(dims)}), e.g. kinds={'/'.join(DIMENSION_KINDS[:len(dims)])}")
     bad = [k for k in kinds if k not in DIMENSION_KINDS]
