@@ -166,47 +166,51 @@ def verify(schedule: Schedule) -> list[Violation]:
 
 def assign_times(schedule: Schedule) -> Schedule:
     """Give an untimed schedule real times: ASAP under step-ordered FCFS link contention."""
-    topo = schedule.topology
-    nbytes = schedule.chunk_bytes
     transfers = schedule.transfers
     if any(t.start_s is not None for t in transfers) and not schedule.is_timed:
         raise CcvizError("transfers: either every transfer has a start time or none has; mixing is ambiguous",
                          "transfers")
-    costs = _link_costs(topo, nbytes)
+    costs = _link_costs(schedule.topology, schedule.chunk_bytes)
+    n_chunks = max(len(schedule.collective.chunks), 1)
     steps = np.fromiter((t.step for t in transfers), dtype=float, count=len(transfers))
-    order = np.argsort(steps, kind="stable")
-    available: dict[tuple[int, int], float] = {}  # (node, chunk) -> latest committed arrival
+    order = np.argsort(steps, kind="stable").tolist()
+    available: dict[int, float] = {}  # node * n_chunks + chunk -> latest arrival of an earlier step
     link_free: dict[tuple[int, int], Any] = {}
-    timed: list[Transfer | None] = [None] * len(transfers)
-    pending: list[tuple[tuple[int, int], float]] = []
+    start_of = [0.0] * len(transfers)
+    arrival_of = [0.0] * len(transfers)
+    pending: list[tuple[int, float]] = []
     current_step = None
-    for i in order.tolist():
-        t = transfers[i]
-        if t.step != current_step:
+    for i in order:
+        chunk, src, dst, _, _, _, step = transfers[i]
+        if step != current_step:
             _commit(available, pending)
-            current_step = t.step
-        key = (t.src, t.dst)
-        cost = costs.get(key)
-        if cost is None:  # no such link: keep it untimed-at-ready so the verifier names it
-            ready = available.get((t.src, t.chunk), 0.0)
-            timed[i] = t._replace(start_s=ready, end_s=ready)
+            current_step = step
+        ready = available.get(src * n_chunks + chunk, 0.0)
+        cost = costs.get((src, dst))
+        if cost is None:  # no such link: leave it at its ready time so the verifier names it
+            start_of[i] = arrival_of[i] = ready
             continue
         occupancy, delay, lanes = cost
-        ready = available.get((t.src, t.chunk), 0.0)
         if lanes == 1:
-            start = max(ready, link_free.get(key, 0.0))
-            link_free[key] = start + occupancy
+            free = link_free.get((src, dst), 0.0)
+            start = ready if ready > free else free
+            link_free[(src, dst)] = start + occupancy
         else:
-            heap = link_free.setdefault(key, [0.0] * lanes)
+            heap = link_free.setdefault((src, dst), [0.0] * lanes)
             start = max(ready, heapq.heappop(heap))
             heapq.heappush(heap, start + occupancy)
-        arrival = start + delay
-        timed[i] = t._replace(start_s=start, end_s=arrival)
-        pending.append(((t.dst, t.chunk), arrival))
-    return schedule.with_transfers(timed)  # type: ignore[arg-type]
+        start_of[i] = start
+        arrival_of[i] = arrival = start + delay
+        pending.append((dst * n_chunks + chunk, arrival))
+    make = tuple.__new__
+    timed = [
+        make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
+        for t, s, e in zip(transfers, start_of, arrival_of, strict=True)
+    ]
+    return schedule.with_transfers(timed)
 
 
-def _commit(available: dict[tuple[int, int], float], pending: list[tuple[tuple[int, int], float]]) -> None:
+def _commit(available: dict[int, float], pending: list[tuple[int, float]]) -> None:
     """Make one step's arrivals visible to later steps (a later step waits for all of them)."""
     for key, arrival in pending:
         if arrival > available.get(key, -1.0):
@@ -263,118 +267,200 @@ class _Verifier:
 
     # Rule: each transfer names a real chunk, a real link, a known op, and physics-consistent times.
     def check_transfers_and_physics(self) -> None:
+        transfers = self.schedule.transfers
+        n = len(transfers)
+        if n == 0:
+            self.link_of = np.zeros(0, dtype=np.int64)
+            return
+        cols = list(zip(*transfers, strict=True))
+        chunk = np.array(cols[0], dtype=np.int64)
+        src = np.array(cols[1], dtype=np.int64)
+        dst = np.array(cols[2], dtype=np.int64)
+        self.start[:] = np.array(cols[3], dtype=float)
+        claimed_end = np.array(cols[4], dtype=float)  # None -> nan: no claim
+        ops = np.array(cols[5])
+        # Look every transfer's link up at once (keys src*K+dst in a sorted array).
+        keys_list = list(self.topo.links)
+        k = int(max(max(self.topo.nodes), src.max(), dst.max())) + 1
+        link_keys = np.array([u * k + v for u, v in keys_list], dtype=np.int64)
+        order = np.argsort(link_keys)
+        link_keys = link_keys[order]
         nbytes = self.coll.chunk_bytes
-        costs = _link_costs(self.topo, nbytes)
+        occupancy = np.array([self.topo.occupancy(*keys_list[j], nbytes) for j in order])
+        delay = np.array([self.topo.arrival_delay(*keys_list[j], nbytes) for j in order])
+        self.link_lanes = np.array([self.topo.links[keys_list[j]].lanes for j in order])
+        self.link_names = [keys_list[j] for j in order]
+        want = src * k + dst
+        pos = np.minimum(np.searchsorted(link_keys, want), len(link_keys) - 1)
+        has_link = link_keys[pos] == want
+        self.link_of = np.where(has_link, pos, -1)
+        self.arrival[:] = np.where(has_link, self.start + delay[pos], self.start)
+        self.busy_until[:] = np.where(has_link, self.start + occupancy[pos], self.start)
+        reducible = np.array([c.reduce for c in self.coll.chunks] + [False], dtype=bool)
         n_chunks = len(self.coll.chunks)
-        chunks = self.coll.chunks
-        for i, t in enumerate(self.schedule.transfers):
-            start = float(t.start_s)
-            self.start[i] = start
-            cost = costs.get((t.src, t.dst))
-            if not (0 <= t.chunk < n_chunks):
+        bad_chunk = (chunk < 0) | (chunk >= n_chunks)
+        is_reduce = ops == "reduce"
+        bad_op = ~bad_chunk & ~((ops == "copy") | is_reduce)
+        bad_reduce = ~bad_chunk & is_reduce & ~reducible[np.where(bad_chunk, n_chunks, chunk)]
+        early = self.start < -ABS_TOL
+        too_fast = claimed_end < self.arrival - (ABS_TOL + REL_TOL * np.abs(self.arrival))  # nan compares False
+        self.valid[:] = has_link & ~bad_chunk & ~bad_op & ~bad_reduce
+        for i in np.flatnonzero(~self.valid | early | too_fast).tolist():
+            t = transfers[i]
+            if bad_chunk[i]:
                 self.flag("bad_transfer", f"transfer #{i}: chunk {t.chunk} does not exist (0..{n_chunks - 1})", i)
-                self.valid[i] = False
-            elif t.op not in ("copy", "reduce"):
+            elif bad_op[i]:
                 self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy' or 'reduce'", i)
-                self.valid[i] = False
-            elif t.op == "reduce" and not chunks[t.chunk].reduce:
+            elif bad_reduce[i]:
                 self.flag("bad_reduce", f"transfer #{i}: reduces chunk {t.chunk}, which is not a reduction chunk", i)
-                self.valid[i] = False
-            if cost is None:
+            if not has_link[i]:
                 self.flag("no_link", f"transfer #{i}: there is no link {t.src}->{t.dst} for chunk {t.chunk}", i)
-                self.valid[i] = False
-                self.arrival[i] = self.busy_until[i] = start
-                continue
-            occupancy, delay, _ = cost
-            self.arrival[i] = start + delay
-            self.busy_until[i] = start + occupancy
-            if start < -_tol(0.0):
-                self.flag("bad_transfer", f"transfer #{i}: starts before time 0 ({start:.6g} s)", i, -start)
-            if t.end_s is not None and t.end_s < start + delay - _tol(start + delay):
-                short = start + delay - t.end_s
+            if early[i]:
+                self.flag("bad_transfer", f"transfer #{i}: starts before time 0 ({self.start[i]:.6g} s)", i,
+                          -float(self.start[i]))
+            if too_fast[i]:
                 self.flag(
                     "too_fast",
                     f"transfer #{i}: chunk {t.chunk} on {t.src}->{t.dst} claims arrival at {t.end_s * 1e6:.6g} us "
-                    f"but alpha + bytes/bandwidth puts it at {(start + delay) * 1e6:.6g} us",
-                    i, short,
+                    f"but alpha + bytes/bandwidth puts it at {self.arrival[i] * 1e6:.6g} us",
+                    i, float(self.arrival[i] - t.end_s),
                 )
 
     # Rule: transfers on one link never overlap in serialization (beyond its lanes).
     def check_link_overlaps(self) -> None:
-        per_link: dict[tuple[int, int], list[int]] = defaultdict(list)
-        for i, t in enumerate(self.schedule.transfers):
-            if self.valid[i]:
-                per_link[(t.src, t.dst)].append(i)
-        for key, idx in per_link.items():
-            lanes = self.topo.links[key].lanes
-            idx.sort(key=lambda i: self.start[i])
-            busy: list[tuple[float, int]] = []  # heap of (busy_until, transfer) for the lanes in use
-            for i in idx:
-                s = self.start[i]
-                while busy and busy[0][0] <= s + _tol(s):
-                    heapq.heappop(busy)
-                if len(busy) >= lanes:
-                    until, j = busy[0]
-                    self.flag(
-                        "link_overlap",
-                        f"transfers #{j} and #{i} overlap on link {key[0]}->{key[1]} by {(until - s) * 1e6:.6g} us "
-                        f"(#{i} starts at {s * 1e6:.6g} us, the link is busy until {until * 1e6:.6g} us)",
-                        i, until - s,
-                    )
-                    heapq.heappop(busy)
-                heapq.heappush(busy, (self.busy_until[i], i))
+        idx = np.flatnonzero(self.valid)
+        if len(idx) == 0:
+            return
+        link = self.link_of[idx]
+        single = self.link_lanes[link] == 1
+        self._check_single_lane(idx[single])
+        for lk in np.unique(link[~single]).tolist():
+            self._check_multi_lane(lk, idx[link == lk])
+
+    def _check_single_lane(self, idx: np.ndarray) -> None:
+        """Vectorized: a transfer overlaps when an earlier one on its link is still busy at its start."""
+        import pandas as pd
+
+        if len(idx) < 2:
+            return
+        order = idx[np.lexsort((self.start[idx], self.link_of[idx]))]
+        link = self.link_of[order]
+        busy = pd.Series(self.busy_until[order])
+        busiest_before = busy.groupby(link).cummax().groupby(link).shift(1).to_numpy()
+        start = self.start[order]
+        overlap = busiest_before - start
+        flagged = np.flatnonzero(overlap > ABS_TOL + REL_TOL * np.abs(start)).tolist()
+        for count, pos in enumerate(flagged):
+            if len(self.violations) >= self.max_violations:  # naming more would cost O(n) each
+                self.overflow += len(flagged) - count
+                return
+            i = int(order[pos])
+            earlier = order[:pos][link[:pos] == link[pos]]
+            j = int(earlier[np.argmax(self.busy_until[earlier])])
+            self._flag_overlap(j, i, float(self.busy_until[j]))
+
+    def _check_multi_lane(self, lk: int, idx: np.ndarray) -> None:
+        lanes = int(self.link_lanes[lk])
+        busy: list[tuple[float, int]] = []  # heap of (busy_until, transfer) for the lanes in use
+        for i in idx[np.argsort(self.start[idx], kind="stable")].tolist():
+            s = self.start[i]
+            while busy and busy[0][0] <= s + _tol(s):
+                heapq.heappop(busy)
+            if len(busy) >= lanes:
+                until, j = heapq.heappop(busy)
+                self._flag_overlap(j, i, until)
+            heapq.heappush(busy, (self.busy_until[i], i))
+
+    def _flag_overlap(self, j: int, i: int, until: float) -> None:
+        t = self.schedule.transfers[i]
+        s = float(self.start[i])
+        self.flag(
+            "link_overlap",
+            f"transfers #{j} and #{i} overlap on link {t.src}->{t.dst} by {(until - s) * 1e6:.6g} us "
+            f"(#{i} starts at {s * 1e6:.6g} us, the link is busy until {until * 1e6:.6g} us)",
+            i, until - s,
+        )
 
     # Rule: a sender holds what it sends; switches store nothing and copy only if allowed;
     # reductions count every contribution exactly once.
     def replay_holdings(self) -> dict[tuple[int, int], float]:
+        """Event replay in time order; each chunk value is a bitmask of contributions (bit k = k-th pre rank)."""
         transfers = self.schedule.transfers
         chunks = self.coll.chunks
         nodes = self.topo.nodes
-        # Each chunk's value is a bitmask of the contributions it carries (bit k = k-th pre rank).
-        bit_of = [{r: k for k, r in enumerate(sorted(c.pre))} for c in chunks]
+        n_chunks = max(len(chunks), 1)
         full = [(1 << len(c.pre)) - 1 if c.reduce else 1 for c in chunks]
         n_contrib = [len(c.pre) if c.reduce else 1 for c in chunks]
-        held: dict[tuple[int, int], int] = {}
+        is_switch = {n: node.kind == "switch" for n, node in nodes.items()}
+        held: dict[int, int] = {}  # node * n_chunks + chunk -> contribution mask
         completion: dict[tuple[int, int], float] = {}
         for c in chunks:
-            for r in c.pre:
-                held[(r, c.id)] = (1 << bit_of[c.id][r]) if c.reduce else 1
-                if r in c.post and held[(r, c.id)] == full[c.id]:
+            for bit, r in enumerate(sorted(c.pre)):
+                held[r * n_chunks + c.id] = (1 << bit) if c.reduce else 1
+                if r in c.post and held[r * n_chunks + c.id] == full[c.id]:
                     completion[(c.id, r)] = 0.0
+        post = [c.post for c in chunks]
         tokens: dict[tuple[int, int], list[list[Any]]] = defaultdict(list)  # switch buffers: [value, used]
         sent_value = [0] * len(transfers)
+        held_fraction = [0.0] * len(transfers)
         valid_idx = np.flatnonzero(self.valid)
         # Departures in time order; at equal times switches forward first, so that a zero-delay hop out
         # of a switch (switch_hop="free") lands before a GPU that starts at that instant needs it.
-        from_switch = np.array([nodes[t.src].kind == "switch" for t in transfers], dtype=bool)
+        from_switch = np.array([is_switch[t.src] for t in transfers], dtype=bool) if transfers else np.zeros(0, bool)
         departures = valid_idx[np.lexsort((~from_switch[valid_idx], self.start[valid_idx]))].tolist()
         arrivals = valid_idx[np.argsort(self.arrival[valid_idx], kind="stable")].tolist()
-        departed = np.zeros(len(transfers), dtype=bool)
-        arrival_times = self.arrival
-        start_times = self.start
+        departed = [False] * len(transfers)
+        arrival_times = self.arrival.tolist()
+        start_times = self.start.tolist()
         n_arr = len(arrivals)
         a = 0
+
+        def arrive(j: int) -> None:
+            chunk, _, dst, _, _, op, _ = transfers[j]
+            value = sent_value[j]
+            if not value:
+                return
+            if is_switch[dst]:
+                tokens[(dst, chunk)].append([value, False])
+                held_fraction[j] = value.bit_count() / n_contrib[chunk]
+                return
+            key = dst * n_chunks + chunk
+            before = held.get(key, 0)
+            if op == "reduce":
+                if before & value:
+                    self._flag_double_count(j, before & value)
+                after = before | value
+            else:
+                after = value
+            held[key] = after
+            held_fraction[j] = after.bit_count() / n_contrib[chunk]
+            if dst in post[chunk]:
+                if after == full[chunk]:
+                    if before != after or (chunk, dst) not in completion:
+                        completion[(chunk, dst)] = arrival_times[j]
+                else:
+                    completion.pop((chunk, dst), None)
+
         for i in departures:
             s = start_times[i]
-            limit = s + _tol(s)
+            limit = s + ABS_TOL + REL_TOL * s
             while a < n_arr and arrival_times[arrivals[a]] <= limit and departed[arrivals[a]]:
-                self._arrive(arrivals[a], transfers, chunks, nodes, held, tokens, sent_value, full, n_contrib,
-                             completion)
+                arrive(arrivals[a])
                 a += 1
             departed[i] = True
             t = transfers[i]
-            if nodes[t.src].kind == "switch":
+            if is_switch[t.src]:
                 sent_value[i] = self._take_from_switch(i, t, tokens)
             else:
-                value = held.get((t.src, t.chunk), 0)
+                value = held.get(t.src * n_chunks + t.chunk, 0)
                 if not value:
                     self._flag_not_held(i, t)
                 sent_value[i] = value
         while a < n_arr:
-            self._arrive(arrivals[a], transfers, chunks, nodes, held, tokens, sent_value, full, n_contrib, completion)
+            arrive(arrivals[a])
             a += 1
-        self.final_held = held
-        self.full = full
+        self.held_fraction[:] = held_fraction
+        self.final_held = {(key // n_chunks, key % n_chunks): v for key, v in held.items()}
         return completion
 
     def _take_from_switch(self, i: int, t: Transfer, tokens: dict) -> int:
@@ -411,40 +497,15 @@ class _Verifier:
             i, amount,
         )
 
-    def _arrive(self, j, transfers, chunks, nodes, held, tokens, sent_value, full, n_contrib, completion) -> None:
-        t = transfers[j]
-        value = sent_value[j]
-        if not value:
-            return
-        if nodes[t.dst].kind == "switch":
-            tokens[(t.dst, t.chunk)].append([value, False])
-            self.held_fraction[j] = value.bit_count() / n_contrib[t.chunk]
-            return
-        key = (t.dst, t.chunk)
-        before = held.get(key, 0)
-        if t.op == "reduce":
-            overlap = before & value
-            if overlap:
-                c = chunks[t.chunk]
-                ranks = [r for k, r in enumerate(sorted(c.pre)) if overlap >> k & 1]
-                self.flag(
-                    "double_count",
-                    f"transfer #{j}: reduces chunk {t.chunk} into node {t.dst}, which already includes the "
-                    f"contribution(s) of rank(s) {ranks}; each contribution must be combined exactly once",
-                    j,
-                )
-            after = before | value
-        else:
-            after = value
-        held[key] = after
-        self.held_fraction[j] = after.bit_count() / n_contrib[t.chunk]
-        c = chunks[t.chunk]
-        if t.dst in c.post:
-            if after == full[t.chunk]:
-                if before != full[t.chunk] or (t.chunk, t.dst) not in completion:
-                    completion[(t.chunk, t.dst)] = float(self.arrival[j])
-            else:
-                completion.pop((t.chunk, t.dst), None)
+    def _flag_double_count(self, j: int, overlap: int) -> None:
+        t = self.schedule.transfers[j]
+        ranks = [r for k, r in enumerate(sorted(self.coll.chunks[t.chunk].pre)) if overlap >> k & 1]
+        self.flag(
+            "double_count",
+            f"transfer #{j}: reduces chunk {t.chunk} into node {t.dst}, which already includes the "
+            f"contribution(s) of rank(s) {ranks}; each contribution must be combined exactly once",
+            j,
+        )
 
     # Rule: at the end, every post rank holds the complete chunk.
     def check_postconditions(self, completion: dict[tuple[int, int], float]) -> float:
