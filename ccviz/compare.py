@@ -1,0 +1,95 @@
+"""Several algorithms over a size sweep on one topology, as one table.
+
+Each row is one (algorithm, size) judged by the simulator through
+``ccviz.pipeline.run``, beside the topology's lower bound and the textbook
+alpha-beta formula of the algorithm (evaluated with the slowest link's
+bandwidth and the largest alpha, the worst case a textbook derivation
+assumes). A failing run becomes a row with its ``error`` instead of
+stopping the sweep.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+import pandas as pd
+
+from ccviz import cost
+from ccviz.collectives import make_collective
+from ccviz.errors import CcvizError
+from ccviz.pipeline import run
+from ccviz.synth.registry import SynthOptions
+from ccviz.topology import Topology
+from ccviz.units import format_size
+
+COLUMNS = (
+    "algorithm", "size_bytes", "size", "finish_time_s", "algbw_GBps", "busbw_GBps", "lower_bound_s",
+    "bound_algbw_GBps", "bound_ratio", "formula_time_s", "formula_algbw_GBps", "verified", "status",
+    "synth_time_s", "error",
+)
+
+
+def textbook_link(topology: Topology) -> tuple[float, float]:
+    """(alpha_us, bandwidth_GBps) used for textbook formulas: the slowest link and the largest alpha."""
+    links = topology.links.values()
+    return max(link.alpha_us for link in links), min(link.bandwidth_GBps for link in links)
+
+
+def formula_time(collective: str, algorithm: str, topology: Topology, size_bytes: float) -> float:
+    """The textbook alpha-beta time of ``algorithm``, or NaN when it has no closed form."""
+    alpha_us, bw = textbook_link(topology)
+    try:
+        return float(cost.formula(collective, algorithm, topology.n_gpus, size_bytes, alpha_us, bw).time_s)
+    except (CcvizError, KeyError, ValueError, NotImplementedError):
+        return math.nan
+
+
+def compare(
+    topology: Topology,
+    collective: str,
+    algorithms: Iterable[str],
+    sizes: Iterable[float],
+    chunks: int = 1,
+    root: int | None = None,
+    options: SynthOptions | None = None,
+    on_row: Callable[[dict], None] | None = None,
+) -> pd.DataFrame:
+    """Run every algorithm at every size; ``on_row`` sees each row as it completes (for progress)."""
+    rows = []
+    for size in sizes:
+        bound_s = math.nan
+        try:
+            bound_s = float(cost.lower_bound(topology, make_collective(collective, topology, size, chunks, root)).time_s)
+        except CcvizError:
+            pass
+        for algorithm in algorithms:
+            row = _row(topology, collective, algorithm, float(size), chunks, root, options, bound_s)
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _row(topology, collective, algorithm, size, chunks, root, options, bound_s) -> dict:
+    formula_s = formula_time(collective, algorithm, topology, size)
+    row = {
+        "algorithm": algorithm, "size_bytes": size, "size": format_size(size), "lower_bound_s": bound_s,
+        "bound_algbw_GBps": size / bound_s / 1e9 if bound_s and bound_s > 0 else math.nan,
+        "formula_time_s": formula_s,
+        "formula_algbw_GBps": size / formula_s / 1e9 if formula_s and formula_s > 0 else math.nan,
+        "error": None,
+    }
+    try:
+        result = run(topology, collective, algorithm, size, chunks, root, options)
+    except CcvizError as exc:
+        return {**row, "error": str(exc), "verified": False}
+    timeline = result.timeline
+    finish = timeline.finish_time_s
+    return {
+        **row,
+        "finish_time_s": finish, "algbw_GBps": timeline.algbw_GBps, "busbw_GBps": timeline.busbw_GBps,
+        "bound_ratio": finish / bound_s if bound_s and bound_s > 0 else math.nan,
+        "verified": timeline.verified, "status": result.schedule.status,
+        "synth_time_s": result.schedule.synth_time_s,
+    }

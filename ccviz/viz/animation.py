@@ -1,0 +1,236 @@
+"""The schedule as an animation: chunks travel along links, links glow with use.
+
+Frames are the schedule's epochs when it has them (TE-CCL style), otherwise
+its distinct send times, merged into at most ``max_frames`` equal-time
+buckets. Each transfer is drawn in exactly one frame: the one containing its
+start. Links are coloured by how busy they are in the frame's window, GPUs by
+how much of what they need they already hold. Beyond ``CHUNKS_UP_TO`` GPUs
+the chunk markers are dropped and only utilization is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ccviz.simulate import Timeline
+from ccviz.units import format_time
+from ccviz.viz.layout import Position, direction_deg, link_segments, node_positions, point_along
+from ccviz.viz.style import UTILIZATION_BIN_COLORS, UTILIZATION_BINS, source_colors
+from ccviz.viz.topology_fig import add_link_hover, add_node_traces, segment_xy, style_network_layout
+from ccviz.viz.utilization import busy_fraction
+
+CHUNKS_UP_TO = 64  # GPUs; beyond this the animation shows utilization only
+LEGEND_SOURCES_UP_TO = 32
+EPOCH_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class FrameWindow:
+    """One animation frame: a time window and the transfers that start in it."""
+
+    index: int
+    start_s: float
+    end_s: float
+    label: str
+    transfers: tuple[int, ...]
+
+
+def frame_windows(timeline: Timeline, max_frames: int = 120) -> list[FrameWindow]:
+    """Split the run into frames (epochs, or event times bucketed to at most ``max_frames``)."""
+    schedule = timeline.schedule
+    starts = np.asarray(timeline.start_s, dtype=float)
+    finish = max(timeline.finish_time_s, timeline.last_arrival_s)
+    if schedule.epoch_s and schedule.epochs:
+        return _epoch_windows(starts, float(schedule.epoch_s), int(schedule.epochs), finish)
+    return _event_windows(starts, finish, max_frames)
+
+
+def _epoch_windows(starts: np.ndarray, epoch: float, epochs: int, finish: float) -> list[FrameWindow]:
+    index = np.clip(np.floor(starts / epoch + EPOCH_TOLERANCE).astype(int), 0, epochs - 1) if len(starts) else starts
+    windows = []
+    for k in range(epochs):
+        end = (k + 1) * epoch if k < epochs - 1 else max((k + 1) * epoch, finish)
+        members = tuple(np.flatnonzero(index == k).tolist()) if len(starts) else ()
+        windows.append(FrameWindow(k, k * epoch, end, f"epoch {k} · {format_time(k * epoch)}", members))
+    return windows
+
+
+def _event_windows(starts: np.ndarray, finish: float, max_frames: int) -> list[FrameWindow]:
+    if len(starts) == 0:
+        return [FrameWindow(0, 0.0, finish, format_time(0.0), ())]
+    scale = max(finish, float(starts.max()), 1e-15)
+    times = np.unique(np.round(starts / scale, 9)) * scale
+    if len(times) > max_frames:  # equal-time buckets, empty ones merged into the previous
+        width = (float(starts.max()) + 1e-12 * scale) / max_frames
+        bucket_of_time = np.floor(times / width).astype(int)
+        times = np.array([times[bucket_of_time == b].min() for b in np.unique(bucket_of_time)])
+    bounds = np.append(times, max(finish, float(times[-1]))).astype(float)
+    bounds[0] = 0.0
+    member_index = np.clip(np.searchsorted(times, starts * (1 + 1e-9) + 1e-15, side="right") - 1, 0, len(times) - 1)
+    return [
+        FrameWindow(k, float(bounds[k]), float(bounds[k + 1]), format_time(float(bounds[k])),
+                    tuple(np.flatnonzero(member_index == k).tolist()))
+        for k in range(len(times))
+    ]
+
+
+class _Scene:
+    """Everything the frames share: positions, link geometry, colours, busy fractions."""
+
+    def __init__(self, timeline: Timeline, windows: list[FrameWindow], positions: dict[int, Position] | None):
+        self.timeline = timeline
+        self.topology = timeline.topology
+        self.windows = windows
+        self.positions = positions or node_positions(self.topology)
+        self.segments = link_segments(self.topology, self.positions)
+        edges = np.array([w.start_s for w in windows] + [windows[-1].end_s])
+        self.link_keys, self.busy = busy_fraction(timeline, edges)
+        sources = sorted({c.source for c in timeline.collective.chunks if c.source is not None})
+        self.colors = source_colors(sources)
+        self.show_chunks = self.topology.n_gpus <= CHUNKS_UP_TO
+        self.needed: dict[int, list[int]] = {r: [] for r in self.topology.gpus}
+        for chunk_id, rank in timeline.collective.demands():
+            self.needed.setdefault(rank, []).append(chunk_id)
+        self.chunks = timeline.collective.chunks
+
+    def link_traces(self, k: int) -> list[go.Scatter]:
+        """One trace per utilization bin, so a frame recolours links by replacing their segments."""
+        traces = []
+        busy = self.busy[:, k]
+        bins = np.where(busy > 1e-9, 1 + np.digitize(busy, UTILIZATION_BINS[1:-1], right=True), 0)
+        for b, color in enumerate(UTILIZATION_BIN_COLORS):
+            xs, ys = segment_xy(self.segments[key] for row, key in enumerate(self.link_keys) if bins[row] == b)
+            name = "idle link" if b == 0 else f"busy ≤ {UTILIZATION_BINS[b]:.0%}"
+            traces.append(go.Scatter(x=xs or [None], y=ys or [None], mode="lines", name=name, hoverinfo="skip",
+                                     line={"color": color, "width": 2 + 1.5 * b}, legendgroup="util"))
+        return traces
+
+    def chunk_trace(self, window: FrameWindow) -> go.Scatter:
+        tr = self.timeline.schedule.transfers
+        ids = list(window.transfers) if self.show_chunks else []
+        per_link: dict[tuple[int, int], list[int]] = {}
+        for i in ids:
+            per_link.setdefault((tr[i].src, tr[i].dst), []).append(i)
+        xs, ys, angles, colors, hover = [], [], [], [], []
+        for key, members in per_link.items():
+            seg = self.segments.get(key)
+            if seg is None:
+                continue
+            for j, i in enumerate(members):
+                fraction = 0.62 if len(members) == 1 else 0.3 + 0.6 * (j + 1) / (len(members) + 1)
+                x, y = point_along(seg, fraction)
+                t = tr[i]
+                chunk = self.chunks[t.chunk]
+                xs.append(x)
+                ys.append(y)
+                angles.append(direction_deg(seg))
+                colors.append(self.colors.get(chunk.source, "#333"))
+                hover.append(
+                    f"chunk {t.chunk} (from {chunk.source}, part {chunk.index})<br>{t.src} → {t.dst} {t.op}<br>"
+                    f"{format_time(float(self.timeline.start_s[i]))} → {format_time(float(self.timeline.arrival_s[i]))}"
+                )
+        return go.Scatter(
+            x=xs or [None], y=ys or [None], mode="markers", name="chunks in flight", showlegend=False,
+            hovertext=hover, hoverinfo="text",
+            marker={"symbol": "arrow", "size": 16, "angle": angles or [0], "color": colors or ["#333"],
+                    "line": {"width": 1, "color": "white"}},
+        )
+
+    def gpu_fill(self, window: FrameWindow) -> tuple[list[float], list[str]]:
+        """Per GPU: the share of its demanded chunks it holds completely at the end of the window."""
+        held = self.timeline.holdings_at(window.end_s)
+        fills, hover = [], []
+        for r in self.topology.gpus:
+            post = self.needed.get(r, [])
+            have = sum(1 for c in post if held.get(r, {}).get(c, 0.0) >= 1.0 - 1e-9)
+            fills.append(have / len(post) if post else 1.0)
+            hover.append(f"{self.topology.nodes[r].label or r}: holds {have}/{len(post)} of the chunks it needs")
+        return fills, hover
+
+    def frame_traces(self, k: int) -> list[go.Scatter]:
+        """The traces that change between frames, in a fixed order (links by bin, chunks, GPUs)."""
+        window = self.windows[k]
+        scratch = go.Figure()
+        fills, hover = self.gpu_fill(window)
+        add_node_traces(scratch, self.topology, self.positions, gpu_colors=fills, gpu_hover=hover)
+        return [*self.link_traces(k), self.chunk_trace(window), scratch.data[0]]
+
+
+def schedule_animation(
+    timeline: Timeline, max_frames: int = 120, positions: dict[int, Position] | None = None,
+    frame_ms: int = 600,
+) -> go.Figure:
+    """A plotly animation with play/pause and a frame slider (usable in Jupyter as is)."""
+    windows = frame_windows(timeline, max_frames)
+    scene = _Scene(timeline, windows, positions)
+    first = scene.frame_traces(0)
+    fig = go.Figure(data=first)
+    _add_static_traces(fig, scene)
+    changing = list(range(len(first)))
+    fig.frames = [go.Frame(data=scene.frame_traces(k), traces=changing, name=str(k)) for k in range(len(windows))]
+    _add_controls(fig, windows, frame_ms)
+    schedule = timeline.schedule
+    mode = "" if scene.show_chunks else f" — utilization only (more than {CHUNKS_UP_TO} GPUs)"
+    style_network_layout(
+        fig, f"{schedule.algorithm} · {timeline.collective.name} on {timeline.topology.name} · "
+        f"finish {format_time(timeline.finish_time_s)}{mode}", height=600,
+    )
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 110}, legend={"y": 1.0, "x": 1.0, "xanchor": "left",
+                                                                               "orientation": "v"})
+    return fig
+
+
+def frame_snapshot(timeline: Timeline, k: int, windows: list[FrameWindow] | None = None,
+                   positions: dict[int, Position] | None = None) -> go.Figure:
+    """One frame as a still figure (for stepping through a schedule frame by frame)."""
+    windows = windows or frame_windows(timeline)
+    k = max(0, min(k, len(windows) - 1))
+    scene = _Scene(timeline, windows, positions)
+    fig = go.Figure(data=scene.frame_traces(k))
+    _add_static_traces(fig, scene)
+    style_network_layout(fig, f"frame {k + 1}/{len(windows)}: {windows[k].label}", height=520)
+    return fig
+
+
+def _add_static_traces(fig: go.Figure, scene: _Scene) -> None:
+    add_link_hover(fig, scene.topology, scene.segments)
+    if scene.topology.switches:
+        scratch = go.Figure()
+        add_node_traces(scratch, scene.topology, scene.positions)
+        fig.add_trace(scratch.data[-1])
+    if scene.show_chunks and len(scene.colors) <= LEGEND_SOURCES_UP_TO:
+        for source, color in scene.colors.items():
+            fig.add_trace(go.Scatter(
+                x=[None], y=[None], mode="markers", name=f"from {source}", legendgroup="sources",
+                legendgrouptitle={"text": "chunk source"}, marker={"symbol": "arrow", "size": 12, "color": color},
+            ))
+
+
+def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> None:
+    steps = [
+        {"label": w.label, "method": "animate",
+         "args": [[str(w.index)], {"frame": {"duration": 0, "redraw": True}, "mode": "immediate",
+                                   "transition": {"duration": 0}}]}
+        for w in windows
+    ]
+    fig.update_layout(
+        updatemenus=[{
+            "type": "buttons", "direction": "left", "x": 0.0, "y": -0.02, "xanchor": "left", "yanchor": "top",
+            "pad": {"r": 10, "t": 10}, "showactive": False,
+            "buttons": [
+                {"label": "▶ Play", "method": "animate",
+                 "args": [None, {"frame": {"duration": frame_ms, "redraw": True}, "fromcurrent": True,
+                                 "transition": {"duration": 0}}]},
+                {"label": "❚❚ Pause", "method": "animate",
+                 "args": [[None], {"frame": {"duration": 0, "redraw": False}, "mode": "immediate",
+                                   "transition": {"duration": 0}}]},
+            ],
+        }],
+        sliders=[{
+            "active": 0, "x": 0.16, "len": 0.84, "y": -0.02, "yanchor": "top", "pad": {"t": 10},
+            "currentvalue": {"prefix": "frame: ", "font": {"size": 13}}, "steps": steps,
+        }],
+    )

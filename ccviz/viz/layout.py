@@ -1,0 +1,157 @@
+"""Where to draw each node: builder hints when present, a readable layout otherwise.
+
+Builders give nodes a ``pos`` (rings as circles, grids as grids); reference
+files give nothing, so we group GPUs into chassis (the GPU islands left when
+switches are removed), draw each chassis as a circle side by side, and put
+switches above the GPUs they join, so switches never hide inside a cluster.
+"""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+
+from ccviz.topology import Topology
+
+Position = tuple[float, float]
+
+
+def node_positions(topology: Topology) -> dict[int, Position]:
+    """A 2D position per node, normalised to roughly [0, 1] x [0, 1]."""
+    nodes = topology.nodes
+    if all(node.pos is not None for node in nodes.values()):
+        raw = {n: (float(node.pos[0]), float(node.pos[1])) for n, node in nodes.items()}
+    else:
+        raw = _computed_positions(topology)
+        for n, node in nodes.items():
+            if node.pos is not None and not topology.switches:
+                raw[n] = (float(node.pos[0]), float(node.pos[1]))
+    return _normalised(raw)
+
+
+def _computed_positions(topology: Topology) -> dict[int, Position]:
+    chassis = _chassis(topology)
+    if topology.switches or len(chassis) > 1:
+        return _chassis_layout(topology, chassis)
+    return _single_island_layout(topology, topology.gpus)
+
+
+def _chassis(topology: Topology) -> list[list[int]]:
+    """GPU groups: the declared ``group`` if every GPU has one, else islands without switches."""
+    groups: dict[str, list[int]] = {}
+    if all(topology.nodes[g].group for g in topology.gpus):
+        for g in topology.gpus:
+            groups.setdefault(str(topology.nodes[g].group), []).append(g)
+        return [sorted(members) for _, members in sorted(groups.items())]
+    undirected = nx.Graph()
+    undirected.add_nodes_from(topology.gpus)
+    undirected.add_edges_from(
+        (u, v) for (u, v) in topology.links if not topology.is_switch(u) and not topology.is_switch(v)
+    )
+    return sorted((sorted(c) for c in nx.connected_components(undirected)), key=lambda c: c[0])
+
+
+def _single_island_layout(topology: Topology, gpus: list[int]) -> dict[int, Position]:
+    """A circle when the island is a ring (or too big to relax), a seeded spring layout otherwise."""
+    sub = nx.Graph()
+    sub.add_nodes_from(gpus)
+    sub.add_edges_from((u, v) for (u, v) in topology.links if u in sub and v in sub)
+    is_ring = all(d == 2 for _, d in sub.degree()) and nx.is_connected(sub) if len(gpus) > 2 else True
+    if is_ring or len(gpus) > 400 or sub.number_of_edges() == 0:
+        order = _ring_order(sub) if is_ring and len(gpus) > 2 else sorted(gpus)
+        return _circle(order)
+    pos = nx.spring_layout(sub, seed=7, iterations=200)
+    return {n: (float(p[0]), float(p[1])) for n, p in pos.items()}
+
+
+def _ring_order(ring: nx.Graph) -> list[int]:
+    start = min(ring.nodes)
+    return [start] + [v for _, v in nx.dfs_edges(ring, start)]
+
+
+def _circle(order: list[int], radius: float = 1.0, center: Position = (0.0, 0.0)) -> dict[int, Position]:
+    n = max(len(order), 1)
+    return {
+        node: (center[0] + radius * math.sin(2 * math.pi * k / n), center[1] + radius * math.cos(2 * math.pi * k / n))
+        for k, node in enumerate(order)
+    }
+
+
+def _chassis_layout(topology: Topology, chassis: list[list[int]]) -> dict[int, Position]:
+    """Chassis side by side (wrapping into rows), switches above the chassis they connect."""
+    per_row = max(1, math.ceil(math.sqrt(len(chassis))))
+    pos: dict[int, Position] = {}
+    for k, members in enumerate(chassis):
+        cx, cy = 2.6 * (k % per_row), -2.8 * (k // per_row)
+        island = _single_island_layout(topology, members)
+        scaled = _normalised(island) if len(members) > 1 else {members[0]: (0.5, 0.5)}
+        for n, (x, y) in scaled.items():
+            pos[n] = (cx + 2.0 * (x - 0.5), cy + 2.0 * (y - 0.5))
+    switches = topology.switches
+    for k, s in enumerate(switches):
+        neighbours = [v for v in _neighbours(topology, s) if v in pos]
+        if neighbours:
+            x = sum(pos[v][0] for v in neighbours) / len(neighbours)
+            top = max(pos[v][1] for v in neighbours)
+        else:
+            x, top = 2.6 * k, 0.0
+        pos[s] = (x + 0.35 * (k % 3 - 1) * (len(switches) > 1), top + 1.6 + 0.5 * (k % 2))
+    return pos
+
+
+def _neighbours(topology: Topology, node: int) -> set[int]:
+    return {link.dst for link in topology.out_links[node]} | {link.src for link in topology.in_links[node]}
+
+
+def _normalised(raw: dict[int, Position]) -> dict[int, Position]:
+    """Scale into [0, 1] keeping the aspect ratio, so figure code can use fixed offsets."""
+    if not raw:
+        return {}
+    xs = [p[0] for p in raw.values()]
+    ys = [p[1] for p in raw.values()]
+    span = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
+    return {n: ((x - min(xs)) / span, (y - min(ys)) / span) for n, (x, y) in raw.items()}
+
+
+def link_segments(topology: Topology, positions: dict[int, Position]) -> dict[tuple[int, int], tuple[Position, Position]]:
+    """Where each directed link is drawn.
+
+    A cable whose two directions are alike is one line (both keys share it);
+    directions that differ (or a one-way link) get their own line, nudged
+    sideways so both stay visible and clickable.
+    """
+    segments: dict[tuple[int, int], tuple[Position, Position]] = {}
+    for u, v in topology.links:
+        a, b = positions[u], positions[v]
+        if is_symmetric(topology, u, v):
+            segments[(u, v)] = (a, b)
+            continue
+        if (v, u) in topology.links:
+            dx, dy = b[0] - a[0], b[1] - a[1]
+            length = math.hypot(dx, dy) or 1.0
+            off = 0.012
+            nx_, ny_ = -dy / length * off, dx / length * off
+            a, b = (a[0] + nx_, a[1] + ny_), (b[0] + nx_, b[1] + ny_)
+        segments[(u, v)] = (a, b)
+    return segments
+
+
+def is_symmetric(topology: Topology, u: int, v: int) -> bool:
+    """True when v->u exists with the same bandwidth and alpha (drawn as one undirected line)."""
+    there, back = topology.links.get((u, v)), topology.links.get((v, u))
+    return (
+        there is not None and back is not None
+        and there.bandwidth_GBps == back.bandwidth_GBps and there.alpha_us == back.alpha_us
+    )
+
+
+def point_along(segment: tuple[Position, Position], fraction: float) -> Position:
+    (x0, y0), (x1, y1) = segment
+    return (x0 + (x1 - x0) * fraction, y0 + (y1 - y0) * fraction)
+
+
+def direction_deg(segment: tuple[Position, Position]) -> float:
+    """Plotly marker angle (degrees clockwise from up) of an arrow pointing along the segment."""
+    (x0, y0), (x1, y1) = segment
+    return 90.0 - math.degrees(math.atan2(y1 - y0, x1 - x0))

@@ -1,0 +1,39 @@
+"""Shared colours and marker styles, so every figure speaks the same visual language."""
+
+from __future__ import annotations
+
+import colorsys
+
+import plotly.express as px
+
+GPU_COLOR = "#4C78A8"
+SWITCH_COLOR = "#F58518"
+IDLE_LINK_COLOR = "#C8CCD2"
+UTILIZATION_SCALE = "YlOrRd"
+BANDWIDTH_SCALE = "Viridis"
+# Utilization bins of the animation: a frame recolours links by bin (one trace per bin).
+UTILIZATION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
+UTILIZATION_BIN_COLORS = ("#C8CCD2", "#FED976", "#FD8D3C", "#E31A1C", "#800026")
+
+
+def source_colors(sources: list[int]) -> dict[int, str]:
+    """One distinct colour per chunk source rank (qualitative palette, then evenly spaced hues)."""
+    palette = px.colors.qualitative.Dark24
+    if len(sources) <= len(palette):
+        return {s: palette[k] for k, s in enumerate(sources)}
+    colors = {}
+    for k, s in enumerate(sources):
+        r, g, b = colorsys.hls_to_rgb(k / len(sources), 0.45, 0.75)
+        colors[s] = f"rgb({int(r * 255)},{int(g * 255)},{int(b * 255)})"
+    return colors
+
+
+def bandwidth_color(bw: float, lo: float, hi: float) -> str:
+    """Colour of a bandwidth on the shared scale (equal bandwidths share a colour)."""
+    fraction = 0.5 if hi <= lo else (bw - lo) / (hi - lo)
+    return px.colors.sample_colorscale(BANDWIDTH_SCALE, [0.15 + 0.7 * fraction])[0]
+
+
+def bandwidth_width(bw: float, lo: float, hi: float) -> float:
+    fraction = 0.5 if hi <= lo else (bw - lo) / (hi - lo)
+    return 1.5 + 4.5 * fraction

@@ -1,0 +1,150 @@
+"""The fabric as a figure: nodes by kind, links coloured and sized by bandwidth.
+
+Link hover markers carry ``customdata = [src, dst]`` and node markers
+``customdata = [node]`` so an app can turn a click into "what does this carry".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+import plotly.graph_objects as go
+
+from ccviz.topology import Topology
+from ccviz.viz.layout import Position, direction_deg, is_symmetric, link_segments, node_positions, point_along
+from ccviz.viz.style import GPU_COLOR, SWITCH_COLOR, bandwidth_color, bandwidth_width
+
+LABELS_UP_TO = 64  # beyond this many nodes, labels only on hover
+
+
+def topology_figure(
+    topology: Topology,
+    positions: dict[int, Position] | None = None,
+    highlight_links: Iterable[tuple[int, int]] = (),
+    highlight_nodes: Iterable[int] = (),
+    title: str | None = None,
+) -> go.Figure:
+    """Nodes and links; width and colour by bandwidth, arrows where direction matters."""
+    positions = positions or node_positions(topology)
+    segments = link_segments(topology, positions)
+    fig = go.Figure()
+    bws = [link.bandwidth_GBps for link in topology.links.values()]
+    lo, hi = (min(bws), max(bws)) if bws else (0.0, 0.0)
+    by_bw: dict[float, list[tuple[int, int]]] = defaultdict(list)
+    for key in drawn_links(topology):
+        by_bw[topology.links[key].bandwidth_GBps].append(key)
+    for bw in sorted(by_bw, reverse=True):
+        xs, ys = segment_xy(segments[k] for k in by_bw[bw])
+        fig.add_trace(go.Scatter(
+            x=xs, y=ys, mode="lines", name=f"{bw:g} GB/s links", hoverinfo="skip",
+            line={"color": bandwidth_color(bw, lo, hi), "width": bandwidth_width(bw, lo, hi)},
+        ))
+    highlight = [k for k in highlight_links if k in segments]
+    if highlight:
+        xs, ys = segment_xy(segments[k] for k in highlight)
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="selected", hoverinfo="skip",
+                                 line={"color": "#E45756", "width": 7}))
+    add_direction_arrows(fig, topology, segments)
+    add_link_hover(fig, topology, segments)
+    add_node_traces(fig, topology, positions, highlight_nodes=set(highlight_nodes))
+    style_network_layout(fig, title or topology.summary())
+    return fig
+
+
+def drawn_links(topology: Topology) -> list[tuple[int, int]]:
+    """One key per drawn line: a symmetric cable once (as (min, max)), every other link itself."""
+    return [(u, v) for (u, v) in topology.links if not (is_symmetric(topology, u, v) and u > v)]
+
+
+def segment_xy(segments: Iterable[tuple[Position, Position]]) -> tuple[list, list]:
+    """Segments as one polyline with gaps (None) between them: one trace, many lines."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for (x0, y0), (x1, y1) in segments:
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+    return xs, ys
+
+
+def add_direction_arrows(fig: go.Figure, topology: Topology, segments) -> None:
+    directed = [k for k in topology.links if not is_symmetric(topology, *k)]
+    if not directed:
+        return
+    points = [point_along(segments[k], 0.62) for k in directed]
+    fig.add_trace(go.Scatter(
+        x=[p[0] for p in points], y=[p[1] for p in points], mode="markers", name="direction",
+        hoverinfo="skip", showlegend=False,
+        marker={"symbol": "arrow", "size": 11, "angle": [direction_deg(segments[k]) for k in directed],
+                "color": "#555"},
+    ))
+
+
+def link_label(topology: Topology, u: int, v: int) -> str:
+    link = topology.links[(u, v)]
+    arrow = "↔" if is_symmetric(topology, u, v) else "→"
+    names = topology.nodes
+    return (
+        f"{names[u].label or u} {arrow} {names[v].label or v}<br>"
+        f"{link.bandwidth_GBps:g} GB/s, α {link.alpha_us:g} us" + (f", {link.lanes} lanes" if link.lanes > 1 else "")
+    )
+
+
+def add_link_hover(fig: go.Figure, topology: Topology, segments) -> None:
+    """Small midpoint markers: hover text per link and a click target for selection."""
+    keys = drawn_links(topology)
+    mids = [point_along(segments[k], 0.5) for k in keys]
+    fig.add_trace(go.Scatter(
+        x=[p[0] for p in mids], y=[p[1] for p in mids], mode="markers", name="link info",
+        showlegend=False, customdata=[[u, v] for u, v in keys],
+        hovertext=[link_label(topology, u, v) for u, v in keys], hoverinfo="text",
+        marker={"size": 9, "color": "rgba(120,120,120,0.25)", "line": {"width": 0}},
+    ))
+
+
+def add_node_traces(
+    fig: go.Figure,
+    topology: Topology,
+    positions: dict[int, Position],
+    highlight_nodes: set[int] | None = None,
+    gpu_colors: list | None = None,
+    gpu_hover: list[str] | None = None,
+) -> None:
+    """GPUs as circles, switches as squares; ``gpu_colors`` lets a caller shade GPUs by state."""
+    highlight_nodes = highlight_nodes or set()
+    show_text = len(topology.nodes) <= LABELS_UP_TO
+    for kind, ids, symbol, color in (
+        ("GPU", topology.gpus, "circle", GPU_COLOR),
+        ("switch", topology.switches, "square", SWITCH_COLOR),
+    ):
+        if not ids:
+            continue
+        labels = [topology.nodes[n].label or str(n) for n in ids]
+        hover = gpu_hover if (kind == "GPU" and gpu_hover is not None) else [
+            f"{lab} ({kind}{', group ' + str(topology.nodes[n].group) if topology.nodes[n].group else ''})"
+            for lab, n in zip(labels, ids, strict=True)
+        ]
+        marker = {
+            "symbol": symbol, "size": 24 if show_text else 10, "color": color,
+            "line": {"width": [4 if n in highlight_nodes else 1 for n in ids],
+                     "color": ["#E45756" if n in highlight_nodes else "white" for n in ids]},
+        }
+        if kind == "GPU" and gpu_colors is not None:
+            marker.update(color=gpu_colors, colorscale="Blues", cmin=0, cmax=1)
+        fig.add_trace(go.Scatter(
+            x=[positions[n][0] for n in ids], y=[positions[n][1] for n in ids],
+            mode="markers+text" if show_text else "markers", name=f"{kind}s",
+            text=[str(n) for n in ids] if show_text else None,
+            textfont={"color": "white", "size": 10}, customdata=[[n] for n in ids],
+            hovertext=hover, hoverinfo="text", marker=marker,
+        ))
+
+
+def style_network_layout(fig: go.Figure, title: str, height: int = 520) -> None:
+    fig.update_layout(
+        title={"text": title, "font": {"size": 14}},
+        height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        plot_bgcolor="white", paper_bgcolor="white", hovermode="closest",
+        legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
+        xaxis={"visible": False}, yaxis={"visible": False, "scaleanchor": "x", "scaleratio": 1},
+    )
