@@ -140,11 +140,15 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
             tb_ids[key] = sum(1 for k in tb_ids if k[0] == gpu)
         return key
 
+    # At equal times (within the simulator's tolerance) receives go first: a chunk forwarded the instant
+    # it lands depends on that receive.
+    receive, send = 0, 1
     events = sorted(
-        [(h.start_s, 0, h) for h in hops] + [(h.arrival_s, 1, h) for h in hops], key=lambda e: (e[0], e[1])
+        [(h.start_s * (1 + 1e-9) + 1e-13, send, h) for h in hops] + [(h.arrival_s, receive, h) for h in hops],
+        key=lambda e: (e[0], e[1]),
     )
     for _, kind, h in events:
-        if kind == 0:  # the send side, waiting on the receive that brought the chunk, if any
+        if kind == send:  # waits on the receive that brought the chunk, if any
             key = tb(h.src, h.dst, "send")
             buf, off = where(h.src, h.chunk)
             dep = last_recv.get((h.src, h.chunk))

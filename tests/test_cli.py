@@ -1,0 +1,149 @@
+"""The command-line contracts of DESIGN section 5, called as users and the landing checks call them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ccviz.cli import main
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "topologies"
+CONTRACT_KEYS = {
+    "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",
+    "busbw_GBps", "lower_bound_s", "synth_time_s", "status", "mip_gap", "epochs", "epoch_s", "transfers",
+    "verified", "violations",
+}
+BUILDER_SPECS = [
+    "ring:n=8", "torus2d:dims=4x4,bw=50,alpha=0.5", "mesh2d:dims=4x4", "mesh3d:dims=4x4x4", "torus3d:dims=4x4x4",
+    "hypercube:n=8", "ndv2:chassis=2", "dgx1", "dgx2", "hypercube3d:dims=2x2x2",
+]
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def synth_json(capsys, *args: str) -> dict:
+    code, out, err = run_cli(capsys, "synth", *args, "--json")
+    assert code == 0, err
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert len(lines) == 1, out
+    data = json.loads(lines[0])
+    assert CONTRACT_KEYS <= set(data)
+    return data
+
+
+@pytest.mark.parametrize("path", sorted(REFERENCE.glob("*.json")), ids=lambda p: p.stem)
+def test_ring_allgather_verifies_on_every_reference_file(capsys, path):
+    data = synth_json(capsys, str(path), "--collective", "allgather", "--algorithm", "ring", "--size", "1MB")
+    assert data["verified"] is True and data["violations"] == []
+    assert data["finish_time_s"] >= data["lower_bound_s"] * (1 - 1e-9)
+    assert data["status"] in ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
+
+
+@pytest.mark.parametrize("spec", BUILDER_SPECS)
+def test_ring_allgather_verifies_on_every_builder(capsys, spec):
+    data = synth_json(capsys, spec, "--collective", "allgather", "--algorithm", "ring", "--size", "1MB")
+    assert data["verified"] is True
+    assert data["size_bytes"] == 1e6
+
+
+def test_unused_options_are_accepted_and_ignored(capsys):
+    data = synth_json(capsys, "ring:n=4", "--algorithm", "ring", "--seed", "3", "--epoch", "slowest", "--gap", "0.3",
+                      "--time-limit", "5", "--epochs", "7")
+    assert data["verified"]
+
+
+def test_synth_out_then_verify_round_trip(capsys, tmp_path):
+    out = tmp_path / "s.json"
+    xml = tmp_path / "s.xml"
+    code, _, err = run_cli(capsys, "synth", "dgx1", "--algorithm", "ring", "--size", "64MB", "--out", str(out),
+                           "--msccl", str(xml))
+    assert code == 0, err
+    code, stdout, _ = run_cli(capsys, "verify", str(out), "--json")
+    assert code == 0 and json.loads(stdout)["verified"] is True
+    assert xml.read_text().startswith("<algo")
+
+
+def test_verify_names_a_planted_fault(capsys, tmp_path):
+    out = tmp_path / "s.json"
+    assert main(["synth", "ring:n=4,bidirectional=false", "--algorithm", "ring", "--out", str(out)]) == 0
+    capsys.readouterr()
+    data = json.loads(out.read_text())
+    data["transfers"] = [t for t in data["transfers"] if not (t[2] == 3 and t[0] == 1)]  # drop a delivery
+    out.write_text(json.dumps(data))
+    code, stdout, _ = run_cli(capsys, "verify", str(out))
+    assert code == 1
+    assert "missing" in stdout and "rank 3" in stdout
+
+
+def test_list_and_cost(capsys):
+    code, out, _ = run_cli(capsys, "list", "--json")
+    listing = json.loads(out)
+    names = {a["name"] for a in listing["algorithms"]}
+    assert {"ring", "direct", "dbt", "rhd"} <= names
+    assert "allgather" in listing["collectives"]
+    assert any(b["name"] == "torus2d" for b in listing["topology_builders"])
+    code, out, _ = run_cli(capsys, "cost", "--collective", "allreduce", "--algorithm", "ring", "--n", "8",
+                           "--size", "1GB", "--alpha", "0.5", "--bw", "50", "--json")
+    cost = json.loads(out)
+    assert cost["time_s"] == pytest.approx(2 * 7 * 0.5e-6 + 2 * 7 / 8 * 1e9 / 50e9, rel=1e-12)
+    assert cost["n_alpha"] == 14 and cost["n_beta"] == pytest.approx(2 * 7 / 8)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["synth", "nosuchbuilder:n=3"], "unknown builder"),
+        (["synth", "ring:n=8", "--collective", "allgather", "--algorithm", "rhd", "--size", "1MB"], None),
+        (["synth", "ring:n=6", "--algorithm", "rhd"], "power"),
+        (["synth", "ring:n=4", "--size", "lots"], "size"),
+        (["synth", "ring:n=4", "--collective", "allsmash"], "collective"),
+        (["synth", "ring:n=4", "--algorithm", "magic"], "algorithm"),
+        (["synth", "ring:n=4", "--epoch", "soon"], "epoch"),
+        (["synth", "/nonexistent/topo.json"], "does not exist"),
+        (["verify", "/nonexistent/s.json"], "does not exist"),
+        (["cost", "--collective", "allreduce", "--algorithm", "rhd", "--n", "6", "--size", "1MB"], "power"),
+    ],
+)
+def test_bad_input_gives_one_clear_line(capsys, args, needle):
+    code, out, err = run_cli(capsys, *args)
+    if needle is None:  # a valid control case
+        assert code == 0
+        return
+    assert code != 0
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and needle in lines[0].lower(), err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "topology, needle",
+    [
+        ({"nodes": 3, "switches": [], "gpus": [0, 1, 2],
+          "links": [{"src": 0, "dst": 1, "bandwidth_GBps": -5, "alpha_us": 1}]}, "bandwidth"),
+        ({"nodes": 4, "switches": [], "gpus": [0, 1, 2, 3],
+          "links": [{"src": 0, "dst": 1, "bandwidth_GBps": 5, "alpha_us": 1},
+                    {"src": 1, "dst": 0, "bandwidth_GBps": 5, "alpha_us": 1},
+                    {"src": 2, "dst": 3, "bandwidth_GBps": 5, "alpha_us": 1},
+                    {"src": 3, "dst": 2, "bandwidth_GBps": 5, "alpha_us": 1}]}, "disconnected"),
+    ],
+)
+def test_bad_topology_files(capsys, tmp_path, topology, needle):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(topology))
+    code, _, err = run_cli(capsys, "synth", str(path))
+    assert code != 0 and needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_console_script_entry_point_runs_in_a_subprocess():
+    proc = subprocess.run([sys.executable, "-m", "ccviz.cli", "synth", "ring:n=4", "--json"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["verified"] is True
