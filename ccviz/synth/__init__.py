@@ -1,5 +1,10 @@
 """Synthesizers. Importing this package registers every algorithm in ``REGISTRY``."""
 
+# Each algorithm module registers itself on import (one line per module).
+from ccviz.synth import (
+    mteg,  # noqa: F401
+    tacos,  # noqa: F401
+)
 from ccviz.synth.registry import (
     REGISTRY,
     Algorithm,
@@ -10,8 +15,6 @@ from ccviz.synth.registry import (
     register,
     synthesize,
 )
-
-# Each algorithm module registers itself on import (one line per module).
 
 __all__ = [
     "REGISTRY", "Algorithm", "Progress", "SynthOptions", "algorithms_for", "get_algorithm", "register", "synthesize",

@@ -1,0 +1,456 @@
+"""Multicast time-expanded graph (MTEG) synthesizer.
+
+After "Multicast time-expanded graph-based collective communication scheduling
+algorithm" (Journal on Communications, 2026). Time is cut into *slots* (by
+default the chunk time on the fastest link). The time-expanded graph has a
+copy ``v_t`` of every node per slot, storage edges ``v_t -> v_{t+1}`` (GPUs
+only: switches hold nothing) and transmission edges ``u_t -> v_{t+L_uv}``.
+Every multicast (one per chunk; AllGather = one per (source, chunk), sources
+in decreasing data volume) is a Steiner tree grown by Takahashi–Matsuyama:
+repeatedly a multi-source Dijkstra from the tree reaches the nearest uncovered
+terminal and its path joins the tree. The slots a tree keeps a link busy are
+then reserved, so later trees cannot collide.
+
+Choices of this implementation (and why):
+
+- *Implicit, unbounded graph.* Slot copies are never materialized: a GPU's
+  storage chain is a jump to the first slot where the out-link is free (a
+  per-link calendar of reserved slot intervals), and a switch has one state
+  per arrival slot. The horizon therefore never runs out (the paper grows it
+  and retries) and tiny slots (1KB buffers: alpha = 560 slots) cost nothing.
+- *Cost = arrival slot.* Tree nodes seed the Dijkstra with their own slot, so
+  the "nearest" terminal is the one the tree can reach earliest. The paper's
+  incremental tree cost (seeds at 0) minimises copies; measuring from the
+  root minimises the finish time, which is what every caller compares.
+- *Slot rounding as TE-CCL.* A link needing ``kappa = ceil(chunk time / slot)``
+  slots per chunk stays reserved for ``kappa`` slots and delivers after
+  ``kappa + ceil(alpha / slot)`` slots (alpha below 0.1 slot is ignored);
+  with ``switch_hop == "free"`` a hop out of a switch delivers in the same
+  slot but still reserves its ``kappa`` slots. So a slot count here is an
+  epoch count in TE-CCL's model.
+- *Untimed output.* Transfers carry ``step`` = departure slot (plus a
+  fraction ordering zero-delay hops inside one slot), and the simulator
+  replays them as soon as data and link allow. Real alpha/beta therefore
+  decide the finish time and no rounding can make the schedule invalid.
+
+For TE-CCL: ``mteg_epoch_bound(topology, collective, epoch_s)`` is the number
+of epochs of length ``epoch_s`` an MTEG schedule needs (an upper bound on the
+MILP's epoch count), and ``mteg_schedule(topology, collective, epoch_s)`` is
+that schedule for a warm start: ``int(transfer.step)`` is the epoch in which
+each transfer departs, ``schedule.epochs`` the slot of the last arrival.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import time
+from bisect import bisect_left, insort
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from ccviz.collectives import Chunk, Collective
+from ccviz.errors import CcvizError
+from ccviz.schedule import Schedule, Transfer
+from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.topology import Link, Topology
+
+ALPHA_IGNORED_BELOW = 0.1  # TE-CCL: alpha shorter than this fraction of a slot adds no slot
+_EPS = 1e-9
+
+Key = tuple[int, int]  # a time-expanded state: (node, slot); GPUs use slot -1 (they store)
+Edge = tuple[int, int, int]  # a transmission: (src, dst, departure slot)
+
+
+# ----------------------------------------------------------------------------- slots
+def slot_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> float:
+    """Seconds per slot: the chunk time on the fastest/slowest link, or given seconds."""
+    bandwidths = [link.bytes_per_s for link in topology.links.values()]
+    if epoch in (None, "fastest"):
+        return chunk_bytes / max(bandwidths)
+    if epoch == "slowest":
+        return chunk_bytes / min(bandwidths)
+    try:
+        seconds = float(epoch)
+    except (TypeError, ValueError):
+        raise CcvizError(f"epoch: {epoch!r} is not 'fastest', 'slowest' or a number of seconds", "epoch") from None
+    if not seconds > 0:
+        raise CcvizError(f"epoch: the slot length must be positive seconds, got {epoch!r}", "epoch")
+    return seconds
+
+
+@dataclass(frozen=True, slots=True)
+class SlotTiming:
+    """How many slots a link stays reserved (``busy``) and takes to deliver (``delay``)."""
+
+    busy: int
+    delay: int
+
+    @classmethod
+    def of(cls, topology: Topology, link: Link, chunk_bytes: float, slot_s: float) -> SlotTiming:
+        busy = max(1, math.ceil(link.serialization_s(chunk_bytes) / slot_s - _EPS))
+        if topology.hop_is_free(link.src, link.dst):
+            return cls(busy, 0)
+        alpha_slots = link.alpha_s / slot_s
+        extra = 0 if alpha_slots < ALPHA_IGNORED_BELOW else math.ceil(alpha_slots - _EPS)
+        return cls(busy, busy + extra)
+
+
+class LinkCalendar:
+    """Reserved slot intervals ``[start, end)`` of one link, at most ``lanes`` at a time."""
+
+    def __init__(self, lanes: int) -> None:
+        self.lanes = lanes
+        self.intervals: list[tuple[int, int]] = []  # sorted by start
+
+    def is_free(self, start: int, length: int) -> bool:
+        return self._overlaps(start, start + length) < self.lanes
+
+    def earliest_free(self, start: int, length: int) -> int:
+        """First slot >= start from which the link is free for ``length`` slots."""
+        candidate = start
+        while not self.is_free(candidate, length):
+            # The next chance is when one of the reservations overlapping the window ends.
+            candidate = min(e for s, e in self.intervals if s < candidate + length and e > candidate)
+        return candidate
+
+    def reserve(self, start: int, length: int) -> None:
+        insort(self.intervals, (start, start + length))
+
+    def _overlaps(self, start: int, end: int) -> int:
+        hi = bisect_left(self.intervals, (end, -1))
+        if self.lanes == 1:
+            return 1 if hi and self.intervals[hi - 1][1] > start else 0
+        return sum(1 for s, e in self.intervals[:hi] if e > start)
+
+
+# ---------------------------------------------------------------------- one multicast
+@dataclass
+class MulticastTree:
+    """The part of the time-expanded graph one chunk uses: who holds it when, over which edges."""
+
+    chunk: int
+    gpu_slot: dict[int, int]  # GPU -> slot from which it holds the chunk
+    switch_slots: set[Key] = field(default_factory=set)  # (copy switch, slot) where the chunk passes
+    edges: dict[Edge, Edge | None] = field(default_factory=dict)  # edge -> the edge that fed its source
+    consumed: set[Edge] = field(default_factory=set)  # arrivals at no-copy switches already forwarded
+
+    def finish_slot(self) -> int:
+        return max(self.gpu_slot.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """A move between two holding states: GPU to GPU through zero or more switches, in one go.
+
+    Switches store nothing, so every link of the chain is reserved at a fixed
+    offset from the departure; ``edges`` are its transmissions in order.
+    """
+
+    dst: int
+    arrival: int
+    edges: tuple[Edge, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Label:
+    """A settled Dijkstra state: reached at ``slot`` by ``hop`` from state ``parent``."""
+
+    slot: int
+    parent: Key | None
+    hop: Hop | None
+
+
+class SteinerSearch:
+    """Takahashi–Matsuyama on the implicit time-expanded graph for one multicast.
+
+    Shared link calendars carry the reservations of earlier trees (and of this
+    tree as it grows), so every transmission found here is collision free.
+    """
+
+    def __init__(self, planner: MtegPlanner, chunk: int, holders: Iterable[int], terminals: Iterable[int]) -> None:
+        self.planner = planner
+        self.tree = MulticastTree(chunk, dict.fromkeys(holders, 0))
+        self.uncovered = set(terminals) - set(self.tree.gpu_slot)
+
+    def grow(self) -> MulticastTree:
+        """Add paths until every terminal holds the chunk."""
+        while self.uncovered:
+            settled, order = self._dijkstra_from_tree()
+            if not order:
+                raise CcvizError(
+                    f"topology: chunk {self.tree.chunk} cannot reach GPU(s) {sorted(self.uncovered)} through the "
+                    "links and switches; connect them (no-copy switches forward each arrival only once)",
+                    "topology",
+                )
+            self._attach_in_arrival_order(settled, order)
+        return self.tree
+
+    # Purpose: arrival slots from the whole current tree (every holder seeds at the slot it holds from,
+    # copy switches at the slots the chunk passes them).
+    def _dijkstra_from_tree(self) -> tuple[dict[Key, _Label], list[Key]]:
+        planner = self.planner
+        heap: list[tuple[int, int, Key, Key | None, Hop | None]] = []
+        for gpu, slot in self.tree.gpu_slot.items():
+            heap.append((slot, len(heap), (gpu, -1), None, None))
+        for state in self.tree.switch_slots:
+            heap.append((state[1], len(heap), state, None, None))
+        counter = len(heap)
+        heapq.heapify(heap)
+        settled: dict[Key, _Label] = {}
+        best: dict[int, int] = {}
+        order: list[Key] = []
+        remaining = len(self.uncovered)
+        while heap and remaining:
+            slot, _, key, parent, hop = heapq.heappop(heap)
+            if key in settled:
+                continue
+            settled[key] = _Label(slot, parent, hop)
+            node, waits = key[0], key[1] < 0
+            if waits and node in self.uncovered:
+                order.append(key)
+                remaining -= 1
+            for move in planner.hops(node, slot, can_wait=waits):
+                if best.get(move.dst, math.inf) <= move.arrival or (move.dst, -1) in settled:
+                    continue
+                best[move.dst] = move.arrival
+                heapq.heappush(heap, (move.arrival, counter, (move.dst, -1), key, move))
+                counter += 1
+        return settled, order
+
+    # Purpose: one search serves many terminals; stop at the first path that now collides.
+    def _attach_in_arrival_order(self, settled: dict[Key, _Label], order: list[Key]) -> None:
+        for terminal in order:
+            path = self._path_to(terminal, settled)
+            if not self._fits(path):
+                return
+            self._commit(path)
+            self.uncovered.discard(terminal[0])
+
+    @staticmethod
+    def _path_to(key: Key, settled: dict[Key, _Label]) -> list[Hop]:
+        """The hops from the tree to ``key``, in time order."""
+        path = []
+        label = settled[key]
+        while label.hop is not None:
+            path.append(label.hop)
+            label = settled[label.parent]
+        path.reverse()
+        return path
+
+    def _fits(self, path: list[Hop]) -> bool:
+        """A path fits if its new edges are still free and no no-copy switch arrival is reused."""
+        planner, tree = self.planner, self.tree
+        for hop in path:
+            previous: Edge | None = None
+            for edge in hop.edges:
+                if edge not in tree.edges:
+                    if not planner.calendars[edge[:2]].is_free(edge[2], planner.timing[edge[:2]].busy):
+                        return False
+                    if previous is not None and not planner.copies(edge[0]) and previous in tree.consumed:
+                        return False
+                previous = edge
+        return True
+
+    def _commit(self, path: list[Hop]) -> None:
+        planner, tree = self.planner, self.tree
+        for hop in path:
+            previous: Edge | None = None
+            for edge in hop.edges:
+                src, dst, depart = edge
+                if edge not in tree.edges:
+                    tree.edges[edge] = previous if previous is not None else self._feeder_of(src, depart)
+                    planner.calendars[(src, dst)].reserve(depart, planner.timing[(src, dst)].busy)
+                    if previous is not None and not planner.copies(src):
+                        tree.consumed.add(previous)
+                if planner.is_switch[dst] and planner.copies(dst):
+                    tree.switch_slots.add((dst, depart + planner.delay(edge)))
+                previous = edge
+            if hop.arrival < tree.gpu_slot.get(hop.dst, math.inf):
+                tree.gpu_slot[hop.dst] = hop.arrival
+
+    def _feeder_of(self, src: int, depart: int) -> Edge | None:
+        """The tree edge that brought the chunk to ``src`` (None at an original holder)."""
+        planner = self.planner
+        for edge in self.tree.edges:
+            if edge[1] == src and (not planner.is_switch[src] or edge[2] + planner.delay(edge) == depart):
+                return edge
+        return None
+
+
+# --------------------------------------------------------------------------- planner
+class MtegPlanner:
+    """All multicasts of one collective on one topology, sharing link calendars.
+
+    ``switch_copy=False`` forbids multicast at every switch (reductions are
+    built from a reversed broadcast, and a switch cannot add partials).
+    """
+
+    def __init__(self, topology: Topology, collective: Collective, slot_s: float, switch_copy: bool = True) -> None:
+        self.topology = topology
+        self.collective = collective
+        self.slot_s = slot_s
+        self.is_switch = {n: node.is_switch for n, node in topology.nodes.items()}
+        self.copy = {n: node.copy and switch_copy for n, node in topology.nodes.items()}
+        self.timing = {
+            key: SlotTiming.of(topology, link, collective.chunk_bytes, slot_s) for key, link in topology.links.items()
+        }
+        self.calendars = {key: LinkCalendar(link.lanes) for key, link in topology.links.items()}
+        self.out_links = {n: [link.dst for link in links] for n, links in topology.out_links.items()}
+
+    def copies(self, node: int) -> bool:
+        """True when ``node`` may forward one arrival on several links (GPUs always may)."""
+        return not self.is_switch[node] or self.copy[node]
+
+    def delay(self, edge: Edge) -> int:
+        return self.timing[edge[:2]].delay
+
+    def hops(self, node: int, slot: int, can_wait: bool) -> Iterator[Hop]:
+        """Moves out of state (node, slot) to the next GPUs, through any chain of switches.
+
+        A GPU may wait (storage edges) for the first slot from which a whole
+        chain is free; a switch stores nothing, so a chain leaving a switch
+        state must depart in that very slot.
+        """
+        stack: list[tuple[int, tuple[tuple[int, int, int], ...], int]] = [(node, (), slot)]
+        while stack:
+            at, chain, depart = stack.pop()
+            for nxt in self.out_links[at]:
+                if any(link[0] == nxt for link in chain) or nxt == node:
+                    continue
+                offset = chain[-1][2] + self.timing[chain[-1][:2]].delay if chain else 0
+                longer = (*chain, (at, nxt, offset))
+                aligned = self._align(longer, depart)
+                if aligned is None or (not can_wait and aligned != slot):
+                    continue
+                if self.is_switch[nxt]:
+                    stack.append((nxt, longer, aligned))
+                else:
+                    edges = tuple((u, v, aligned + off) for u, v, off in longer)
+                    yield Hop(nxt, aligned + offset + self.timing[(at, nxt)].delay, edges)
+
+    def _align(self, chain: tuple[tuple[int, int, int], ...], earliest: int) -> int | None:
+        """First departure >= earliest at which every link of the chain is free at its offset."""
+        depart = earliest
+        for _ in range(10_000):
+            later = depart
+            for u, v, offset in chain:
+                timing = self.timing[(u, v)]
+                later = max(later, self.calendars[(u, v)].earliest_free(depart + offset, timing.busy) - offset)
+            if later == depart:
+                return depart
+            depart = later
+        return None
+
+    def plan(self, chunk_order: list[Chunk]) -> list[MulticastTree]:
+        """One Steiner tree per chunk, in the given order (earlier trees get the free links)."""
+        trees = []
+        for chunk in chunk_order:
+            terminals = chunk.post - chunk.pre
+            if terminals:
+                trees.append(SteinerSearch(self, chunk.id, sorted(chunk.pre), sorted(terminals)).grow())
+        return trees
+
+
+# ----------------------------------------------------------------------- ordering
+def multicast_order(collective: Collective, rng: random.Random | None = None) -> list[Chunk]:
+    """Chunks by source data volume (largest first), sources taking turns chunk by chunk.
+
+    Ties between equally loaded sources keep rank order, or a seeded shuffle for restarts.
+    """
+    by_source: dict[int, list[Chunk]] = {}
+    for chunk in collective.chunks:
+        source = chunk.source if chunk.source is not None else min(chunk.pre)
+        by_source.setdefault(source, []).append(chunk)
+    sources = sorted(by_source)
+    if rng is not None:
+        rng.shuffle(sources)
+    sources.sort(key=lambda s: -len(by_source[s]) * len(by_source[s][0].post))
+    order = []
+    for k in range(max(len(v) for v in by_source.values())):
+        order.extend(by_source[s][k] for s in sources if k < len(by_source[s]))
+    return order
+
+
+# ------------------------------------------------------------------------ schedule
+def tree_transfers(tree: MulticastTree, n_nodes: int) -> list[Transfer]:
+    """Read a tree off as untimed transfers, step = departure slot.
+
+    A hop with zero delay (out of a switch under switch_hop 'free') lands in
+    the slot it left; a transfer forwarding it in that same slot gets a
+    slightly larger step, so the simulator's step rule sees it wait.
+    """
+    depth: dict[Edge, int] = {}
+
+    def depth_of(edge: Edge) -> int:
+        if edge not in depth:
+            feeder = tree.edges[edge]
+            depth[edge] = depth_of(feeder) + 1 if feeder is not None and feeder[2] == edge[2] else 0
+        return depth[edge]
+
+    return [
+        Transfer(tree.chunk, src, dst, step=depart + depth_of((src, dst, depart)) / (n_nodes + 1))
+        for (src, dst, depart) in tree.edges
+    ]
+
+
+def mteg_schedule(
+    topology: Topology,
+    collective: Collective,
+    epoch_s: float | str = "fastest",
+    restarts: int = 1,
+    seed: int | None = None,
+) -> Schedule:
+    """The MTEG schedule of a non-reducing collective with slots of ``epoch_s`` (best of restarts)."""
+    if collective.is_reducing:
+        raise CcvizError(
+            f"collective: mteg builds {collective.name} by reversal; call synthesize(..., 'mteg') for it",
+            "collective",
+        )
+    slot_s = slot_length(topology, collective.chunk_bytes, epoch_s)
+    rng = random.Random(seed)
+    best: list[MulticastTree] | None = None
+    for attempt in range(max(1, restarts)):
+        order = multicast_order(collective, rng if attempt else None)
+        trees = MtegPlanner(topology, collective, slot_s).plan(order)
+        if best is None or _finish_slot(trees) < _finish_slot(best):
+            best = trees
+    transfers = sorted(
+        (t for tree in best for t in tree_transfers(tree, len(topology.nodes))), key=lambda t: t.step
+    )
+    slots = _finish_slot(best)
+    return Schedule(
+        topology, collective, transfers, "mteg", status="heuristic", epoch_s=slot_s, epochs=slots,
+        estimated_finish_s=slots * slot_s,
+        notes=[f"{len(best)} multicast trees; last arrival in slot {slots} of {slot_s * 1e6:.6g} us"],
+    )
+
+
+def _finish_slot(trees: list[MulticastTree]) -> int:
+    return max((tree.finish_slot() for tree in trees), default=0)
+
+
+def mteg_epoch_bound(topology: Topology, collective: Collective, epoch_s: float) -> int:
+    """Epochs of ``epoch_s`` seconds an MTEG schedule needs (TE-CCL's epoch upper bound)."""
+    return int(mteg_schedule(topology, collective, epoch_s).epochs or 0)
+
+
+# ------------------------------------------------------------------------ registry
+def synthesize_mteg(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """Registry entry: non-reducing collectives directly."""
+    t0 = time.perf_counter()
+    schedule = mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed)
+    schedule.synth_time_s = time.perf_counter() - t0
+    return schedule
+
+
+register(Algorithm(
+    "mteg",
+    synthesize_mteg,
+    frozenset({"allgather", "broadcast", "gather", "scatter", "alltoall", "custom"}),
+    "Multicast time-expanded graph: one Steiner tree (Takahashi-Matsuyama) per chunk in a slotted "
+    "time-expanded graph, links reserved tree by tree",
+    kind="heuristic",
+    options_used=("epoch", "restarts", "seed"),
+))
