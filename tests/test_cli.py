@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from ccviz.cli import main
+from tests.paths import REFERENCE
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "topologies"
 CONTRACT_KEYS = {
     "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",
     "busbw_GBps", "lower_bound_s", "synth_time_s", "status", "mip_gap", "epochs", "epoch_s", "transfers",
