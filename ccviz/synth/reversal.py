@@ -55,6 +55,26 @@ def mirror_collective(target: Collective) -> Collective:
                       target.chunks_per_rank, target.root)
 
 
+def split_allreduce(target: Collective) -> tuple[Collective, Collective]:
+    """AllReduce = ReduceScatter into each chunk's source rank, then AllGather from it.
+
+    Built from ``target``'s own chunks so sizes and ranks carry over exactly.
+    """
+    reduce_parts, gather_parts = [], []
+    for c in target.chunks:
+        if not c.reduce or c.source not in c.pre:
+            raise CcvizError(f"collective: chunk {c.id} of {target.name} is not a reduction whose source rank holds "
+                             "a partial; only AllReduce-like demands split into ReduceScatter + AllGather",
+                             "collective")
+        reduce_parts.append(Chunk(c.id, c.pre, frozenset([c.source]), True, c.source, c.index))
+        gather_parts.append(Chunk(c.id, frozenset([c.source]), c.post, False, c.source, c.index))
+    return tuple(
+        Collective(name, target.ranks, tuple(chunks), target.chunk_bytes, target.size_bytes, target.chunks_per_rank,
+                   target.root)
+        for name, chunks in (("reducescatter", reduce_parts), ("allgather", gather_parts))
+    )
+
+
 @dataclass
 class _Tree:
     """The useful part of a forward schedule: first arrivals and the switch hops that feed them.
@@ -158,7 +178,7 @@ def reverse_schedule(forward: Schedule, topology: Topology, target: Collective) 
     horizon = max(fwd[k].end_s for k in tree.kept)
     # Reversed transfer k waits for the reversed transfers of its forward children.
     waits: dict[int, list[tuple[int, bool]]] = {k: [(c, False) for c in tree.children.get(k, [])] for k in tree.kept}
-    _separate_switch_pairs(tree, fwd, horizon, waits)
+    _separate_switch_pairs(tree, fwd, horizon, topology, waits)
     nominal = {k: horizon - fwd[k].end_s for k in tree.kept}
     nbytes = target.chunk_bytes
     starts = _retime(topology, nbytes, fwd, waits, nominal)
@@ -186,14 +206,28 @@ def _chunk_map(forward: Collective, target: Collective) -> dict[int, int]:
     return out
 
 
-def _separate_switch_pairs(tree: _Tree, fwd: list[Transfer], horizon: float,
+def _separate_switch_pairs(tree: _Tree, fwd: list[Transfer], horizon: float, topology: Topology,
                            waits: dict[int, list[tuple[int, bool]]]) -> None:
     """A switch forwards the latest (copy) or oldest (no copy) arrival of a chunk; so that it always
-    forwards the right partial, reversed passes of one chunk through one switch never overlap."""
+    forwards the right partial, a reversed pass of a chunk lands at a switch only after the previous
+    pass of that chunk has left it (the next one may already be on the wire: passes still pipeline).
+
+    Passes go through every switch in one global order (deepest forward path first), which agrees
+    with the tree's own waits, so the added waits can never close a cycle.
+    """
+    def final_hop(k: int) -> int:
+        while topology.is_switch(fwd[k].dst):
+            (k,) = tree.children[k]
+        return k
+
+    def order(p: tuple[int, int]) -> tuple[float, int]:
+        last = final_hop(p[1])
+        return (horizon - fwd[last].end_s, last)
+
     for pairs in tree.switch_pairs.values():
         # Reversed, a pass (forward arrival, forward departure) enters the switch by the reverse of the
         # forward departure and leaves it by the reverse of the forward arrival.
-        passes = sorted(pairs, key=lambda p: (horizon - fwd[p[1]].end_s, p[1]))
+        passes = sorted(pairs, key=order)
         for (prev_leaves, _), (_, next_enters) in zip(passes, passes[1:], strict=False):
             waits[next_enters].append((prev_leaves, True))
 
@@ -214,9 +248,10 @@ def _retime(topology: Topology, nbytes: float, fwd: list[Transfer], waits: dict[
         _, k = heapq.heappop(ready)
         src, dst = fwd[k].dst, fwd[k].src
         earliest = 0.0
-        for dep, after_start in waits[k]:
-            if after_start:
-                earliest = max(earliest, starts[dep] + _separation(starts[dep]))
+        delay = topology.arrival_delay(src, dst, nbytes)
+        for dep, after_departure in waits[k]:
+            if after_departure:  # land at the switch only after the previous pass has left it
+                earliest = max(earliest, starts[dep] + _separation(starts[dep]) - delay)
             else:
                 earliest = max(earliest, starts[dep] + topology.arrival_delay(fwd[dep].dst, fwd[dep].src, nbytes))
         lanes = link_free.setdefault((src, dst), [0.0] * topology.link(src, dst).lanes)
@@ -234,21 +269,28 @@ def _retime(topology: Topology, nbytes: float, fwd: list[Transfer], waits: dict[
 
 
 def schedule_end(schedule: Schedule) -> float:
-    """Last arrival of a timed schedule under the topology's physics."""
+    """When a timed schedule is over: its last arrival, or later if a link is still serializing.
+
+    (Under ``switch_hop="free"`` a hop out of a switch lands at once but keeps its link busy.)
+    """
     topo = schedule.topology
     nbytes = schedule.chunk_bytes
-    return max((t.start_s + topo.arrival_delay(t.src, t.dst, nbytes) for t in schedule.transfers), default=0.0)
+    return max((t.start_s + max(topo.arrival_delay(t.src, t.dst, nbytes), topo.occupancy(t.src, t.dst, nbytes))
+                for t in schedule.transfers), default=0.0)
 
 
 def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedule:
     """Run ``second`` after ``first`` ends, both re-labelled onto ``target``'s chunks by (source, index).
 
-    AllReduce = ReduceScatter then AllGather: the result's finish time is exactly the sum.
+    AllReduce = ReduceScatter then AllGather: the result's finish time is exactly the sum. ``second`` is
+    shifted only as far as needed, so a schedule synthesized to start at ``schedule_end(first)`` keeps
+    its exact times (shifting adds float rounding between a switch hop and the arrival it forwards).
     """
     if not (first.is_timed and second.is_timed):
         raise CcvizError("schedule: only timed schedules can be concatenated; simulate them first", "schedule")
     by_key = {(c.source, c.index): c.id for c in target.chunks}
-    offset = schedule_end(first)
+    first_end = schedule_end(first)
+    offset = max(0.0, first_end - min((t.start_s for t in second.transfers), default=first_end))
     transfers = []
     for part, shift in ((first, 0.0), (second, offset)):
         for t in part.transfers:
@@ -261,4 +303,4 @@ def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedu
     est = (second.estimated_finish_s or schedule_end(second)) + offset
     return Schedule(first.topology, target, transfers, first.algorithm, dict(first.options), first.status,
                     estimated_finish_s=est, notes=[*first.notes, f"then {second.collective.name} from "
-                                                   f"{offset * 1e6:.6g} us"])
+                                                   f"{first_end * 1e6:.6g} us"])

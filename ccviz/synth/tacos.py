@@ -1,0 +1,337 @@
+"""TACOS: greedy link-chunk matching on an event-driven time-expanded network.
+
+Won et al., "TACOS: Topology-Aware Collective Algorithm Synthesizer for
+Distributed Machine Learning" (MICRO 2024). At time 0 and whenever a chunk
+lands or a link frees, every rank still missing chunks looks at its free
+in-routes, fastest first, and pulls a chunk the route's source already holds
+(strictly causal: only chunks that have *arrived*). The result is a timed
+schedule; its finish time is the last arrival.
+
+Why it scales: every node keeps bitsets (Python ints) of the chunks it holds
+and the chunks it still wants (missing and not in flight), so a route's
+candidates are one AND, ``held[src] & want[dst]``, and only ranks touched by
+an event are looked at again. Nothing rescans every (chunk, node) pair.
+
+Switches are handled natively: a route may pass through switches
+(GPU -> switch ... -> GPU); all its links are booked together and each hop
+out of a switch starts the instant the chunk arrives there, so a switch never
+holds data. Reductions come from ``ccviz.synth.reversal``: ReduceScatter and
+Reduce are AllGather and Broadcast on the reversed topology, reversed in
+time; AllReduce is ReduceScatter then AllGather.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ccviz.collectives import Collective
+from ccviz.errors import CcvizError
+from ccviz.schedule import Schedule, Transfer
+from ccviz.synth.registry import Algorithm, Progress, SynthOptions, register
+from ccviz.synth.reversal import (
+    concatenate,
+    mirror_collective,
+    reverse_schedule,
+    schedule_end,
+    split_allreduce,
+)
+from ccviz.topology import Topology
+
+LINK_HOLDS = ("arrival", "serialization")
+
+
+# --------------------------------------------------------------------------- routes
+@dataclass
+class Routes:
+    """Every way one rank can hand a chunk to another: a direct link or a path through switches.
+
+    A route is booked as a whole: hop h starts ``offset[h]`` after the route
+    starts (the arrival of hop h-1, so switches store nothing) and keeps its
+    link booked for ``hold[h]`` from then.
+    """
+
+    src: list[int] = field(default_factory=list)
+    dst: list[int] = field(default_factory=list)
+    hops: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    links: list[tuple[int, ...]] = field(default_factory=list)  # link ids of the hops
+    offset: list[tuple[float, ...]] = field(default_factory=list)
+    hold: list[tuple[float, ...]] = field(default_factory=list)
+    delay: list[float] = field(default_factory=list)  # start to final arrival
+    link_keys: list[tuple[int, int]] = field(default_factory=list)  # link id -> (src, dst)
+
+    @property
+    def shares_links(self) -> bool:
+        """True when some link serves several routes (paths through switches)."""
+        return any(len(h) > 1 for h in self.hops)
+
+    def add(self, hops: list[tuple[int, int]], topology: Topology, nbytes: float, link_hold: str,
+            link_id: dict[tuple[int, int], int]) -> None:
+        offsets, holds, t = [], [], 0.0
+        for u, v in hops:
+            delay = topology.arrival_delay(u, v, nbytes)
+            occupancy = topology.occupancy(u, v, nbytes)
+            offsets.append(t)
+            holds.append(max(delay, occupancy) if link_hold == "arrival" else occupancy)
+            t += delay
+        self.src.append(hops[0][0])
+        self.dst.append(hops[-1][1])
+        self.hops.append(tuple(hops))
+        self.links.append(tuple(link_id[h] for h in hops))
+        self.offset.append(tuple(offsets))
+        self.hold.append(tuple(holds))
+        self.delay.append(t)
+
+
+def build_routes(topology: Topology, nbytes: float, link_hold: str) -> Routes:
+    """Direct GPU->GPU links plus, per GPU pair, the fastest path whose interior is all switches."""
+    routes = Routes()
+    link_id = {key: i for i, key in enumerate(sorted(topology.links))}
+    routes.link_keys = sorted(topology.links)
+    for gpu in topology.gpus:
+        for link in sorted(topology.out_links[gpu], key=lambda lk: lk.dst):
+            if not topology.is_switch(link.dst):
+                routes.add([(gpu, link.dst)], topology, nbytes, link_hold, link_id)
+        for _, path in sorted(_paths_through_switches(topology, gpu, nbytes).items()):
+            routes.add(path, topology, nbytes, link_hold, link_id)
+    return routes
+
+
+def _paths_through_switches(topology: Topology, gpu: int, nbytes: float) -> dict[int, list[tuple[int, int]]]:
+    """Dijkstra from ``gpu`` through switches only: the fastest switched path to every other GPU."""
+    best: dict[int, float] = {}
+    paths: dict[int, list[tuple[int, int]]] = {}
+    heap = [(topology.arrival_delay(gpu, lk.dst, nbytes), lk.dst, [(gpu, lk.dst)])
+            for lk in topology.out_links[gpu] if topology.is_switch(lk.dst)]
+    heapq.heapify(heap)
+    settled: set[int] = set()
+    while heap:
+        t, node, path = heapq.heappop(heap)
+        if node in settled:
+            continue
+        settled.add(node)
+        if not topology.is_switch(node):
+            if node != gpu and t < best.get(node, float("inf")):
+                best[node], paths[node] = t, path
+            continue
+        for lk in topology.out_links[node]:
+            if lk.dst not in settled:
+                heapq.heappush(heap, (t + topology.arrival_delay(node, lk.dst, nbytes), lk.dst, [*path, (node, lk.dst)]))
+    return paths
+
+
+# --------------------------------------------------------------------------- one run
+@dataclass
+class Run:
+    """The outcome of one seeded matching run: hop records and the last arrival."""
+
+    hops: list[tuple[int, int, int, float, float]]  # (chunk, src, dst, start, end)
+    finish_s: float
+
+
+class Matcher:
+    """One seeded TACOS run of a copy collective (every chunk has one source rank)."""
+
+    def __init__(self, topology: Topology, collective: Collective, routes: Routes, seed: int,
+                 start_s: float = 0.0) -> None:
+        self.topology = topology
+        self.start_s = start_s
+        self.collective = collective
+        self.routes = routes
+        self.rng = random.Random(seed)
+        self.n_chunks = len(collective.chunks)
+        self.held: dict[int, int] = defaultdict(int)  # node -> bitset of chunks it holds
+        self.want: dict[int, int] = defaultdict(int)  # node -> bitset missing and not in flight
+        self.link_free_at = [start_s] * len(routes.link_keys)
+        self.arrivals: dict[float, list[tuple[int, int]]] = defaultdict(list)  # time -> [(node, chunk)]
+        self.frees: dict[float, list[int]] = defaultdict(list)  # time -> [link id]
+        self.times: list[float] = []
+        self.hops: list[tuple[int, int, int, float, float]] = []
+        self.set_demands()
+        self.index_routes()
+
+    # Which chunks each rank starts with and which it must end with.
+    def set_demands(self) -> None:
+        for bit, c in enumerate(self.collective.chunks):
+            if c.reduce:
+                raise CcvizError(f"collective: TACOS matches copies; chunk {c.id} is a reduction", "collective")
+            for r in c.pre:
+                self.held[r] |= 1 << bit
+            for r in c.post - c.pre:
+                self.want[r] |= 1 << bit
+        self.pending = sum(w.bit_count() for w in self.want.values())
+
+    # Per rank its in-routes, fastest first with random tie-breaks; who to revisit after an event.
+    def index_routes(self) -> None:
+        routes, rng = self.routes, self.rng
+        self.in_routes: dict[int, list[int]] = defaultdict(list)
+        for r in rng.sample(range(len(routes.src)), len(routes.src)):
+            self.in_routes[routes.dst[r]].append(r)
+        for rs in self.in_routes.values():
+            rs.sort(key=lambda r: routes.delay[r])
+        self.dests_from: dict[int, set[int]] = defaultdict(set)  # node -> ranks it can feed
+        self.dests_of_link: dict[int, set[int]] = defaultdict(set)  # link -> ranks whose routes use it
+        for r, links in enumerate(routes.links):
+            self.dests_from[routes.src[r]].add(routes.dst[r])
+            for lk in links:
+                self.dests_of_link[lk].add(routes.dst[r])
+        self.dests_from_list = {n: sorted(d) for n, d in self.dests_from.items()}
+        self.dests_of_link_list = {lk: sorted(d) for lk, d in self.dests_of_link.items()}
+        self.shuffle_dirty = routes.shares_links
+
+    def run(self) -> Run:
+        """Match at time 0, then at every event, until every wanted chunk has landed."""
+        t = self.start_s
+        dirty = set(self.want)
+        while True:
+            self.match(t, dirty)
+            if not self.times:
+                break
+            t = heapq.heappop(self.times)
+            dirty = self.apply_events(t)
+        if self.pending:
+            rank = next(r for r, w in sorted(self.want.items()) if w)
+            raise CcvizError(
+                f"collective: TACOS cannot deliver every chunk to rank {rank}; a chunk only travels through ranks "
+                "that need it, so this demand does not fit the matching model (use allgather or broadcast)",
+                "collective",
+            )
+        return Run(self.hops, max((h[4] for h in self.hops), default=self.start_s))
+
+    # Land the chunks arriving at t and note the links freed at t; return the ranks to revisit.
+    def apply_events(self, t: float) -> set[int]:
+        dirty: set[int] = set()
+        held = self.held
+        for node, bit in self.arrivals.pop(t, ()):
+            held[node] |= bit
+            self.pending -= 1
+            dirty.update(self.dests_from_list.get(node, ()))
+            dirty.add(node)
+        for lk in self.frees.pop(t, ()):
+            dirty.update(self.dests_of_link_list[lk])
+        return dirty
+
+    # Each revisited rank pulls chunks over its free in-routes, fastest first.
+    def match(self, t: float, dirty: set[int]) -> None:
+        order = sorted(dirty)
+        if self.shuffle_dirty:
+            self.rng.shuffle(order)
+        want, held, in_routes = self.want, self.held, self.in_routes
+        free_at = self.link_free_at
+        routes = self.routes
+        for dst in order:
+            wanted = want.get(dst, 0)
+            if not wanted:
+                continue
+            for r in in_routes[dst]:
+                links = routes.links[r]
+                offsets = routes.offset[r]
+                if any(free_at[lk] > t + off for lk, off in zip(links, offsets, strict=True)):
+                    continue
+                candidates = held[routes.src[r]] & wanted
+                if not candidates:
+                    continue
+                bit = self.pick(candidates)
+                wanted &= ~bit
+                self.send(r, bit, t)
+                if not wanted:
+                    break
+            want[dst] = wanted
+
+    # A random candidate: the first set bit at or after a random position (wrapping around).
+    def pick(self, candidates: int) -> int:
+        start = self.rng.getrandbits(32) % self.n_chunks
+        above = candidates >> start
+        if above:
+            return (above & -above) << start
+        return candidates & -candidates
+
+    # Book every hop of route r from time t and schedule the arrival and the link frees.
+    def send(self, r: int, bit: int, t: float) -> None:
+        routes = self.routes
+        chunk = bit.bit_length() - 1
+        hops = routes.hops[r]
+        free_at = self.link_free_at
+        arrival = t + routes.delay[r]
+        for (u, v), lk, off, hold in zip(hops, routes.links[r], routes.offset[r], routes.hold[r], strict=True):
+            start = t + off
+            free_at[lk] = start + hold
+            end = start + self.topology.arrival_delay(u, v, self.collective.chunk_bytes)
+            self.hops.append((chunk, u, v, start, end))
+            if free_at[lk] != arrival or len(hops) > 1:
+                self.at(free_at[lk], self.frees).append(lk)
+        self.at(arrival, self.arrivals).append((routes.dst[r], bit))
+
+    def at(self, t: float, table: dict[float, list]) -> list:
+        if t not in self.arrivals and t not in self.frees:
+            heapq.heappush(self.times, t)
+        return table[t]
+
+
+# --------------------------------------------------------------------------- synthesizer
+def _link_hold(options: SynthOptions) -> str:
+    hold = options.extra.get("link_hold", "arrival")
+    if hold not in LINK_HOLDS:
+        raise CcvizError(f"link_hold: {hold!r} is not one of {', '.join(LINK_HOLDS)}; 'arrival' keeps a link busy "
+                         "until its chunk lands (TACOS), 'serialization' frees it after bytes/bandwidth", "link_hold")
+    return hold
+
+
+def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions,
+                  start_s: float = 0.0) -> Schedule:
+    """Best of ``options.restarts`` seeded matching runs of a copy collective (AllGather, Broadcast).
+
+    ``start_s`` starts the run later (the AllGather half of an AllReduce) with times computed natively,
+    so no float drift from shifting separates a switch hop from the arrival it forwards.
+    """
+    if options.restarts < 1:
+        raise CcvizError(f"restarts: need at least 1 run, got {options.restarts}", "restarts")
+    hold = _link_hold(options)
+    routes = build_routes(topology, collective.chunk_bytes, hold)
+    base = 0 if options.seed is None else int(options.seed)
+    best: Run | None = None
+    for k in range(options.restarts):
+        if best is not None and options.stopped():
+            break
+        run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s).run()
+        if best is None or run.finish_s < best.finish_s:
+            best = run
+        options.report(Progress(0.0, f"TACOS run {k + 1}/{options.restarts}", incumbent_s=best.finish_s,
+                                fraction=(k + 1) / options.restarts))
+    transfers = [Transfer(collective.chunks[c].id, u, v, s, e) for c, u, v, s, e in best.hops]
+    return Schedule(topology, collective, transfers, "tacos", {"link_hold": hold}, "heuristic",
+                    estimated_finish_s=best.finish_s,
+                    notes=[f"best of {options.restarts} seeded TACOS runs (link held until {hold})"])
+
+
+def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """ReduceScatter/Reduce: the mirrored copy collective on the reversed topology, reversed in time."""
+    forward = copy_schedule(topology.reversed(), mirror_collective(collective), options)
+    return reverse_schedule(forward, topology, collective)
+
+
+def synthesize_tacos(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG."""
+    if collective.name in ("allgather", "broadcast"):
+        return copy_schedule(topology, collective, options)
+    if collective.name in ("reducescatter", "reduce"):
+        return reduction_schedule(topology, collective, options)
+    if collective.name == "allreduce":
+        reduce_part, gather_part = split_allreduce(collective)
+        rs = reduction_schedule(topology, reduce_part, options)
+        ag = copy_schedule(topology, gather_part, options, start_s=schedule_end(rs))
+        return concatenate(rs, ag, collective)
+    raise CcvizError(f"collective: TACOS does not implement {collective.name}", "collective")
+
+
+register(Algorithm(
+    "tacos",
+    synthesize_tacos,
+    frozenset({"allgather", "broadcast", "reducescatter", "reduce", "allreduce"}),
+    "TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
+    "reductions by time reversal on the reversed topology",
+    kind="heuristic",
+    options_used=("seed", "restarts"),
+))
