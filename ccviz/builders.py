@@ -408,34 +408,58 @@ def fattree(k: int = 4, bw: tuple[float, ...] = (DEFAULT_BW,), alpha: tuple[floa
     bw/alpha are per tier: host-edge / edge-aggregation / aggregation-core.
     """
     require(k >= 2 and k % 2 == 0, "k", f"fattree needs an even k >= 2 (4 gives 16 GPUs), got {k}")
-    half = k // 2
     tiers = ("host-edge", "edge-agg", "agg-core")
-    bws, alphas = link_classes(bw, tiers, "bw"), link_classes(alpha, tiers, "alpha")
-    n_gpus = k * half * half
-    fabric = Fabric()
-    for gpu in range(n_gpus):
-        fabric.add_gpu(group=f"pod{gpu // (half * half)}", pos=(float(gpu), 0.0))
-    pod_width = half * half
-    edges = [[fabric.add_switch(group=f"pod{p}", copy=copy, label=f"edge{p}.{i}",
-                                pos=(p * pod_width + i * half + (half - 1) / 2, 1.5)) for i in range(half)]
-             for p in range(k)]
-    aggs = [[fabric.add_switch(group=f"pod{p}", copy=copy, label=f"agg{p}.{j}",
-                               pos=(p * pod_width + x, 3.0)) for j, x in enumerate(spread(half, pod_width - 1,
-                                                                                           (pod_width - 1) / 2))]
-            for p in range(k)]
-    cores = [fabric.add_switch(group="core", copy=copy, label=f"core{c}", pos=(x, 4.5))
-             for c, x in enumerate(spread(half * half, n_gpus - 1, (n_gpus - 1) / 2))]
-    for p in range(k):
-        for i, edge in enumerate(edges[p]):
-            for m in range(half):
-                fabric.cable(p * pod_width + i * half + m, edge, bws[0], alphas[0])
-            for agg in aggs[p]:
-                fabric.cable(edge, agg, bws[1], alphas[1])
-        for j, agg in enumerate(aggs[p]):
-            for m in range(half):
-                fabric.cable(agg, cores[j * half + m], bws[2], alphas[2])
-    return fabric.topology(f"fattree_k{k}", f"{k}-ary fat-tree: {n_gpus} GPUs, {k} pods, {half * half} core switches",
-                           "tree", meta={"k": k})
+    tree = FatTree(k, link_classes(bw, tiers, "bw"), link_classes(alpha, tiers, "alpha"), copy)
+    tree.add_gpus()
+    for pod in range(k):
+        tree.add_pod(pod)
+    tree.add_core()
+    return tree.fabric.topology(f"fattree_k{k}", f"{k}-ary fat-tree: {tree.n_gpus} GPUs, {k} pods, "
+                                f"{tree.half ** 2} core switches", "tree", meta={"k": k})
+
+
+class FatTree:
+    """The k-ary fat-tree (Al-Fares et al.), drawn bottom-up: GPUs, edge, aggregation, core rows."""
+
+    def __init__(self, k: int, bws: tuple[float, ...], alphas: tuple[float, ...], copy: bool) -> None:
+        self.k, self.half = k, k // 2
+        self.pod_size = self.half * self.half  # GPUs per pod
+        self.n_gpus = k * self.pod_size
+        self.bws, self.alphas, self.copy = bws, alphas, copy
+        self.fabric = Fabric()
+        self.aggregation: list[list[int]] = []  # per pod, filled by add_pod
+
+    def gpu_id(self, pod: int, edge: int, port: int) -> int:
+        return pod * self.pod_size + edge * self.half + port
+
+    def add_gpus(self) -> None:
+        """All GPUs first (ids 0..k^3/4-1, so ranks are contiguous), one pod after another."""
+        for gpu in range(self.n_gpus):
+            self.fabric.add_gpu(group=f"pod{gpu // self.pod_size}", pos=(float(gpu), 0.0))
+
+    def add_pod(self, pod: int) -> None:
+        """Edge switches above their k/2 GPUs, aggregation switches above the pod, edge x aggregation cabled."""
+        left = pod * self.pod_size
+        edges = [self.fabric.add_switch(group=f"pod{pod}", copy=self.copy, label=f"edge{pod}.{e}",
+                                        pos=(left + e * self.half + (self.half - 1) / 2, 1.5))
+                 for e in range(self.half)]
+        aggs = [self.fabric.add_switch(group=f"pod{pod}", copy=self.copy, label=f"agg{pod}.{a}", pos=(x, 3.0))
+                for a, x in enumerate(spread(self.half, self.pod_size - 1, left + (self.pod_size - 1) / 2))]
+        for e, edge in enumerate(edges):
+            for port in range(self.half):
+                self.fabric.cable(self.gpu_id(pod, e, port), edge, self.bws[0], self.alphas[0])
+            for agg in aggs:
+                self.fabric.cable(edge, agg, self.bws[1], self.alphas[1])
+        self.aggregation.append(aggs)
+
+    def add_core(self) -> None:
+        """(k/2)^2 core switches; aggregation switch a of every pod reaches cores a*k/2 .. a*k/2 + k/2 - 1."""
+        cores = [self.fabric.add_switch(group="core", copy=self.copy, label=f"core{c}", pos=(x, 4.5))
+                 for c, x in enumerate(spread(self.half ** 2, self.n_gpus - 1, (self.n_gpus - 1) / 2))]
+        for aggs in self.aggregation:
+            for a, agg in enumerate(aggs):
+                for core in cores[a * self.half:(a + 1) * self.half]:
+                    self.fabric.cable(agg, core, self.bws[2], self.alphas[2])
 
 
 @builder("leafspine")
@@ -452,6 +476,7 @@ def leafspine(leaves: int = 4, hosts: int = 4, spines: int = 2, bw: float = DEFA
     require(leaves * hosts >= 2, "hosts", "leafspine needs at least two GPUs (leaves x hosts >= 2)")
     require(oversub is None or uplink_bw is None, "oversub", "give either oversub or uplink_bw, not both")
     require(oversub is None or oversub > 0, "oversub", f"oversub must be positive, got {oversub}")
+    require(uplink_bw is None or uplink_bw > 0, "uplink_bw", f"uplink_bw must be positive GB/s, got {uplink_bw}")
     if uplink_bw is None:
         uplink_bw = hosts * bw / (spines * (oversub or 1.0))
     ratio = hosts * bw / (spines * uplink_bw)
@@ -495,13 +520,8 @@ def dragonfly(groups: int = 4, routers: int = 4, gpus: int = 2, bw: tuple[float,
     fabric = Fabric()
     for gpu in range(n_gpus):
         g, r = divmod(gpu // gpus, routers)
-        cx, cy = group_centers[g]
-        rx, ry = router_pos[g][r]
-        # GPUs fan out from their router, away from the group's center
-        angle = math.atan2(ry - cy, rx - cx) if routers > 1 else math.atan2(cy, cx) if groups > 1 else 0.0
-        spread_angle = (gpu % gpus - (gpus - 1) / 2) * 0.5
-        fabric.add_gpu(group=f"group{g}", pos=(rx + 0.7 * math.cos(angle + spread_angle),
-                                               ry + 0.7 * math.sin(angle + spread_angle)))
+        pos = _fan_out(router_pos[g][r], group_centers[g], gpu % gpus, gpus)
+        fabric.add_gpu(group=f"group{g}", pos=pos)
     router_ids = [[fabric.add_switch(group=f"group{g}", copy=copy, label=f"R{g}.{r}", pos=router_pos[g][r])
                    for r in range(routers)] for g in range(groups)]
     for gpu in range(n_gpus):
@@ -515,6 +535,13 @@ def dragonfly(groups: int = 4, routers: int = 4, gpus: int = 2, bw: tuple[float,
                      bws[2], alphas[2])
     return fabric.topology(f"dragonfly_{groups}x{routers}x{gpus}",
                            f"dragonfly: {groups} groups x {routers} routers x {gpus} GPUs", "dragonfly")
+
+
+def _fan_out(router: Position, center: Position, index: int, count: int) -> Position:
+    """Place GPU ``index`` of ``count`` near its router, fanned out on the side away from ``center``."""
+    away = math.atan2(router[1] - center[1], router[0] - center[0]) if router != center else math.pi / 2
+    angle = away + (index - (count - 1) / 2) * 0.5
+    return (router[0] + 0.7 * math.cos(angle), router[1] + 0.7 * math.sin(angle))
 
 
 def _global_port(group: int, other: int, routers: int) -> int:

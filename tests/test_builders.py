@@ -179,6 +179,8 @@ def test_leafspine_oversubscription_and_uplink_bandwidth() -> None:
         build("leafspine:oversub=2,uplink_bw=10")
     with pytest.raises(CcvizError, match="oversub"):
         build("leafspine:oversub=0")
+    with pytest.raises(CcvizError, match="uplink_bw must be positive"):
+        build("leafspine:uplink_bw=-1")
 
 
 def test_dragonfly_one_global_cable_per_group_pair() -> None:
