@@ -1,0 +1,393 @@
+"""Lower bounds on any topology and closed-form alpha-beta costs of textbook algorithms.
+
+Two different questions live here:
+
+* ``lower_bound(topology, collective)``: no valid schedule on this topology can
+  finish sooner. It is asserted ``simulated time >= bound`` for every
+  algorithm, so every part is a relaxation of the simulator's own rules
+  (store-and-forward hops, one chunk per transfer, serialization per lane,
+  free switch->X hops under ``switch_hop="free"``, copy switches).
+* ``formula(collective, algorithm, n, size, alpha, bw)``: the textbook cost of
+  an algorithm on an abstract fabric of ``n`` ranks, ``time = n_alpha * alpha
+  + n_beta * M / BW`` with ``M`` the nccl-tests buffer size (see
+  ``ccviz.collectives``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import networkx as nx
+
+from ccviz.collectives import Collective
+from ccviz.errors import CcvizError
+from ccviz.topology import Topology
+
+# =========================================================================== lower bounds
+
+
+@dataclass(frozen=True)
+class LowerBound:
+    """The best proven lower bound and its parts (each a valid bound on its own)."""
+
+    time_s: float
+    bandwidth_s: float
+    latency_s: float
+    explanation: str
+
+
+@dataclass(frozen=True)
+class _CutLink:
+    """A link crossing a cut, reduced to the timing of chunk number m on one of its lanes."""
+
+    first_arrival_s: float  # arrival of the first chunk started at time 0
+    per_chunk_s: float  # serialization: each further chunk on the same lane starts this much later
+    lanes: int
+
+    def delivered_by(self, t: float) -> int:
+        """How many chunks can have arrived by time t over this link."""
+        if t < self.first_arrival_s:
+            return 0
+        return self.lanes * (int(math.floor((t - self.first_arrival_s) / self.per_chunk_s + 1e-12)) + 1)
+
+    def arrival_of(self, m: int) -> float:
+        """Arrival of the m-th chunk (0-based) on one lane."""
+        return self.first_arrival_s + m * self.per_chunk_s
+
+
+class _CutBound:
+    """Chunks that must cross a node set X, over the links that cross it.
+
+    Each chunk crossing needs at least one transfer of its own on a crossing
+    link (one transfer carries one chunk), so the k-th crossing cannot arrive
+    before the k-th smallest possible arrival over those links.
+    """
+
+    def __init__(self, topology: Topology, chunk_bytes: float) -> None:
+        self.topology = topology
+        self.chunk_bytes = chunk_bytes
+
+    def cut_links(self, inside: frozenset[int], inward: bool) -> list[_CutLink]:
+        out = []
+        for (u, v), link in self.topology.links.items():
+            if (v in inside and u not in inside) if inward else (u in inside and v not in inside):
+                occupancy = self.topology.occupancy(u, v, self.chunk_bytes)
+                delay = self.topology.arrival_delay(u, v, self.chunk_bytes)
+                out.append(_CutLink(delay, occupancy, link.lanes))
+        return out
+
+    def kth_arrival(self, links: list[_CutLink], k: int) -> float:
+        """Earliest time by which k chunks can have crossed (exact k-th smallest arrival)."""
+        if k <= 0 or not links:
+            return 0.0
+        lo = 0.0
+        hi = max(lk.arrival_of(k) for lk in links)
+        for _ in range(200):  # bisection on the count of deliverable chunks
+            mid = 0.5 * (lo + hi)
+            if sum(lk.delivered_by(mid) for lk in links) >= k:
+                hi = mid
+            else:
+                lo = mid
+            if hi - lo <= 1e-15 * max(hi, 1e-30):
+                break
+        # Snap to the exact answer: the smallest candidate arrival <= hi that already delivers k chunks.
+        best = hi
+        for lk in links:
+            if hi >= lk.first_arrival_s:
+                candidate = lk.arrival_of(int(math.floor((hi - lk.first_arrival_s) / lk.per_chunk_s + 1e-9)))
+                if candidate < best and sum(other.delivered_by(candidate) for other in links) >= k:
+                    best = candidate
+        return best
+
+    def crossings(self, collective: Collective, inside: frozenset[int]) -> tuple[int, int]:
+        """(chunks that must enter X, chunks that must leave X)."""
+        enter = leave = 0
+        for c in collective.chunks:
+            post_in = bool(c.post & inside)
+            post_out = bool(c.post - inside)
+            pre_in = bool(c.pre & inside)
+            pre_out = bool(c.pre - inside)
+            if c.reduce:  # every contribution must reach every post rank
+                enter += post_in and pre_out
+                leave += post_out and pre_in
+            else:  # one holder suffices
+                enter += post_in and not pre_in
+                leave += post_out and not pre_out
+        return enter, leave
+
+    def bound(self, collective: Collective, inside: frozenset[int]) -> float:
+        enter, leave = self.crossings(collective, inside)
+        t_in = self.kth_arrival(self.cut_links(inside, inward=True), enter) if enter else 0.0
+        t_out = self.kth_arrival(self.cut_links(inside, inward=False), leave) if leave else 0.0
+        return max(t_in, t_out)
+
+
+def _candidate_cuts(topology: Topology, max_min_cuts: int = 6) -> Iterable[tuple[str, frozenset[int]]]:
+    """Cheap cuts worth trying: each GPU, each group (chassis), rank-order halves, a few min-cuts."""
+    gpus = topology.gpus
+    for g in gpus:
+        yield f"GPU {g}", frozenset([g])
+    groups: dict[str, set[int]] = {}
+    for node in topology.nodes.values():
+        if node.group is not None:
+            groups.setdefault(node.group, set()).add(node.id)
+    for name, members in groups.items():
+        yield f"group {name}", frozenset(members)
+    half = len(gpus) // 2
+    if half >= 2:
+        yield "first half of the ranks", frozenset(gpus[:half])
+        yield "second half of the ranks", frozenset(gpus[half:])
+    yield from _min_cuts(topology, max_min_cuts)
+
+
+def _min_cuts(topology: Topology, count: int) -> Iterable[tuple[str, frozenset[int]]]:
+    """Source sides of min cuts (capacity = bandwidth) from the first GPU to a few spread-out GPUs."""
+    if len(topology.nodes) > 600:
+        return
+    g = nx.DiGraph()
+    for (u, v), link in topology.links.items():
+        g.add_edge(u, v, capacity=link.bandwidth_GBps * link.lanes)
+    gpus = topology.gpus
+    source = gpus[0]
+    stride = max(1, len(gpus) // count)
+    for t in gpus[1::stride][:count]:
+        _, (side, _) = nx.minimum_cut(g, source, t)
+        yield f"min cut {source}|{t}", frozenset(side)
+
+
+def _latency_bound(topology: Topology, collective: Collective) -> tuple[float, str]:
+    """Store-and-forward shortest time of one chunk for the farthest demand."""
+    nbytes = collective.chunk_bytes
+    g = nx.DiGraph()
+    for (u, v) in topology.links:
+        g.add_edge(u, v, weight=topology.arrival_delay(u, v, nbytes))
+    dist: dict[int, dict[int, float]] = {}
+
+    def distance(a: int, b: int) -> float:
+        if a not in dist:
+            dist[a] = nx.single_source_dijkstra_path_length(g, a, weight="weight")
+        return dist[a].get(b, math.inf)
+
+    worst, what = 0.0, "no data has to move"
+    seen: set[tuple[frozenset[int], int, bool]] = set()
+    for c in collective.chunks:
+        for r in c.post:
+            key = (c.pre, r, c.reduce)
+            if key in seen or (not c.reduce and r in c.pre):
+                continue
+            seen.add(key)
+            others = [p for p in c.pre if p != r]
+            if not others:
+                continue
+            # Reductions need every contribution; a plain chunk needs its nearest holder.
+            t = max(distance(p, r) for p in others) if c.reduce else min(distance(p, r) for p in c.pre)
+            if t > worst:
+                worst, what = t, f"a chunk needs {t * 1e6:.4g} us to reach rank {r} (alpha + chunk time per hop)"
+    return worst, what
+
+
+def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
+    """A time no valid schedule of ``collective`` on ``topology`` can beat.
+
+    Bandwidth part: for each cut (each GPU, each chassis group, rank halves and
+    a few min cuts) the chunks that must cross it, one transfer each, over the
+    crossing links. Latency part: the farthest demand's store-and-forward
+    time. The bound is the larger of the two (adding them would not be valid).
+    """
+    cut = _CutBound(topology, collective.chunk_bytes)
+    bandwidth, bw_what = 0.0, "no cut has to be crossed"
+    for name, inside in _candidate_cuts(topology):
+        t = cut.bound(collective, inside)
+        if t > bandwidth:
+            bandwidth, bw_what = t, f"data crossing {name} needs {t * 1e6:.4g} us"
+    latency, lat_what = _latency_bound(topology, collective)
+    binding = bw_what if bandwidth >= latency else lat_what
+    return LowerBound(max(bandwidth, latency), bandwidth, latency, f"bound set by bandwidth: {binding}"
+                      if bandwidth >= latency else f"bound set by latency: {binding}")
+
+
+# ====================================================================== closed forms
+
+
+@dataclass(frozen=True)
+class CostResult:
+    """``time_s = n_alpha * alpha + n_beta * M / BW`` with its formula written out."""
+
+    time_s: float
+    n_alpha: float
+    n_beta: float
+    text: str
+
+
+@dataclass(frozen=True)
+class _Formula:
+    """One textbook cost: coefficients as a function of (n, beta) plus its expression."""
+
+    expression: str
+    coefficients: Callable[[int, float, float], tuple[float, float]]  # (n, alpha_s, beta_s) -> (n_alpha, n_beta)
+    power_of_two: bool = False
+
+
+def _log2(n: int) -> int:
+    return math.ceil(math.log2(n))
+
+
+def _tree_depth(n: int) -> int:
+    """Edges from root to deepest leaf in a balanced binary tree of n nodes."""
+    return int(math.floor(math.log2(n)))
+
+
+def _best_segments(depth: int, alpha_s: float, beta_s: float) -> int:
+    """Segment count S minimizing (depth + S - 1)(alpha + beta/S); capped for alpha = 0."""
+    if depth <= 1 or beta_s <= 0:
+        return 1
+    if alpha_s <= 0:
+        return 4096
+    return max(1, min(4096, round(math.sqrt((depth - 1) * beta_s / alpha_s))))
+
+
+def _pipelined(depth: int, share: float) -> Callable[[int, float, float], tuple[float, float]]:
+    """Pipelined chain/tree of ``depth`` hops carrying ``share`` of the buffer in S segments."""
+
+    def coefficients(n: int, alpha_s: float, beta_s: float) -> tuple[float, float]:
+        d = depth if depth > 0 else 1
+        s = _best_segments(d, alpha_s, beta_s * share)
+        return d + s - 1, (d + s - 1) * share / s
+
+    return coefficients
+
+
+def _pipelined_by_n(depth_of: Callable[[int], int], share: float, phases: int = 1):
+    def coefficients(n: int, alpha_s: float, beta_s: float) -> tuple[float, float]:
+        a, b = _pipelined(depth_of(n), share)(n, alpha_s, beta_s)
+        return phases * a, phases * b
+
+    return coefficients
+
+
+def _bruck_alltoall(n: int, alpha_s: float, beta_s: float) -> tuple[float, float]:
+    """Stage k moves the blocks whose distance has bit k set: n_beta = sum over stages / n."""
+    stages = _log2(n)
+    moved = sum(sum(1 for j in range(n) if j >> k & 1) for k in range(stages))
+    return stages, moved / n
+
+
+def _linear(a: Callable[[int], float], b: Callable[[int], float]):
+    return lambda n, alpha_s, beta_s: (a(n), b(n))
+
+
+def _ring_alltoall_beta(n: int) -> float:
+    return (n - 1) / 2
+
+
+_LOG = _log2
+_FRACTION = lambda n: (n - 1) / n  # noqa: E731  (share of the buffer a rank does not own)
+
+FORMULAS: dict[tuple[str, str], _Formula] = {
+    # ----------------------------------------------------------------- allgather
+    ("allgather", "ring"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
+    ("allgather", "direct"): _Formula("(N-1)(a + M/(N BW))  (pairwise exchange)",
+                                      _linear(lambda n: n - 1, _FRACTION)),
+    ("allgather", "rd"): _Formula("log2(N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION), power_of_two=True),
+    ("allgather", "bruck"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
+    # ------------------------------------------------------------- reducescatter
+    ("reducescatter", "ring"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
+    ("reducescatter", "direct"): _Formula("(N-1)(a + M/(N BW))  (pairwise exchange)",
+                                          _linear(lambda n: n - 1, _FRACTION)),
+    ("reducescatter", "rhd"): _Formula("log2(N) a + (N-1)/N M/BW  (recursive halving)",
+                                       _linear(_LOG, _FRACTION), power_of_two=True),
+    # ----------------------------------------------------------------- allreduce
+    ("allreduce", "ring"): _Formula("2(N-1) a + 2(N-1)/N M/BW",
+                                    _linear(lambda n: 2 * (n - 1), lambda n: 2 * (n - 1) / n)),
+    ("allreduce", "direct"): _Formula("2(N-1) a + 2(N-1)/N M/BW  (direct reduce-scatter + allgather)",
+                                      _linear(lambda n: 2 * (n - 1), lambda n: 2 * (n - 1) / n)),
+    ("allreduce", "rhd"): _Formula("2 log2(N) a + 2(N-1)/N M/BW  (Rabenseifner)",
+                                   _linear(lambda n: 2 * _log2(n), lambda n: 2 * (n - 1) / n), power_of_two=True),
+    ("allreduce", "rd"): _Formula("log2(N) (a + M/BW)", _linear(_LOG, _LOG), power_of_two=True),
+    ("allreduce", "tree"): _Formula("2 ceil(log2 N) (a + M/BW)  (binomial reduce + broadcast)",
+                                    _linear(lambda n: 2 * _log2(n), lambda n: 2 * _log2(n))),
+    ("allreduce", "pipelined-tree"): _Formula(
+        "2 (d+S-1)(a + M/(S BW)), d = floor(log2 N), best S", _pipelined_by_n(_tree_depth, 1.0, 2)),
+    ("allreduce", "dbt"): _Formula(
+        "2 (d+S-1)(a + M/(2 S BW)), two trees with half the buffer each, best S",
+        _pipelined_by_n(_tree_depth, 0.5, 2)),
+    # ----------------------------------------------------------------- broadcast
+    ("broadcast", "tree"): _Formula("ceil(log2 N)(a + M/BW)", _linear(_LOG, _LOG)),
+    ("broadcast", "pipelined-tree"): _Formula("(d+S-1)(a + M/(S BW)), d = floor(log2 N), best S",
+                                              _pipelined_by_n(_tree_depth, 1.0)),
+    ("broadcast", "dbt"): _Formula("(d+S-1)(a + M/(2 S BW)), two trees with half the buffer each, best S",
+                                   _pipelined_by_n(_tree_depth, 0.5)),
+    ("broadcast", "ring"): _Formula("(N-1+S-1)(a + M/(S BW)), pipelined chain, best S",
+                                    _pipelined_by_n(lambda n: n - 1, 1.0)),
+    ("broadcast", "rhd"): _Formula("2 log2(N) a + 2(N-1)/N M/BW  (scatter + allgather)",
+                                   _linear(lambda n: 2 * _log2(n), lambda n: 2 * (n - 1) / n), power_of_two=True),
+    ("broadcast", "direct"): _Formula("(N-1)(a + M/BW)  (root sends to each)",
+                                      _linear(lambda n: n - 1, lambda n: n - 1)),
+    # -------------------------------------------------------------------- reduce
+    ("reduce", "tree"): _Formula("ceil(log2 N)(a + M/BW)", _linear(_LOG, _LOG)),
+    ("reduce", "pipelined-tree"): _Formula("(d+S-1)(a + M/(S BW)), d = floor(log2 N), best S",
+                                           _pipelined_by_n(_tree_depth, 1.0)),
+    ("reduce", "dbt"): _Formula("(d+S-1)(a + M/(2 S BW)), two trees with half the buffer each, best S",
+                                _pipelined_by_n(_tree_depth, 0.5)),
+    ("reduce", "ring"): _Formula("(N-1+S-1)(a + M/(S BW)), pipelined chain, best S",
+                                 _pipelined_by_n(lambda n: n - 1, 1.0)),
+    ("reduce", "rhd"): _Formula("2 log2(N) a + 2(N-1)/N M/BW  (reduce-scatter + gather)",
+                                _linear(lambda n: 2 * _log2(n), lambda n: 2 * (n - 1) / n), power_of_two=True),
+    ("reduce", "direct"): _Formula("(N-1)(a + M/BW)  (each rank sends to the root)",
+                                   _linear(lambda n: n - 1, lambda n: n - 1)),
+    # ------------------------------------------------------------------ alltoall
+    ("alltoall", "direct"): _Formula("(N-1)(a + M/(N BW))  (pairwise exchange)",
+                                     _linear(lambda n: n - 1, _FRACTION)),
+    ("alltoall", "bruck"): _Formula("ceil(log2 N) a + (blocks moved per stage)/N M/BW  (= log2(N)/2 M/BW, N=2^k)",
+                                    _bruck_alltoall),
+    ("alltoall", "ring"): _Formula("(N-1) a + (N-1)/2 M/BW  (store and forward around the ring)",
+                                   _linear(lambda n: n - 1, _ring_alltoall_beta)),
+    # ------------------------------------------------------------ gather/scatter
+    ("gather", "tree"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
+    ("gather", "direct"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
+    ("scatter", "tree"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
+    ("scatter", "direct"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
+}
+
+ALGORITHM_NAMES = ("ring", "tree", "pipelined-tree", "dbt", "rd", "rhd", "direct", "bruck")
+
+
+def formula(
+    collective: str, algorithm: str, n: int, size_bytes: float, alpha_us: float, bw_GBps: float
+) -> CostResult:
+    """The textbook alpha-beta cost of ``algorithm`` for ``collective`` over ``n`` ranks."""
+    algorithm = str(algorithm).strip().lower()
+    key = (collective, algorithm)
+    if key not in FORMULAS:
+        known = sorted(a for (c, a) in FORMULAS if c == collective)
+        raise CcvizError(
+            f"algorithm: no closed form for {algorithm!r} {collective}; "
+            f"choose one of {', '.join(known) or 'none'}", "algorithm")
+    if not isinstance(n, int) or n < 2:
+        raise CcvizError(f"n: the number of ranks must be a whole number >= 2, got {n!r}", "n")
+    if not bw_GBps > 0:
+        raise CcvizError(f"bw: bandwidth must be positive GB/s, got {bw_GBps!r}", "bw")
+    if not alpha_us >= 0:
+        raise CcvizError(f"alpha: alpha must be >= 0 microseconds, got {alpha_us!r}", "alpha")
+    if not size_bytes > 0:
+        raise CcvizError(f"size: size must be positive, got {size_bytes!r}", "size")
+    f = FORMULAS[key]
+    if f.power_of_two and n & (n - 1):
+        raise CcvizError(f"n: {algorithm} {collective} needs a power-of-two rank count, got {n}", "n")
+    alpha_s = alpha_us * 1e-6
+    beta_s = size_bytes / (bw_GBps * 1e9)
+    n_alpha, n_beta = f.coefficients(n, alpha_s, beta_s)
+    time_s = n_alpha * alpha_s + n_beta * beta_s
+    text = (f"{algorithm} {collective}: {f.expression} = {n_alpha:g} a + {n_beta:.6g} M/BW "
+            f"(N={n}, a={alpha_us:g} us, M={size_bytes:g} B, BW={bw_GBps:g} GB/s)")
+    return CostResult(float(time_s), float(n_alpha), float(n_beta), text)
+
+
+def formula_table() -> list[dict[str, object]]:
+    """Every (collective, algorithm) with a closed form, for listings in the CLI and the app."""
+    return [
+        {"collective": c, "algorithm": a, "formula": f.expression, "power_of_two": f.power_of_two}
+        for (c, a), f in FORMULAS.items()
+    ]
