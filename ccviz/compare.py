@@ -36,13 +36,19 @@ def textbook_link(topology: Topology) -> tuple[float, float]:
     return max(link.alpha_us for link in links), min(link.bandwidth_GBps for link in links)
 
 
-def formula_time(collective: str, algorithm: str, topology: Topology, size_bytes: float) -> float:
-    """The textbook alpha-beta time of ``algorithm``, or NaN when it has no closed form."""
+def textbook_formula(collective: str, algorithm: str, topology: Topology, size_bytes: float):
+    """The textbook alpha-beta cost (``ccviz.cost.CostResult``) of ``algorithm``, or None without a closed form."""
     alpha_us, bw = textbook_link(topology)
     try:
-        return float(cost.formula(collective, algorithm, topology.n_gpus, size_bytes, alpha_us, bw).time_s)
+        return cost.formula(collective, algorithm, topology.n_gpus, size_bytes, alpha_us, bw)
     except (CcvizError, KeyError, ValueError, NotImplementedError):
-        return math.nan
+        return None
+
+
+def formula_time(collective: str, algorithm: str, topology: Topology, size_bytes: float) -> float:
+    """The textbook alpha-beta time of ``algorithm`` in seconds, or NaN without a closed form."""
+    result = textbook_formula(collective, algorithm, topology, size_bytes)
+    return math.nan if result is None else float(result.time_s)
 
 
 def compare(

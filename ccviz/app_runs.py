@@ -1,0 +1,147 @@
+"""Runs for the app: a synthesis in a background thread (progress, stop) and a result cache.
+
+Streamlit reruns the page script on every click; the solve must survive
+that, report progress (TE-CCL's incumbent and gap) and stop on request. A
+``SynthesisJob`` owns the thread and a ``threading.Event`` passed to the
+algorithm as ``SynthOptions.stop``. Finished runs are cached process-wide,
+keyed by topology JSON + collective + options (``RunRequest``), together
+with the figures drawn from them, so revisiting a result is instant.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccviz.errors import CcvizError
+from ccviz.pipeline import RunResult, run
+from ccviz.synth.registry import Progress, SynthOptions
+from ccviz.topology import Topology
+
+CACHE_SIZE = 24
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything that determines a run's result (the cache key)."""
+
+    topology_json: str
+    collective: str
+    algorithm: str
+    size_bytes: float
+    chunks: int = 1
+    root: int | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def make(cls, topology: Topology, collective: str, algorithm: str, size_bytes: float, chunks: int = 1,
+             root: int | None = None, **options: Any) -> RunRequest:
+        kept = tuple(sorted((k, v) for k, v in options.items() if v is not None))
+        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept)
+
+    def synth_options(self, progress: Callable[[Progress], None] | None = None,
+                      stop: threading.Event | None = None) -> SynthOptions:
+        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra"}
+        opts = dict(self.options)
+        extra = {k: v for k, v in opts.items() if k not in known}
+        return SynthOptions(**{k: v for k, v in opts.items() if k in known}, extra=extra,
+                            progress=progress, stop=stop)
+
+
+@dataclass
+class CachedRun:
+    """A finished run plus the figures already drawn from it."""
+
+    request: RunRequest
+    result: RunResult
+    server_time_s: float
+    stopped: bool = False
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def figure(self, name: str, build: Callable[[], Any]) -> Any:
+        """Draw a figure once per run (animations of big schedules take a moment)."""
+        if name not in self.figures:
+            self.figures[name] = build()
+        return self.figures[name]
+
+
+_CACHE: OrderedDict[RunRequest, CachedRun] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def cached(request: RunRequest) -> CachedRun | None:
+    with _CACHE_LOCK:
+        hit = _CACHE.get(request)
+        if hit is not None:
+            _CACHE.move_to_end(request)
+        return hit
+
+
+def _remember(entry: CachedRun) -> None:
+    with _CACHE_LOCK:
+        _CACHE[entry.request] = entry
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+
+
+class SynthesisJob:
+    """One synthesis running in a background thread; poll ``done`` and read ``progress``."""
+
+    def __init__(self, request: RunRequest, topology: Topology) -> None:
+        self.request = request
+        self.stop_event = threading.Event()
+        self.progress: list[Progress] = []
+        self.entry: CachedRun | None = cached(request)
+        self.error: str | None = None
+        self.started = time.perf_counter()
+        self._thread: threading.Thread | None = None
+        if self.entry is None:
+            self._thread = threading.Thread(target=self._work, args=(topology,), daemon=True, name="ccviz-synth")
+            self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return self._thread is None or not self._thread.is_alive()
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def wait(self, timeout_s: float) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        return self.done
+
+    def latest(self) -> Progress | None:
+        return self.progress[-1] if self.progress else None
+
+    def _work(self, topology: Topology) -> None:
+        r = self.request
+        try:
+            options = r.synth_options(progress=self.progress.append, stop=self.stop_event)
+            result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options)
+        except CcvizError as exc:
+            self.error = str(exc)
+            return
+        except Exception as exc:  # a bug in an algorithm must not kill the app
+            self.error = f"unexpected {type(exc).__name__} in {r.algorithm}: {exc}"
+            return
+        entry = CachedRun(r, result, time.perf_counter() - self.started, stopped=self.stop_event.is_set())
+        if not entry.stopped:  # a stopped solve is not the answer to this request
+            _remember(entry)
+        self.entry = entry
+
+
+def request_json(request: RunRequest) -> str:
+    """A readable form of a request (for logs and file names)."""
+    return json.dumps({"collective": request.collective, "algorithm": request.algorithm,
+                       "size_bytes": request.size_bytes, "chunks": request.chunks, "root": request.root,
+                       "options": dict(request.options)})

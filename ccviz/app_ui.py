@@ -1,0 +1,133 @@
+"""Widgets and result views shared by the app's pages (pages only call these and the library)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from ccviz import export
+from ccviz.app_runs import CachedRun
+from ccviz.app_state import current_topology, topology_source, user_errors
+from ccviz.synth.registry import Algorithm
+from ccviz.units import format_size, format_time, size_sweep
+from ccviz.viz import schedule_animation
+
+SIZES = size_sweep(1e3, 1e9)
+PLOT_CONFIG = {"displaylogo": False, "scrollZoom": False}
+
+
+def topology_caption() -> None:
+    topo = current_topology()
+    st.caption(f"Topology **{topo.name}** — {topo.summary()} · from {topology_source()} "
+               "(change it on the Topology page)")
+
+
+def size_picker(label: str, key: str, default: float = 1e6) -> float:
+    return st.select_slider(label, options=SIZES, value=default, format_func=format_size, key=key)
+
+
+def size_range_picker(label: str, key: str, default: tuple[float, float] = (1e3, 1e9)) -> list[float]:
+    lo, hi = st.select_slider(label, options=SIZES, value=default, format_func=format_size, key=key)
+    return [s for s in SIZES if lo <= s <= hi]
+
+
+def option_inputs(algorithm: Algorithm, key: str) -> dict[str, Any]:
+    """Inputs for exactly the options this algorithm uses (``Algorithm.options_used``)."""
+    values: dict[str, Any] = {}
+    used = list(algorithm.options_used)
+    if not used:
+        st.caption(f"{algorithm.name} has no options.")
+        return values
+    cols = st.columns(min(len(used), 4))
+    for k, name in enumerate(used):
+        with cols[k % len(cols)]:
+            values[name] = _option_input(name, f"{key}_{name}")
+    return values
+
+
+def _option_input(name: str, key: str) -> Any:
+    if name == "epoch":
+        choice = st.selectbox("epoch", ["fastest", "slowest", "seconds"], key=key,
+                              help="fastest/slowest: one chunk's time on the fastest/slowest link")
+        if choice == "seconds":
+            return st.number_input("epoch (us)", min_value=1e-4, value=1.0, format="%.4f", key=key + "_us") * 1e-6
+        return choice
+    if name == "epochs":
+        n = st.number_input("epochs (0 = automatic)", min_value=0, value=0, step=1, key=key)
+        return int(n) or None
+    if name == "time_limit":
+        return float(st.number_input("time limit (s)", min_value=0.5, value=30.0, step=5.0, key=key))
+    if name == "gap":
+        return float(st.number_input("MIP gap to stop at", min_value=0.0, max_value=1.0, value=0.0, step=0.05,
+                                     key=key, help="0 = solve to optimality; 0.3 = the paper's early stop"))
+    if name == "seed":
+        return int(st.number_input("seed", min_value=0, value=0, step=1, key=key))
+    if name == "restarts":
+        return int(st.number_input("restarts", min_value=1, value=1, step=1, key=key))
+    text = st.text_input(name, key=key)
+    return text or None
+
+
+def results_summary(entry: CachedRun) -> None:
+    """Finish time, bandwidths, the bound and the ratio to it, synthesis time, the verdict."""
+    result = entry.result
+    s = result.summary()
+    cols = st.columns(6)
+    cols[0].metric("finish time", format_time(s["finish_time_s"]))
+    cols[1].metric("algbw", _gbps(s["algbw_GBps"]))
+    cols[2].metric("busbw", _gbps(s["busbw_GBps"]))
+    ratio = result.bound_ratio
+    cols[3].metric("lower bound", format_time(s["lower_bound_s"]),
+                   delta=f"×{ratio:.3g} of bound" if ratio else None, delta_color="off")
+    cols[4].metric("synthesis", format_time(s["synth_time_s"]), delta=s["status"], delta_color="off")
+    cols[5].metric("verified", "yes" if s["verified"] else "NO")
+    details = (f"{s['collective']} of {format_size(s['size_bytes'])} ({format_size(s['chunk_bytes'])} chunks) on "
+               f"{s['topology']} with **{s['algorithm']}**: {s['transfers']} transfers")
+    if s["epochs"]:
+        details += f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"
+    if s["mip_gap"] is not None:
+        details += f", MIP gap {s['mip_gap']:.3g}"
+    st.markdown(details + f" · server time {format_time(entry.server_time_s)}")
+    if entry.stopped:
+        st.warning("Stopped early: this is the best schedule found before you pressed Stop.")
+    for note in s.get("notes") or []:
+        st.caption(note)
+    if not s["verified"]:
+        st.error(f"The simulator found {len(s['violations'])} violation(s); the schedule is not valid.")
+        st.dataframe(s["violations"], width="stretch")
+
+
+def _gbps(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4g} GB/s"
+
+
+def animation(entry: CachedRun):
+    return entry.figure("animation", lambda: schedule_animation(entry.result.timeline))
+
+
+def downloads(entry: CachedRun) -> None:
+    """Schedule JSON, MSCCL XML and the animation as a standalone HTML page (built on click)."""
+    timeline = entry.result.timeline
+    stem = f"{entry.result.topology.name}_{entry.result.collective.name}_{entry.request.algorithm}"
+    cols = st.columns(3)
+    cols[0].download_button("Schedule JSON", data=lambda: export.schedule_json(timeline),
+                            file_name=f"{stem}.json", mime="application/json", on_click="ignore")
+    cols[1].download_button("MSCCL XML", data=lambda: _msccl(timeline), file_name=f"{stem}.xml",
+                            mime="application/xml", on_click="ignore")
+    cols[2].download_button("Animation HTML", data=lambda: animation(entry).to_html(include_plotlyjs="cdn",
+                                                                                     auto_play=False),
+                            file_name=f"{stem}.html", mime="text/html", on_click="ignore")
+
+
+def _msccl(timeline) -> str:
+    try:
+        return export.msccl_xml(timeline)
+    except Exception as exc:  # noqa: BLE001 - a download must not break the page
+        return f"<!-- MSCCL export failed: {exc} -->"
+
+
+def plot(fig, key: str, **kwargs: Any):
+    """Every chart goes through here: full width, no logo, a stable key."""
+    with user_errors("drawing"):
+        return st.plotly_chart(fig, width="stretch", key=key, config=PLOT_CONFIG, **kwargs)

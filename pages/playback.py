@@ -1,0 +1,100 @@
+"""Playback: the last schedule as an animation, step by step, and through its link and buffer views."""
+
+import pandas as pd
+import streamlit as st
+
+from ccviz import app_ui
+from ccviz.app_state import last_run, user_errors
+from ccviz.units import format_time
+from ccviz.viz import (
+    frame_snapshot,
+    frame_windows,
+    gantt_figure,
+    holdings_figure,
+    link_busy_bars,
+    topology_figure,
+    utilization_heatmap,
+)
+
+st.title("Playback")
+entry = last_run()
+if entry is None:
+    st.info("No schedule yet: run one on the **Synthesize** page, then come back here.")
+    st.stop()
+
+timeline = entry.result.timeline
+topology = timeline.topology
+windows = entry.figure("windows", lambda: frame_windows(timeline))
+frame = timeline.transfers_frame()
+st.caption(f"{entry.request.algorithm} · {timeline.collective.describe()} on {topology.name} · "
+           f"finish {format_time(timeline.finish_time_s)} · {len(windows)} frames")
+
+
+def transfers_table(rows: pd.DataFrame) -> None:
+    """Transfers with readable times (us)."""
+    view = rows.assign(start_us=rows["start_s"] * 1e6, arrival_us=rows["arrival_s"] * 1e6)
+    st.dataframe(view[["chunk", "source", "src", "dst", "op", "start_us", "arrival_us"]], width="stretch",
+                 hide_index=True)
+
+
+animation_tab, step_tab, inspect_tab, util_tab, hold_tab, gantt_tab = st.tabs(
+    ["Animation", "Step by step", "Inspect a link or node", "Utilization", "Who holds what", "Gantt"]
+)
+with animation_tab:
+    app_ui.plot(app_ui.animation(entry), key="pb_animation")
+
+with step_tab:
+    if "pb_frame" not in st.session_state or st.session_state["pb_frame"] >= len(windows):
+        st.session_state["pb_frame"] = 0
+
+    def shift(delta: int) -> None:
+        st.session_state["pb_frame"] = max(0, min(len(windows) - 1, st.session_state["pb_frame"] + delta))
+
+    back, fwd, _ = st.columns([1, 1, 6])
+    back.button("◀ previous", on_click=shift, args=(-1,), key="pb_prev")
+    fwd.button("next ▶", on_click=shift, args=(1,), key="pb_next")
+    if len(windows) > 1:
+        st.slider("frame", 0, len(windows) - 1, key="pb_frame")
+    k = st.session_state["pb_frame"]
+    with user_errors("frame"):
+        app_ui.plot(frame_snapshot(timeline, k, windows), key="pb_snapshot")
+        st.markdown(f"**Frame {k + 1}/{len(windows)}** ({windows[k].label}): "
+                    f"{len(windows[k].transfers)} transfers start")
+        transfers_table(frame.iloc[list(windows[k].transfers)])
+
+with inspect_tab:
+    st.caption("Click a node or the dot in the middle of a link, or pick one below.")
+    event = app_ui.plot(entry.figure("topology", lambda: topology_figure(topology)), key="pb_pick",
+                        on_select="rerun", selection_mode="points")
+    picked = None
+    points = (event.selection.points if event is not None and hasattr(event, "selection") else []) or []
+    if points and points[0].get("customdata"):
+        picked = tuple(points[0]["customdata"])
+    names = [f"node {n}" for n in topology.nodes] + [f"link {u}->{v}" for u, v in sorted(topology.links)]
+    default = (f"node {picked[0]}" if picked and len(picked) == 1 else
+               f"link {picked[0]}->{picked[1]}" if picked else names[0])
+    choice = st.selectbox("element", names, index=names.index(default) if default in names else 0, key="pb_elem")
+    kind, _, ident = choice.partition(" ")
+    if kind == "node":
+        node = int(ident)
+        rows = frame[(frame["src"] == node) | (frame["dst"] == node)]
+        held = timeline.holdings_at(timeline.finish_time_s).get(node)
+        st.markdown(f"**{topology.nodes[node].label or node}** sends {int((rows['src'] == node).sum())} and "
+                    f"receives {int((rows['dst'] == node).sum())} transfers"
+                    + (f"; holds {sum(v >= 1 for v in held.values())} complete chunks at the end" if held else ""))
+    else:
+        u, v = (int(x) for x in ident.split("->"))
+        rows = frame[(frame["src"] == u) & (frame["dst"] == v)]
+        busy = timeline.link_utilization().get((u, v), 0.0)
+        st.markdown(f"**link {u}→{v}** carries {len(rows)} transfers, busy {busy:.0%} of the run")
+    transfers_table(rows)
+
+with util_tab:
+    app_ui.plot(entry.figure("busy", lambda: link_busy_bars(timeline)), key="pb_busy")
+    app_ui.plot(entry.figure("heatmap", lambda: utilization_heatmap(timeline)), key="pb_heat")
+
+with hold_tab:
+    app_ui.plot(entry.figure("holdings", lambda: holdings_figure(timeline)), key="pb_hold")
+
+with gantt_tab:
+    app_ui.plot(entry.figure("gantt", lambda: gantt_figure(timeline)), key="pb_gantt")

@@ -1,0 +1,80 @@
+"""Synthesize: pick a collective, an algorithm and its options; run it; see the verdict and the animation."""
+
+import streamlit as st
+
+from ccviz import app_ui
+from ccviz.app_runs import RunRequest, SynthesisJob
+from ccviz.app_state import current_topology, last_run, set_last_run, user_errors
+from ccviz.collectives import COLLECTIVES, ROOTED
+from ccviz.synth.registry import REGISTRY, algorithms_for
+from ccviz.units import format_time
+
+JOB_KEY = "ccviz_job"
+POLL_S = 0.1
+
+st.title("Synthesize a schedule")
+app_ui.topology_caption()
+topology = current_topology()
+
+left, middle, right = st.columns(3)
+collective = left.selectbox("collective", COLLECTIVES, key="syn_collective")
+choices = algorithms_for(collective)
+if not choices:
+    st.warning(f"No registered algorithm implements {collective} yet; choose another collective.")
+    st.stop()
+algorithm = middle.selectbox("algorithm", choices, key="syn_algorithm",
+                             index=choices.index("ring") if "ring" in choices else 0)
+with right:
+    size = app_ui.size_picker("size per rank", "syn_size")
+alg = REGISTRY[algorithm]
+st.caption(f"**{alg.name}** ({alg.kind}): {alg.description}")
+c1, c2 = st.columns(2)
+chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, value=1, step=1, key="syn_chunks"))
+root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
+with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
+    options = app_ui.option_inputs(alg, "syn_opt")
+
+job = st.session_state.get(JOB_KEY)
+running = job is not None and not job.done
+if st.button("Synthesize", type="primary", disabled=running, key="syn_run"):
+    with user_errors("synthesis"):
+        request = RunRequest.make(topology, collective, algorithm, size, chunks, root, **options)
+        job = SynthesisJob(request, topology)
+        st.session_state[JOB_KEY] = job
+
+if job is not None and not job.done:
+    if st.button("Stop", key="syn_stop"):
+        job.stop()
+    status = st.empty()
+    while not job.wait(POLL_S):
+        p = job.latest()
+        line = f"running {job.request.algorithm} … {format_time(job.elapsed_s)}"
+        if p is not None:
+            parts = [p.message]
+            if p.incumbent_s is not None:
+                parts.append(f"best finish {format_time(p.incumbent_s)}")
+            if p.gap is not None:
+                parts.append(f"gap {p.gap:.1%}")
+            line += " — " + ", ".join(x for x in parts if x)
+        status.info(line + (" (stopping…)" if job.stop_event.is_set() else ""))
+        if p is not None and p.fraction is not None:
+            status.progress(min(1.0, max(0.0, p.fraction)), text=line)
+    status.empty()
+
+if job is not None and job.done:
+    del st.session_state[JOB_KEY]
+    if job.error:
+        st.error(f"{job.request.algorithm}: {job.error}")
+    elif job.entry is not None:
+        set_last_run(job.entry)
+
+entry = last_run()
+if entry is not None:
+    with user_errors("results"):
+        app_ui.results_summary(entry)
+        app_ui.downloads(entry)
+        app_ui.plot(app_ui.animation(entry), key="syn_animation")
+        st.caption("Press ▶ Play or drag the slider. More views (utilization, who holds what, Gantt, "
+                   "step by step) on the Playback page.")
+else:
+    st.info("Choose a collective and an algorithm, then press **Synthesize**.")
