@@ -88,7 +88,7 @@ class _Tree:
     switch_pairs: dict[tuple[int, int], list[tuple[int, int]]]  # (switch, chunk) -> [(arrival, departure)]
 
 
-def _forward_tree(forward: Schedule) -> _Tree:
+def _forward_tree(forward: Schedule, feeders: dict[int, int] | None) -> _Tree:
     """Keep each rank's first arrival of a chunk and prune branches that feed nobody."""
     topo = forward.topology
     transfers = forward.transfers
@@ -102,7 +102,7 @@ def _forward_tree(forward: Schedule) -> _Tree:
             into_switch[(t.dst, t.chunk)].append(k)
         elif t.dst not in chunks[t.chunk].pre and (t.dst, t.chunk) not in first_arrival:
             first_arrival[(t.dst, t.chunk)] = k
-    feeder = _switch_feeders(forward, into_switch)
+    feeder = feeders if feeders is not None else _switch_feeders(forward, into_switch)
     # A transfer is useful when it is a first arrival at a rank, or feeds a switch hop that is.
     useful: set[int] = set()
     for k in sorted(first_arrival.values(), key=lambda k: -transfers[k].start_s):
@@ -164,14 +164,19 @@ def _separation(t: float) -> float:
     return _SWITCH_SEPARATION_ABS + _SWITCH_SEPARATION_REL * abs(t)
 
 
-def reverse_schedule(forward: Schedule, topology: Topology, target: Collective) -> Schedule:
+def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
+                     feeders: dict[int, int] | None = None) -> Schedule:
     """Turn a verified copy schedule of ``mirror_collective(target)`` on ``topology.reversed()``
     into a timed reduction schedule of ``target`` on ``topology``.
+
+    ``feeders`` maps each transfer out of a switch to the index of the arrival it forwards. A
+    synthesizer that knows its paths should pass it: inferred from times alone, simultaneous
+    arrivals of one chunk at a copy switch are ambiguous and a wrong guess may tangle two paths.
     """
     if not forward.is_timed:
         raise CcvizError("schedule: only a timed schedule can be reversed in time; simulate it first", "schedule")
     chunk_map = _chunk_map(forward.collective, target)
-    tree = _forward_tree(forward)
+    tree = _forward_tree(forward, feeders)
     if not tree.kept:
         return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
     fwd = forward.transfers

@@ -48,18 +48,17 @@ LINK_HOLDS = ("arrival", "serialization")
 class Routes:
     """Every way one rank can hand a chunk to another: a direct link or a path through switches.
 
-    A route is booked as a whole: hop h starts ``offset[h]`` after the route
-    starts (the arrival of hop h-1, so switches store nothing) and keeps its
-    link booked for ``hold[h]`` from then.
+    A route is booked as a whole: hop h+1 starts when hop h arrives (so a switch
+    stores nothing) and keeps its link booked for ``hold[h]`` from its start.
     """
 
     src: list[int] = field(default_factory=list)
     dst: list[int] = field(default_factory=list)
     hops: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
     links: list[tuple[int, ...]] = field(default_factory=list)  # link ids of the hops
-    offset: list[tuple[float, ...]] = field(default_factory=list)
-    hold: list[tuple[float, ...]] = field(default_factory=list)
-    delay: list[float] = field(default_factory=list)  # start to final arrival
+    delays: list[tuple[float, ...]] = field(default_factory=list)  # per hop: start to arrival
+    holds: list[tuple[float, ...]] = field(default_factory=list)  # per hop: how long its link stays booked
+    delay: list[float] = field(default_factory=list)  # start of the route to its final arrival
     link_keys: list[tuple[int, int]] = field(default_factory=list)  # link id -> (src, dst)
 
     @property
@@ -69,20 +68,16 @@ class Routes:
 
     def add(self, hops: list[tuple[int, int]], topology: Topology, nbytes: float, link_hold: str,
             link_id: dict[tuple[int, int], int]) -> None:
-        offsets, holds, t = [], [], 0.0
-        for u, v in hops:
-            delay = topology.arrival_delay(u, v, nbytes)
-            occupancy = topology.occupancy(u, v, nbytes)
-            offsets.append(t)
-            holds.append(max(delay, occupancy) if link_hold == "arrival" else occupancy)
-            t += delay
+        delays = tuple(topology.arrival_delay(u, v, nbytes) for u, v in hops)
+        occupancies = (topology.occupancy(u, v, nbytes) for u, v in hops)
         self.src.append(hops[0][0])
         self.dst.append(hops[-1][1])
         self.hops.append(tuple(hops))
         self.links.append(tuple(link_id[h] for h in hops))
-        self.offset.append(tuple(offsets))
-        self.hold.append(tuple(holds))
-        self.delay.append(t)
+        self.delays.append(delays)
+        self.holds.append(tuple(max(d, o) if link_hold == "arrival" else o
+                                for d, o in zip(delays, occupancies, strict=True)))
+        self.delay.append(sum(delays))
 
 
 def build_routes(topology: Topology, nbytes: float, link_hold: str) -> Routes:
@@ -125,30 +120,34 @@ def _paths_through_switches(topology: Topology, gpu: int, nbytes: float) -> dict
 # --------------------------------------------------------------------------- one run
 @dataclass
 class Run:
-    """The outcome of one seeded matching run: hop records and the last arrival."""
+    """The outcome of one seeded matching run: its transfers and the last arrival."""
 
-    hops: list[tuple[int, int, int, float, float]]  # (chunk, src, dst, start, end)
+    transfers: list[Transfer]
     finish_s: float
+    feeders: dict[int, int]  # transfer out of a switch -> the transfer whose arrival it forwards
 
 
 class Matcher:
-    """One seeded TACOS run of a copy collective (every chunk has one source rank)."""
+    """One seeded TACOS run of a copy collective (every chunk has one source rank).
+
+    Chunks are bits: bit k of ``held[node]`` / ``want[node]`` is chunk k of the collective.
+    """
 
     def __init__(self, topology: Topology, collective: Collective, routes: Routes, seed: int,
                  start_s: float = 0.0) -> None:
-        self.topology = topology
-        self.start_s = start_s
         self.collective = collective
         self.routes = routes
         self.rng = random.Random(seed)
+        self.start_s = start_s
         self.n_chunks = len(collective.chunks)
-        self.held: dict[int, int] = defaultdict(int)  # node -> bitset of chunks it holds
-        self.want: dict[int, int] = defaultdict(int)  # node -> bitset missing and not in flight
+        self.chunk_ids = [c.id for c in collective.chunks]
+        self.held: dict[int, int] = defaultdict(int)  # node -> chunks it holds
+        self.want: dict[int, int] = defaultdict(int)  # node -> chunks it misses that are not in flight
         self.link_free_at = [start_s] * len(routes.link_keys)
-        self.arrivals: dict[float, list[tuple[int, int]]] = defaultdict(list)  # time -> [(node, chunk)]
-        self.frees: dict[float, list[int]] = defaultdict(list)  # time -> [link id]
-        self.times: list[float] = []
-        self.hops: list[tuple[int, int, int, float, float]] = []
+        self.events: dict[float, list[tuple[int, int]]] = {}  # time -> [(node, chunk bit) arrival | (link, 0) free]
+        self.times: list[float] = []  # heap of the keys of ``events``
+        self.transfers: list[Transfer] = []
+        self.feeders: dict[int, int] = {}
         self.set_demands()
         self.index_routes()
 
@@ -165,24 +164,24 @@ class Matcher:
 
     # Per rank its in-routes, fastest first with random tie-breaks; who to revisit after an event.
     def index_routes(self) -> None:
-        routes, rng = self.routes, self.rng
-        self.in_routes: dict[int, list[int]] = defaultdict(list)
-        for r in rng.sample(range(len(routes.src)), len(routes.src)):
-            self.in_routes[routes.dst[r]].append(r)
-        for rs in self.in_routes.values():
-            rs.sort(key=lambda r: routes.delay[r])
-        self.dests_from: dict[int, set[int]] = defaultdict(set)  # node -> ranks it can feed
-        self.dests_of_link: dict[int, set[int]] = defaultdict(set)  # link -> ranks whose routes use it
+        routes = self.routes
+        self.in_routes: dict[int, list[tuple[int, int, int, float, float]]] = defaultdict(list)
+        for r in sorted(self.rng.sample(range(len(routes.src)), len(routes.src)), key=lambda r: routes.delay[r]):
+            direct = routes.links[r][0] if len(routes.links[r]) == 1 else -1
+            self.in_routes[routes.dst[r]].append(
+                (r, routes.src[r], direct, routes.delays[r][0], routes.holds[r][0]))
+        dests_from: dict[int, set[int]] = defaultdict(set)  # node -> ranks it can feed
+        dests_of_link: dict[int, set[int]] = defaultdict(set)  # link -> ranks whose routes use it
         for r, links in enumerate(routes.links):
-            self.dests_from[routes.src[r]].add(routes.dst[r])
+            dests_from[routes.src[r]].add(routes.dst[r])
             for lk in links:
-                self.dests_of_link[lk].add(routes.dst[r])
-        self.dests_from_list = {n: sorted(d) for n, d in self.dests_from.items()}
-        self.dests_of_link_list = {lk: sorted(d) for lk, d in self.dests_of_link.items()}
+                dests_of_link[lk].add(routes.dst[r])
+        self.dests_from = {n: sorted(d) for n, d in dests_from.items()}
+        self.dests_of_link = {lk: sorted(d) for lk, d in dests_of_link.items()}
         self.shuffle_dirty = routes.shares_links
 
     def run(self) -> Run:
-        """Match at time 0, then at every event, until every wanted chunk has landed."""
+        """Match at the start, then at every event, until every wanted chunk has landed."""
         t = self.start_s
         dirty = set(self.want)
         while True:
@@ -198,76 +197,94 @@ class Matcher:
                 "that need it, so this demand does not fit the matching model (use allgather or broadcast)",
                 "collective",
             )
-        return Run(self.hops, max((h[4] for h in self.hops), default=self.start_s))
+        return Run(self.transfers, max((tr.end_s for tr in self.transfers), default=self.start_s), self.feeders)
 
     # Land the chunks arriving at t and note the links freed at t; return the ranks to revisit.
     def apply_events(self, t: float) -> set[int]:
         dirty: set[int] = set()
         held = self.held
-        for node, bit in self.arrivals.pop(t, ()):
-            held[node] |= bit
-            self.pending -= 1
-            dirty.update(self.dests_from_list.get(node, ()))
-            dirty.add(node)
-        for lk in self.frees.pop(t, ()):
-            dirty.update(self.dests_of_link_list[lk])
+        dests_from, dests_of_link = self.dests_from, self.dests_of_link
+        for node, bit in self.events.pop(t):
+            if bit:
+                held[node] |= bit
+                self.pending -= 1
+                dirty.update(dests_from.get(node, ()))
+                dirty.add(node)  # its in-link is free again
+            else:
+                dirty.update(dests_of_link[node])
         return dirty
 
-    # Each revisited rank pulls chunks over its free in-routes, fastest first.
+    # Each revisited rank pulls chunks over its free in-routes, fastest first. The direct-link case is
+    # written out inline: it is the inner loop of the whole synthesizer.
     def match(self, t: float, dirty: set[int]) -> None:
         order = sorted(dirty)
         if self.shuffle_dirty:
             self.rng.shuffle(order)
-        want, held, in_routes = self.want, self.held, self.in_routes
-        free_at = self.link_free_at
-        routes = self.routes
+        want, held, in_routes, free_at = self.want, self.held, self.in_routes, self.link_free_at
+        randbits, n_chunks, chunk_ids = self.rng.getrandbits, self.n_chunks, self.chunk_ids
+        record, new = self.transfers.append, tuple.__new__
         for dst in order:
             wanted = want.get(dst, 0)
             if not wanted:
                 continue
-            for r in in_routes[dst]:
-                links = routes.links[r]
-                offsets = routes.offset[r]
-                if any(free_at[lk] > t + off for lk, off in zip(links, offsets, strict=True)):
+            for r, src, link, delay, hold in in_routes[dst]:
+                if link >= 0 and free_at[link] > t:
                     continue
-                candidates = held[routes.src[r]] & wanted
+                candidates = held[src] & wanted
                 if not candidates:
                     continue
-                bit = self.pick(candidates)
-                wanted &= ~bit
-                self.send(r, bit, t)
+                if link < 0:
+                    bit = self.send_routed(r, candidates, t)
+                    if bit:
+                        wanted ^= bit
+                        if not wanted:
+                            break
+                    continue
+                # A random candidate: the first set bit at or after a random position, wrapping around.
+                shift = randbits(32) % n_chunks
+                above = candidates >> shift
+                bit = (above & -above) << shift if above else candidates & -candidates
+                wanted ^= bit
+                arrival = t + delay
+                free_at[link] = t + hold
+                record(new(Transfer, (chunk_ids[bit.bit_length() - 1], src, dst, t, arrival, "copy", 0.0)))
+                self.at(arrival).append((dst, bit))
+                if hold != delay:
+                    self.at(t + hold).append((link, 0))
                 if not wanted:
                     break
             want[dst] = wanted
 
-    # A random candidate: the first set bit at or after a random position (wrapping around).
-    def pick(self, candidates: int) -> int:
-        start = self.rng.getrandbits(32) % self.n_chunks
-        above = candidates >> start
-        if above:
-            return (above & -above) << start
-        return candidates & -candidates
+    # A route through switches: book every hop if all its links are free when the chunk reaches them.
+    def send_routed(self, r: int, candidates: int, t: float) -> int:
+        routes, free_at = self.routes, self.link_free_at
+        starts, start = [], t
+        for link, delay in zip(routes.links[r], routes.delays[r], strict=True):
+            if free_at[link] > start:
+                return 0
+            starts.append(start)
+            start = start + delay
+        shift = self.rng.getrandbits(32) % self.n_chunks
+        above = candidates >> shift
+        bit = (above & -above) << shift if above else candidates & -candidates
+        chunk = self.chunk_ids[bit.bit_length() - 1]
+        hops = zip(routes.hops[r], routes.links[r], starts, routes.delays[r], routes.holds[r], strict=True)
+        for h, ((u, v), link, s, delay, hold) in enumerate(hops):
+            free_at[link] = s + hold
+            if h:  # out of a switch: it forwards the previous hop's arrival
+                self.feeders[len(self.transfers)] = len(self.transfers) - 1
+            self.transfers.append(Transfer(chunk, u, v, s, s + delay))
+            self.at(s + hold).append((link, 0))
+        self.at(start).append((routes.dst[r], bit))
+        return bit
 
-    # Book every hop of route r from time t and schedule the arrival and the link frees.
-    def send(self, r: int, bit: int, t: float) -> None:
-        routes = self.routes
-        chunk = bit.bit_length() - 1
-        hops = routes.hops[r]
-        free_at = self.link_free_at
-        arrival = t + routes.delay[r]
-        for (u, v), lk, off, hold in zip(hops, routes.links[r], routes.offset[r], routes.hold[r], strict=True):
-            start = t + off
-            free_at[lk] = start + hold
-            end = start + self.topology.arrival_delay(u, v, self.collective.chunk_bytes)
-            self.hops.append((chunk, u, v, start, end))
-            if free_at[lk] != arrival or len(hops) > 1:
-                self.at(free_at[lk], self.frees).append(lk)
-        self.at(arrival, self.arrivals).append((routes.dst[r], bit))
-
-    def at(self, t: float, table: dict[float, list]) -> list:
-        if t not in self.arrivals and t not in self.frees:
+    def at(self, t: float) -> list[tuple[int, int]]:
+        """The event list of time t (created, and its time queued, on first use)."""
+        bucket = self.events.get(t)
+        if bucket is None:
+            bucket = self.events[t] = []
             heapq.heappush(self.times, t)
-        return table[t]
+        return bucket
 
 
 # --------------------------------------------------------------------------- synthesizer
@@ -279,8 +296,8 @@ def _link_hold(options: SynthOptions) -> str:
     return hold
 
 
-def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions,
-                  start_s: float = 0.0) -> Schedule:
+def best_copy_run(topology: Topology, collective: Collective, options: SynthOptions,
+                  start_s: float = 0.0) -> Run:
     """Best of ``options.restarts`` seeded matching runs of a copy collective (AllGather, Broadcast).
 
     ``start_s`` starts the run later (the AllGather half of an AllReduce) with times computed natively,
@@ -288,8 +305,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     """
     if options.restarts < 1:
         raise CcvizError(f"restarts: need at least 1 run, got {options.restarts}", "restarts")
-    hold = _link_hold(options)
-    routes = build_routes(topology, collective.chunk_bytes, hold)
+    routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
     base = 0 if options.seed is None else int(options.seed)
     best: Run | None = None
     for k in range(options.restarts):
@@ -300,16 +316,28 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
             best = run
         options.report(Progress(0.0, f"TACOS run {k + 1}/{options.restarts}", incumbent_s=best.finish_s,
                                 fraction=(k + 1) / options.restarts))
-    transfers = [Transfer(collective.chunks[c].id, u, v, s, e) for c, u, v, s, e in best.hops]
-    return Schedule(topology, collective, transfers, "tacos", {"link_hold": hold}, "heuristic",
-                    estimated_finish_s=best.finish_s,
+    return best
+
+
+def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions) -> Schedule:
+    hold = _link_hold(options)
+    return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold}, "heuristic",
+                    estimated_finish_s=run.finish_s,
                     notes=[f"best of {options.restarts} seeded TACOS runs (link held until {hold})"])
+
+
+def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions,
+                  start_s: float = 0.0) -> Schedule:
+    """AllGather/Broadcast (any demand whose chunks every relay needs) by direct matching."""
+    return as_schedule(topology, collective, best_copy_run(topology, collective, options, start_s), options)
 
 
 def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """ReduceScatter/Reduce: the mirrored copy collective on the reversed topology, reversed in time."""
-    forward = copy_schedule(topology.reversed(), mirror_collective(collective), options)
-    return reverse_schedule(forward, topology, collective)
+    reversed_topology, mirrored = topology.reversed(), mirror_collective(collective)
+    run = best_copy_run(reversed_topology, mirrored, options)
+    forward = as_schedule(reversed_topology, mirrored, run, options)
+    return reverse_schedule(forward, topology, collective, run.feeders)
 
 
 def synthesize_tacos(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
