@@ -1,0 +1,151 @@
+"""TACOS: published checks on meshes, reductions by reversal, switches, seeds, and random topologies."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ccviz import CcvizError, SynthOptions, load_topology, make_collective, simulate, synthesize
+from ccviz.topology import Link, Node, Topology
+from tests.paths import REFERENCE
+
+GIB = 2**30
+MESH_4X4 = "mesh2d:dims=4x4,bw=53.687091712,alpha=0.5"  # 50 GiB/s, 0.5 us (TACOS defaults)
+MESH_3X3 = "mesh2d:dims=3x3,bw=53.687091712,alpha=0.5"
+
+
+def run(topology: Topology, name: str, size: float = GIB, **options):
+    collective = make_collective(name, topology, size)
+    schedule = synthesize(topology, collective, "tacos", SynthOptions(**options))
+    timeline = simulate(schedule)
+    assert timeline.verified, timeline.violations[:3]
+    return schedule, timeline
+
+
+def hop_time(topology: Topology, name: str, size: float = GIB) -> float:
+    """alpha + chunk time of one (uniform) link."""
+    nbytes = make_collective(name, topology, size).chunk_bytes
+    return topology.arrival_delay(0, 1, nbytes)
+
+
+def test_mesh_4x4_allgather_hits_in_degree_bound() -> None:
+    topology = load_topology(MESH_4X4)
+    schedule, timeline = run(topology, "allgather", seed=0)
+    # a corner has 2 in-links and misses 15 chunks: ceil(15 / 2) = 8 hops
+    assert timeline.finish_time_s == pytest.approx(8 * hop_time(topology, "allgather"), rel=1e-12)
+    assert schedule.status == "heuristic"
+    assert schedule.estimated_finish_s == pytest.approx(timeline.finish_time_s, rel=1e-12)
+
+
+def test_mesh_3x3_best_of_10_restarts_hits_4_hops() -> None:
+    topology = load_topology(MESH_3X3)
+    _, best = run(topology, "allgather", seed=0, restarts=10)
+    assert best.finish_time_s == pytest.approx(4 * hop_time(topology, "allgather"), rel=1e-12)
+
+
+def test_restarts_keep_the_best_run_and_seeds_reproduce() -> None:
+    topology = load_topology(MESH_3X3)
+    one, _ = run(topology, "allgather", seed=7)
+    again, _ = run(topology, "allgather", seed=7)
+    many, _ = run(topology, "allgather", seed=7, restarts=6)
+    assert one.transfers == again.transfers
+    assert many.estimated_finish_s <= one.estimated_finish_s
+    finishes = {run(topology, "allgather", seed=s)[0].estimated_finish_s for s in range(12)}
+    assert len(finishes) > 1, "different seeds should explore different matchings"
+
+
+@pytest.mark.parametrize("spec", [MESH_3X3, str(REFERENCE / "dgx1.json")])
+def test_allreduce_is_reducescatter_then_allgather(spec: str) -> None:
+    topology = load_topology(spec)
+    rs_schedule, rs = run(topology, "reducescatter", seed=3)
+    _, ag = run(topology, "allgather", seed=3)
+    ar_schedule, ar = run(topology, "allreduce", seed=3)
+    assert all(t.op == "reduce" for t in rs_schedule.transfers)
+    assert ar.finish_time_s == pytest.approx(rs.finish_time_s + ag.finish_time_s, rel=1e-12)
+    # every rank's partial is counted exactly once: the simulator flags double counts and misses
+    assert {t.op for t in ar_schedule.transfers} == {"reduce", "copy"}
+
+
+def test_reduce_mirrors_broadcast_on_symmetric_links() -> None:
+    topology = load_topology(MESH_3X3)
+    _, bcast = run(topology, "broadcast", seed=1)
+    _, reduce = run(topology, "reduce", seed=1)
+    assert reduce.finish_time_s == pytest.approx(bcast.finish_time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["ndv2_1chassis", "ndv2_2chassis_teccl_as_run", "dgx2_2chassis"])
+@pytest.mark.parametrize("collective", ["allgather", "reducescatter", "allreduce"])
+def test_switched_topologies_verify(name: str, collective: str) -> None:
+    run(load_topology(REFERENCE / f"{name}.json"), collective, size=1e6, seed=2)
+
+
+def test_switch_holds_nothing() -> None:
+    """Every hop out of a switch starts the instant its chunk arrives there."""
+    topology = load_topology(REFERENCE / "ndv2_1chassis.json")
+    schedule, timeline = run(topology, "allgather", size=1e6)
+    arrivals_at_switch = {}
+    for i, t in enumerate(schedule.transfers):
+        if topology.is_switch(t.dst):
+            arrivals_at_switch.setdefault(t.chunk, set()).add(float(timeline.arrival_s[i]))
+    for t in schedule.transfers:
+        if topology.is_switch(t.src):
+            assert t.start_s in arrivals_at_switch[t.chunk]
+
+
+def test_serialization_link_hold_pipelines_alpha() -> None:
+    topology = load_topology(MESH_4X4)
+    _, arrival = run(topology, "allgather", seed=0)
+    _, serial = run(topology, "allgather", seed=0, extra={"link_hold": "serialization"})
+    assert serial.finish_time_s <= arrival.finish_time_s
+
+
+def test_bad_options_and_collectives_are_refused() -> None:
+    topology = load_topology("ring:n=4")
+    with pytest.raises(CcvizError, match="link_hold"):
+        run(topology, "allgather", extra={"link_hold": "forever"})
+    with pytest.raises(CcvizError, match="restarts"):
+        run(topology, "allgather", restarts=0)
+    with pytest.raises(CcvizError, match="tacos does not implement alltoall"):
+        run(topology, "alltoall")
+
+
+# ------------------------------------------------------------------ property test
+@st.composite
+def small_topologies(draw) -> Topology:
+    """A random connected fabric: a spanning path plus extra cables, uneven directions, maybe a switch."""
+    n = draw(st.integers(2, 6))
+    order = draw(st.permutations(range(n)))
+    pairs = {tuple(sorted(p)) for p in zip(order, order[1:], strict=False)}
+    extra = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=5))
+    pairs |= {tuple(sorted(p)) for p in extra if p[0] != p[1]}
+    speed = st.sampled_from([12.5, 25.0, 50.0, 200.0])
+    latency = st.sampled_from([0.0, 0.35, 0.7, 2.6])
+    links = []
+    for u, v in sorted(pairs):
+        links += [Link(u, v, draw(speed), draw(latency)), Link(v, u, draw(speed), draw(latency))]
+    nodes = [Node(i) for i in range(n)]
+    if draw(st.booleans()):
+        switch = n
+        nodes.append(Node(switch, "switch", copy=draw(st.booleans())))
+        for g in draw(st.sets(st.integers(0, n - 1), min_size=2)):
+            links += [Link(g, switch, draw(speed), draw(latency)), Link(switch, g, draw(speed), draw(latency))]
+    return Topology("random", nodes, links, switch_hop=draw(st.sampled_from(["paid", "free"])))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topology=small_topologies(),
+    name=st.sampled_from(["allgather", "broadcast", "reducescatter", "reduce", "allreduce"]),
+    chunks=st.integers(1, 2),
+    seed=st.integers(0, 1000),
+    hold=st.sampled_from(["arrival", "serialization"]),
+)
+def test_every_schedule_verifies(topology: Topology, name: str, chunks: int, seed: int, hold: str) -> None:
+    collective = make_collective(name, topology, 1e6, chunks_per_rank=chunks)
+    schedule = synthesize(topology, collective, "tacos", SynthOptions(seed=seed, extra={"link_hold": hold}))
+    timeline = simulate(schedule)
+    assert timeline.verified, timeline.violations[:3]
+    assert math.isclose(timeline.finish_time_s, schedule.estimated_finish_s, rel_tol=1e-9)
