@@ -73,15 +73,15 @@ def results_summary(entry: CachedRun) -> None:
     """Finish time, bandwidths, the bound and the ratio to it, synthesis time, the verdict."""
     result = entry.result
     s = result.summary()
-    cols = st.columns(6)
-    cols[0].metric("finish time", format_time(s["finish_time_s"]))
-    cols[1].metric("algbw", _gbps(s["algbw_GBps"]))
-    cols[2].metric("busbw", _gbps(s["busbw_GBps"]))
+    top, bottom = st.columns(3), st.columns(3)
+    top[0].metric("finish time", format_time(s["finish_time_s"]))
+    top[1].metric("algbw", _gbps(s["algbw_GBps"]))
+    top[2].metric("busbw", _gbps(s["busbw_GBps"]))
     ratio = result.bound_ratio
-    cols[3].metric("lower bound", format_time(s["lower_bound_s"]),
-                   delta=f"×{ratio:.3g} of bound" if ratio else None, delta_color="off")
-    cols[4].metric("synthesis", format_time(s["synth_time_s"]), delta=s["status"], delta_color="off")
-    cols[5].metric("verified", "yes" if s["verified"] else "NO")
+    bottom[0].metric("lower bound", format_time(s["lower_bound_s"]),
+                     delta=f"finish = {ratio:.3g} × bound" if ratio else None, delta_color="off")
+    bottom[1].metric("synthesis time", format_time(s["synth_time_s"]), delta=s["status"], delta_color="off")
+    bottom[2].metric("verified by simulator", "yes" if s["verified"] else "NO")
     details = (f"{s['collective']} of {format_size(s['size_bytes'])} ({format_size(s['chunk_bytes'])} chunks) on "
                f"{s['topology']} with **{s['algorithm']}**: {s['transfers']} transfers")
     if s["epochs"]:
@@ -99,7 +99,7 @@ def results_summary(entry: CachedRun) -> None:
 
 
 def _gbps(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4g} GB/s"
+    return "n/a" if value is None else f"{value:.3g} GB/s"
 
 
 def animation(entry: CachedRun):

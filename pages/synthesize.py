@@ -43,9 +43,11 @@ if st.button("Synthesize", type="primary", disabled=running, key="syn_run"):
         st.session_state[JOB_KEY] = job
 
 if job is not None and not job.done:
-    if st.button("Stop", key="syn_stop"):
-        job.stop()
-    status = st.empty()
+    live = st.empty()  # the stop button and progress vanish together once the solve ends
+    with live.container():
+        if st.button("Stop", key="syn_stop"):
+            job.stop()
+        status = st.empty()
     while not job.wait(POLL_S):
         p = job.latest()
         line = f"running {job.request.algorithm} … {format_time(job.elapsed_s)}"
@@ -56,10 +58,12 @@ if job is not None and not job.done:
             if p.gap is not None:
                 parts.append(f"gap {p.gap:.1%}")
             line += " — " + ", ".join(x for x in parts if x)
-        status.info(line + (" (stopping…)" if job.stop_event.is_set() else ""))
+        line += " (stopping…)" if job.stop_event.is_set() else ""
         if p is not None and p.fraction is not None:
             status.progress(min(1.0, max(0.0, p.fraction)), text=line)
-    status.empty()
+        else:
+            status.info(line)
+    live.empty()
 
 if job is not None and job.done:
     del st.session_state[JOB_KEY]

@@ -230,7 +230,7 @@ def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> 
             ],
         }],
         sliders=[{
-            "active": 0, "x": 0.16, "len": 0.84, "y": -0.02, "yanchor": "top", "pad": {"t": 10},
+            "active": 0, "x": 0.22, "len": 0.78, "y": -0.02, "yanchor": "top", "pad": {"t": 10},
             "currentvalue": {"prefix": "frame: ", "font": {"size": 13}}, "steps": steps,
         }],
     )

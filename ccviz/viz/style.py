@@ -11,6 +11,8 @@ SWITCH_COLOR = "#F58518"
 IDLE_LINK_COLOR = "#C8CCD2"
 UTILIZATION_SCALE = "YlOrRd"
 BANDWIDTH_SCALE = "Viridis"
+# GPU fill in the animation: share of its demanded chunks held (light = nothing yet, blue = done).
+HOLDING_SCALE = [[0.0, "#E8EEF6"], [1.0, "#5B9BD5"]]
 # Utilization bins of the animation: a frame recolours links by bin (one trace per bin).
 UTILIZATION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
 UTILIZATION_BIN_COLORS = ("#C8CCD2", "#FED976", "#FD8D3C", "#E31A1C", "#800026")

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from ccviz.topology import Topology
 from ccviz.viz.layout import Position, direction_deg, is_symmetric, link_segments, node_positions, point_along
-from ccviz.viz.style import GPU_COLOR, SWITCH_COLOR, bandwidth_color, bandwidth_width
+from ccviz.viz.style import GPU_COLOR, HOLDING_SCALE, SWITCH_COLOR, bandwidth_color, bandwidth_width
 
 LABELS_UP_TO = 64  # beyond this many nodes, labels only on hover
 
@@ -130,12 +130,12 @@ def add_node_traces(
                      "color": ["#E45756" if n in highlight_nodes else "white" for n in ids]},
         }
         if kind == "GPU" and gpu_colors is not None:
-            marker.update(color=gpu_colors, colorscale="Blues", cmin=0, cmax=1)
+            marker.update(color=gpu_colors, colorscale=HOLDING_SCALE, cmin=0, cmax=1)
         fig.add_trace(go.Scatter(
             x=[positions[n][0] for n in ids], y=[positions[n][1] for n in ids],
             mode="markers+text" if show_text else "markers", name=f"{kind}s",
             text=[str(n) for n in ids] if show_text else None,
-            textfont={"color": "white", "size": 10}, customdata=[[n] for n in ids],
+            textfont={"color": "white" if gpu_colors is None or kind != "GPU" else "black", "size": 10}, customdata=[[n] for n in ids],
             hovertext=hover, hoverinfo="text", marker=marker,
         ))
 

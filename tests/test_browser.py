@@ -1,0 +1,95 @@
+"""Real-browser smoke test: the app starts, synthesizes DGX-1 AllGather, and its animation plays.
+
+Drives Debian's chromium through Playwright (never a downloaded browser).
+Screenshots land in the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError("streamlit did not become healthy in time")
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    port = _free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+           "--browser.gatherUsageStats", "false", "--server.address", "127.0.0.1", "--server.port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium not installed at {CHROMIUM} "
+                    "(apt-get install chromium); CI installs it")
+def test_synthesize_and_play_animation(app_url, tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(45_000)
+        page.goto(app_url)
+        page.get_by_role("heading", name="Synthesize a schedule").wait_for()
+        assert "dgx1" in page.get_by_text("Topology dgx1", exact=False).first.inner_text()
+        page.screenshot(path=str(tmp_path / "1_start.png"), full_page=True)
+
+        page.get_by_role("button", name="Synthesize", exact=True).click()
+        page.get_by_text("finish time").first.wait_for()
+        current = page.locator(".js-plotly-plot .slider-label").filter(has_text="frame:").first
+        current.wait_for()
+        page.wait_for_timeout(500)
+        before = current.text_content()
+        page.screenshot(path=str(tmp_path / "2_synthesized.png"), full_page=True)
+
+        page.locator(".js-plotly-plot g.updatemenu-button").filter(has_text="Play").first.click()
+        deadline = time.monotonic() + 20
+        while current.text_content() == before and time.monotonic() < deadline:
+            page.wait_for_timeout(200)
+        after = current.text_content()
+        page.screenshot(path=str(tmp_path / "3_playing.png"), full_page=True)
+        browser.close()
+    assert before.startswith("frame:")
+    assert after != before, f"the animation did not advance (slider still at {before!r})"
