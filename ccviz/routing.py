@@ -1,0 +1,304 @@
+"""Shortest routes, ring orders, and laying logical sends onto physical links.
+
+Textbook algorithms speak of "rank a sends chunk c to rank b at step s". On a
+real fabric that send follows a route (through switches, sometimes through
+other GPUs). ``Layout`` turns logical sends into per-hop ``Transfer`` rows of
+an *untimed* schedule: hop h of a send at logical step s gets step
+``s * scale + h`` so each hop waits for the previous one (ARCHITECTURE.md,
+untimed rule), and only the last hop carries the logical op.
+
+Why relays need care: the simulator's ``copy`` overwrites the receiver's
+value. A GPU that still has to contribute its own partial of a reducing chunk
+must never relay someone else's partial of that chunk, and a switch (which
+holds no buffer and cannot tell two partials apart) must never carry two
+partials of one chunk unless they are causally ordered. ``Layout`` enforces
+both rules and raises ``CcvizError`` when an algorithm cannot be laid soundly.
+"""
+
+from __future__ import annotations
+
+import heapq
+import weakref
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ccviz.collectives import Collective
+from ccviz.errors import CcvizError
+from ccviz.schedule import Op, Transfer
+from ccviz.topology import Topology
+
+RelayFilter = Callable[[int], bool]
+
+
+class Router:
+    """Shortest routes for one chunk size: by alpha + bytes/bandwidth time, tie-broken by hops.
+
+    Routes may pass through switches; GPUs are allowed as relays unless a
+    ``relay_ok`` filter says otherwise. Unfiltered shortest-path trees are
+    cached per source, so all routes from one source form a tree (their
+    prefixes coincide, which lets a multicast share links).
+    """
+
+    def __init__(self, topology: Topology, chunk_bytes: float) -> None:
+        self.topology = topology
+        self.chunk_bytes = chunk_bytes
+        self._delay = {key: topology.arrival_delay(*key, chunk_bytes) for key in topology.links}
+        self._trees: dict[int, dict[int, int | None]] = {}
+
+    def delay(self, src: int, dst: int) -> float:
+        """Seconds from sending one chunk on src->dst to its arrival."""
+        return self._delay[(src, dst)]
+
+    def route_time(self, route: list[int]) -> float:
+        return sum(self._delay[(u, v)] for u, v in zip(route, route[1:], strict=False))
+
+    def route(self, src: int, dst: int, relay_ok: RelayFilter | None = None) -> list[int] | None:
+        """Node list src..dst of a shortest route, or None when the filter leaves no route."""
+        if src == dst:
+            return [src]
+        if relay_ok is None:
+            if src not in self._trees:
+                self._trees[src] = self._shortest_tree(src, None, None)
+            return _walk_back(self._trees[src], src, dst)
+        return _walk_back(self._shortest_tree(src, relay_ok, dst), src, dst)
+
+    def _shortest_tree(self, src: int, relay_ok: RelayFilter | None, target: int | None) -> dict[int, int | None]:
+        """Dijkstra on (time, hops); GPUs other than src/target relay only if ``relay_ok`` allows."""
+        topo = self.topology
+        best: dict[int, tuple[float, int]] = {src: (0.0, 0)}
+        parent: dict[int, int | None] = {src: None}
+        heap = [(0.0, 0, src)]
+        done: set[int] = set()
+        while heap:
+            t, hops, u = heapq.heappop(heap)
+            if u in done:
+                continue
+            done.add(u)
+            if u == target:
+                break
+            if u != src and not topo.is_switch(u) and relay_ok is not None and not relay_ok(u):
+                continue  # this GPU may be reached but not relayed through
+            for link in topo.out_links[u]:
+                v = link.dst
+                cand = (t + self._delay[(u, v)], hops + 1)
+                if v not in best or cand < best[v]:
+                    best[v] = cand
+                    parent[v] = u
+                    heapq.heappush(heap, (cand[0], cand[1], v))
+        return parent
+
+
+def _walk_back(parent: dict[int, int | None], src: int, dst: int) -> list[int] | None:
+    if dst not in parent:
+        return None
+    route = [dst]
+    while route[-1] != src:
+        route.append(parent[route[-1]])  # type: ignore[arg-type]
+    return route[::-1]
+
+
+_ROUTERS: weakref.WeakKeyDictionary[Topology, dict[float, Router]] = weakref.WeakKeyDictionary()
+
+
+def router_for(topology: Topology, chunk_bytes: float) -> Router:
+    """The cached router of a topology for one chunk size."""
+    per_size = _ROUTERS.setdefault(topology, {})
+    if chunk_bytes not in per_size:
+        per_size[chunk_bytes] = Router(topology, chunk_bytes)
+    return per_size[chunk_bytes]
+
+
+# ------------------------------------------------------------------ ring orders
+def neighbour_gpus(topology: Topology, chunk_bytes: float = 1.0) -> dict[int, dict[int, float]]:
+    """GPU -> {GPU reachable by a direct link or through switches only: route time}."""
+    router = router_for(topology, chunk_bytes)
+    out: dict[int, dict[int, float]] = {}
+    for g in topology.gpus:
+        tree = router._shortest_tree(g, lambda _gpu: False, None)
+        out[g] = {
+            h: router.route_time(_walk_back(tree, g, h))  # type: ignore[arg-type]
+            for h in tree if h != g and not topology.is_switch(h)
+        }
+    return out
+
+
+def ring_order(topology: Topology, chunk_bytes: float = 1.0, budget: int = 20000) -> tuple[list[int], bool]:
+    """A cyclic order of all GPUs, each next GPU a physical neighbour when such a cycle is found cheaply.
+
+    Depth-first search preferring the fastest neighbour, then the one with the
+    fewest unvisited neighbours (Warnsdorff), within ``budget`` expansions.
+    Returns (order, physical); when no cycle is found the order is rank order
+    and ``physical`` is False (consecutive ranks may then need relays).
+    """
+    gpus = topology.gpus
+    if len(gpus) > 2048:
+        return list(gpus), False
+    adj = neighbour_gpus(topology, chunk_bytes)
+    found = _hamiltonian_cycle(gpus, adj, budget)
+    return (found, True) if found else (list(gpus), False)
+
+
+def _hamiltonian_cycle(gpus: list[int], adj: dict[int, dict[int, float]], budget: int) -> list[int] | None:
+    """Budgeted depth-first search for a directed cycle through every GPU.
+
+    Candidates: fastest link first, then GPUs that could close the cycle last
+    (so the way home stays open), then fewest onward options (Warnsdorff).
+    Branches that strand an unvisited GPU (no unvisited way into it) are cut.
+    """
+    start = gpus[0]
+    n = len(gpus)
+    into: dict[int, set[int]] = {g: set() for g in gpus}
+    for u, outs in adj.items():
+        for v in outs:
+            into[v].add(u)
+    path = [start]
+    on_path = {start}
+
+    def candidates(u: int) -> list[int]:
+        free = [v for v in adj[u] if v not in on_path]
+        return sorted(free, key=lambda v: (adj[u][v], sum(w not in on_path for w in adj[v]), start in adj[v], v))
+
+    def strands_someone(u: int) -> bool:
+        if n > 128 or len(path) == n:
+            return False
+        return any(not any(p == u or p not in on_path for p in into[w]) for w in gpus if w not in on_path)
+
+    stack = [iter(candidates(start))]
+    expansions = 0
+    while stack:
+        if len(path) == n and start in adj[path[-1]]:
+            return path
+        nxt = next(stack[-1], None) if len(path) < n else None
+        if nxt is None:
+            stack.pop()
+            on_path.discard(path.pop())
+            continue
+        expansions += 1
+        if expansions > budget:
+            return None
+        path.append(nxt)
+        on_path.add(nxt)
+        if strands_someone(nxt):
+            on_path.discard(path.pop())
+            continue
+        stack.append(iter(candidates(nxt)))
+    return None
+
+
+# ---------------------------------------------------------------------- layout
+@dataclass(frozen=True)
+class LogicalSend:
+    """Rank ``src`` sends ``chunk`` to rank ``dst`` at logical ``step``; ``reduce`` adds a partial."""
+
+    chunk: int
+    src: int
+    dst: int
+    step: int
+    op: Op = "copy"
+
+
+class Layout:
+    """Collects logical sends and lays them on shortest routes as untimed per-hop transfers.
+
+    A ``copy`` of a reducing chunk is taken to carry a finished (fully reduced)
+    value; partial sums always travel with ``op="reduce"``.
+    """
+
+    def __init__(self, topology: Topology, collective: Collective) -> None:
+        self.topology = topology
+        self.collective = collective
+        self.router = router_for(topology, collective.chunk_bytes)
+        self.sends: list[LogicalSend] = []
+
+    def send(self, chunk: int, src: int, dst: int, step: int, op: Op = "copy") -> None:
+        if src != dst:
+            self.sends.append(LogicalSend(chunk, src, dst, step, op))
+
+    # Step 1: pick every send's route, keeping partial sums away from GPUs that still need their own.
+    def routes(self) -> list[list[int]]:
+        chains = self._reduction_chains()
+        routes = []
+        for s in self.sends:
+            relay_ok = self._relay_filter(s, chains)
+            route = self.router.route(s.src, s.dst, relay_ok)
+            if route is None:
+                raise CcvizError(
+                    f"topology: no route from GPU {s.src} to GPU {s.dst} for a partial sum of chunk {s.chunk} "
+                    f"that avoids GPUs still holding their own partial of it; this algorithm cannot run "
+                    f"{self.collective.name} soundly on {self.topology.name!r} (try ring)",
+                    "topology",
+                )
+            routes.append(route)
+        self._check_switch_passes(routes, chains)
+        return routes
+
+    def _reduction_chains(self) -> dict[int, dict[int, int]]:
+        """Per reducing chunk whose partial sums move as one chain: rank -> its position in the chain."""
+        by_chunk: dict[int, list[LogicalSend]] = defaultdict(list)
+        for s in self.sends:
+            if s.op == "reduce":
+                by_chunk[s.chunk].append(s)
+        chains: dict[int, dict[int, int]] = {}
+        for chunk, sends in by_chunk.items():
+            sends.sort(key=lambda s: s.step)
+            linked = all(
+                b.src == a.dst and b.step > a.step for a, b in zip(sends, sends[1:], strict=False)
+            )
+            if linked:
+                chains[chunk] = {s.src: i for i, s in enumerate(sends)}
+        return chains
+
+    def _relay_filter(self, s: LogicalSend, chains: dict[int, dict[int, int]]) -> RelayFilter | None:
+        """Which GPUs may relay this send (None = any)."""
+        if s.op != "reduce":
+            return None
+        chain = chains.get(s.chunk)
+        if chain is None:
+            return lambda _gpu: False
+        here = chain[s.src]
+        # A GPU earlier in the chain has already passed its partial on; overwriting it is harmless.
+        return lambda gpu: chain.get(gpu, here) < here
+
+    def _check_switch_passes(self, routes: list[list[int]], chains: dict[int, dict[int, int]]) -> None:
+        """Two unordered partial sums of one chunk through one switch would be confused there."""
+        seen: dict[tuple[int, int], int] = {}
+        for s, route in zip(self.sends, routes, strict=True):
+            if s.op != "reduce" or s.chunk in chains:
+                continue
+            for node in route[1:-1]:
+                if self.topology.is_switch(node):
+                    if (node, s.chunk) in seen:
+                        raise CcvizError(
+                            f"topology: partial sums of chunk {s.chunk} from GPUs {seen[(node, s.chunk)]} and "
+                            f"{s.src} would both cross switch {node}, which holds no buffer and cannot keep "
+                            f"them apart; use ring for {self.collective.name} on {self.topology.name!r}",
+                            "topology",
+                        )
+                    seen[(node, s.chunk)] = s.src
+
+    # Step 2: expand routes into per-hop transfers with increasing steps; shared copy hops are sent once.
+    def transfers(self) -> list[Transfer]:
+        routes = self.routes()
+        scale = max((len(r) - 1 for r in routes), default=1)
+        emitted: set[tuple[int, int, int, int]] = set()
+        out: list[Transfer] = []
+        order = sorted(range(len(self.sends)), key=lambda i: self.sends[i].step)
+        for i in order:
+            s, route = self.sends[i], routes[i]
+            last = len(route) - 2
+            for h, (u, v) in enumerate(zip(route, route[1:], strict=False)):
+                op: Op = s.op if h == last else "copy"
+                step = s.step * scale + h
+                key = (s.chunk, u, v, step)
+                shareable = s.op == "copy" and not self._is_plain_switch(v)
+                if shareable and key in emitted:
+                    continue  # a multicast already carries this chunk over this hop at this step
+                emitted.add(key)
+                out.append(Transfer(s.chunk, u, v, op=op, step=float(step)))
+        return out
+
+    def _is_plain_switch(self, node: int) -> bool:
+        """A switch that cannot copy must receive once per forward, so its in-hops are never shared."""
+        n = self.topology.nodes[node]
+        return n.is_switch and not n.copy

@@ -1,0 +1,396 @@
+"""Textbook collective algorithms laid onto a real topology.
+
+Each algorithm speaks in logical sends between ranks ("at step s, rank a
+sends chunk c to rank b"); ``ccviz.routing.Layout`` lays them along shortest
+routes and returns an *untimed* schedule, so the simulator times it with the
+topology's real links and contention. Algorithms:
+
+* ``ring`` / ``ring-bidir``: neighbour-to-neighbour around a cycle of GPUs
+  (a physical cycle when one exists, else rank order); the bidirectional
+  variant sends alternate chunks the other way round.
+* ``direct``: every holder sends straight to every destination.
+* ``dbt``: NCCL's double binary tree (two complementary trees, half the
+  chunks each) for allreduce, broadcast and reduce.
+* ``rhd``: recursive halving (reduce-scatter) and doubling (allgather);
+  Rabenseifner allreduce = both. Power-of-two rank counts only.
+* ``tree``: binomial tree for rooted collectives (and reduce+broadcast,
+  gather+broadcast for allreduce/allgather).
+* ``bruck``: log-step allgather and alltoall, any rank count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ccviz.collectives import Chunk, Collective
+from ccviz.errors import CcvizError
+from ccviz.routing import Layout, ring_order
+from ccviz.schedule import Schedule
+from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.topology import Topology
+
+
+class ClassicAlgorithm:
+    """Common frame: plan logical sends, lay them on the topology, return an untimed schedule."""
+
+    name = ""
+    collectives: frozenset[str] = frozenset()
+    description = ""
+
+    def __call__(self, topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+        layout = Layout(topology, collective)
+        notes = self.plan(layout, topology, collective) or []
+        return Schedule(topology, collective, layout.transfers(), self.name, status="heuristic", notes=notes)
+
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str] | None:
+        """Add the algorithm's logical sends to ``layout``; may return notes for the user."""
+        raise NotImplementedError
+
+    def register(self) -> Algorithm:
+        return register(Algorithm(self.name, self, self.collectives, self.description, kind="classic",
+                                  options_used=()))
+
+
+def _holder(chunk: Chunk) -> int:
+    """The rank a non-reducing chunk starts from (its only precondition rank)."""
+    return min(chunk.pre)
+
+
+def _result_owner(chunk: Chunk) -> int:
+    """Where a reducing chunk's sum is formed first (its owner when that rank needs it)."""
+    return chunk.source if chunk.source in chunk.post else min(chunk.post)
+
+
+def _split(chunks: Iterable[Chunk], ranks: tuple[int, ...]) -> tuple[list[Chunk], list[Chunk]]:
+    """Alternate chunks between two halves (by source position and index) for two-way algorithms."""
+    position = {r: i for i, r in enumerate(ranks)}
+    first: list[Chunk] = []
+    second: list[Chunk] = []
+    for c in chunks:
+        key = position.get(c.source, 0) + c.index
+        (first if key % 2 == 0 else second).append(c)
+    return first, second
+
+
+# ============================================================================ ring
+class Ring(ClassicAlgorithm):
+    """Neighbour-to-neighbour around a cycle; reductions travel as one chain per chunk."""
+
+    name = "ring"
+    collectives = frozenset({"allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce",
+                             "gather", "scatter"})
+    description = "ring over physical neighbours (Hamiltonian cycle when found, else rank order)"
+    bidirectional = False
+
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str]:
+        order, physical = ring_order(topology, collective.chunk_bytes)
+        notes = [] if physical else ["no cycle of neighbouring GPUs found: ring in rank order, some hops relay"]
+        if self.bidirectional:
+            forward, backward = _split(collective.chunks, tuple(order))
+            self.lay_direction(layout, order, forward)
+            self.lay_direction(layout, order[:1] + order[:0:-1], backward)
+        else:
+            self.lay_direction(layout, order, collective.chunks)
+        return notes
+
+    # Each chunk moves forward along one ring direction.
+    def lay_direction(self, layout: Layout, order: list[int], chunks: Iterable[Chunk]) -> None:
+        position = {r: i for i, r in enumerate(order)}
+        n = len(order)
+        for c in chunks:
+            if c.reduce:
+                self.reduce_around(layout, order, position, n, c)
+            else:
+                self.carry_forward(layout, order, position, n, c, _holder(c), c.post - c.pre, 0)
+
+    # A plain chunk hops forward from its holder until the farthest destination has it.
+    @staticmethod
+    def carry_forward(layout: Layout, order: list[int], position: dict[int, int], n: int, c: Chunk, start: int,
+                      targets: Iterable[int], first_step: int) -> None:
+        p = position[start]
+        reach = max(((position[t] - p) % n for t in targets), default=0)
+        for k in range(reach):
+            layout.send(c.id, order[(p + k) % n], order[(p + k + 1) % n], first_step + k)
+
+    # Partial sums go round once ending at the owner (reduce-scatter), then the sum goes round (allgather).
+    def reduce_around(self, layout: Layout, order: list[int], position: dict[int, int], n: int, c: Chunk) -> None:
+        owner = _result_owner(c)
+        p = position[owner]
+        contributors = [order[(p + k) % n] for k in range(1, n + 1)]  # ends at the owner
+        contributors = [r for r in contributors if r in c.pre or r == owner]
+        for k, (a, b) in enumerate(zip(contributors, contributors[1:], strict=False)):
+            layout.send(c.id, a, b, k, op="reduce")
+        others = c.post - {owner}
+        if others:
+            self.carry_forward(layout, order, position, n, c, owner, others, len(contributors) - 1)
+
+
+class BidirectionalRing(Ring):
+    name = "ring-bidir"
+    description = "two rings in opposite directions, each carrying alternate chunks (use --chunks 2+ to split)"
+    bidirectional = True
+
+
+# ========================================================================== direct
+class Direct(ClassicAlgorithm):
+    """Every holder sends straight to every destination (reductions: to the owner, then out)."""
+
+    name = "direct"
+    collectives = frozenset({"allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce",
+                             "gather", "scatter"})
+    description = "each rank sends directly to each destination along its shortest route"
+
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
+        for c in collective.chunks:
+            if c.reduce:
+                owner = _result_owner(c)
+                for p in sorted(c.pre - {owner}):
+                    layout.send(c.id, p, owner, 0, op="reduce")
+                for r in sorted(c.post - {owner}):
+                    layout.send(c.id, owner, r, 1)
+            else:
+                src = _holder(c)
+                for r in sorted(c.post - c.pre):
+                    layout.send(c.id, src, r, 0)
+
+
+# ==================================================================== tree helpers
+class Tree:
+    """A rooted tree over ranks: parent links plus per-node height (for reduce) and depth (for broadcast)."""
+
+    def __init__(self, root: int, parent: dict[int, int]) -> None:
+        self.root = root
+        self.parent = parent
+        self.children: dict[int, list[int]] = {}
+        for v, p in parent.items():
+            self.children.setdefault(p, []).append(v)
+        self.depth = {root: 0}
+        for v in self.top_down():
+            for ch in self.children.get(v, []):
+                self.depth[ch] = self.depth[v] + 1
+        self.height: dict[int, int] = {}
+        for v in reversed(self.top_down()):
+            self.height[v] = 1 + max((self.height[ch] for ch in self.children.get(v, [])), default=-1)
+
+    def top_down(self) -> list[int]:
+        out, frontier = [], [self.root]
+        while frontier:
+            out.extend(frontier)
+            frontier = [ch for v in frontier for ch in self.children.get(v, [])]
+        return out
+
+    # Reduction: each node adds its subtree's partial into its parent once all its children have.
+    def reduce_up(self, layout: Layout, chunk: int, first_step: int = 0) -> int:
+        for v, p in self.parent.items():
+            layout.send(chunk, v, p, first_step + self.height[v], op="reduce")
+        return first_step + self.height[self.root]
+
+    # Broadcast: each edge carries the chunk down one level per step.
+    def broadcast_down(self, layout: Layout, chunk: int, first_step: int = 0) -> int:
+        for v, p in self.parent.items():
+            layout.send(chunk, p, v, first_step + self.depth[v] - 1)
+        return first_step + self.height[self.root]
+
+    # Gather: a chunk climbs from its holder to the root, leaving each node when its subtree is done.
+    def carry_up(self, layout: Layout, chunk: int, holder: int, first_step: int = 0) -> None:
+        v = holder
+        while v != self.root:
+            layout.send(chunk, v, self.parent[v], first_step + self.height[v])
+            v = self.parent[v]
+
+    # Scatter: a chunk descends from the root along the path to its destination.
+    def carry_down(self, layout: Layout, chunk: int, target: int) -> None:
+        path = [target]
+        while path[-1] != self.root:
+            path.append(self.parent[path[-1]])
+        for child, par in zip(path[-2::-1], path[::-1], strict=False):
+            layout.send(chunk, par, child, self.depth[child] - 1)
+
+
+def balanced_tree(ranks: list[int]) -> tuple[int, dict[int, int]]:
+    """In-order balanced binary tree (middle element is the root); returns (root, parent)."""
+    parent: dict[int, int] = {}
+
+    def build(lo: int, hi: int, up: int | None) -> int | None:
+        if lo >= hi:
+            return None
+        mid = (lo + hi) // 2
+        if up is not None:
+            parent[ranks[mid]] = up
+        build(lo, mid, ranks[mid])
+        build(mid + 1, hi, ranks[mid])
+        return ranks[mid]
+
+    root = build(0, len(ranks), None)
+    return root, parent  # type: ignore[return-value]
+
+
+def binomial_tree(ranks: list[int], root: int) -> Tree:
+    """Binomial tree rooted at ``root``: relative rank q hangs under q with its highest bit cleared."""
+    start = ranks.index(root)
+    n = len(ranks)
+    rel = [ranks[(start + q) % n] for q in range(n)]
+    parent = {rel[q]: rel[q - (1 << (q.bit_length() - 1))] for q in range(1, n)}
+    return Tree(root, parent)
+
+
+# ============================================================================= dbt
+class DoubleBinaryTree(ClassicAlgorithm):
+    """NCCL's double binary tree: two complementary in-order trees, alternate chunks on each."""
+
+    name = "dbt"
+    collectives = frozenset({"allreduce", "broadcast", "reduce"})
+    description = "double binary tree (two complementary trees, half the chunks each)"
+
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
+        trees = self.trees(list(collective.ranks), collective.root)
+        halves = _split(collective.chunks, collective.ranks)
+        for tree, chunks in zip(trees, halves, strict=True):
+            for c in chunks:
+                if collective.name == "broadcast":
+                    tree.broadcast_down(layout, c.id)
+                elif collective.name == "reduce":
+                    tree.reduce_up(layout, c.id)
+                else:  # allreduce: reduce to the tree root, then broadcast the sum
+                    done = tree.reduce_up(layout, c.id)
+                    tree.broadcast_down(layout, c.id, done + 1)
+
+    # Build: the second tree is the first over the ranks shifted by one, so leaves and inner nodes swap.
+    @staticmethod
+    def trees(ranks: list[int], root: int | None) -> list[Tree]:
+        others = [r for r in ranks if r != root] if root is not None else ranks
+        out = []
+        for shift in (0, 1):
+            order = others[shift:] + others[:shift]
+            top, parent = balanced_tree(order)
+            if root is not None:  # a rooted collective hangs the tree under its root
+                parent[top] = root
+                top = root
+            out.append(Tree(top, parent))
+        return out
+
+
+# ============================================================================= rhd
+class RecursiveHalvingDoubling(ClassicAlgorithm):
+    """Recursive halving reduce-scatter and recursive doubling allgather (Rabenseifner allreduce)."""
+
+    name = "rhd"
+    collectives = frozenset({"allgather", "reducescatter", "allreduce"})
+    description = "recursive halving-doubling (Rabenseifner); power-of-two GPU counts"
+
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
+        n = collective.n_ranks
+        if n & (n - 1):
+            raise CcvizError(
+                f"algorithm: rhd needs a power-of-two number of GPUs, {topology.name!r} has {n}; use ring or "
+                "direct", "algorithm")
+        ranks = list(collective.ranks)
+        owner_pos = {c.id: ranks.index(_result_owner(c) if c.reduce else _holder(c)) for c in collective.chunks}
+        stages = n.bit_length() - 1
+        step = 0
+        if collective.is_reducing:
+            step = self.halve(layout, ranks, collective.chunks, owner_pos, stages)
+        if collective.name in ("allgather", "allreduce"):
+            self.double(layout, ranks, collective.chunks, owner_pos, stages, step)
+
+    # Halving: at distance d, a rank passes on the chunks owned across bit d that it is still responsible for.
+    @staticmethod
+    def halve(layout: Layout, ranks: list[int], chunks, owner_pos: dict[int, int], stages: int) -> int:
+        done_mask = 0
+        for s in range(stages):
+            bit = 1 << (stages - 1 - s)
+            for i, rank in enumerate(ranks):
+                for c in chunks:
+                    o = owner_pos[c.id]
+                    if (i ^ o) & done_mask == 0 and (i ^ o) & bit:
+                        layout.send(c.id, rank, ranks[i ^ bit], s, op="reduce")
+            done_mask |= bit
+        return stages
+
+    # Doubling: at distance d, a rank sends its partner every chunk it holds so far.
+    @staticmethod
+    def double(layout: Layout, ranks: list[int], chunks, owner_pos: dict[int, int], stages: int,
+               first_step: int) -> None:
+        for s in range(stages):
+            bit = 1 << s
+            known = ~((1 << s) - 1)  # a rank holds chunks whose owner agrees with it above the low s bits
+            for i, rank in enumerate(ranks):
+                for c in chunks:
+                    if (i ^ owner_pos[c.id]) & known == 0:
+                        layout.send(c.id, rank, ranks[i ^ bit], first_step + s)
+
+
+# ============================================================================ tree
+class BinomialTree(ClassicAlgorithm):
+    """Binomial tree from/to the root; allreduce = reduce + broadcast, allgather = gather + broadcast."""
+
+    name = "tree"
+    collectives = frozenset({"broadcast", "reduce", "gather", "scatter", "allreduce", "allgather"})
+    description = "binomial tree (log2 N rounds)"
+
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
+        ranks = list(collective.ranks)
+        root = collective.root if collective.root is not None else ranks[0]
+        tree = binomial_tree(ranks, root)
+        top = tree.height[root] + 1
+        for c in collective.chunks:
+            if collective.name == "broadcast":
+                tree.broadcast_down(layout, c.id)
+            elif collective.name == "reduce":
+                tree.reduce_up(layout, c.id)
+            elif collective.name == "allreduce":
+                tree.broadcast_down(layout, c.id, tree.reduce_up(layout, c.id) + 1)
+            elif collective.name == "gather":
+                tree.carry_up(layout, c.id, _holder(c))
+            elif collective.name == "scatter":
+                tree.carry_down(layout, c.id, min(c.post))
+            else:  # allgather: gather every chunk at the root, then broadcast it
+                tree.carry_up(layout, c.id, _holder(c))
+                tree.broadcast_down(layout, c.id, top)
+
+
+# =========================================================================== bruck
+class Bruck(ClassicAlgorithm):
+    """Bruck's log-step algorithms: distance-2^k hops, any rank count."""
+
+    name = "bruck"
+    collectives = frozenset({"allgather", "alltoall"})
+    description = "Bruck (ceil(log2 N) steps of distance 2^k)"
+
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
+        ranks = list(collective.ranks)
+        n = len(ranks)
+        stages = (n - 1).bit_length()
+        for c in collective.chunks:
+            src = ranks.index(_holder(c))
+            if collective.name == "alltoall":
+                self.hop_by_bits(layout, ranks, c.id, src, (ranks.index(min(c.post)) - src) % n, stages)
+            else:
+                self.spread(layout, ranks, c.id, src, stages)
+
+    # Alltoall: a block at distance j hops 2^k for every set bit k of j, one bit per step.
+    @staticmethod
+    def hop_by_bits(layout: Layout, ranks: list[int], chunk: int, src: int, distance: int, stages: int) -> None:
+        n = len(ranks)
+        here = src
+        for k in range(stages):
+            if distance >> k & 1:
+                nxt = (here + (1 << k)) % n
+                layout.send(chunk, ranks[here], ranks[nxt], k)
+                here = nxt
+
+    # Allgather: at step k every holder at distance d passes the block to distance d + 2^k.
+    @staticmethod
+    def spread(layout: Layout, ranks: list[int], chunk: int, src: int, stages: int) -> None:
+        n = len(ranks)
+        holders = [0]
+        for k in range(stages):
+            for d in list(holders):
+                if d + (1 << k) < n:
+                    layout.send(chunk, ranks[(src - d) % n], ranks[(src - d - (1 << k)) % n], k)
+                    holders.append(d + (1 << k))
+
+
+for _algorithm in (Ring(), BidirectionalRing(), Direct(), DoubleBinaryTree(), RecursiveHalvingDoubling(),
+                   BinomialTree(), Bruck()):
+    _algorithm.register()
