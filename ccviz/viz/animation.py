@@ -62,14 +62,15 @@ def _event_windows(starts: np.ndarray, finish: float, max_frames: int) -> list[F
     if len(starts) == 0:
         return [FrameWindow(0, 0.0, finish, format_time(0.0), ())]
     scale = max(finish, float(starts.max()), 1e-15)
-    times = np.unique(np.round(starts / scale, 9)) * scale
+    ordered = np.sort(starts)
+    times = ordered[np.concatenate(([True], np.diff(ordered) > 1e-9 * scale))]  # distinct send times
     if len(times) > max_frames:  # equal-time buckets, empty ones merged into the previous
-        width = (float(starts.max()) + 1e-12 * scale) / max_frames
-        bucket_of_time = np.floor(times / width).astype(int)
+        width = float(times[-1]) / max_frames or 1.0
+        bucket_of_time = np.minimum(np.floor(times / width).astype(int), max_frames - 1)
         times = np.array([times[bucket_of_time == b].min() for b in np.unique(bucket_of_time)])
     bounds = np.append(times, max(finish, float(times[-1]))).astype(float)
     bounds[0] = 0.0
-    member_index = np.clip(np.searchsorted(times, starts * (1 + 1e-9) + 1e-15, side="right") - 1, 0, len(times) - 1)
+    member_index = np.clip(np.searchsorted(times, starts, side="right") - 1, 0, len(times) - 1)
     return [
         FrameWindow(k, float(bounds[k]), float(bounds[k + 1]), format_time(float(bounds[k])),
                     tuple(np.flatnonzero(member_index == k).tolist()))
