@@ -1,0 +1,163 @@
+"""Textbook algorithms laid on real topologies (ccviz.synth.classic, ccviz.routing)."""
+
+from __future__ import annotations
+
+import pytest
+
+import ccviz
+from ccviz.cost import formula
+from ccviz.errors import CcvizError
+from ccviz.routing import Layout, ring_order, router_for
+from tests.paths import REFERENCE
+
+BW, ALPHA_US = 50.0, 0.5
+CLASSIC = ["ring", "ring-bidir", "direct", "dbt", "rhd", "tree", "bruck"]
+
+
+def run(spec, collective: str, algorithm: str, size: float = 1e6, chunks: int = 1):
+    topo = ccviz.load_topology(spec)
+    coll = ccviz.make_collective(collective, topo, size, chunks_per_rank=chunks)
+    schedule = ccviz.synthesize(topo, coll, algorithm)
+    return schedule, ccviz.simulate(schedule)
+
+
+@pytest.mark.parametrize("n", [3, 5, 8])
+def test_ring_allgather_on_a_one_way_ring_equals_the_closed_form(n: int) -> None:
+    size = 4e6
+    _, timeline = run(f"ring:n={n},bidirectional=false,bw={BW},alpha={ALPHA_US}", "allgather", "ring", size)
+    expected = (n - 1) * (ALPHA_US * 1e-6 + size / (n * BW * 1e9))
+    assert timeline.verified
+    assert timeline.finish_time_s == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_ring_allreduce_on_a_one_way_ring_equals_the_closed_form(n: int) -> None:
+    size = 4e6
+    _, timeline = run(f"ring:n={n},bidirectional=false,bw={BW},alpha={ALPHA_US}", "allreduce", "ring", size)
+    expected = 2 * (n - 1) * (ALPHA_US * 1e-6 + size / (n * BW * 1e9))
+    assert timeline.verified
+    assert timeline.finish_time_s == pytest.approx(expected, rel=1e-9)
+    cost = formula("allreduce", "ring", n, size, ALPHA_US, BW)
+    assert timeline.finish_time_s == pytest.approx(cost.time_s, rel=1e-9)
+
+
+def test_pipelined_ring_broadcast_overlaps_alpha_with_the_next_segment() -> None:
+    # Links are free again after serialization, so segments follow each other every beta/S while the
+    # last one crosses N-1 hops: (S-1) beta/S + (N-1)(alpha + beta/S), below the textbook (N+S-2)(alpha+beta/S).
+    n, segments, size = 6, 4, 8e6
+    _, timeline = run(f"ring:n={n},bidirectional=false", "broadcast", "ring", size, chunks=segments)
+    seg = size / segments / (BW * 1e9)
+    assert timeline.finish_time_s == pytest.approx((segments - 1) * seg + (n - 1) * (ALPHA_US * 1e-6 + seg),
+                                                   rel=1e-9)
+    textbook = (n - 1 + segments - 1) * (ALPHA_US * 1e-6 + seg)
+    assert timeline.finish_time_s <= textbook
+
+
+def test_ring_over_a_ring_topology_uses_only_physical_neighbours() -> None:
+    schedule, timeline = run("ring:n=8", "allreduce", "ring")
+    assert timeline.verified
+    assert all((t.dst - t.src) % 8 == 1 for t in schedule.transfers)  # one direction, one hop each
+
+
+@pytest.mark.parametrize("spec", ["dgx1", REFERENCE / "ndv2_2chassis.json", REFERENCE / "dgx2_2chassis.json",
+                                  "torus2d:dims=4x4"], ids=str)
+def test_ring_order_is_a_cycle_of_neighbours_on_paper_topologies(spec) -> None:
+    topo = ccviz.load_topology(spec)
+    order, physical = ring_order(topo)
+    assert physical and sorted(order) == topo.gpus
+    router = router_for(topo, 1.0)
+    for a, b in zip(order, order[1:] + order[:1], strict=True):
+        route = router.route(a, b, relay_ok=lambda _gpu: False)
+        assert route is not None and all(topo.is_switch(x) for x in route[1:-1])
+
+
+def test_dgx1_ring_prefers_the_fast_nvlinks() -> None:
+    topo = ccviz.load_topology("dgx1")
+    order, _ = ring_order(topo, 1e6)
+    router = router_for(topo, 1e6)
+
+    def cycle_time(cycle: list[int]) -> float:
+        return sum(router.route_time(router.route(a, b)) for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True))
+
+    assert cycle_time(order) < cycle_time(topo.gpus)
+
+
+def test_relayed_sends_use_increasing_steps_and_copy_until_the_last_hop() -> None:
+    topo = ccviz.load_topology("line:n=4")
+    coll = ccviz.make_collective("reduce", topo, 1e3, root=3)
+    layout = Layout(topo, coll)
+    layout.send(0, 0, 1, step=0, op="reduce")
+    layout.send(0, 1, 3, step=1, op="reduce")  # relays through 2, which has not contributed yet
+    with pytest.raises(CcvizError, match="partial"):
+        layout.transfers()
+    layout = Layout(topo, ccviz.make_collective("broadcast", topo, 1e3, root=0))
+    layout.send(0, 0, 3, step=0)
+    hops = layout.transfers()
+    assert [(t.src, t.dst) for t in hops] == [(0, 1), (1, 2), (2, 3)]
+    assert [t.step for t in hops] == sorted({t.step for t in hops})
+
+
+def test_ring_reductions_relay_only_through_gpus_that_already_contributed() -> None:
+    # A line has no cycle of neighbours: the ring falls back to rank order, so the wrap-around hop relays
+    # through GPUs; it must either verify (relays only through GPUs already done) or refuse clearly.
+    topo = ccviz.load_topology("line:n=5")
+    coll = ccviz.make_collective("reducescatter", topo, 1e6)
+    try:
+        timeline = ccviz.simulate(ccviz.synthesize(topo, coll, "ring"))
+    except CcvizError as exc:
+        assert "partial" in str(exc)
+    else:
+        assert timeline.verified
+
+
+def test_rhd_refuses_non_power_of_two() -> None:
+    topo = ccviz.load_topology("ring:n=6")
+    with pytest.raises(CcvizError, match="power-of-two") as info:
+        ccviz.synthesize(topo, ccviz.make_collective("allreduce", topo, 1e6), "rhd")
+    assert info.value.field == "algorithm"
+
+
+def test_rhd_on_a_hypercube_uses_direct_links_and_log_stages() -> None:
+    schedule, timeline = run("hypercube:n=8", "allreduce", "rhd")
+    assert timeline.verified
+    topo = schedule.topology
+    assert all((t.src, t.dst) in topo.links for t in schedule.transfers)
+    assert len({t.step for t in schedule.transfers}) == 2 * 3  # 3 halving + 3 doubling stages
+
+
+def test_concurrent_partial_sums_through_one_switch_are_refused_clearly() -> None:
+    topo = ccviz.load_topology("star:n=4")
+    with pytest.raises(CcvizError, match="switch"):
+        ccviz.synthesize(topo, ccviz.make_collective("reducescatter", topo, 1e6), "direct")
+    _, timeline = run("star:n=4", "reducescatter", "ring")  # a chain of partial sums is fine
+    assert timeline.verified
+
+
+def test_bidirectional_ring_halves_the_time_of_big_allgathers_on_a_ring() -> None:
+    _, one_way = run("ring:n=8", "allgather", "ring", size=64e6, chunks=2)
+    _, two_way = run("ring:n=8", "allgather", "ring-bidir", size=64e6, chunks=2)
+    assert two_way.verified
+    assert two_way.finish_time_s < 0.6 * one_way.finish_time_s
+
+
+@pytest.mark.parametrize("algorithm", CLASSIC)
+def test_every_algorithm_covers_its_collectives_on_a_fully_connected_fabric(algorithm: str) -> None:
+    topo = ccviz.load_topology("fully_connected:n=8")
+    for name in sorted(ccviz.get_algorithm(algorithm).collectives):
+        for root in (None, 5):
+            coll = ccviz.make_collective(name, topo, 1e6, chunks_per_rank=2, root=root if name in
+                                         ("broadcast", "reduce", "gather", "scatter") else None)
+            timeline = ccviz.simulate(ccviz.synthesize(topo, coll, algorithm))
+            assert timeline.verified, (algorithm, name, timeline.violations[:2])
+
+
+def test_direct_alltoall_on_a_fully_connected_fabric_takes_one_hop_per_chunk() -> None:
+    schedule, timeline = run("fully_connected:n=4", "alltoall", "direct")
+    assert timeline.verified and len(schedule.transfers) == 12
+
+
+def test_classic_algorithms_are_registered_as_classic() -> None:
+    for name in CLASSIC:
+        alg = ccviz.get_algorithm(name)
+        assert alg.kind == "classic" and alg.collectives
+    assert "allgather" in ccviz.get_algorithm("ring").collectives
