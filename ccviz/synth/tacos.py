@@ -41,6 +41,10 @@ from ccviz.synth.reversal import (
 from ccviz.topology import Topology
 
 LINK_HOLDS = ("arrival", "serialization")
+PATIENCE = ("alternate", "off", "on")
+# A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of
+# hop delays; this slack (far inside the simulator's tolerance) keeps that revisit from missing it.
+_FREE_SLACK = 1e-12
 
 
 # --------------------------------------------------------------------------- routes
@@ -60,6 +64,7 @@ class Routes:
     holds: list[tuple[float, ...]] = field(default_factory=list)  # per hop: how long its link stays booked
     delay: list[float] = field(default_factory=list)  # start of the route to its final arrival
     link_keys: list[tuple[int, int]] = field(default_factory=list)  # link id -> (src, dst)
+    lead: dict[int, float] = field(default_factory=dict)  # link id -> least time from a route's start to it
 
     @property
     def shares_links(self) -> bool:
@@ -78,6 +83,10 @@ class Routes:
         self.holds.append(tuple(max(d, o) if link_hold == "arrival" else o
                                 for d, o in zip(delays, occupancies, strict=True)))
         self.delay.append(sum(delays))
+        offset = 0.0
+        for link, delay in zip(self.links[-1], delays, strict=True):
+            self.lead[link] = min(self.lead.get(link, offset), offset)
+            offset += delay
 
 
 def build_routes(topology: Topology, nbytes: float, link_hold: str) -> Routes:
@@ -134,8 +143,9 @@ class Matcher:
     """
 
     def __init__(self, topology: Topology, collective: Collective, routes: Routes, seed: int,
-                 start_s: float = 0.0) -> None:
+                 start_s: float = 0.0, patient: bool = True) -> None:
         self.collective = collective
+        self.patient = patient
         self.routes = routes
         self.rng = random.Random(seed)
         self.start_s = start_s
@@ -143,6 +153,7 @@ class Matcher:
         self.chunk_ids = [c.id for c in collective.chunks]
         self.held: dict[int, int] = defaultdict(int)  # node -> chunks it holds
         self.want: dict[int, int] = defaultdict(int)  # node -> chunks it misses that are not in flight
+        self.need: dict[int, int] = defaultdict(int)  # node -> chunks it must receive
         self.link_free_at = [start_s] * len(routes.link_keys)
         self.events: dict[float, list[tuple[int, int]]] = {}  # time -> [(node, chunk bit) arrival | (link, 0) free]
         self.times: list[float] = []  # heap of the keys of ``events``
@@ -160,16 +171,22 @@ class Matcher:
                 self.held[r] |= 1 << bit
             for r in c.post - c.pre:
                 self.want[r] |= 1 << bit
+                self.need[r] |= 1 << bit
         self.pending = sum(w.bit_count() for w in self.want.values())
 
-    # Per rank its in-routes, fastest first with random tie-breaks; who to revisit after an event.
+    # Per rank its in-routes, fastest first with random tie-breaks, each with the faster routes that
+    # could still beat it; who to revisit after an event.
     def index_routes(self) -> None:
         routes = self.routes
-        self.in_routes: dict[int, list[tuple[int, int, int, float, float]]] = defaultdict(list)
+        self.in_routes: dict[int, list[tuple]] = defaultdict(list)
         for r in sorted(self.rng.sample(range(len(routes.src)), len(routes.src)), key=lambda r: routes.delay[r]):
+            dst = routes.dst[r]
             direct = routes.links[r][0] if len(routes.links[r]) == 1 else -1
-            self.in_routes[routes.dst[r]].append(
-                (r, routes.src[r], direct, routes.delays[r][0], routes.holds[r][0]))
+            faster = tuple(
+                (q, routes.delay[r] - routes.delay[q]) for q, *_ in self.in_routes[dst]
+                if self.patient and routes.delay[q] < routes.delay[r]
+            )
+            self.in_routes[dst].append((r, routes.src[r], direct, routes.delays[r][0], routes.holds[r][0], faster))
         dests_from: dict[int, set[int]] = defaultdict(set)  # node -> ranks it can feed
         dests_of_link: dict[int, set[int]] = defaultdict(set)  # link -> ranks whose routes use it
         for r, links in enumerate(routes.links):
@@ -227,10 +244,12 @@ class Matcher:
             wanted = want.get(dst, 0)
             if not wanted:
                 continue
-            for r, src, link, delay, hold in in_routes[dst]:
+            for r, src, link, delay, hold, faster in in_routes[dst]:
                 if link >= 0 and free_at[link] > t:
                     continue
                 candidates = held[src] & wanted
+                if faster and candidates:
+                    candidates &= ~self.sooner_elsewhere(faster, t)
                 if not candidates:
                     continue
                 if link < 0:
@@ -255,12 +274,24 @@ class Matcher:
                     break
             want[dst] = wanted
 
+    # Patience (not in the paper): a slow route leaves alone the chunks that a faster route into the
+    # same rank could still deliver first, i.e. whose source holds the chunk or is about to, and whose
+    # link frees within the time the slow route would take. Slow links then carry what is rare nearby.
+    def sooner_elsewhere(self, faster: tuple[tuple[int, float], ...], t: float) -> int:
+        routes, held, need, want, free_at = self.routes, self.held, self.need, self.want, self.link_free_at
+        mask = 0
+        for q, slack in faster:
+            if free_at[routes.links[q][0]] <= t + slack:
+                src = routes.src[q]
+                mask |= held[src] | (need[src] & ~want[src])
+        return mask
+
     # A route through switches: book every hop if all its links are free when the chunk reaches them.
     def send_routed(self, r: int, candidates: int, t: float) -> int:
         routes, free_at = self.routes, self.link_free_at
         starts, start = [], t
         for link, delay in zip(routes.links[r], routes.delays[r], strict=True):
-            if free_at[link] > start:
+            if free_at[link] > start + _FREE_SLACK * start:
                 return 0
             starts.append(start)
             start = start + delay
@@ -274,7 +305,8 @@ class Matcher:
             if h:  # out of a switch: it forwards the previous hop's arrival
                 self.feeders[len(self.transfers)] = len(self.transfers) - 1
             self.transfers.append(Transfer(chunk, u, v, s, s + delay))
-            self.at(s + hold).append((link, 0))
+            # revisit when a route could first use the link again: ``lead`` before it frees
+            self.at(max(t, s + hold - routes.lead[link])).append((link, 0))
         self.at(start).append((routes.dst[r], bit))
         return bit
 
@@ -296,6 +328,15 @@ def _link_hold(options: SynthOptions) -> str:
     return hold
 
 
+def _patience(options: SynthOptions) -> str:
+    patience = options.extra.get("patience", "alternate")
+    if patience not in PATIENCE:
+        raise CcvizError(f"patience: {patience!r} is not one of {', '.join(PATIENCE)}; 'off' is the paper's greedy, "
+                         "'on' keeps slow links off chunks a faster route can bring, 'alternate' tries both "
+                         "over the restarts (run 1 off, run 2 on, ...)", "patience")
+    return patience
+
+
 def best_copy_run(topology: Topology, collective: Collective, options: SynthOptions,
                   start_s: float = 0.0) -> Run:
     """Best of ``options.restarts`` seeded matching runs of a copy collective (AllGather, Broadcast).
@@ -306,12 +347,14 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
     if options.restarts < 1:
         raise CcvizError(f"restarts: need at least 1 run, got {options.restarts}", "restarts")
     routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
+    patience = _patience(options)
     base = 0 if options.seed is None else int(options.seed)
     best: Run | None = None
     for k in range(options.restarts):
         if best is not None and options.stopped():
             break
-        run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s).run()
+        patient = patience == "on" or (patience == "alternate" and k % 2 == 1)
+        run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient).run()
         if best is None or run.finish_s < best.finish_s:
             best = run
         options.report(Progress(0.0, f"TACOS run {k + 1}/{options.restarts}", incumbent_s=best.finish_s,
