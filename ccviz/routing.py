@@ -21,7 +21,7 @@ import heapq
 import weakref
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
@@ -45,6 +45,8 @@ class Router:
         self.chunk_bytes = chunk_bytes
         self._delay = {key: topology.arrival_delay(*key, chunk_bytes) for key in topology.links}
         self._trees: dict[int, dict[int, int | None]] = {}
+        self._routes: dict[tuple[int, int], list[int] | None] = {}
+        self._queries: dict[int, int] = defaultdict(int)
 
     def delay(self, src: int, dst: int) -> float:
         """Seconds from sending one chunk on src->dst to its arrival."""
@@ -58,10 +60,22 @@ class Router:
         if src == dst:
             return [src]
         if relay_ok is None:
-            if src not in self._trees:
-                self._trees[src] = self._shortest_tree(src, None, None)
-            return _walk_back(self._trees[src], src, dst)
+            key = (src, dst)
+            if key not in self._routes:
+                self._routes[key] = _walk_back(self._tree_towards(src, dst), src, dst)
+            return self._routes[key]
         return _walk_back(self._shortest_tree(src, relay_ok, dst), src, dst)
+
+    def _tree_towards(self, src: int, dst: int) -> dict[int, int | None]:
+        """A search stopped at dst (same path as the full tree, since settling order is deterministic);
+        sources asked for many destinations get their full shortest-path tree once."""
+        if src in self._trees:
+            return self._trees[src]
+        self._queries[src] += 1
+        if self._queries[src] > 4:
+            self._trees[src] = self._shortest_tree(src, None, None)
+            return self._trees[src]
+        return self._shortest_tree(src, None, dst)
 
     def _shortest_tree(self, src: int, relay_ok: RelayFilter | None, target: int | None) -> dict[int, int | None]:
         """Dijkstra on (time, hops); GPUs other than src/target relay only if ``relay_ok`` allows."""
@@ -187,8 +201,7 @@ def _hamiltonian_cycle(gpus: list[int], adj: dict[int, dict[int, float]], budget
 
 
 # ---------------------------------------------------------------------- layout
-@dataclass(frozen=True)
-class LogicalSend:
+class LogicalSend(NamedTuple):
     """Rank ``src`` sends ``chunk`` to rank ``dst`` at logical ``step``; ``reduce`` adds a partial."""
 
     chunk: int
@@ -215,18 +228,23 @@ class Layout:
         if src != dst:
             self.sends.append(LogicalSend(chunk, src, dst, step, op))
 
+    def hint(self) -> str:
+        return (f"{self.collective.name} on {self.topology.name!r} needs another algorithm "
+                "(ring over a cycle of neighbouring GPUs is the most widely applicable)")
+
     # Step 1: pick every send's route, keeping partial sums away from GPUs that still need their own.
     def routes(self) -> list[list[int]]:
         chains = self._reduction_chains()
         routes = []
+        route_of = self.router.route
         for s in self.sends:
-            relay_ok = self._relay_filter(s, chains)
-            route = self.router.route(s.src, s.dst, relay_ok)
+            relay_ok = self._relay_filter(s, chains) if s.op == "reduce" else None
+            route = route_of(s.src, s.dst, relay_ok)
             if route is None:
                 raise CcvizError(
                     f"topology: no route from GPU {s.src} to GPU {s.dst} for a partial sum of chunk {s.chunk} "
-                    f"that avoids GPUs still holding their own partial of it; this algorithm cannot run "
-                    f"{self.collective.name} soundly on {self.topology.name!r} (try ring)",
+                    f"that avoids GPUs still holding their own partial of it (a relay would overwrite it): "
+                    f"{self.hint()}",
                     "topology",
                 )
             routes.append(route)
@@ -272,7 +290,7 @@ class Layout:
                         raise CcvizError(
                             f"topology: partial sums of chunk {s.chunk} from GPUs {seen[(node, s.chunk)]} and "
                             f"{s.src} would both cross switch {node}, which holds no buffer and cannot keep "
-                            f"them apart; use ring for {self.collective.name} on {self.topology.name!r}",
+                            f"them apart: {self.hint()}",
                             "topology",
                         )
                     seen[(node, s.chunk)] = s.src
@@ -281,24 +299,20 @@ class Layout:
     def transfers(self) -> list[Transfer]:
         routes = self.routes()
         scale = max((len(r) - 1 for r in routes), default=1)
+        plain_switches = {n.id for n in self.topology.nodes.values() if n.is_switch and not n.copy}
         emitted: set[tuple[int, int, int, int]] = set()
         out: list[Transfer] = []
         order = sorted(range(len(self.sends)), key=lambda i: self.sends[i].step)
         for i in order:
-            s, route = self.sends[i], routes[i]
+            chunk, _, _, logical_step, logical_op = self.sends[i]
+            route = routes[i]
             last = len(route) - 2
-            for h, (u, v) in enumerate(zip(route, route[1:], strict=False)):
-                op: Op = s.op if h == last else "copy"
-                step = s.step * scale + h
-                key = (s.chunk, u, v, step)
-                shareable = s.op == "copy" and not self._is_plain_switch(v)
-                if shareable and key in emitted:
+            base = logical_step * scale
+            for h in range(last + 1):
+                u, v = route[h], route[h + 1]
+                key = (chunk, u, v, base + h)
+                if key in emitted and logical_op == "copy" and v not in plain_switches:
                     continue  # a multicast already carries this chunk over this hop at this step
                 emitted.add(key)
-                out.append(Transfer(s.chunk, u, v, op=op, step=float(step)))
+                out.append(Transfer(chunk, u, v, None, None, logical_op if h == last else "copy", float(base + h)))
         return out
-
-    def _is_plain_switch(self, node: int) -> bool:
-        """A switch that cannot copy must receive once per forward, so its in-hops are never shared."""
-        n = self.topology.nodes[node]
-        return n.is_switch and not n.copy
