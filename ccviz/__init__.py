@@ -7,11 +7,14 @@ Library entry points (the app and the CLI call exactly these)::
     coll = ccviz.make_collective("allgather", topo, ccviz.parse_size("1GB"))
     sched = ccviz.synthesize(topo, coll, "ring")
     timeline = ccviz.simulate(sched)   # the judge: finish time, link use, violations
+
+    result = ccviz.run(topo, "allgather", "tacos", size_bytes=1e9)   # all of it, plus the lower bound
 """
 
 from ccviz.collectives import COLLECTIVES, Chunk, Collective, custom_collective, make_collective
 from ccviz.errors import CcvizError
 from ccviz.loading import load_topology, load_topology_file
+from ccviz.pipeline import RunResult, run
 from ccviz.schedule import Schedule, Transfer
 from ccviz.simulate import Timeline, Violation, simulate, verify
 from ccviz.synth import REGISTRY, SynthOptions, algorithms_for, get_algorithm, synthesize
@@ -21,8 +24,8 @@ from ccviz.units import format_size, format_time, parse_size
 __version__ = "0.1.0"
 
 __all__ = [
-    "COLLECTIVES", "REGISTRY", "CcvizError", "Chunk", "Collective", "Link", "Node", "Schedule", "SynthOptions",
+    "COLLECTIVES", "REGISTRY", "CcvizError", "Chunk", "Collective", "Link", "Node", "RunResult", "Schedule", "SynthOptions",
     "Timeline", "Topology", "Transfer", "Violation", "algorithms_for", "custom_collective", "format_size",
     "format_time", "get_algorithm", "load_topology", "load_topology_file", "make_collective", "parse_size",
-    "simulate", "synthesize", "verify",
+    "run", "simulate", "synthesize", "verify",
 ]
