@@ -153,6 +153,23 @@ def ring_order(topology: Topology, chunk_bytes: float = 1.0, budget: int = 20000
     return (found, True) if found else (list(gpus), False)
 
 
+def reverse_ring_order(topology: Topology, order: list[int], chunk_bytes: float = 1.0,
+                       budget: int = 20000) -> tuple[list[int], bool]:
+    """A second cycle for the opposite direction: the forward cycle reversed when its links exist
+    both ways, else a cycle that prefers links the forward cycle leaves idle."""
+    backward = order[:1] + order[:0:-1]
+    adj = neighbour_gpus(topology, chunk_bytes) if len(order) <= 2048 else {}
+    if adj and all(b in adj[a] for a, b in zip(backward, backward[1:] + backward[:1], strict=True)):
+        return backward, True
+    if not adj:
+        return backward, False
+    used = set(zip(order, order[1:] + order[:1], strict=True))
+    penalty = 1.0 + 10 * max(t for outs in adj.values() for t in outs.values())
+    spare = {u: {v: t + (penalty if (u, v) in used else 0.0) for v, t in outs.items()} for u, outs in adj.items()}
+    found = _hamiltonian_cycle(topology.gpus, spare, budget)
+    return (found, True) if found else (backward, False)
+
+
 def _hamiltonian_cycle(gpus: list[int], adj: dict[int, dict[int, float]], budget: int) -> list[int] | None:
     """Budgeted depth-first search for a directed cycle through every GPU.
 

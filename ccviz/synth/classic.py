@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
-from ccviz.routing import Layout, ring_order
+from ccviz.routing import Layout, reverse_ring_order, ring_order
 from ccviz.schedule import Schedule
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.topology import Topology
@@ -88,7 +88,10 @@ class Ring(ClassicAlgorithm):
         if self.bidirectional:
             forward, backward = _split(collective.chunks, tuple(order))
             self.lay_direction(layout, order, forward)
-            self.lay_direction(layout, order[:1] + order[:0:-1], backward)
+            reverse, reverse_physical = reverse_ring_order(topology, order, collective.chunk_bytes)
+            if physical and not reverse_physical:
+                notes.append("no second cycle of neighbouring GPUs: the reverse ring relays some hops")
+            self.lay_direction(layout, reverse, backward)
         else:
             self.lay_direction(layout, order, collective.chunks)
         return notes
