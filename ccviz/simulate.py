@@ -410,6 +410,7 @@ class _Verifier:
         departures = valid_idx[np.lexsort((~from_switch[valid_idx], self.start[valid_idx]))].tolist()
         arrivals = valid_idx[np.argsort(self.arrival[valid_idx], kind="stable")].tolist()
         departed = [False] * len(transfers)
+        landing_at_departure: set[int] = set()  # arrivals passed over before their transfer departed
         arrival_times = self.arrival.tolist()
         start_times = self.start.tolist()
         n_arr = len(arrivals)
@@ -444,8 +445,11 @@ class _Verifier:
         for i in departures:
             s = start_times[i]
             limit = s + ABS_TOL + REL_TOL * s
-            while a < n_arr and arrival_times[arrivals[a]] <= limit and departed[arrivals[a]]:
-                arrive(arrivals[a])
+            while a < n_arr and arrival_times[arrivals[a]] <= limit:
+                if departed[arrivals[a]]:
+                    arrive(arrivals[a])
+                else:  # a zero-delay hop leaving at this same instant: it lands as it departs (below)
+                    landing_at_departure.add(arrivals[a])
                 a += 1
             departed[i] = True
             t = transfers[i]
@@ -456,6 +460,8 @@ class _Verifier:
                 if not value:
                     self._flag_not_held(i, t)
                 sent_value[i] = value
+            if i in landing_at_departure:
+                arrive(i)
         while a < n_arr:
             arrive(arrivals[a])
             a += 1
