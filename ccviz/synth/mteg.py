@@ -48,12 +48,14 @@ import random
 import time
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule, Transfer
+from ccviz.simulate import simulate
 from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.synth.reversal import concatenate, mirror_collective, reverse_schedule
 from ccviz.topology import Link, Topology
 
 ALPHA_IGNORED_BELOW = 0.1  # TE-CCL: alpha shorter than this fraction of a slot adds no slot
@@ -401,19 +403,22 @@ def mteg_schedule(
     epoch_s: float | str = "fastest",
     restarts: int = 1,
     seed: int | None = None,
+    switch_copy: bool = True,
 ) -> Schedule:
-    """The MTEG schedule of a non-reducing collective with slots of ``epoch_s`` (best of restarts)."""
+    """The MTEG schedule of a copy collective with slots of ``epoch_s`` (best of ``restarts`` orders)."""
     if collective.is_reducing:
         raise CcvizError(
             f"collective: mteg builds {collective.name} by reversal; call synthesize(..., 'mteg') for it",
             "collective",
         )
+    if not isinstance(restarts, int) or restarts < 1:
+        raise CcvizError(f"restarts: need at least 1 run, got {restarts!r}", "restarts")
     slot_s = slot_length(topology, collective.chunk_bytes, epoch_s)
     rng = random.Random(seed)
     best: list[MulticastTree] | None = None
-    for attempt in range(max(1, restarts)):
+    for attempt in range(restarts):
         order = multicast_order(collective, rng if attempt else None)
-        trees = MtegPlanner(topology, collective, slot_s).plan(order)
+        trees = MtegPlanner(topology, collective, slot_s, switch_copy).plan(order)
         if best is None or _finish_slot(trees) < _finish_slot(best):
             best = trees
     transfers = sorted(
@@ -431,24 +436,68 @@ def _finish_slot(trees: list[MulticastTree]) -> int:
     return max((tree.finish_slot() for tree in trees), default=0)
 
 
-def mteg_epoch_bound(topology: Topology, collective: Collective, epoch_s: float) -> int:
-    """Epochs of ``epoch_s`` seconds an MTEG schedule needs (TE-CCL's epoch upper bound)."""
-    return int(mteg_schedule(topology, collective, epoch_s).epochs or 0)
+# ---------------------------------------------------------------------- reductions
+def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """ReduceScatter/Reduce: the mirrored copy demand on the reversed topology, reversed in time.
+
+    Switches may not multicast in the forward schedule: reversed, a switch would have to add partials.
+    """
+    forward = mteg_schedule(topology.reversed(), mirror_collective(collective), options.epoch,
+                            options.restarts, options.seed, switch_copy=False)
+    timeline = simulate(forward)
+    if not timeline.verified:  # the planner's own output must always replay; say so loudly if not
+        raise CcvizError(f"mteg: forward schedule failed verification: {timeline.violations[0].message}", "mteg")
+    schedule = reverse_schedule(timeline.schedule, topology, collective)
+    schedule.epoch_s, schedule.epochs = forward.epoch_s, forward.epochs
+    return schedule
+
+
+def allreduce_parts(collective: Collective) -> tuple[Collective, Collective]:
+    """AllReduce split into its ReduceScatter and AllGather, same chunk ids, bytes and owners."""
+    owner = {c.id: frozenset([c.source if c.source is not None else min(c.pre)]) for c in collective.chunks}
+    rs = tuple(replace(c, post=owner[c.id]) for c in collective.chunks)
+    ag = tuple(replace(c, pre=owner[c.id], reduce=False) for c in collective.chunks)
+    return (replace(collective, name="reducescatter", chunks=rs), replace(collective, name="allgather", chunks=ag))
+
+
+def allreduce_schedule(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """AllReduce = ReduceScatter, then AllGather from the owners once the last reduction lands."""
+    rs_part, ag_part = allreduce_parts(collective)
+    rs = reduction_schedule(topology, rs_part, options)
+    ag = simulate(mteg_schedule(topology, ag_part, options.epoch, options.restarts, options.seed))
+    schedule = concatenate(rs, ag.schedule, collective)
+    schedule.epoch_s = ag.schedule.epoch_s
+    schedule.epochs = (rs.epochs or 0) + (ag.schedule.epochs or 0)
+    return schedule
 
 
 # ------------------------------------------------------------------------ registry
 def synthesize_mteg(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """Registry entry: non-reducing collectives directly."""
+    """Registry entry: copies directly, reductions by reversal, AllReduce as RS then AG."""
     t0 = time.perf_counter()
-    schedule = mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed)
+    if collective.name in ("reducescatter", "reduce"):
+        schedule = reduction_schedule(topology, collective, options)
+    elif collective.name == "allreduce":
+        schedule = allreduce_schedule(topology, collective, options)
+    else:
+        schedule = mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed)
     schedule.synth_time_s = time.perf_counter() - t0
     return schedule
+
+
+def mteg_epoch_bound(topology: Topology, collective: Collective, epoch_s: float) -> int:
+    """Epochs of ``epoch_s`` seconds an MTEG schedule needs (TE-CCL's epoch upper bound).
+
+    For reductions: the slots of the mirrored forward schedule (RS + AG slots for AllReduce).
+    """
+    return int(synthesize_mteg(topology, collective, SynthOptions(epoch=epoch_s)).epochs or 0)
 
 
 register(Algorithm(
     "mteg",
     synthesize_mteg,
-    frozenset({"allgather", "broadcast", "gather", "scatter", "alltoall", "custom"}),
+    frozenset({"allgather", "broadcast", "gather", "scatter", "alltoall", "custom", "reducescatter", "reduce",
+               "allreduce"}),
     "Multicast time-expanded graph: one Steiner tree (Takahashi-Matsuyama) per chunk in a slotted "
     "time-expanded graph, links reserved tree by tree",
     kind="heuristic",
