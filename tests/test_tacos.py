@@ -95,6 +95,14 @@ def test_switch_holds_nothing() -> None:
             assert t.start_s in arrivals_at_switch[t.chunk]
 
 
+def test_patience_keeps_slow_links_for_rare_chunks() -> None:
+    """DGX-2 pair: slow cross-chassis cables should carry chunks the other chassis lacks."""
+    topology = load_topology(REFERENCE / "dgx2_2chassis.json")
+    greedy = [run(topology, "allgather", seed=s, extra={"patience": "off"})[0].estimated_finish_s for s in range(3)]
+    patient = [run(topology, "allgather", seed=s, extra={"patience": "on"})[0].estimated_finish_s for s in range(3)]
+    assert min(patient) < min(greedy)
+
+
 def test_serialization_link_hold_pipelines_alpha() -> None:
     topology = load_topology(MESH_4X4)
     _, arrival = run(topology, "allgather", seed=0)
@@ -106,6 +114,8 @@ def test_bad_options_and_collectives_are_refused() -> None:
     topology = load_topology("ring:n=4")
     with pytest.raises(CcvizError, match="link_hold"):
         run(topology, "allgather", extra={"link_hold": "forever"})
+    with pytest.raises(CcvizError, match="patience"):
+        run(topology, "allgather", extra={"patience": "maybe"})
     with pytest.raises(CcvizError, match="restarts"):
         run(topology, "allgather", restarts=0)
     with pytest.raises(CcvizError, match="tacos does not implement alltoall"):
@@ -142,10 +152,13 @@ def small_topologies(draw) -> Topology:
     chunks=st.integers(1, 2),
     seed=st.integers(0, 1000),
     hold=st.sampled_from(["arrival", "serialization"]),
+    patience=st.sampled_from(["on", "off"]),
 )
-def test_every_schedule_verifies(topology: Topology, name: str, chunks: int, seed: int, hold: str) -> None:
+def test_every_schedule_verifies(topology: Topology, name: str, chunks: int, seed: int, hold: str,
+                                 patience: str) -> None:
     collective = make_collective(name, topology, 1e6, chunks_per_rank=chunks)
-    schedule = synthesize(topology, collective, "tacos", SynthOptions(seed=seed, extra={"link_hold": hold}))
+    options = SynthOptions(seed=seed, extra={"link_hold": hold, "patience": patience})
+    schedule = synthesize(topology, collective, "tacos", options)
     timeline = simulate(schedule)
     assert timeline.verified, timeline.violations[:3]
     assert math.isclose(timeline.finish_time_s, schedule.estimated_finish_s, rel_tol=1e-9)

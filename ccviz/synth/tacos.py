@@ -44,7 +44,8 @@ from ccviz.synth.reversal import (
 from ccviz.topology import Topology
 
 LINK_HOLDS = ("arrival", "serialization")
-PATIENCE = ("alternate", "off", "on")
+PATIENCE = ("on", "off", "alternate")
+SLOW_ROUTE = 2.0  # patience: a route this many times slower than a rank's fastest in-route is "slow"
 # A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of
 # hop delays; this slack (far inside the simulator's tolerance) keeps that revisit from missing it.
 _FREE_SLACK = 1e-12
@@ -194,11 +195,12 @@ class Matcher:
         for r in sorted(self.rng.sample(range(len(routes.src)), len(routes.src)), key=lambda r: routes.delay[r]):
             dst = routes.dst[r]
             direct = routes.links[r][0] if len(routes.links[r]) == 1 else -1
-            faster = tuple(
-                (q, routes.delay[r] - routes.delay[q]) for q, *_ in self.in_routes[dst]
-                if self.patient and routes.delay[q] < routes.delay[r]
-            )
-            self.in_routes[dst].append((r, routes.src[r], direct, routes.delays[r][0], routes.holds[r][0], faster))
+            slow = self.patient and bool(self.in_routes[dst]) and (
+                routes.delay[r] >= SLOW_ROUTE * routes.delay[self.in_routes[dst][0][0]])
+            self.in_routes[dst].append((r, routes.src[r], direct, routes.delays[r][0], routes.holds[r][0], slow))
+        self.fast_sources = {
+            dst: sorted({routes.src[q] for q, *_, slow in rs if not slow}) for dst, rs in self.in_routes.items()
+        }
         dests_from: dict[int, set[int]] = defaultdict(set)  # node -> ranks it can feed
         dests_of_link: dict[int, set[int]] = defaultdict(set)  # link -> ranks whose routes use it
         for r, links in enumerate(routes.links):
@@ -265,12 +267,15 @@ class Matcher:
             wanted = want.get(dst, 0)
             if not wanted:
                 continue
-            for r, src, link, delay, hold, faster in in_routes[dst]:
+            nearby = -1  # chunks a fast route could bring (computed on first need)
+            for r, src, link, delay, hold, slow in in_routes[dst]:
                 if link >= 0 and free_at[link] > t:
                     continue
                 candidates = held[src] & wanted
-                if faster and candidates:
-                    candidates &= ~self.sooner_elsewhere(faster, t)
+                if slow and candidates:
+                    if nearby < 0:
+                        nearby = self.nearby(dst)
+                    candidates &= ~nearby
                 if not candidates:
                     continue
                 if link < 0:
@@ -300,16 +305,14 @@ class Matcher:
                     break
             want[dst] = wanted
 
-    # Patience (not in the paper): a slow route leaves alone the chunks that a faster route into the
-    # same rank could still deliver first, i.e. whose source holds the chunk or is about to, and whose
-    # link frees within the time the slow route would take. Slow links then carry what is rare nearby.
-    def sooner_elsewhere(self, faster: tuple[tuple[int, float], ...], t: float) -> int:
-        routes, held, need, want, free_at = self.routes, self.held, self.need, self.want, self.link_free_at
+    # Patience (not in the paper): a route at least SLOW_ROUTE times slower than the rank's fastest
+    # leaves alone the chunks that the source of a fast route holds or is receiving; slow links then
+    # carry what is rare nearby instead of duplicating what will come sooner anyway.
+    def nearby(self, dst: int) -> int:
+        held, need, want = self.held, self.need, self.want
         mask = 0
-        for q, slack in faster:
-            if free_at[routes.links[q][0]] <= t + slack:
-                src = routes.src[q]
-                mask |= held[src] | (need[src] & ~want[src])
+        for src in self.fast_sources[dst]:
+            mask |= held[src] | (need[src] & ~want[src])
         return mask
 
     # A route through switches: book every hop if all its links are free when the chunk reaches them.
@@ -368,7 +371,7 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _patience(options: SynthOptions) -> str:
-    patience = options.extra.get("patience", "alternate")
+    patience = options.extra.get("patience", "on")
     if patience not in PATIENCE:
         raise CcvizError(f"patience: {patience!r} is not one of {', '.join(PATIENCE)}; 'off' is the paper's greedy, "
                          "'on' keeps slow links off chunks a faster route can bring, 'alternate' tries both "
