@@ -385,9 +385,17 @@ def formula(
     return CostResult(float(time_s), float(n_alpha), float(n_beta), text)
 
 
-def formula_table() -> list[dict[str, object]]:
+class FormulaRow(dict):
+    """One listing row: a plain dict for JSON, printed as one readable line."""
+
+    def __str__(self) -> str:
+        pow2 = "  [N = power of two]" if self["power_of_two"] else ""
+        return f"{self['collective']:<14} {self['algorithm']:<15} {self['formula']}{pow2}"
+
+
+def formula_table() -> list[FormulaRow]:
     """Every (collective, algorithm) with a closed form, for listings in the CLI and the app."""
     return [
-        {"collective": c, "algorithm": a, "formula": f.expression, "power_of_two": f.power_of_two}
+        FormulaRow(collective=c, algorithm=a, formula=f.expression, power_of_two=f.power_of_two)
         for (c, a), f in FORMULAS.items()
     ]
