@@ -19,7 +19,7 @@ from ccviz.simulate import Timeline
 from ccviz.units import format_time
 from ccviz.viz.layout import Position, direction_deg, link_segments, node_positions, point_along
 from ccviz.viz.style import UTILIZATION_BIN_COLORS, UTILIZATION_BINS, source_colors
-from ccviz.viz.topology_fig import add_link_hover, add_node_traces, segment_xy, style_network_layout
+from ccviz.viz.topology_fig import link_hover_trace, node_traces, segment_xy, style_network_layout
 from ccviz.viz.utilization import busy_fraction
 
 CHUNKS_UP_TO = 64  # GPUs; beyond this the animation shows utilization only
@@ -92,12 +92,16 @@ class _Scene:
         sources = sorted({c.source for c in timeline.collective.chunks if c.source is not None})
         self.colors = source_colors(sources)
         self.show_chunks = self.topology.n_gpus <= CHUNKS_UP_TO
-        self.needed: dict[int, list[int]] = {r: [] for r in self.topology.gpus}
-        for chunk_id, rank in timeline.collective.demands():
-            self.needed.setdefault(rank, []).append(chunk_id)
         self.chunks = timeline.collective.chunks
+        # per GPU, sorted times at which each chunk it needs became complete there (the simulator's verdict)
+        done: dict[int, list[float]] = {r: [] for r in self.topology.gpus}
+        self.needed = dict.fromkeys(self.topology.gpus, 0)
+        for chunk_id, rank in timeline.collective.demands():
+            self.needed[rank] = self.needed.get(rank, 0) + 1
+            done.setdefault(rank, []).append(timeline.completion_s.get((chunk_id, rank), np.inf))
+        self.completed = {r: np.sort(np.array(times)) for r, times in done.items()}
 
-    def link_traces(self, k: int) -> list[go.Scatter]:
+    def link_traces(self, k: int) -> list[dict]:
         """One trace per utilization bin, so a frame recolours links by replacing their segments."""
         traces = []
         busy = self.busy[:, k]
@@ -105,11 +109,12 @@ class _Scene:
         for b, color in enumerate(UTILIZATION_BIN_COLORS):
             xs, ys = segment_xy(self.segments[key] for row, key in enumerate(self.link_keys) if bins[row] == b)
             name = "idle link" if b == 0 else f"busy ≤ {UTILIZATION_BINS[b]:.0%}"
-            traces.append(go.Scatter(x=xs or [None], y=ys or [None], mode="lines", name=name, hoverinfo="skip",
-                                     line={"color": color, "width": 2 + 1.5 * b}, legendgroup="util"))
+            traces.append({"type": "scatter", "x": xs or [None], "y": ys or [None], "mode": "lines", "name": name,
+                           "hoverinfo": "skip", "line": {"color": color, "width": 2 + 1.5 * b},
+                           "legendgroup": "util"})
         return traces
 
-    def chunk_trace(self, window: FrameWindow) -> go.Scatter:
+    def chunk_trace(self, window: FrameWindow) -> dict:
         tr = self.timeline.schedule.transfers
         ids = list(window.transfers) if self.show_chunks else []
         per_link: dict[tuple[int, int], list[int]] = {}
@@ -133,31 +138,30 @@ class _Scene:
                     f"chunk {t.chunk} (from {chunk.source}, part {chunk.index})<br>{t.src} → {t.dst} {t.op}<br>"
                     f"{format_time(float(self.timeline.start_s[i]))} → {format_time(float(self.timeline.arrival_s[i]))}"
                 )
-        return go.Scatter(
-            x=xs or [None], y=ys or [None], mode="markers", name="chunks in flight", showlegend=False,
-            hovertext=hover, hoverinfo="text",
-            marker={"symbol": "arrow", "size": 16, "angle": angles or [0], "color": colors or ["#333"],
-                    "line": {"width": 1, "color": "white"}},
-        )
+        return {
+            "type": "scatter", "x": xs or [None], "y": ys or [None], "mode": "markers", "name": "chunks in flight",
+            "showlegend": False, "hovertext": hover, "hoverinfo": "text",
+            "marker": {"symbol": "arrow", "size": 16, "angle": angles or [0], "color": colors or ["#333"],
+                       "line": {"width": 1, "color": "white"}},
+        }
 
     def gpu_fill(self, window: FrameWindow) -> tuple[list[float], list[str]]:
-        """Per GPU: the share of its demanded chunks it holds completely at the end of the window."""
-        held = self.timeline.holdings_at(window.end_s)
+        """Per GPU: the share of the chunks it needs that it holds completely at the end of the window."""
         fills, hover = [], []
+        limit = window.end_s * (1 + 1e-9) + 1e-15
         for r in self.topology.gpus:
-            post = self.needed.get(r, [])
-            have = sum(1 for c in post if held.get(r, {}).get(c, 0.0) >= 1.0 - 1e-9)
-            fills.append(have / len(post) if post else 1.0)
-            hover.append(f"{self.topology.nodes[r].label or r}: holds {have}/{len(post)} of the chunks it needs")
+            need = self.needed.get(r, 0)
+            have = int(np.searchsorted(self.completed.get(r, np.empty(0)), limit, side="right"))
+            fills.append(have / need if need else 1.0)
+            hover.append(f"{self.topology.nodes[r].label or r}: holds {have}/{need} of the chunks it needs")
         return fills, hover
 
-    def frame_traces(self, k: int) -> list[go.Scatter]:
+    def frame_traces(self, k: int) -> list[dict]:
         """The traces that change between frames, in a fixed order (links by bin, chunks, GPUs)."""
         window = self.windows[k]
-        scratch = go.Figure()
         fills, hover = self.gpu_fill(window)
-        add_node_traces(scratch, self.topology, self.positions, gpu_colors=fills, gpu_hover=hover)
-        return [*self.link_traces(k), self.chunk_trace(window), scratch.data[0]]
+        gpus = node_traces(self.topology, self.positions, gpu_colors=fills, gpu_hover=hover)[0]
+        return [*self.link_traces(k), self.chunk_trace(window), gpus]
 
 
 def schedule_animation(
@@ -168,10 +172,10 @@ def schedule_animation(
     windows = frame_windows(timeline, max_frames)
     scene = _Scene(timeline, windows, positions)
     first = scene.frame_traces(0)
-    fig = go.Figure(data=first)
-    _add_static_traces(fig, scene)
     changing = list(range(len(first)))
-    fig.frames = [go.Frame(data=scene.frame_traces(k), traces=changing, name=str(k)) for k in range(len(windows))]
+    frames = [{"data": scene.frame_traces(k), "traces": changing, "name": str(k)} for k in range(len(windows))]
+    # Built from plain dicts without plotly's per-property validation: hundreds of frames would take seconds.
+    fig = go.Figure(data=first + _static_traces(scene), frames=frames, _validate=False)
     _add_controls(fig, windows, frame_ms)
     schedule = timeline.schedule
     mode = "" if scene.show_chunks else f" — utilization only (more than {CHUNKS_UP_TO} GPUs)"
@@ -190,24 +194,24 @@ def frame_snapshot(timeline: Timeline, k: int, windows: list[FrameWindow] | None
     windows = windows or frame_windows(timeline)
     k = max(0, min(k, len(windows) - 1))
     scene = _Scene(timeline, windows, positions)
-    fig = go.Figure(data=scene.frame_traces(k))
-    _add_static_traces(fig, scene)
+    fig = go.Figure(data=scene.frame_traces(k) + _static_traces(scene), _validate=False)
     style_network_layout(fig, f"frame {k + 1}/{len(windows)}: {windows[k].label}", height=520)
     return fig
 
 
-def _add_static_traces(fig: go.Figure, scene: _Scene) -> None:
-    add_link_hover(fig, scene.topology, scene.segments)
+def _static_traces(scene: _Scene) -> list[dict]:
+    """Traces no frame changes: link hover targets, switches, the legend of chunk sources."""
+    traces = [link_hover_trace(scene.topology, scene.segments)]
     if scene.topology.switches:
-        scratch = go.Figure()
-        add_node_traces(scratch, scene.topology, scene.positions)
-        fig.add_trace(scratch.data[-1])
+        traces.append(node_traces(scene.topology, scene.positions)[-1])
     if scene.show_chunks and len(scene.colors) <= LEGEND_SOURCES_UP_TO:
-        for source, color in scene.colors.items():
-            fig.add_trace(go.Scatter(
-                x=[None], y=[None], mode="markers", name=f"from {source}", legendgroup="sources",
-                legendgrouptitle={"text": "chunk source"}, marker={"symbol": "arrow", "size": 12, "color": color},
-            ))
+        traces += [
+            {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": f"from {source}",
+             "legendgroup": "sources", "legendgrouptitle": {"text": "chunk source"},
+             "marker": {"symbol": "arrow", "size": 12, "color": color}}
+            for source, color in scene.colors.items()
+        ]
+    return traces
 
 
 def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> None:

@@ -111,7 +111,8 @@ def _normalised(raw: dict[int, Position]) -> dict[int, Position]:
     xs = [p[0] for p in raw.values()]
     ys = [p[1] for p in raw.values()]
     span = max(max(xs) - min(xs), max(ys) - min(ys)) or 1.0
-    return {n: ((x - min(xs)) / span, (y - min(ys)) / span) for n, (x, y) in raw.items()}
+    x0, y0 = min(xs), min(ys)
+    return {n: (round((x - x0) / span, 4), round((y - y0) / span, 4)) for n, (x, y) in raw.items()}
 
 
 def link_segments(topology: Topology, positions: dict[int, Position]) -> dict[tuple[int, int], tuple[Position, Position]]:
@@ -132,7 +133,8 @@ def link_segments(topology: Topology, positions: dict[int, Position]) -> dict[tu
             length = math.hypot(dx, dy) or 1.0
             off = 0.012
             nx_, ny_ = -dy / length * off, dx / length * off
-            a, b = (a[0] + nx_, a[1] + ny_), (b[0] + nx_, b[1] + ny_)
+            a = (round(a[0] + nx_, 4), round(a[1] + ny_, 4))
+            b = (round(b[0] + nx_, 4), round(b[1] + ny_, 4))
         segments[(u, v)] = (a, b)
     return segments
 
@@ -148,7 +150,7 @@ def is_symmetric(topology: Topology, u: int, v: int) -> bool:
 
 def point_along(segment: tuple[Position, Position], fraction: float) -> Position:
     (x0, y0), (x1, y1) = segment
-    return (x0 + (x1 - x0) * fraction, y0 + (y1 - y0) * fraction)
+    return (round(x0 + (x1 - x0) * fraction, 4), round(y0 + (y1 - y0) * fraction, 4))
 
 
 def direction_deg(segment: tuple[Position, Position]) -> float:

@@ -45,9 +45,9 @@ def topology_figure(
         xs, ys = segment_xy(segments[k] for k in highlight)
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="selected", hoverinfo="skip",
                                  line={"color": "#E45756", "width": 7}))
-    add_direction_arrows(fig, topology, segments)
-    add_link_hover(fig, topology, segments)
-    add_node_traces(fig, topology, positions, highlight_nodes=set(highlight_nodes))
+    fig.add_traces(direction_traces(topology, segments))
+    fig.add_trace(link_hover_trace(topology, segments))
+    fig.add_traces(node_traces(topology, positions, highlight_nodes=set(highlight_nodes)))
     style_network_layout(fig, title or topology.summary())
     return fig
 
@@ -67,17 +67,18 @@ def segment_xy(segments: Iterable[tuple[Position, Position]]) -> tuple[list, lis
     return xs, ys
 
 
-def add_direction_arrows(fig: go.Figure, topology: Topology, segments) -> None:
+def direction_traces(topology: Topology, segments) -> list[dict]:
+    """Arrow markers on links whose direction matters (one-way or unlike directions)."""
     directed = [k for k in topology.links if not is_symmetric(topology, *k)]
     if not directed:
-        return
+        return []
     points = [point_along(segments[k], 0.62) for k in directed]
-    fig.add_trace(go.Scatter(
-        x=[p[0] for p in points], y=[p[1] for p in points], mode="markers", name="direction",
-        hoverinfo="skip", showlegend=False,
-        marker={"symbol": "arrow", "size": 11, "angle": [direction_deg(segments[k]) for k in directed],
-                "color": "#555"},
-    ))
+    return [{
+        "type": "scatter", "x": [p[0] for p in points], "y": [p[1] for p in points], "mode": "markers",
+        "name": "direction", "hoverinfo": "skip", "showlegend": False,
+        "marker": {"symbol": "arrow", "size": 11, "angle": [direction_deg(segments[k]) for k in directed],
+                   "color": "#555"},
+    }]
 
 
 def link_label(topology: Topology, u: int, v: int) -> str:
@@ -90,29 +91,32 @@ def link_label(topology: Topology, u: int, v: int) -> str:
     )
 
 
-def add_link_hover(fig: go.Figure, topology: Topology, segments) -> None:
+def link_hover_trace(topology: Topology, segments) -> dict:
     """Small midpoint markers: hover text per link and a click target for selection."""
     keys = drawn_links(topology)
     mids = [point_along(segments[k], 0.5) for k in keys]
-    fig.add_trace(go.Scatter(
-        x=[p[0] for p in mids], y=[p[1] for p in mids], mode="markers", name="link info",
-        showlegend=False, customdata=[[u, v] for u, v in keys],
-        hovertext=[link_label(topology, u, v) for u, v in keys], hoverinfo="text",
-        marker={"size": 9, "color": "rgba(120,120,120,0.25)", "line": {"width": 0}},
-    ))
+    return {
+        "type": "scatter", "x": [p[0] for p in mids], "y": [p[1] for p in mids], "mode": "markers",
+        "name": "link info", "showlegend": False, "customdata": [[u, v] for u, v in keys],
+        "hovertext": [link_label(topology, u, v) for u, v in keys], "hoverinfo": "text",
+        "marker": {"size": 9, "color": "rgba(120,120,120,0.25)", "line": {"width": 0}},
+    }
 
 
-def add_node_traces(
-    fig: go.Figure,
+def node_traces(
     topology: Topology,
     positions: dict[int, Position],
     highlight_nodes: set[int] | None = None,
     gpu_colors: list | None = None,
     gpu_hover: list[str] | None = None,
-) -> None:
-    """GPUs as circles, switches as squares; ``gpu_colors`` lets a caller shade GPUs by state."""
+) -> list[dict]:
+    """GPUs as circles, switches as squares; ``gpu_colors`` lets a caller shade GPUs by state.
+
+    Plain dicts (not validated plotly objects): animations build hundreds of these.
+    """
     highlight_nodes = highlight_nodes or set()
     show_text = len(topology.nodes) <= LABELS_UP_TO
+    traces = []
     for kind, ids, symbol, color in (
         ("GPU", topology.gpus, "circle", GPU_COLOR),
         ("switch", topology.switches, "square", SWITCH_COLOR),
@@ -129,15 +133,17 @@ def add_node_traces(
             "line": {"width": [4 if n in highlight_nodes else 1 for n in ids],
                      "color": ["#E45756" if n in highlight_nodes else "white" for n in ids]},
         }
-        if kind == "GPU" and gpu_colors is not None:
+        shaded = kind == "GPU" and gpu_colors is not None
+        if shaded:
             marker.update(color=gpu_colors, colorscale=HOLDING_SCALE, cmin=0, cmax=1)
-        fig.add_trace(go.Scatter(
-            x=[positions[n][0] for n in ids], y=[positions[n][1] for n in ids],
-            mode="markers+text" if show_text else "markers", name=f"{kind}s",
-            text=[str(n) for n in ids] if show_text else None,
-            textfont={"color": "white" if gpu_colors is None or kind != "GPU" else "black", "size": 10}, customdata=[[n] for n in ids],
-            hovertext=hover, hoverinfo="text", marker=marker,
-        ))
+        traces.append({
+            "type": "scatter", "x": [positions[n][0] for n in ids], "y": [positions[n][1] for n in ids],
+            "mode": "markers+text" if show_text else "markers", "name": f"{kind}s",
+            "text": [str(n) for n in ids] if show_text else None,
+            "textfont": {"color": "black" if shaded else "white", "size": 10}, "customdata": [[n] for n in ids],
+            "hovertext": hover, "hoverinfo": "text", "marker": marker,
+        })
+    return traces
 
 
 def style_network_layout(fig: go.Figure, title: str, height: int = 520) -> None:
