@@ -5,7 +5,7 @@ import streamlit as st
 
 from ccviz import app_ui
 from ccviz.app_state import last_run, user_errors
-from ccviz.units import format_time
+from ccviz.units import format_size, format_time
 from ccviz.viz import (
     frame_snapshot,
     frame_windows,
@@ -26,8 +26,9 @@ timeline = entry.result.timeline
 topology = timeline.topology
 windows = entry.figure("windows", lambda: frame_windows(timeline))
 frame = timeline.transfers_frame()
-st.caption(f"{entry.request.algorithm} · {timeline.collective.describe()} on {topology.name} · "
-           f"finish {format_time(timeline.finish_time_s)} · {len(windows)} frames")
+coll = timeline.collective
+st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_bytes)} over {coll.n_ranks} GPUs "
+           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {len(windows)} frames")
 
 
 def transfers_table(rows: pd.DataFrame) -> None:
@@ -37,13 +38,13 @@ def transfers_table(rows: pd.DataFrame) -> None:
                  hide_index=True)
 
 
-animation_tab, step_tab, inspect_tab, util_tab, hold_tab, gantt_tab = st.tabs(
-    ["Animation", "Step by step", "Inspect a link or node", "Utilization", "Who holds what", "Gantt"]
-)
-with animation_tab:
+VIEWS = ["Animation", "Step by step", "Inspect a link or node", "Utilization", "Who holds what", "Gantt"]
+view = st.radio("view", VIEWS, horizontal=True, key="pb_view", label_visibility="collapsed")
+# Only the chosen view is drawn: big schedules make every figure cost something.
+if view == "Animation":
     app_ui.plot(app_ui.animation(entry), key="pb_animation")
 
-with step_tab:
+elif view == "Step by step":
     if "pb_frame" not in st.session_state or st.session_state["pb_frame"] >= len(windows):
         st.session_state["pb_frame"] = 0
 
@@ -62,7 +63,7 @@ with step_tab:
                     f"{len(windows[k].transfers)} transfers start")
         transfers_table(frame.iloc[list(windows[k].transfers)])
 
-with inspect_tab:
+elif view == "Inspect a link or node":
     st.caption("Click a node or the dot in the middle of a link, or pick one below.")
     event = app_ui.plot(entry.figure("topology", lambda: topology_figure(topology)), key="pb_pick",
                         on_select="rerun", selection_mode="points")
@@ -89,12 +90,12 @@ with inspect_tab:
         st.markdown(f"**link {u}→{v}** carries {len(rows)} transfers, busy {busy:.0%} of the run")
     transfers_table(rows)
 
-with util_tab:
+elif view == "Utilization":
     app_ui.plot(entry.figure("busy", lambda: link_busy_bars(timeline)), key="pb_busy")
     app_ui.plot(entry.figure("heatmap", lambda: utilization_heatmap(timeline)), key="pb_heat")
 
-with hold_tab:
+elif view == "Who holds what":
     app_ui.plot(entry.figure("holdings", lambda: holdings_figure(timeline)), key="pb_hold")
 
-with gantt_tab:
+else:
     app_ui.plot(entry.figure("gantt", lambda: gantt_figure(timeline)), key="pb_gantt")

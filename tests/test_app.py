@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -77,12 +78,23 @@ def test_synthesize_with_another_algorithm_and_play_it_back():
     assert f"with **{algorithm}**" in " ".join(m.value for m in at.markdown)
     at.switch_page("pages/playback.py").run()
     assert_clean(at)
-    assert len(at.get("plotly_chart")) >= 5  # animation, snapshot, topology, busy bars, heatmap, holdings, gantt
+    charts = {}
+    for view in at.radio(key="pb_view").options:
+        at.radio(key="pb_view").set_value(view).run()
+        assert_clean(at)
+        charts[view] = len(at.get("plotly_chart"))
+    assert all(charts.values()), charts  # every view draws its figure(s)
+    assert charts["Utilization"] == 2
+    at.radio(key="pb_view").set_value("Step by step").run()
     at.button(key="pb_next").click().run()
     assert at.slider(key="pb_frame").value == 1
-    at.selectbox(key="pb_elem").select("link 0->1").run()
+    assert any(m.value.startswith("**Frame 2/") for m in at.markdown)
+    at.radio(key="pb_view").set_value("Inspect a link or node").run()
+    link = next(f"link {u}->{v}" for u, v in sorted(ccviz.load_topology("dgx1").links))
+    at.selectbox(key="pb_elem").select(link).run()
     assert_clean(at)
-    assert any("link 0→1" in m.value and "carries" in m.value for m in at.markdown)
+    shown = link.replace("link ", "").replace("->", "→")
+    assert any(f"link {shown}" in m.value and "carries" in m.value for m in at.markdown)
 
 
 def test_compare_two_algorithms_within_the_bound():
@@ -147,3 +159,40 @@ def test_learn_steps_through_a_ring_with_its_formula():
     at.button(key="learn_next").click().run()
     assert any(m.value.startswith("#### Step 2 of 3") for m in at.markdown)
     assert any("transfers start" in m.value for m in at.markdown)
+
+
+def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch):
+    from ccviz.app_runs import RunRequest, SynthesisJob, cached
+    from ccviz.synth.registry import REGISTRY, Algorithm, Progress
+
+    ring = REGISTRY["ring"]
+
+    def slow(topology, collective, options):
+        """Improves an incumbent until told to stop (like a MILP), then returns ring's schedule."""
+        t0 = time.perf_counter()
+        k = 0
+        while not options.stopped() and time.perf_counter() - t0 < 20:
+            k += 1
+            options.report(Progress(time.perf_counter() - t0, "searching", incumbent_s=1e-3 / k, gap=1 / k))
+            time.sleep(0.01)
+        return ring.synthesize(topology, collective, options)
+
+    monkeypatch.setitem(REGISTRY, "slow-test", Algorithm("slow-test", slow, ring.collectives, "test", "optimal",
+                                                         ("time_limit",)))
+    topo = ccviz.load_topology("ring:n=4")
+    request = RunRequest.make(topo, "allgather", "slow-test", 1e6, time_limit=5.0)
+    job = SynthesisJob(request, topo)
+    deadline = time.monotonic() + 10
+    while len(job.progress) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not job.done and job.latest().gap is not None
+    job.stop()
+    assert job.wait(10)
+    assert job.entry is not None and job.entry.stopped and job.entry.result.timeline.verified
+    assert cached(request) is None  # a stopped solve is not remembered as the answer
+
+    quick = RunRequest.make(topo, "allgather", "ring", 1e6)
+    first = SynthesisJob(quick, topo)
+    assert first.wait(10) and first.error is None
+    again = SynthesisJob(quick, topo)
+    assert again.done and again.entry is first.entry  # served from the cache, no new thread
