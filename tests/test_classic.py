@@ -161,3 +161,16 @@ def test_classic_algorithms_are_registered_as_classic() -> None:
         alg = ccviz.get_algorithm(name)
         assert alg.kind == "classic" and alg.collectives
     assert "allgather" in ccviz.get_algorithm("ring").collectives
+
+
+@pytest.mark.parametrize("spec", ["dgx1", REFERENCE / "ndv2_2chassis.json", "mesh2d:dims=3x3"], ids=str)
+def test_double_binary_tree_follows_physical_links_even_when_they_are_one_way(spec) -> None:
+    schedule, timeline = run(spec, "allreduce", "dbt", size=64e6)
+    assert timeline.verified
+    assert "physical" in " ".join(schedule.notes)
+    assert all((t.src, t.dst) in schedule.topology.links for t in schedule.transfers)
+    inner = [set(), set()]
+    for t in schedule.transfers:
+        if t.op == "reduce":
+            inner[t.chunk % 2].add(t.dst)  # one chunk per rank: chunks alternate between the two trees
+    assert inner[0] != inner[1]

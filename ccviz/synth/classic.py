@@ -20,11 +20,12 @@ topology's real links and contention. Algorithms:
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
-from ccviz.routing import Layout, reverse_ring_order, ring_order
+from ccviz.routing import Layout, neighbour_gpus, reverse_ring_order, ring_order
 from ccviz.schedule import Schedule
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.topology import Topology
@@ -243,20 +244,70 @@ class DoubleBinaryTree(ClassicAlgorithm):
 
     name = "dbt"
     collectives = frozenset({"allreduce", "broadcast", "reduce"})
-    description = "double binary tree (two complementary trees, half the chunks each)"
+    description = ("double binary tree (two complementary trees, half the chunks each; "
+                   "built over physical neighbours when possible)")
 
-    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
-        trees = self.trees(list(collective.ranks), collective.root)
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str]:
+        pairs = self.physical_trees(topology, collective)
+        notes = ["both trees follow physical links"] if pairs else [
+            "no binary spanning trees over neighbouring GPUs: in-order trees over rank order, edges may relay"]
+        pairs = pairs or [(t, t) for t in self.trees(list(collective.ranks), collective.root)]
         halves = _split(collective.chunks, collective.ranks)
-        for tree, chunks in zip(trees, halves, strict=True):
+        for (up, down), chunks in zip(pairs, halves, strict=True):
             for c in chunks:
                 if collective.name == "broadcast":
-                    tree.broadcast_down(layout, c.id)
+                    down.broadcast_down(layout, c.id)
                 elif collective.name == "reduce":
-                    tree.reduce_up(layout, c.id)
+                    up.reduce_up(layout, c.id)
                 else:  # allreduce: reduce to the tree root, then broadcast the sum
-                    done = tree.reduce_up(layout, c.id)
-                    tree.broadcast_down(layout, c.id, done + 1)
+                    done = up.reduce_up(layout, c.id)
+                    down.broadcast_down(layout, c.id, done + 1)
+        return notes
+
+    # Build on the fabric: per tree, a reduction tree whose edges point to the parent and a broadcast
+    # tree whose edges point to the children (the same tree when links are two-way); the second tree
+    # makes the first one's leaves its inner nodes, so each GPU forwards in about one tree only.
+    @classmethod
+    def physical_trees(cls, topology: Topology, collective: Collective) -> list[tuple[Tree, Tree]] | None:
+        adj = neighbour_gpus(topology, collective.chunk_bytes)
+        ranks = set(collective.ranks)
+        down_next = {u: {v: t for v, t in adj[u].items() if v in ranks} for u in ranks}
+        up_next = {u: {v: adj[v][u] for v in ranks if u in adj.get(v, {})} for u in ranks}
+        pairs: list[tuple[Tree, Tree]] = []
+        prefer: set[int] = set()
+        root = collective.root if collective.root is not None else collective.ranks[0]
+        for _ in range(2):
+            up = cls.binary_spanning_tree(root, up_next, prefer)
+            down = cls.binary_spanning_tree(root, down_next, prefer)
+            if up is None or down is None:
+                return None
+            pairs.append((up, down))
+            prefer = {v for v in ranks if not down.children.get(v)}
+            if collective.root is None:  # the second tree is rooted at a leaf of the first
+                root = max(sorted(prefer), key=lambda v: len(down_next[v]) + len(up_next[v]))
+        return pairs
+
+    @staticmethod
+    def binary_spanning_tree(root: int, hang: dict[int, dict[int, float]], prefer: set[int]) -> Tree | None:
+        """Breadth-first, at most two children each (preferred, then fastest first); more only to span.
+
+        ``hang[u]`` maps the GPUs that may become u's children to the link time between them.
+        """
+        parent: dict[int, int] = {}
+        seen = {root}
+        for cap in (2, len(hang)):
+            queue = deque([root, *sorted(seen - {root})])
+            while queue:
+                u = queue.popleft()
+                room = cap - sum(1 for p in parent.values() if p == u)
+                fresh = sorted(set(hang[u]) - seen, key=lambda v: (v not in prefer, hang[u][v], v))[:max(room, 0)]
+                for v in fresh:
+                    parent[v] = u
+                    seen.add(v)
+                    queue.append(v)
+            if len(seen) == len(hang):
+                return Tree(root, parent)
+        return None
 
     # Build: the second tree is the first over the ranks shifted by one, so leaves and inner nodes swap.
     @staticmethod
