@@ -47,7 +47,8 @@ import math
 import random
 import time
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ccviz.collectives import Chunk, Collective
@@ -111,6 +112,13 @@ class LinkCalendar:
 
     def earliest_free(self, start: int, length: int) -> int:
         """First slot >= start from which the link is free for ``length`` slots."""
+        if self.lanes == 1:  # disjoint intervals: walk the gaps after ``start``
+            k = bisect_left(self.intervals, (start, -1))
+            candidate = max(start, self.intervals[k - 1][1]) if k else start
+            while k < len(self.intervals) and self.intervals[k][0] < candidate + length:
+                candidate = max(candidate, self.intervals[k][1])
+                k += 1
+            return candidate
         candidate = start
         while not self.is_free(candidate, length):
             # The next chance is when one of the reservations overlapping the window ends.
@@ -213,7 +221,7 @@ class SteinerSearch:
             if waits and node in self.uncovered:
                 order.append(key)
                 remaining -= 1
-            for move in planner.hops(node, slot, can_wait=waits):
+            for move in planner.hops(node, slot, waits, self.tree.gpu_slot):
                 if best.get(move.dst, math.inf) <= move.arrival or (move.dst, -1) in settled:
                     continue
                 best[move.dst] = move.arrival
@@ -221,14 +229,14 @@ class SteinerSearch:
                 counter += 1
         return settled, order
 
-    # Purpose: one search serves many terminals; stop at the first path that now collides.
+    # Purpose: one search serves many terminals. A path that now collides with what this round
+    # already added waits for the next search; the nearest terminal's path always fits.
     def _attach_in_arrival_order(self, settled: dict[Key, _Label], order: list[Key]) -> None:
         for terminal in order:
             path = self._path_to(terminal, settled)
-            if not self._fits(path):
-                return
-            self._commit(path)
-            self.uncovered.discard(terminal[0])
+            if self._fits(path):
+                self._commit(path)
+                self.uncovered.discard(terminal[0])
 
     @staticmethod
     def _path_to(key: Key, settled: dict[Key, _Label]) -> list[Hop]:
@@ -300,6 +308,7 @@ class MtegPlanner:
         }
         self.calendars = {key: LinkCalendar(link.lanes) for key, link in topology.links.items()}
         self.out_links = {n: [link.dst for link in links] for n, links in topology.out_links.items()}
+        self._distances: dict[int, dict[int, float]] = {}
 
     def copies(self, node: int) -> bool:
         """True when ``node`` may forward one arrival on several links (GPUs always may)."""
@@ -308,20 +317,24 @@ class MtegPlanner:
     def delay(self, edge: Edge) -> int:
         return self.timing[edge[:2]].delay
 
-    def hops(self, node: int, slot: int, can_wait: bool) -> Iterator[Hop]:
-        """Moves out of state (node, slot) to the next GPUs, through any chain of switches.
+    def hops(self, node: int, slot: int, can_wait: bool, done: Container[int] = ()) -> Iterator[Hop]:
+        """Moves out of state (node, slot) to GPUs not in ``done``, through chains of switches.
 
         A GPU may wait (storage edges) for the first slot from which a whole
         chain is free; a switch stores nothing, so a chain leaving a switch
-        state must depart in that very slot.
+        state must depart in that very slot. Chains cross switches only along
+        shortest routes (all of them, as ECMP): longer detours multiply
+        without bound on fat trees and dragonflies.
         """
+        nearest = self._switch_distances(node)
         stack: list[tuple[int, tuple[tuple[int, int, int], ...], int]] = [(node, (), slot)]
         while stack:
             at, chain, depart = stack.pop()
+            offset = chain[-1][2] + self.timing[chain[-1][:2]].delay if chain else 0
             for nxt in self.out_links[at]:
-                if any(link[0] == nxt for link in chain) or nxt == node:
+                reach = offset + self.timing[(at, nxt)].delay
+                if nxt in done or nxt == node or (self.is_switch[nxt] and reach != nearest[nxt]):
                     continue
-                offset = chain[-1][2] + self.timing[chain[-1][:2]].delay if chain else 0
                 longer = (*chain, (at, nxt, offset))
                 aligned = self._align(longer, depart)
                 if aligned is None or (not can_wait and aligned != slot):
@@ -329,8 +342,24 @@ class MtegPlanner:
                 if self.is_switch[nxt]:
                     stack.append((nxt, longer, aligned))
                 else:
-                    edges = tuple((u, v, aligned + off) for u, v, off in longer)
-                    yield Hop(nxt, aligned + offset + self.timing[(at, nxt)].delay, edges)
+                    yield Hop(nxt, aligned + reach, tuple((u, v, aligned + off) for u, v, off in longer))
+
+    def _switch_distances(self, start: int) -> dict[int, float]:
+        """Fewest slots from ``start`` to every switch, crossing only switches (memoized)."""
+        if start not in self._distances:
+            dist: dict[int, float] = defaultdict(lambda: math.inf)
+            heap = [(0, start)]
+            while heap:
+                d, at = heapq.heappop(heap)
+                if at != start and (d >= dist[at] or not self.is_switch[at]):
+                    continue
+                if at != start:
+                    dist[at] = d
+                for nxt in self.out_links[at]:
+                    if self.is_switch[nxt]:
+                        heapq.heappush(heap, (d + self.timing[(at, nxt)].delay, nxt))
+            self._distances[start] = dist
+        return self._distances[start]
 
     def _align(self, chain: tuple[tuple[int, int, int], ...], earliest: int) -> int | None:
         """First departure >= earliest at which every link of the chain is free at its offset."""
