@@ -90,30 +90,30 @@ class _Tree:
 
 def _forward_tree(forward: Schedule, feeders: dict[int, int] | None) -> _Tree:
     """Keep each rank's first arrival of a chunk and prune branches that feed nobody."""
-    topo = forward.topology
+    switches = set(forward.topology.switches)
     transfers = forward.transfers
-    chunks = forward.collective.chunks
-    order = sorted(range(len(transfers)), key=lambda k: (transfers[k].end_s, k))
+    pre = [c.pre for c in forward.collective.chunks]
+    ends = [t.end_s for t in transfers]
     first_arrival: dict[tuple[int, int], int] = {}
     into_switch: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for k in order:
+    for k in sorted(range(len(transfers)), key=ends.__getitem__):  # stable: ties in list order
         t = transfers[k]
-        if topo.is_switch(t.dst):
+        if t.dst in switches:
             into_switch[(t.dst, t.chunk)].append(k)
-        elif t.dst not in chunks[t.chunk].pre and (t.dst, t.chunk) not in first_arrival:
+        elif t.dst not in pre[t.chunk] and (t.dst, t.chunk) not in first_arrival:
             first_arrival[(t.dst, t.chunk)] = k
     feeder = feeders if feeders is not None else _switch_feeders(forward, into_switch)
     # A transfer is useful when it is a first arrival at a rank, or feeds a switch hop that is.
-    useful: set[int] = set()
-    for k in sorted(first_arrival.values(), key=lambda k: -transfers[k].start_s):
-        while k is not None and k not in useful:
+    useful: set[int] = set(first_arrival.values())
+    for k in first_arrival.values():
+        while transfers[k].src in switches:
+            k = feeder[k]
             useful.add(k)
-            k = feeder.get(k) if topo.is_switch(transfers[k].src) else None
     children: dict[int, list[int]] = defaultdict(list)
     switch_pairs: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for k in useful:
+    for k in sorted(useful):
         t = transfers[k]
-        if topo.is_switch(t.src):
+        if t.src in switches:
             parent = feeder[k]
             if children[parent]:
                 raise CcvizError(
@@ -181,15 +181,14 @@ def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
         return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
     fwd = forward.transfers
     horizon = max(fwd[k].end_s for k in tree.kept)
-    # Reversed transfer k waits for the reversed transfers of its forward children.
-    waits: dict[int, list[tuple[int, bool]]] = {k: [(c, False) for c in tree.children.get(k, [])] for k in tree.kept}
-    _separate_switch_pairs(tree, fwd, horizon, topology, waits)
+    # Reversed, transfer k waits for the reversed transfers of its forward children (``tree.children``)
+    # and, at switches, for the previous pass to leave (``after_departure``).
+    after_departure = _separate_switch_pairs(tree, fwd, horizon, topology)
     nominal = {k: horizon - fwd[k].end_s for k in tree.kept}
-    nbytes = target.chunk_bytes
-    starts = _retime(topology, nbytes, fwd, waits, nominal)
+    starts, arrivals = _retime(topology, target.chunk_bytes, fwd, tree, after_departure, nominal)
+    new = tuple.__new__
     transfers = [
-        Transfer(chunk_map[fwd[k].chunk], fwd[k].dst, fwd[k].src, starts[k],
-                 starts[k] + topology.arrival_delay(fwd[k].dst, fwd[k].src, nbytes), "reduce", nominal[k])
+        new(Transfer, (chunk_map[fwd[k].chunk], fwd[k].dst, fwd[k].src, starts[k], arrivals[k], "reduce", nominal[k]))
         for k in sorted(tree.kept, key=lambda k: (starts[k], k))
     ]
     finish = max(t.end_s for t in transfers)
@@ -211,8 +210,8 @@ def _chunk_map(forward: Collective, target: Collective) -> dict[int, int]:
     return out
 
 
-def _separate_switch_pairs(tree: _Tree, fwd: list[Transfer], horizon: float, topology: Topology,
-                           waits: dict[int, list[tuple[int, bool]]]) -> None:
+def _separate_switch_pairs(tree: _Tree, fwd: list[Transfer], horizon: float,
+                           topology: Topology) -> dict[int, list[int]]:
     """A switch forwards the latest (copy) or oldest (no copy) arrival of a chunk; so that it always
     forwards the right partial, a reversed pass of a chunk lands at a switch only after the previous
     pass of that chunk has left it (the next one may already be on the wire: passes still pipeline).
@@ -229,48 +228,75 @@ def _separate_switch_pairs(tree: _Tree, fwd: list[Transfer], horizon: float, top
         last = final_hop(p[1])
         return (horizon - fwd[last].end_s, last)
 
+    waits: dict[int, list[int]] = defaultdict(list)
     for pairs in tree.switch_pairs.values():
         # Reversed, a pass (forward arrival, forward departure) enters the switch by the reverse of the
         # forward departure and leaves it by the reverse of the forward arrival.
         passes = sorted(pairs, key=order)
         for (prev_leaves, _), (_, next_enters) in zip(passes, passes[1:], strict=False):
-            waits[next_enters].append((prev_leaves, True))
+            waits[next_enters].append(prev_leaves)
+    return waits
 
 
-def _retime(topology: Topology, nbytes: float, fwd: list[Transfer], waits: dict[int, list[tuple[int, bool]]],
-            nominal: dict[int, float]) -> dict[int, float]:
-    """ASAP start of every reversed transfer, in reversed-time priority, links served in that order."""
-    waiting_on = {k: len(w) for k, w in waits.items()}
+def _retime(topology: Topology, nbytes: float, fwd: list[Transfer], tree: _Tree,
+            after_departure: dict[int, list[int]], nominal: dict[int, float]) -> tuple[dict, dict]:
+    """ASAP start and arrival of every reversed transfer, links serving them in reversed-time order.
+
+    Transfers are placed in order of their nominal reversed start; one whose waits are not all placed
+    yet (possible only on ties) is placed as soon as its last wait is.
+    """
+    costs = {key: (topology.arrival_delay(*key, nbytes), topology.occupancy(*key, nbytes), link.lanes)
+             for key, link in topology.links.items()}
+    children = tree.children
+    waiting_on = {k: len(children.get(k, ())) + len(after_departure.get(k, ())) for k in tree.kept}
     released_by: dict[int, list[int]] = defaultdict(list)
-    for k, w in waits.items():
-        for dep, _ in w:
+    for k in tree.kept:
+        for dep in children.get(k, ()):
             released_by[dep].append(k)
-    ready = [(nominal[k], k) for k, n in waiting_on.items() if n == 0]
-    heapq.heapify(ready)
-    link_free: dict[tuple[int, int], list[float]] = {}
+        for dep in after_departure.get(k, ()):
+            released_by[dep].append(k)
+    link_free: dict[tuple[int, int], float] = {}
+    lanes_free: dict[tuple[int, int], list[float]] = {}  # links with several lanes: a heap of lane free times
     starts: dict[int, float] = {}
-    while ready:
-        _, k = heapq.heappop(ready)
-        src, dst = fwd[k].dst, fwd[k].src
+    arrivals: dict[int, float] = {}
+    blocked: set[int] = set()
+
+    def place(k: int) -> None:
+        key = (fwd[k].dst, fwd[k].src)
+        delay, occupancy, lanes = costs[key]
         earliest = 0.0
-        delay = topology.arrival_delay(src, dst, nbytes)
-        for dep, after_departure in waits[k]:
-            if after_departure:  # land at the switch only after the previous pass has left it
-                earliest = max(earliest, starts[dep] + _separation(starts[dep]) - delay)
-            else:
-                earliest = max(earliest, starts[dep] + topology.arrival_delay(fwd[dep].dst, fwd[dep].src, nbytes))
-        lanes = link_free.setdefault((src, dst), [0.0] * topology.link(src, dst).lanes)
-        start = max(earliest, heapq.heappop(lanes))
-        heapq.heappush(lanes, start + topology.occupancy(src, dst, nbytes))
+        for c in children.get(k, ()):
+            if arrivals[c] > earliest:
+                earliest = arrivals[c]
+        for dep in after_departure.get(k, ()):  # land at the switch only after the previous pass has left it
+            earliest = max(earliest, starts[dep] + _separation(starts[dep]) - delay)
+        if lanes == 1:
+            start = max(earliest, link_free.get(key, 0.0))
+            link_free[key] = start + occupancy
+        else:
+            heap = lanes_free.setdefault(key, [0.0] * lanes)
+            start = max(earliest, heapq.heappop(heap))
+            heapq.heappush(heap, start + occupancy)
         starts[k] = start
-        for nxt in released_by.get(k, ()):
-            waiting_on[nxt] -= 1
-            if waiting_on[nxt] == 0:
-                heapq.heappush(ready, (nominal[nxt], nxt))
-    if len(starts) != len(waits):
+        arrivals[k] = start + delay
+
+    for k in sorted(tree.kept, key=nominal.__getitem__):
+        if waiting_on[k]:
+            blocked.add(k)
+            continue
+        todo = [k]
+        while todo:
+            j = todo.pop()
+            place(j)
+            for nxt in released_by.get(j, ()):
+                waiting_on[nxt] -= 1
+                if waiting_on[nxt] == 0 and nxt in blocked:
+                    blocked.discard(nxt)
+                    todo.append(nxt)
+    if len(starts) != len(tree.kept):
         raise CcvizError("schedule: the forward schedule's transfers depend on each other in a cycle; "
                          "it cannot be reversed", "schedule")
-    return starts
+    return starts, arrivals
 
 
 def schedule_end(schedule: Schedule) -> float:

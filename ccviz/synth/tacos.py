@@ -423,7 +423,8 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
     reversed_topology, mirrored = topology.reversed(), mirror_collective(collective)
     run = best_copy_run(reversed_topology, mirrored, options)
     forward = as_schedule(reversed_topology, mirrored, run, options)
-    return reverse_schedule(forward, topology, collective, run.feeders)
+    with _gc_paused():
+        return reverse_schedule(forward, topology, collective, run.feeders)
 
 
 def synthesize_tacos(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
