@@ -1,0 +1,224 @@
+"""Multicast time-expanded graph synthesizer: validity, slot model, reference figures."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ccviz
+from ccviz import CcvizError, Link, Node, Topology, make_collective, simulate
+from ccviz.synth import SynthOptions, synthesize
+from ccviz.synth.mteg import (
+    MtegPlanner,
+    SlotTiming,
+    mteg_epoch_bound,
+    mteg_schedule,
+    multicast_order,
+    slot_length,
+)
+
+REF = Path("/work/shared/reference/topologies")
+AS_RUN = REF / "ndv2_2chassis_teccl_as_run.json"
+needs_ref = pytest.mark.skipif(not REF.is_dir(), reason="reference topologies not available")
+
+# TE-CCL's published AllGather optima on the as-run NDv2 (fastest epoch): size -> (epoch us, finish us).
+TECCL_AS_RUN = {
+    "1GB": (1250, 43750), "256MB": (320, 11200), "64MB": (80, 2800), "16MB": (20, 700), "4MB": (5, 190),
+    "1MB": (1.25, 48.75), "256KB": (0.32, 14.72), "64KB": (0.08, 6.08),
+}
+
+
+def run(topology: Topology, name: str, size: float = 1e6, **options) -> ccviz.Timeline:
+    schedule = synthesize(topology, make_collective(name, topology, size), "mteg", SynthOptions(**options))
+    timeline = simulate(schedule)
+    assert timeline.verified, [v.message for v in timeline.violations[:3]]
+    return timeline
+
+
+@pytest.mark.parametrize("spec", ["dgx1", "ring:n=6", "ring:n=5,bidirectional=false", "torus2d:dims=3x3",
+                                  "mesh2d:dims=2x3", "star:n=6", "star:n=5,copy=false"])
+def test_allgather_verifies_on_builders(spec: str) -> None:
+    timeline = run(ccviz.load_topology(spec), "allgather")
+    assert timeline.schedule.status == "heuristic"
+
+
+@needs_ref
+@pytest.mark.parametrize("name", ["ndv2_2chassis_teccl_as_run", "ndv2_4chassis", "dgx2_2chassis", "amd_2chassis"])
+def test_allgather_verifies_on_reference_fabrics(name: str) -> None:
+    run(ccviz.load_topology(REF / f"{name}.json"), "allgather", 4e6)
+
+
+@pytest.mark.parametrize("collective", ["broadcast", "gather", "scatter", "alltoall", "reducescatter", "reduce",
+                                        "allreduce"])
+@pytest.mark.parametrize("spec", ["dgx1", "star:n=5", str(AS_RUN)])
+def test_every_collective_verifies(spec: str, collective: str) -> None:
+    if spec == str(AS_RUN) and not AS_RUN.is_file():
+        pytest.skip("reference topologies not available")
+    run(ccviz.load_topology(spec), collective, 2e6)
+
+
+def test_allreduce_is_reducescatter_then_allgather() -> None:
+    topo = ccviz.load_topology("dgx1")
+    rs = run(topo, "reducescatter").finish_time_s
+    ag = run(topo, "allgather").finish_time_s
+    assert run(topo, "allreduce").finish_time_s == pytest.approx(rs + ag, rel=1e-9)
+
+
+def reserved_slots(schedule: ccviz.Schedule) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """Per link, the slot intervals the schedule's transfers keep it busy."""
+    topo, nbytes = schedule.topology, schedule.chunk_bytes
+    busy = defaultdict(list)
+    for t in schedule.transfers:
+        timing = SlotTiming.of(topo, topo.link(t.src, t.dst), nbytes, schedule.epoch_s)
+        busy[(t.src, t.dst)].append((int(t.step), int(t.step) + timing.busy))
+    return busy
+
+
+@pytest.mark.parametrize("spec", ["dgx1", "star:n=6", str(AS_RUN)])
+def test_slots_never_double_book_a_link_and_switches_hold_nothing(spec: str) -> None:
+    if spec == str(AS_RUN) and not AS_RUN.is_file():
+        pytest.skip("reference topologies not available")
+    topo = ccviz.load_topology(spec)
+    schedule = mteg_schedule(topo, make_collective("allgather", topo, 1e6))
+    for intervals in reserved_slots(schedule).values():
+        intervals.sort()
+        assert all(a[1] <= b[0] for a, b in zip(intervals, intervals[1:], strict=False))
+    # A chunk leaves a switch in the very slot one of its arrivals lands there.
+    nbytes = schedule.chunk_bytes
+    landings = defaultdict(set)
+    for t in schedule.transfers:
+        if topo.is_switch(t.dst):
+            delay = SlotTiming.of(topo, topo.link(t.src, t.dst), nbytes, schedule.epoch_s).delay
+            landings[(t.dst, t.chunk)].add(int(t.step) + delay)
+    for t in schedule.transfers:
+        if topo.is_switch(t.src):
+            assert int(t.step) in landings[(t.src, t.chunk)]
+
+
+def test_slot_timing_rounds_like_teccl() -> None:
+    topo = ccviz.load_topology("ring:n=4,bw=25,alpha=0.7")
+    link = topo.link(0, 1)
+    # 1 MB on 25 GB/s = 40 us: 2 slots of 20 us; alpha 0.7 us < 0.1 slot adds nothing.
+    assert SlotTiming.of(topo, link, 1e6, 20e-6) == SlotTiming(2, 2)
+    # 1 KB = 0.04 us: alpha is 17.5 slots of 0.04 us -> 18 extra slots.
+    assert SlotTiming.of(topo, link, 1e3, 0.04e-6) == SlotTiming(1, 19)
+    free = ccviz.load_topology("star:n=4").with_changes(switch_hop="free")
+    hub = free.switches[0]
+    out = free.link(hub, free.gpus[0])
+    assert SlotTiming.of(free, out, 1e6, out.serialization_s(1e6) / 2).delay == 0
+
+
+def test_order_puts_larger_sources_first() -> None:
+    topo = ccviz.load_topology("ring:n=4")
+    coll = ccviz.custom_collective(topo, {(0, 1): 1, (2, 3): 3, (1, 0): 2}, 1e3)
+    sources = [c.source for c in multicast_order(coll)]
+    assert sources[:3] == [2, 1, 0] and sources.count(2) == 3
+
+
+def test_restarts_never_worse_and_seed_reproducible() -> None:
+    topo = ccviz.load_topology("torus2d:dims=3x3")
+    coll = make_collective("allgather", topo, 1e6, chunks_per_rank=2)
+    single = mteg_schedule(topo, coll)
+    best = mteg_schedule(topo, coll, restarts=4, seed=3)
+    assert best.epochs <= single.epochs
+    again = mteg_schedule(topo, coll, restarts=4, seed=3)
+    assert again.transfers == best.transfers
+
+
+def test_bad_options_raise_clear_errors() -> None:
+    topo = ccviz.load_topology("ring:n=4")
+    coll = make_collective("allgather", topo, 1e6)
+    with pytest.raises(CcvizError) as err:
+        mteg_schedule(topo, coll, epoch_s="soon")
+    assert err.value.field == "epoch"
+    with pytest.raises(CcvizError) as err:
+        mteg_schedule(topo, coll, restarts=0)
+    assert err.value.field == "restarts"
+
+
+# ----------------------------------------------------------------------------- reference figures
+@needs_ref
+@pytest.mark.parametrize("size", ["1MB", "64KB"])
+def test_as_run_allgather_within_5_percent_of_teccl_optimum(size: str) -> None:
+    topo = ccviz.load_topology(AS_RUN)
+    nbytes = ccviz.parse_size(size)
+    coll = make_collective("allgather", topo, nbytes)
+    assert coll.chunk_bytes == pytest.approx(nbytes / 16)  # the published runs split buffers by 16
+    timeline = simulate(synthesize(topo, coll, "mteg"))
+    assert timeline.verified
+    assert timeline.finish_time_s * 1e6 <= 1.05 * TECCL_AS_RUN[size][1]
+
+
+@needs_ref
+@pytest.mark.parametrize("size", sorted(TECCL_AS_RUN))
+def test_epoch_bound_is_an_upper_bound_near_the_teccl_optimum(size: str) -> None:
+    """Our slots are TE-CCL epochs: never fewer than the proven optimum, and within 5% of it."""
+    topo = ccviz.load_topology(AS_RUN)
+    epoch_us, finish_us = TECCL_AS_RUN[size]
+    coll = make_collective("allgather", topo, ccviz.parse_size(size))
+    assert slot_length(topo, coll.chunk_bytes, "fastest") == pytest.approx(epoch_us * 1e-6)
+    optimum = round(finish_us / epoch_us)
+    bound = mteg_epoch_bound(topo, coll, epoch_us * 1e-6)
+    assert optimum <= bound <= 1.05 * optimum
+
+
+@needs_ref
+def test_ndv2_4chassis_allgather_1gb_near_teccl_optimum() -> None:
+    topo = ccviz.load_topology(REF / "ndv2_4chassis.json")
+    timeline = run(topo, "allgather", 1e9)
+    assert timeline.finish_time_s * 1e6 <= 1.05 * 66250
+
+
+# ----------------------------------------------------------------------------- random fabrics
+@st.composite
+def small_fabrics(draw) -> Topology:
+    """A few GPUs on a random connected graph, maybe one switch (copy or not, paid or free hops)."""
+    n = draw(st.integers(2, 6))
+    bandwidth = st.sampled_from([12.5, 25.0, 50.0])
+    alpha = st.sampled_from([0.0, 0.7, 1.3])
+    nodes = [Node(i) for i in range(n)]
+    cables = {(draw(st.integers(0, i - 1)), i) for i in range(1, n)}  # a spanning tree
+    cables |= {tuple(sorted(p)) for p in draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                                                         max_size=n)) if p[0] != p[1]}
+    if draw(st.booleans()):
+        hub = n
+        nodes.append(Node(hub, "switch", copy=draw(st.booleans())))
+        cables |= {(g, hub) for g in draw(st.sets(st.integers(0, n - 1), min_size=2))}
+    links = []
+    for u, v in sorted(cables):
+        links.append(Link(u, v, draw(bandwidth), draw(alpha)))
+        links.append(Link(v, u, draw(bandwidth), draw(alpha)))
+    return Topology("random", nodes, links, switch_hop=draw(st.sampled_from(["paid", "free"])))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topology=small_fabrics(),
+    collective=st.sampled_from(["allgather", "broadcast", "alltoall", "scatter", "reducescatter", "allreduce"]),
+    size=st.sampled_from([1e3, 64e3, 1e6, 1e9]),
+    chunks=st.integers(1, 2),
+    restarts=st.integers(1, 2),
+)
+def test_random_fabrics_always_verify(topology: Topology, collective: str, size: float, chunks: int,
+                                      restarts: int) -> None:
+    coll = make_collective(collective, topology, size, chunks_per_rank=chunks)
+    schedule = synthesize(topology, coll, "mteg", SynthOptions(restarts=restarts, seed=1))
+    timeline = simulate(schedule)
+    assert timeline.verified, [v.message for v in timeline.violations[:3]]
+
+
+def test_planner_reaches_every_gpu_through_a_no_copy_switch() -> None:
+    topo = ccviz.load_topology("star:n=4,copy=false")
+    coll = make_collective("broadcast", topo, 1e6)
+    planner = MtegPlanner(topo, coll, slot_length(topo, coll.chunk_bytes, "fastest"))
+    (tree,) = planner.plan(list(coll.chunks))
+    assert set(tree.gpu_slot) == set(topo.gpus)
+    hub = topo.switches[0]
+    # Without copies every arrival at the hub is forwarded exactly once.
+    into = sum(1 for e in tree.edges if e[1] == hub)
+    out = sum(1 for e in tree.edges if e[0] == hub)
+    assert into == out
