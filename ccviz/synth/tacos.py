@@ -25,6 +25,7 @@ from __future__ import annotations
 import gc
 import heapq
 import random
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -390,6 +391,7 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
         raise CcvizError(f"restarts: need at least 1 run, got {options.restarts}", "restarts")
     routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
     patience = _patience(options)
+    began = time.perf_counter()
     base = 0 if options.seed is None else int(options.seed)
     best: Run | None = None
     for k in range(options.restarts):
@@ -400,16 +402,16 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
             run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient).run()
         if best is None or run.finish_s < best.finish_s:
             best = run
-        options.report(Progress(0.0, f"TACOS run {k + 1}/{options.restarts}", incumbent_s=best.finish_s,
-                                fraction=(k + 1) / options.restarts))
+        options.report(Progress(time.perf_counter() - began, f"TACOS run {k + 1}/{options.restarts}",
+                                incumbent_s=best.finish_s, fraction=(k + 1) / options.restarts))
     return best
 
 
 def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions) -> Schedule:
-    hold = _link_hold(options)
-    return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold}, "heuristic",
-                    estimated_finish_s=run.finish_s,
-                    notes=[f"best of {options.restarts} seeded TACOS runs (link held until {hold})"])
+    hold, patience = _link_hold(options), _patience(options)
+    return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold, "patience": patience},
+                    "heuristic", estimated_finish_s=run.finish_s,
+                    notes=[f"best of {options.restarts} seeded TACOS runs (link held until {hold}, patience {patience})"])
 
 
 def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions,
