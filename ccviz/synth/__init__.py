@@ -5,6 +5,7 @@ from ccviz.synth import (
     classic,  # noqa: F401
     mteg,  # noqa: F401
     tacos,  # noqa: F401
+    teccl,  # noqa: F401
 )
 from ccviz.synth.registry import (
     REGISTRY,

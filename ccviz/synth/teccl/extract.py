@@ -1,0 +1,162 @@
+"""From solver values to transfers: prune silly flows, split LP flows into chunk paths.
+
+The MILP may send chunks nobody needs (they cost nothing in the objective).
+``prune_copy_sends`` keeps only what a reverse walk from each destination
+reaches: the earliest arrival that gives the destination its chunk, and
+recursively what fed that sender in time. ``split_flows`` turns the LP's
+fractional flows of one source into whole-chunk paths, taking for each
+destination the widest remaining path through the time-expanded graph.
+``to_transfers`` writes epoch sends as untimed transfers: ``step`` = epoch,
+a switch forward half an epoch earlier (it happens as soon as the chunk
+reaches the switch), so the simulator replays them in order and ASAP.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+
+from ccviz.schedule import Transfer
+from ccviz.synth.teccl.time_expanded import Commodity, Send, TimeExpandedGraph
+from ccviz.topology import Topology
+
+USED = 0.5  # a binary send above this is taken
+FLOW_EPS = 1e-6
+
+Hop = tuple[int, int, int, int]  # (collective chunk, src, dst, epoch)
+
+
+def prune_copy_sends(teg: TimeExpandedGraph, used: Iterable[Send]) -> list[Send]:
+    """The used sends that serve a demand, each GPU fed by its earliest arrival."""
+    topo, links = teg.topology, teg.grid.links
+    landing: dict[tuple[int, int], list[tuple[int, Send]]] = defaultdict(list)  # (c, node) -> [(land, send)]
+    for s in used:
+        c, i, j, k = s
+        landing[(c, j)].append((k + links[(i, j)].offset, s))
+    for arrivals in landing.values():
+        arrivals.sort()
+    kept: set[Send] = set()
+    fed: set[tuple[int, int]] = set()
+    spent: set[Send] = set()  # arrivals a no-copy switch already forwarded
+
+    def feed(c: int, node: int, by_epoch: int) -> None:
+        """Make sure ``node`` has c by ``by_epoch`` (GPU) or exactly then (switch)."""
+        if node in teg.commodities[c].holders or (c, node) in fed:
+            return
+        if topo.is_switch(node):
+            options = [s for land, s in landing[(c, node)] if land == by_epoch]
+            if not topo.nodes[node].copy:
+                options = [s for s in options if s not in spent]
+            if not options:
+                return  # an in-flight arrival from an earlier A* round
+            chosen = options[0]
+            spent.add(chosen)
+        else:
+            fed.add((c, node))
+            options = [s for land, s in landing[(c, node)] if land <= by_epoch]
+            if not options:
+                return
+            chosen = options[0]
+        kept.add(chosen)
+        feed(c, chosen[1], chosen[3])
+
+    for com in teg.commodities:
+        for d in sorted(com.destinations):
+            if landing[(com.id, d)]:
+                feed(com.id, d, landing[(com.id, d)][0][0] if topo.is_switch(d) else teg.horizon)
+    return sorted(kept, key=lambda s: (s[3], s[0], s[1], s[2]))
+
+
+def chunk_hops(teg: TimeExpandedGraph, sends: Iterable[Send]) -> list[Hop]:
+    """Copy-model sends as (collective chunk, src, dst, epoch)."""
+    return [(teg.commodities[c].chunks[0], i, j, k) for c, i, j, k in sends]
+
+
+def split_flows(teg: TimeExpandedGraph, flow: dict[Send, float], posts: dict[int, frozenset[int]]) -> list[Hop]:
+    """Whole-chunk paths from the LP flows of each source commodity (``posts``: chunk -> its post ranks)."""
+    by_commodity: dict[int, dict[Send, float]] = defaultdict(dict)
+    for s, v in flow.items():
+        if v > FLOW_EPS:
+            by_commodity[s[0]][s] = v
+    hops: list[Hop] = []
+    for com in teg.commodities:
+        hops.extend(_FlowPaths(teg, com, by_commodity.get(com.id, {}), posts).hops())
+    return hops
+
+
+_STAY = "stay"
+
+
+class _FlowPaths:
+    """Widest-path decomposition of one source's flow over (node, epoch)."""
+
+    def __init__(self, teg: TimeExpandedGraph, com: Commodity, flow: dict[Send, float],
+                 posts: dict[int, frozenset[int]]) -> None:
+        self.teg = teg
+        self.com = com
+        self.flow = dict(flow)
+        self.posts = posts
+        self.source = next(iter(com.holders))
+
+    def hops(self) -> list[Hop]:
+        out: list[Hop] = []
+        for cid in self.com.chunks:
+            for d in sorted(self.posts[cid] - self.com.holders):
+                path = self._widest_path(d, self.flow)
+                if not path:  # rounding used this source's flow up: any candidate route, the simulator times it
+                    path = self._widest_path(d, {s: FLOW_EPS for s in self.teg.sends if s[0] == self.com.id})
+                for s in path:
+                    if s in self.flow:
+                        self.flow[s] = max(0.0, self.flow[s] - 1.0)
+                out.extend((cid, i, j, k) for _, i, j, k in path)
+        return out
+
+    # Dynamic programme in time order: width of the best path to each (node, epoch).
+    def _widest_path(self, dest: int, flow: dict[Send, float]) -> list[Send]:
+        teg, topo, links = self.teg, self.teg.topology, self.teg.grid.links
+        out_by: dict[tuple[int, int], list[Send]] = defaultdict(list)
+        for s, v in flow.items():
+            if v > 0:
+                out_by[(s[1], s[3])].append(s)
+        start = (self.source, 0)
+        width: dict[tuple[int, int], float] = {start: math.inf}
+        came: dict[tuple[int, int], Send | str | None] = {start: None}
+        order = sorted(topo.nodes, key=lambda n: (not topo.is_switch(n), n))  # switches first within an epoch
+        best: tuple[float, tuple[int, int]] | None = None
+        for k in range(teg.horizon + 1):
+            for n in order:
+                here = (n, k)
+                if not topo.is_switch(n) and (n, k - 1) in width and width[(n, k - 1)] > width.get(here, -1.0):
+                    width[here], came[here] = width[(n, k - 1)], _STAY  # a GPU keeps what it holds
+                if here not in width:
+                    continue
+                if n == dest and (best is None or width[here] > best[0] + FLOW_EPS):
+                    best = (width[here], here)
+                for s in out_by.get(here, ()):
+                    land = (s[2], k + links[(s[1], s[2])].offset)
+                    value = min(width[here], flow[s])
+                    if value > width.get(land, -1.0):
+                        width[land], came[land] = value, s
+        if best is None:
+            return []
+        path: list[Send] = []
+        state = best[1]
+        while came[state] is not None:
+            step = came[state]
+            if step == _STAY:
+                state = (state[0], state[1] - 1)
+            else:
+                path.append(step)
+                state = (step[1], step[3])
+        return path[::-1]
+
+
+def to_transfers(topology: Topology, hops: Iterable[Hop], op: str = "copy") -> list[Transfer]:
+    """Untimed transfers, step = epoch (a switch forward half an epoch before its receiver may use it)."""
+    transfers = [
+        Transfer(chunk, i, j, None, None, op, k - 0.5 if topology.is_switch(i) else float(k))
+        for chunk, i, j, k in hops
+    ]
+    transfers.sort(key=lambda t: (t.step, t.src, t.dst, t.chunk))
+    return transfers

@@ -1,0 +1,143 @@
+"""A fast feasible schedule in the same epoch model: the horizon's upper bound and a MIP start.
+
+A heuristic from another algorithm runs in continuous time; rounded to
+epochs (alpha rounded up, kappa windows) it may not fit the epoch model. This
+greedy obeys exactly the model's rules (capacity windows, store-and-forward,
+switches forwarding only in the epoch a chunk reaches them, no-copy switches
+forwarding an arrival once), so its makespan is a horizon at which the MILP
+is feasible and its sends are a valid MIP start.
+
+Chunks take turns; on its turn a chunk reaches the one missing destination it
+can reach earliest (Dijkstra over (node, epoch) with the links' remaining
+capacity), so copies grow as Takahashi-Matsuyama Steiner trees.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import defaultdict
+from collections.abc import Sequence
+
+from ccviz.errors import CcvizError
+from ccviz.synth.teccl.epochs import EpochGrid, LinkEpochs
+from ccviz.synth.teccl.time_expanded import Send
+from ccviz.topology import Topology
+
+SWITCH_ENTRY_CHOICES = 8  # send epochs first tried on a link into a switch (the next hop may be busy at the first)
+MAX_SWITCH_ENTRY_CHOICES = 4096
+
+
+class EpochGreedy:
+    """Greedy per-chunk routing on the epoch grid."""
+
+    def __init__(self, topology: Topology, grid: EpochGrid, holders: Sequence[frozenset[int]],
+                 destinations: Sequence[frozenset[int]], search_limit: int = 100_000) -> None:
+        self.topology = topology
+        self.grid = grid
+        self.holders = list(holders)
+        self.destinations = list(destinations)
+        self.search_limit = search_limit
+        self.usage: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+        self.switch_entry_choices = SWITCH_ENTRY_CHOICES
+
+    def run(self) -> tuple[list[Send], int]:
+        """Sends (chunk index, src, dst, epoch) and the makespan in epochs."""
+        held = [dict.fromkeys(h, 0) for h in self.holders]  # GPU -> epoch it holds the chunk from
+        switch_copies: list[set[tuple[int, int]]] = [set() for _ in self.holders]  # (switch, epoch) to copy from
+        missing = [set(d) - set(h) for d, h in zip(self.destinations, self.holders, strict=True)]
+        sends: list[Send] = []
+        makespan = 0
+        while any(missing):
+            for c in range(len(missing)):
+                if not missing[c]:
+                    continue
+                dest, path = self._nearest_destination(held[c], switch_copies[c], missing[c])
+                for i, j, k in path:
+                    link = self.grid.links[(i, j)]
+                    self.usage[(i, j)][k] += 1
+                    sends.append((c, i, j, k))
+                    land = k + link.offset
+                    if self.topology.is_switch(j):
+                        if self.topology.nodes[j].copy:
+                            switch_copies[c].add((j, land))
+                    elif j not in held[c]:
+                        held[c][j] = land
+                        missing[c].discard(j)
+                makespan = max(makespan, held[c][dest])
+        return sends, makespan
+
+    def _nearest_destination(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int]):
+        """Widen the choice of epochs to enter a switch until its busy out-links let the chunk through."""
+        while True:
+            found = self._search(held, switch_copies, missing)
+            if found is not None:
+                return found
+            if self.switch_entry_choices >= MAX_SWITCH_ENTRY_CHOICES:
+                raise CcvizError("topology: the greedy epoch schedule found no route to a destination; "
+                                 "check that every GPU can reach every other GPU", "topology")
+            self.switch_entry_choices *= 4
+
+    # Dijkstra over (node, epoch): GPUs keep what they hold, switches only pass it on in the arrival epoch.
+    def _search(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int]):
+        topo = self.topology
+        tie = itertools.count()
+        heap = [(t, next(tie), n, None) for n, t in held.items()]
+        heap += [(t, next(tie), s, None) for s, t in switch_copies]
+        heapq.heapify(heap)
+        parent: dict[tuple[int, int], tuple[tuple[int, int] | None, tuple[int, int, int] | None]] = {}
+        done_gpus: set[int] = set()
+        for t, _, n, _ in heap:
+            parent.setdefault((n, t), (None, None))
+        while heap:
+            t, _, n, _ = heapq.heappop(heap)
+            if t > self.search_limit:
+                break
+            if not topo.is_switch(n):
+                if n in done_gpus:
+                    continue
+                done_gpus.add(n)
+                if n in missing:
+                    return n, self._path(parent, (n, t))
+            for link in topo.out_links[n]:
+                timing = self.grid.links[(link.src, link.dst)]
+                for k in self._send_epochs(timing, t, switch_source=topo.is_switch(n)):
+                    state = (link.dst, k + timing.offset)
+                    if state in parent or (not topo.is_switch(link.dst) and link.dst in done_gpus):
+                        continue
+                    parent[state] = ((n, t), (n, link.dst, k))
+                    heapq.heappush(heap, (state[1], next(tie), link.dst, None))
+        return None
+
+    def _send_epochs(self, link: LinkEpochs, t: int, switch_source: bool) -> list[int]:
+        """Epochs at which the link can still take a chunk that is ready at t."""
+        if switch_source:
+            return [t] if self._free(link, t) else []
+        wanted = self.switch_entry_choices if self.topology.is_switch(link.dst) else 1
+        found = []
+        k = t
+        while len(found) < wanted and k <= t + self.search_limit:
+            if self._free(link, k):
+                found.append(k)
+            k += 1
+        return found
+
+    def _free(self, link: LinkEpochs, k: int) -> bool:
+        """True when one more send at k keeps every kappa-window of the link within capacity."""
+        used = self.usage.get((link.src, link.dst))
+        if not used:
+            return True
+        for w in range(k - link.kappa + 1, k + 1):
+            if sum(used.get(e, 0) for e in range(w, w + link.kappa)) + 1 > link.window_slots:
+                return False
+        return True
+
+    @staticmethod
+    def _path(parent, state) -> list[tuple[int, int, int]]:
+        hops = []
+        while True:
+            prev, hop = parent[state]
+            if hop is None:
+                return hops[::-1]
+            hops.append(hop)
+            state = prev

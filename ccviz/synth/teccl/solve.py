@@ -1,0 +1,122 @@
+"""Hand a Pyomo model to HiGHS and watch it: time limit, gap, stop event, progress, early finish.
+
+The model goes to HiGHS through Pyomo's persistent APPSI interface (it
+passes the matrix to ``highspy`` directly, far faster than writing a file).
+HiGHS callbacks report each improving incumbent and poll the stop event;
+``finish_when`` lets the caller end the search as soon as an incumbent is
+good enough (e.g. it meets the arithmetic lower bound, so it is optimal).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.contrib.appsi.base import TerminationCondition
+from pyomo.contrib.appsi.solvers import Highs
+
+from ccviz.errors import CcvizError
+from ccviz.synth.registry import Progress, SynthOptions
+
+HIGHS_THREADS = 2  # a 2-core machine
+PROGRESS_EVERY_S = 0.5
+
+
+@dataclass
+class SolveResult:
+    """What HiGHS returned: termination, whether a solution exists, its gap and time."""
+
+    termination: str  # optimal | time_limit | interrupted | infeasible | other
+    has_solution: bool
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    elapsed_s: float
+    finished_early: bool = False  # stopped by ``finish_when`` (the incumbent was good enough)
+
+
+class HighsRun:
+    """One HiGHS solve of one Pyomo model, with callbacks wired to the synthesis options."""
+
+    def __init__(self, model: pyo.ConcreteModel, options: SynthOptions, time_limit_s: float,
+                 mip_gap: float | None, started: float,
+                 describe: Callable[[np.ndarray], float | None] | None = None,
+                 finish_when: Callable[[np.ndarray], bool] | None = None,
+                 watch: list[pyo.Var] | None = None) -> None:
+        self.model = model
+        self.options = options
+        self.time_limit_s = max(0.5, time_limit_s)
+        self.mip_gap = mip_gap
+        self.started = started
+        self.describe = describe  # incumbent columns -> finish estimate in seconds (for progress)
+        self.finish_when = finish_when
+        self.watch = watch or []
+        self.columns: np.ndarray | None = None
+        self._finished_early = False
+        self._last_report = 0.0
+
+    def solve(self, warm_start: bool = False) -> SolveResult:
+        opt = Highs()
+        opt.config.time_limit = self.time_limit_s
+        opt.config.mip_gap = self.mip_gap
+        opt.config.load_solution = False
+        opt.config.stream_solver = False
+        opt.config.warmstart = warm_start
+        opt.highs_options = {"threads": HIGHS_THREADS, "output_flag": False, "random_seed": self.options.seed or 0}
+        if not opt.available():
+            raise CcvizError("algorithm: TE-CCL needs the HiGHS solver (pip install highspy)", "algorithm")
+        opt.set_instance(self.model)
+        col_of = opt._pyomo_var_to_solver_var_map  # id(var) -> HiGHS column
+        self.columns = np.array([col_of[id(v)] for v in self.watch], dtype=np.int64)
+        highs = opt._solver_model
+        highs.cbMipImprovingSolution += self._on_incumbent
+        highs.cbMipInterrupt += self._on_poll
+        highs.cbSimplexInterrupt += self._on_poll
+        t0 = time.perf_counter()
+        results = opt.solve(self.model)
+        elapsed = time.perf_counter() - t0
+        has_solution = results.best_feasible_objective is not None
+        if has_solution:
+            results.solution_loader.load_vars()
+        tc = results.termination_condition
+        termination = {
+            TerminationCondition.optimal: "optimal",
+            TerminationCondition.maxTimeLimit: "time_limit",
+            TerminationCondition.interrupted: "interrupted",
+            TerminationCondition.infeasible: "infeasible",
+            TerminationCondition.infeasibleOrUnbounded: "infeasible",
+        }.get(tc, "other")
+        obj, bound = results.best_feasible_objective, results.best_objective_bound
+        gap = None
+        if obj is not None and bound is not None and np.isfinite(bound):
+            gap = abs(bound - obj) / max(abs(obj), 1e-12)
+        if termination == "optimal" and gap is None:
+            gap = 0.0
+        return SolveResult(termination, has_solution, obj, bound, gap, elapsed, self._finished_early)
+
+    # HiGHS found a better incumbent: report it, and stop if it is good enough.
+    def _on_incumbent(self, event) -> None:
+        out = event.data_out
+        solution = np.asarray(out.mip_solution)
+        if self.finish_when is not None and len(solution) and self.finish_when(solution[self.columns]):
+            self._finished_early = True
+        finish = self.describe(solution[self.columns]) if self.describe and len(solution) else None
+        self._report(out, finish, "new incumbent")
+
+    # Periodic poll: honour the stop event and an early finish, and report progress now and then.
+    def _on_poll(self, event) -> None:
+        if self._finished_early or self.options.stopped():
+            event.interrupt()
+            return
+        now = time.perf_counter()
+        if now - self._last_report >= PROGRESS_EVERY_S:
+            self._report(event.data_out, None, "solving")
+
+    def _report(self, out, finish_s: float | None, message: str) -> None:
+        self._last_report = time.perf_counter()
+        gap = float(out.mip_gap) if np.isfinite(out.mip_gap) and out.mip_gap < 1e20 else None
+        self.options.report(Progress(elapsed_s=self._last_report - self.started, message=f"TE-CCL: {message}",
+                                     incumbent_s=finish_s, gap=gap))

@@ -1,0 +1,244 @@
+"""TE-CCL end to end: pick the model, choose the horizon, solve, certify, build the schedule.
+
+Horizon search (the paper's Algorithm 1, made cheap): the arithmetic lower
+bound L (``bounds``) and the epoch greedy's makespan U (``greedy``) bracket
+the optimum. The model is solved at K = min(U, L + slack) with the
+early-arrival objective, so a solution using fewer epochs than K is found
+without searching K; HiGHS is stopped as soon as an incumbent meets L (it is
+then optimal). A proven-infeasible K raises L; when time remains after a
+solution using E > L epochs, K = E - 1 is tried, and its infeasibility proves
+E optimal. Whatever happens, the best schedule so far (at worst the greedy
+one) is returned with an honest status.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyomo.environ as pyo
+
+from ccviz.collectives import Collective
+from ccviz.errors import CcvizError
+from ccviz.schedule import Schedule, Transfer
+from ccviz.simulate import simulate
+from ccviz.synth.registry import Progress, SynthOptions
+from ccviz.synth.teccl.bounds import EpochLowerBound
+from ccviz.synth.teccl.epochs import EpochGrid
+from ccviz.synth.teccl.extract import Hop, chunk_hops, prune_copy_sends, split_flows, to_transfers
+from ccviz.synth.teccl.greedy import EpochGreedy
+from ccviz.synth.teccl.model import copy_model, flow_model
+from ccviz.synth.teccl.solve import HighsRun, SolveResult
+from ccviz.synth.teccl.time_expanded import TimeExpandedGraph, chunk_commodities, source_commodities
+from ccviz.topology import Topology
+
+DEFAULT_TIME_LIMIT_S = 120.0
+DEFAULT_GAP = 1e-4  # the paper's "optimal"
+HORIZON_SLACK = 2  # spare epochs above the lower bound: the objective pulls arrivals early anyway
+WARM_SHARE = 0.6  # of the remaining time, for the solve warm-started with the greedy schedule
+SEARCH_SHARE = 0.5  # of the remaining time, for a horizon below the best schedule so far
+USED = 0.5
+
+
+def copy_helps(collective: Collective) -> bool:
+    """Copies pay only when some chunk has several destinations (else the LP is exact)."""
+    return any(len(c.post - c.pre) > 1 for c in collective.chunks)
+
+
+@dataclass
+class EpochPlan:
+    """A schedule in epochs: hops, epochs used, and how it was obtained."""
+
+    hops: list[Hop]
+    epochs: int
+    status: str
+    gap: float | None
+    notes: list[str] = field(default_factory=list)
+
+
+class EpochSolver:
+    """One copy (MILP) or flow (LP) problem on one topology, solved over a searched horizon."""
+
+    def __init__(self, topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
+                 started: float, mirrored_from: Topology | None = None) -> None:
+        self.topology = topology
+        self.collective = collective
+        self.options = options
+        self.deadline = deadline
+        self.started = started
+        self.grid = EpochGrid.build(topology, collective.chunk_bytes, options.epoch, mirrored_from)
+        self.use_copy = copy_helps(collective)
+        self.commodities = chunk_commodities(collective) if self.use_copy else source_commodities(collective)
+        self.posts = {c.id: c.post for c in collective.chunks}
+        self.gap = options.gap if options.gap is not None else DEFAULT_GAP
+        self.buffer_limit = options.extra.get("buffer_limit")
+        self.notes = list(self.grid.notes)
+
+    def solve(self) -> EpochPlan:
+        lower = EpochLowerBound(self.topology, self.grid, self.commodities, fractional=not self.use_copy).value()
+        greedy = self.greedy_plan()
+        self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
+                          f"lower bound {lower} epochs, greedy {greedy.epochs} epochs")
+        if self.options.epochs is not None:
+            return self.solve_fixed_horizon(int(self.options.epochs), lower, greedy)
+        if greedy.epochs <= lower and self.buffer_limit is None:
+            greedy.status, greedy.gap = "optimal", 0.0
+            return greedy
+        return self.search_horizon(lower, greedy)
+
+    # An upper bound that fits the epoch model exactly (and the fallback schedule).
+    def greedy_plan(self) -> EpochPlan:
+        chunks = self.collective.chunks
+        demanded = [c for c in chunks if c.post - c.pre]
+        sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
+                                      [c.post for c in demanded]).run()
+        hops = [(demanded[c].id, i, j, k) for c, i, j, k in sends]
+        return EpochPlan(hops, makespan, "feasible", None, ["epoch greedy"])
+
+    # The user fixed K: solve at exactly that horizon.
+    def solve_fixed_horizon(self, horizon: int, lower: int, greedy: EpochPlan) -> EpochPlan:
+        if horizon < lower:
+            raise CcvizError(f"epochs: {horizon} epochs cannot hold this collective (lower bound {lower} epochs of "
+                             f"{self.grid.tau_s * 1e6:.6g} us); give --epochs >= {lower} or leave it automatic",
+                             "epochs")
+        plan, result = self.solve_at(horizon, lower, greedy)
+        if plan is None:
+            if result.termination == "infeasible":
+                raise CcvizError(f"epochs: no schedule fits in {horizon} epochs; give more epochs or leave "
+                                 "--epochs automatic", "epochs")
+            greedy.status = "time_limit"
+            greedy.notes.append(f"no solution at {horizon} epochs within the time limit: greedy schedule returned")
+            return greedy
+        return plan
+
+    def search_horizon(self, lower: int, greedy: EpochPlan) -> EpochPlan:
+        """Solve at the greedy horizon (warm-started), then one epoch below the best until proven or out of time."""
+        best = greedy
+        horizon = greedy.epochs
+        limited = False
+        while lower < best.epochs and not self.out_of_time():
+            share = SEARCH_SHARE if horizon < best.epochs else WARM_SHARE
+            plan, result = self.solve_at(horizon, lower, greedy, share)
+            limited = limited or (result.termination in ("time_limit", "interrupted") and not result.finished_early)
+            if plan is not None and plan.epochs < best.epochs:
+                best = plan
+            if plan is not None or result.termination == "infeasible":
+                if plan is None:
+                    lower = horizon + 1  # proven: nothing fits in this horizon
+                horizon = best.epochs - 1  # is one epoch less possible?
+            else:
+                break  # time limit or stop without a solution at this horizon
+        if best.epochs <= lower:
+            best.status, best.gap = "optimal", 0.0
+        else:
+            best.status = "time_limit" if limited or self.out_of_time() else "feasible"
+        self.notes.append(f"proven lower bound {lower} epochs")
+        return best
+
+    def out_of_time(self) -> bool:
+        return self.options.stopped() or time.perf_counter() >= self.deadline - 0.2
+
+    # Build, solve and extract the model at one horizon.
+    def solve_at(self, horizon: int, lower: int, greedy: EpochPlan, share: float = 1.0
+                 ) -> tuple[EpochPlan | None, SolveResult]:
+        t0 = time.perf_counter()
+        teg = TimeExpandedGraph(self.topology, self.grid, self.commodities, horizon)
+        model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg)
+        build_s = time.perf_counter() - t0
+        watch, describe, finish_when = self.incumbent_watch(model, teg, lower)
+        warm = self.use_copy and horizon >= greedy.epochs and self.warm_start(model, teg, greedy)
+        budget = (self.deadline - time.perf_counter()) * share
+        run = HighsRun(model, self.options, budget, self.gap, self.started,
+                       describe, finish_when, watch)
+        result = run.solve(warm_start=warm)
+        self.options.report(Progress(time.perf_counter() - self.started,
+                                     f"TE-CCL: {horizon} epochs -> {result.termination}", gap=result.gap))
+        if not result.has_solution:
+            return None, result
+        hops = self.extract(model, teg)
+        used = self.epochs_used(hops)
+        if result.termination == "optimal":
+            status = "feasible"  # optimal for the early-arrival objective; the epoch count is certified separately
+        else:
+            status = "time_limit" if result.termination in ("time_limit", "interrupted") else "feasible"
+        notes = [f"horizon {horizon}: {teg.size()}, built in {build_s:.2f} s, solved in {result.elapsed_s:.2f} s "
+                 f"({result.termination})"]
+        return EpochPlan(hops, used, status, result.gap, notes), result
+
+    def incumbent_watch(self, model, teg: TimeExpandedGraph, lower: int):
+        """Columns the callbacks read: demand holdings per epoch (copy model only)."""
+        if not self.use_copy:
+            return [], None, None
+        keys = [(c, n, k) for c, n, k in teg.holds if n in teg.commodities[c].destinations]
+        demand_index: dict[tuple[int, int], int] = {}
+        index = np.array([demand_index.setdefault((c, n), len(demand_index)) for c, n, _ in keys], dtype=np.int64)
+        epochs = np.array([k for _, _, k in keys], dtype=float)
+        at_lower = np.array([k == lower for _, _, k in keys])
+        n_demands = len(demand_index)
+        tau = self.grid.tau_s
+
+        def describe(values: np.ndarray) -> float | None:
+            first = np.full(n_demands, np.inf)
+            np.minimum.at(first, index, np.where(values >= USED, epochs, np.inf))
+            return float(first.max() * tau) if np.isfinite(first.max()) else None
+
+        def finish_when(values: np.ndarray) -> bool:
+            return bool(at_lower.sum() == n_demands and np.all(values[at_lower] >= USED))
+
+        return [model.hold[key] for key in keys], describe, finish_when
+
+    def warm_start(self, model, teg: TimeExpandedGraph, greedy: EpochPlan) -> bool:
+        """Load the greedy schedule as a MIP start (it fits any horizon >= its makespan)."""
+        commodity_of = {com.chunks[0]: com.id for com in teg.commodities}
+        first_hold: dict[tuple[int, int], int] = {}
+        for chunk, i, j, k in greedy.hops:
+            key = (commodity_of[chunk], i, j, k)
+            if key not in model.send:
+                return False
+        for v in model.send.values():
+            v.set_value(0)
+        for chunk, i, j, k in greedy.hops:
+            c = commodity_of[chunk]
+            model.send[(c, i, j, k)].set_value(1)
+            land = k + self.grid.links[(i, j)].offset
+            if not self.topology.is_switch(j):
+                first_hold[(c, j)] = min(first_hold.get((c, j), land), land)
+        for (c, n, k), var in model.hold.items():
+            var.set_value(1 if k >= first_hold.get((c, n), teg.horizon + 1) else 0)
+        return True
+
+    def extract(self, model, teg: TimeExpandedGraph) -> list[Hop]:
+        if self.use_copy:
+            used = [s for s, v in model.send.items() if (v.value or 0) > USED]
+            return chunk_hops(teg, prune_copy_sends(teg, used))
+        flow = {s: float(pyo.value(v) or 0.0) for s, v in model.flow.items()}
+        return split_flows(teg, flow, self.posts)
+
+    def epochs_used(self, hops: list[Hop]) -> int:
+        lands = [k + self.grid.links[(i, j)].offset for _, i, j, k in hops if not self.topology.is_switch(j)]
+        return max(lands, default=0)
+
+
+def plan_schedule(topology: Topology, collective: Collective, plan: EpochPlan, grid: EpochGrid,
+                  op: str = "copy") -> Schedule:
+    """An untimed schedule from an epoch plan (the simulator replays it ASAP)."""
+    transfers: list[Transfer] = to_transfers(topology, plan.hops, op)
+    return Schedule(topology, collective, transfers, "teccl", status=plan.status, mip_gap=plan.gap,
+                    epoch_s=grid.tau_s, epochs=plan.epochs, estimated_finish_s=plan.epochs * grid.tau_s,
+                    notes=list(plan.notes))
+
+
+def solve_copy_or_flow(topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
+                       started: float, mirrored_from: Topology | None = None) -> Schedule:
+    """Solve a non-reducing collective and check the result with the simulator (greedy if it fails)."""
+    solver = EpochSolver(topology, collective, options, deadline, started, mirrored_from)
+    plan = solver.solve()
+    schedule = plan_schedule(topology, collective, plan, solver.grid)
+    schedule.notes = solver.notes + schedule.notes
+    if not simulate(schedule).verified:
+        fallback = solver.greedy_plan()
+        fallback.notes.append("solver schedule failed verification; epoch greedy returned instead")
+        schedule = plan_schedule(topology, collective, fallback, solver.grid)
+        schedule.notes = solver.notes + schedule.notes
+    return schedule
