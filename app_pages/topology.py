@@ -3,8 +3,10 @@
 import json
 
 import streamlit as st
+from streamlit_flow import streamlit_flow
 
 from ccviz import app_ui
+from ccviz.app_canvas import flow_state, structure_changed, topology_from_flow
 from ccviz.app_state import current_topology, sample_files, set_topology, topology_source, user_errors
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
@@ -65,12 +67,29 @@ topology = current_topology()
 st.subheader(topology.name)
 st.caption(f"{topology.summary()} · from {topology_source()}" + (f" · {topology.description}"
                                                                   if topology.description else ""))
+version = abs(hash(topology.to_json()))
 figure_col, edit_col = st.columns([3, 2])
 with figure_col:
-    app_ui.plot(topology_figure(topology), key="topo_figure")
+    figure_tab, canvas_tab = st.tabs(["Figure", "Draw on a canvas"])
+    with figure_tab:
+        app_ui.plot(topology_figure(topology), key="topo_figure")
+    with canvas_tab:
+        st.caption("Drag from a node's handle to another node to add a cable (both directions, the most common "
+                   "bandwidth); right-click the canvas to add a GPU, a node or an edge to delete it. "
+                   "Bandwidth and alpha are edited in the link table.")
+        if st.session_state.get("topo_flow_for") != version:
+            st.session_state["topo_flow_state"] = flow_state(topology)
+            st.session_state["topo_flow_for"] = version
+        drawn = streamlit_flow(f"topo_flow_{version}", st.session_state["topo_flow_state"], height=480,
+                               fit_view=True, allow_new_edges=True, enable_pane_menu=True, enable_node_menu=True,
+                               enable_edge_menu=True, hide_watermark=True)
+        st.session_state["topo_flow_state"] = drawn  # keep the drawing even when it does not validate
+        if structure_changed(topology, drawn):
+            with user_errors("canvas"):
+                set_topology(topology_from_flow(topology, drawn), f"canvas edit of {topology.name}")
+                st.rerun()
 with edit_col:
     st.markdown("**Edit** (add or delete rows; then apply)")
-    version = abs(hash(topology.to_json()))
     nodes = st.data_editor(node_table(topology), num_rows="dynamic", width="stretch", hide_index=True,
                            key=f"topo_nodes_{version}", height=220,
                            column_config={"kind": st.column_config.SelectboxColumn("kind", options=["gpu", "switch"]),
@@ -81,7 +100,7 @@ with edit_col:
                                           "alpha_us": st.column_config.NumberColumn("alpha (us)", min_value=0.0)})
     if st.button("Apply edits", type="primary", key="topo_apply"):
         with user_errors("edit"):
-            set_topology(topology_from_tables(topology, nodes, links), f"edited {topology.name}")
+            set_topology(topology_from_tables(topology, nodes, links), f"table edit of {topology.name}")
             st.rerun()
     st.download_button("Save topology JSON", data=topology.to_json(), file_name=f"{topology.name}.json",
                        mime="application/json", on_click="ignore", key="topo_save")

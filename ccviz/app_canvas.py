@@ -1,0 +1,104 @@
+"""The designer's drawing canvas (streamlit-flow) and its translation to and from a Topology.
+
+The canvas shows one edge per cable; drawing an edge adds a bidirectional
+link (bandwidth and alpha of the fabric's most common link, edit them in
+the table), deleting an edge removes both directions, and nodes added from
+the canvas menu are GPUs. Only structural changes (nodes or edges added or
+removed) produce a new topology, so dragging nodes around never rebuilds it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
+from streamlit_flow.state import StreamlitFlowState
+
+from ccviz.topology import Link, Node, Topology
+from ccviz.viz.layout import is_symmetric, node_positions
+from ccviz.viz.style import GPU_COLOR, SWITCH_COLOR
+from ccviz.viz.topology_fig import drawn_links
+
+WIDTH, HEIGHT = 700.0, 460.0  # canvas pixels that the [0, 1] layout is scaled to
+
+
+def flow_state(topology: Topology) -> StreamlitFlowState:
+    """Canvas nodes and edges for a topology (positions from the shared layout)."""
+    positions = node_positions(topology)
+    nodes = [
+        StreamlitFlowNode(
+            str(n), (positions[n][0] * WIDTH, (1 - positions[n][1]) * HEIGHT),
+            {"content": node.label or str(n)}, draggable=True, connectable=True, deletable=True,
+            style={"background": SWITCH_COLOR if node.is_switch else GPU_COLOR, "color": "white",
+                   "width": 64, "fontSize": 11, "padding": 4,
+                   "borderRadius": 2 if node.is_switch else 16},
+        )
+        for n, node in sorted(topology.nodes.items())
+    ]
+    edges = []
+    for u, v in drawn_links(topology):
+        link = topology.links[(u, v)]
+        symmetric = is_symmetric(topology, u, v)
+        edges.append(StreamlitFlowEdge(
+            f"{u}-{v}", str(u), str(v), edge_type="straight", deletable=True,
+            label=f"{link.bandwidth_GBps:g}", label_show_bg=True,
+            marker_end={} if symmetric else {"type": "arrowclosed"},
+        ))
+    return StreamlitFlowState(nodes, edges)
+
+
+def structure_changed(topology: Topology, state: StreamlitFlowState) -> bool:
+    """True when the canvas has other nodes or other edges than the topology."""
+    return _canvas_node_ids(state) != {str(n) for n in topology.nodes} or _canvas_cables(state) != {
+        frozenset((str(u), str(v))) for u, v in topology.links
+    }
+
+
+def topology_from_flow(topology: Topology, state: StreamlitFlowState) -> Topology:
+    """The topology the canvas now shows (validated; raises CcvizError with the fix)."""
+    ids: dict[str, int] = {}
+    next_id = max(topology.nodes, default=-1) + 1
+    nodes = []
+    for fnode in state.nodes:
+        if fnode.id.isdigit() and int(fnode.id) in topology.nodes:
+            old = topology.nodes[int(fnode.id)]
+            ids[fnode.id] = old.id
+            nodes.append(Node(old.id, old.kind, old.label, old.group, _pos(fnode), old.copy))
+        else:
+            ids[fnode.id] = next_id
+            nodes.append(Node(next_id, "gpu", f"GPU{next_id}", None, _pos(fnode)))
+            next_id += 1
+    bw, alpha = _common_link(topology)
+    links: dict[tuple[int, int], Link] = {}
+    for edge in state.edges:
+        if edge.source not in ids or edge.target not in ids or edge.source == edge.target:
+            continue
+        u, v = ids[edge.source], ids[edge.target]
+        for a, b in ((u, v), (v, u)):
+            if (a, b) in topology.links:
+                links[(a, b)] = topology.links[(a, b)]
+        if (u, v) not in topology.links and (v, u) not in topology.links:  # a newly drawn cable
+            links[(u, v)] = Link(u, v, bw, alpha)
+            links[(v, u)] = Link(v, u, bw, alpha)
+    return topology.with_changes(nodes=nodes, links=links.values())
+
+
+def _pos(fnode: StreamlitFlowNode) -> tuple[float, float]:
+    x, y = fnode.position["x"], fnode.position["y"]
+    return (round(x / WIDTH, 4), round(1 - y / HEIGHT, 4))
+
+
+def _canvas_node_ids(state: StreamlitFlowState) -> set[str]:
+    return {n.id for n in state.nodes}
+
+
+def _canvas_cables(state: StreamlitFlowState) -> set[frozenset[str]]:
+    return {frozenset((e.source, e.target)) for e in state.edges if e.source != e.target}
+
+
+def _common_link(topology: Topology) -> tuple[float, float]:
+    """Bandwidth and alpha of the most common link (the default for a newly drawn cable)."""
+    if not topology.links:
+        return 50.0, 0.5
+    (bw, alpha), _ = Counter((lk.bandwidth_GBps, lk.alpha_us) for lk in topology.links.values()).most_common(1)[0]
+    return bw, alpha
