@@ -15,7 +15,9 @@ Two different questions live here:
 
 from __future__ import annotations
 
+import heapq
 import math
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -101,34 +103,61 @@ class _CutBound:
                     best = candidate
         return best
 
-    def crossings(self, collective: Collective, inside: frozenset[int]) -> tuple[int, int]:
-        """(chunks that must enter X, chunks that must leave X)."""
-        enter = leave = 0
-        for c in collective.chunks:
-            post_in = bool(c.post & inside)
-            post_out = bool(c.post - inside)
-            pre_in = bool(c.pre & inside)
-            pre_out = bool(c.pre - inside)
-            if c.reduce:  # every contribution must reach every post rank
-                enter += post_in and pre_out
-                leave += post_out and pre_in
-            else:  # one holder suffices
-                enter += post_in and not pre_in
-                leave += post_out and not pre_out
-        return enter, leave
-
-    def bound(self, collective: Collective, inside: frozenset[int]) -> float:
-        enter, leave = self.crossings(collective, inside)
+    def bound(self, enter: int, leave: int, inside: frozenset[int]) -> float:
         t_in = self.kth_arrival(self.cut_links(inside, inward=True), enter) if enter else 0.0
         t_out = self.kth_arrival(self.cut_links(inside, inward=False), leave) if leave else 0.0
         return max(t_in, t_out)
 
 
+class _Demands:
+    """The collective's chunks folded into distinct (pre, post, reduce) signatures with counts."""
+
+    def __init__(self, collective: Collective) -> None:
+        counts: dict[tuple[frozenset[int], frozenset[int], bool], int] = {}
+        for c in collective.chunks:
+            key = (c.pre, c.post, c.reduce)
+            counts[key] = counts.get(key, 0) + 1
+        self.signatures = counts
+
+    def crossings(self, inside: frozenset[int]) -> tuple[int, int]:
+        """(chunks that must enter X, chunks that must leave X)."""
+        enter = leave = 0
+        for (pre, post, reduce), count in self.signatures.items():
+            post_in = not post.isdisjoint(inside)
+            pre_in = not pre.isdisjoint(inside)
+            post_out = not post <= inside
+            pre_out = not pre <= inside
+            if reduce:  # every contribution must reach every post rank
+                enter += count * (post_in and pre_out)
+                leave += count * (post_out and pre_in)
+            else:  # one holder suffices
+                enter += count * (post_in and not pre_in)
+                leave += count * (post_out and not pre_out)
+        return enter, leave
+
+    def per_rank_crossings(self) -> tuple[dict[int, int], dict[int, int]]:
+        """Crossings of every single-GPU cut in one pass: (must receive, must send) per rank."""
+        receive: dict[int, int] = defaultdict(int)
+        send: dict[int, int] = defaultdict(int)
+        for (pre, post, reduce), count in self.signatures.items():
+            if reduce:
+                for r in post:
+                    if len(pre) > 1 or r not in pre:
+                        receive[r] += count
+                for p in pre:
+                    if len(post) > 1 or p not in post:
+                        send[p] += count
+            else:
+                for r in post - pre:
+                    receive[r] += count
+                if len(pre) == 1 and not post <= pre:
+                    send[next(iter(pre))] += count
+        return receive, send
+
+
 def _candidate_cuts(topology: Topology, max_min_cuts: int = 6) -> Iterable[tuple[str, frozenset[int]]]:
-    """Cheap cuts worth trying: each GPU, each group (chassis), rank-order halves, a few min-cuts."""
+    """Cheap multi-node cuts worth trying: each group (chassis), rank-order halves, a few min-cuts."""
     gpus = topology.gpus
-    for g in gpus:
-        yield f"GPU {g}", frozenset([g])
     groups: dict[str, set[int]] = {}
     for node in topology.nodes.values():
         if node.group is not None:
@@ -157,34 +186,47 @@ def _min_cuts(topology: Topology, count: int) -> Iterable[tuple[str, frozenset[i
         yield f"min cut {source}|{t}", frozenset(side)
 
 
-def _latency_bound(topology: Topology, collective: Collective) -> tuple[float, str]:
-    """Store-and-forward shortest time of one chunk for the farthest demand."""
-    nbytes = collective.chunk_bytes
-    g = nx.DiGraph()
-    for (u, v) in topology.links:
-        g.add_edge(u, v, weight=topology.arrival_delay(u, v, nbytes))
-    dist: dict[int, dict[int, float]] = {}
+def _arrival_times(topology: Topology, source: int, delay: dict[tuple[int, int], float]) -> dict[int, float]:
+    """Earliest store-and-forward arrival of one chunk from ``source`` at every node."""
+    best = {source: 0.0}
+    heap = [(0.0, source)]
+    while heap:
+        t, u = heapq.heappop(heap)
+        if t > best[u]:
+            continue
+        for link in topology.out_links[u]:
+            cand = t + delay[(u, link.dst)]
+            if cand < best.get(link.dst, math.inf):
+                best[link.dst] = cand
+                heapq.heappush(heap, (cand, link.dst))
+    return best
 
-    def distance(a: int, b: int) -> float:
-        if a not in dist:
-            dist[a] = nx.single_source_dijkstra_path_length(g, a, weight="weight")
-        return dist[a].get(b, math.inf)
 
+def _latency_bound(topology: Topology, demands: _Demands, chunk_bytes: float,
+                   max_sources: int = 256) -> tuple[float, str]:
+    """Store-and-forward shortest time of one chunk for the farthest demand.
+
+    On big fabrics only an evenly spread sample of sources is examined; the
+    maximum over a subset of demands is still a valid (if weaker) bound.
+    """
+    delay = {key: topology.arrival_delay(*key, chunk_bytes) for key in topology.links}
+    sources = sorted({p for pre, _, _ in demands.signatures for p in pre})
+    stride = max(1, math.ceil(len(sources) / max_sources))
+    sampled = set(sources[::stride])
+    rows = {p: _arrival_times(topology, p, delay) for p in sampled}
     worst, what = 0.0, "no data has to move"
-    seen: set[tuple[frozenset[int], int, bool]] = set()
-    for c in collective.chunks:
-        for r in c.post:
-            key = (c.pre, r, c.reduce)
-            if key in seen or (not c.reduce and r in c.pre):
-                continue
-            seen.add(key)
-            others = [p for p in c.pre if p != r]
-            if not others:
-                continue
-            # Reductions need every contribution; a plain chunk needs its nearest holder.
-            t = max(distance(p, r) for p in others) if c.reduce else min(distance(p, r) for p in c.pre)
-            if t > worst:
-                worst, what = t, f"a chunk needs {t * 1e6:.4g} us to reach rank {r} (alpha + chunk time per hop)"
+    for pre, post, reduce in demands.signatures:
+        if reduce:  # every contribution must reach every post rank
+            pairs = [(p, r) for p in pre & sampled for r in post if r != p]
+            t, p, r = max(((rows[p].get(r, math.inf), p, r) for p, r in pairs), default=(0.0, 0, 0))
+        elif len(pre) == 1 and pre <= sampled:  # the only holder must reach every destination
+            p = next(iter(pre))
+            row = rows[p]
+            t, r = max(((row.get(r, math.inf), r) for r in post - pre), default=(0.0, 0))
+        else:
+            continue  # several holders (or none sampled): skipped, which only weakens the bound
+        if t > worst:
+            worst, what = t, f"a chunk needs {t * 1e6:.4g} us to reach rank {r} (alpha + chunk time per hop)"
     return worst, what
 
 
@@ -197,12 +239,18 @@ def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
     time. The bound is the larger of the two (adding them would not be valid).
     """
     cut = _CutBound(topology, collective.chunk_bytes)
+    demands = _Demands(collective)
     bandwidth, bw_what = 0.0, "no cut has to be crossed"
+    receive, send = demands.per_rank_crossings()
+    for g in topology.gpus:
+        t = cut.bound(receive.get(g, 0), send.get(g, 0), frozenset([g]))
+        if t > bandwidth:
+            bandwidth, bw_what = t, f"data crossing GPU {g} needs {t * 1e6:.4g} us"
     for name, inside in _candidate_cuts(topology):
-        t = cut.bound(collective, inside)
+        t = cut.bound(*demands.crossings(inside), inside)
         if t > bandwidth:
             bandwidth, bw_what = t, f"data crossing {name} needs {t * 1e6:.4g} us"
-    latency, lat_what = _latency_bound(topology, collective)
+    latency, lat_what = _latency_bound(topology, demands, collective.chunk_bytes)
     binding = bw_what if bandwidth >= latency else lat_what
     return LowerBound(max(bandwidth, latency), bandwidth, latency, f"bound set by bandwidth: {binding}"
                       if bandwidth >= latency else f"bound set by latency: {binding}")
