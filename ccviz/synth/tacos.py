@@ -160,7 +160,7 @@ class Matcher:
         self.want: dict[int, int] = defaultdict(int)  # node -> chunks it misses that are not in flight
         self.need: dict[int, int] = defaultdict(int)  # node -> chunks it must receive
         self.link_free_at = [start_s] * len(routes.link_keys)
-        self.events: dict[float, list[tuple[int, int]]] = {}  # time -> [(node, chunk bit) arrival | (link, 0) free]
+        self.events: dict[float, list[tuple[int, int]]] = {}  # time -> [(node, chunk bits) landing | (link, 0) free]
         self.times: list[float] = []  # heap of the keys of ``events``
         self.transfers: list[Transfer] = []
         self.feeders: dict[int, int] = {}
@@ -237,10 +237,10 @@ class Matcher:
         freed: list[int] = []
         held = self.held
         arrived = 0
-        for node, bit in self.events.pop(t):
-            if bit:
-                held[node] |= bit
-                arrived += 1
+        for node, bits in self.events.pop(t):
+            if bits:
+                held[node] |= bits
+                arrived += bits.bit_count()
                 received.add(node)
             else:
                 freed.append(node)
@@ -262,13 +262,12 @@ class Matcher:
         want, held, in_routes, free_at = self.want, self.held, self.in_routes, self.link_free_at
         randbits, n_chunks, chunk_ids = self.rng.getrandbits, self.n_chunks, self.chunk_ids
         record, new = self.transfers.append, tuple.__new__
-        events, times, push = self.events, self.times, heapq.heappush
-        bucket_time, bucket = None, None  # the event list last appended to (most sends land together)
         for dst in order:
             wanted = want.get(dst, 0)
             if not wanted:
                 continue
             nearby = -1  # chunks a fast route could bring (computed on first need)
+            landing_time, landing = -1.0, 0
             for r, src, link, delay, hold, slow in in_routes[dst]:
                 if link >= 0 and free_at[link] > t:
                     continue
@@ -294,16 +293,18 @@ class Matcher:
                 arrival = t + delay
                 free_at[link] = t + hold
                 record(new(Transfer, (chunk_ids[bit.bit_length() - 1], src, dst, t, arrival, "copy", 0.0)))
-                if arrival != bucket_time:
-                    bucket_time, bucket = arrival, events.get(arrival)
-                    if bucket is None:
-                        bucket = events[arrival] = []
-                        push(times, arrival)
-                bucket.append((dst, bit))
+                if arrival == landing_time:  # chunks landing together are one event entry
+                    landing |= bit
+                else:
+                    if landing:
+                        self.at(landing_time).append((dst, landing))
+                    landing_time, landing = arrival, bit
                 if hold != delay:
                     self.at(t + hold).append((link, 0))
                 if not wanted:
                     break
+            if landing:
+                self.at(landing_time).append((dst, landing))
             want[dst] = wanted
 
     # Patience (not in the paper): a route at least SLOW_ROUTE times slower than the rank's fastest
