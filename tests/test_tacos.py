@@ -153,10 +153,12 @@ def small_topologies(draw) -> Topology:
     seed=st.integers(0, 1000),
     hold=st.sampled_from(["arrival", "serialization"]),
     patience=st.sampled_from(["on", "off"]),
+    root_pick=st.integers(0, 5),
 )
 def test_every_schedule_verifies(topology: Topology, name: str, chunks: int, seed: int, hold: str,
-                                 patience: str) -> None:
-    collective = make_collective(name, topology, 1e6, chunks_per_rank=chunks)
+                                 patience: str, root_pick: int) -> None:
+    root = topology.gpus[root_pick % topology.n_gpus] if name in ("broadcast", "reduce") else None
+    collective = make_collective(name, topology, 1e6, chunks_per_rank=chunks, root=root)
     options = SynthOptions(seed=seed, extra={"link_hold": hold, "patience": patience})
     schedule = synthesize(topology, collective, "tacos", options)
     timeline = simulate(schedule)
