@@ -15,6 +15,7 @@ from ccviz.units import format_size
 from ccviz.viz import comparison_figure, finish_bars
 
 PARAMS_KEY = "cmp_params"
+SMALL_FABRIC = 16  # GPUs
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -35,9 +36,10 @@ available = algorithms_for(collective)
 if not available:
     st.warning(f"No registered algorithm implements {collective} yet.")
     st.stop()
-quick = [a for a in available if REGISTRY[a].kind != "optimal"] or available
-algorithms = c2.multiselect("algorithms", available, default=quick, key="cmp_algorithms",
-                            help="optimal solvers (MILP) can take long at large sizes; they obey the time limit")
+# Optimal solvers (MILPs) are quick on small fabrics; on big ones they are opt-in (they obey the time limit).
+default = available if topology.n_gpus <= SMALL_FABRIC else [a for a in available if REGISTRY[a].kind != "optimal"]
+algorithms = c2.multiselect("algorithms", available, default=default or available, key="cmp_algorithms",
+                            help="optimal solvers (MILP) can take long on big fabrics; they obey the time limit")
 sizes = app_ui.size_range_picker("sizes", "cmp_sizes")
 c3, c4, c5 = st.columns(3)
 chunks = int(c3.number_input("chunks per rank", 1, 16, 1, key="cmp_chunks"))

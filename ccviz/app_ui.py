@@ -15,6 +15,7 @@ from ccviz.viz import schedule_animation
 
 SIZES = size_sweep(1e3, 1e9)
 PLOT_CONFIG = {"displaylogo": False, "scrollZoom": False}
+APP_CONTROLLED = frozenset({"progress", "stop", "extra"})  # the app wires these itself (progress display, Stop)
 
 
 def topology_caption() -> None:
@@ -35,7 +36,7 @@ def size_range_picker(label: str, key: str, default: tuple[float, float] = (1e3,
 def option_inputs(algorithm: Algorithm, key: str) -> dict[str, Any]:
     """Inputs for exactly the options this algorithm uses (``Algorithm.options_used``)."""
     values: dict[str, Any] = {}
-    used = list(algorithm.options_used)
+    used = [name for name in algorithm.options_used if name not in APP_CONTROLLED]
     if not used:
         st.caption(f"{algorithm.name} has no options.")
         return values
@@ -79,8 +80,8 @@ def results_summary(entry: CachedRun) -> None:
     top[2].metric("busbw", _gbps(s["busbw_GBps"]))
     ratio = result.bound_ratio
     bottom[0].metric("lower bound", format_time(s["lower_bound_s"]),
-                     delta=f"finish = {ratio:.3g} × bound" if ratio else None, delta_color="off")
-    bottom[1].metric("synthesis time", format_time(s["synth_time_s"]), delta=s["status"], delta_color="off")
+                     delta=f"finish = {ratio:.3g} × bound" if ratio else None, delta_color="off", delta_arrow="off")
+    bottom[1].metric("synthesis time", format_time(s["synth_time_s"]), delta=s["status"], delta_color="off", delta_arrow="off")
     bottom[2].metric("verified by simulator", "yes" if s["verified"] else "NO")
     details = (f"{s['collective']} of {format_size(s['size_bytes'])} ({format_size(s['chunk_bytes'])} chunks) on "
                f"{s['topology']} with **{s['algorithm']}**: {s['transfers']} transfers")
