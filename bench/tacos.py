@@ -124,7 +124,7 @@ def main() -> None:
             ours = timeline.finish_time_s
             verdict = "yes" if timeline.verified else f"NO: {timeline.violations[0].message}"
         sf = store_and_forward_bound(topology, collective)
-        cb = cost_bound(topology, collective) if len(topology.gpus) <= 256 else None
+        cb = cost_bound(topology, collective)
         label = spec.replace(REFERENCE, "").replace("," + UNIFORM, "")
         cb_text = f"{cb * 1e6:>12.2f}{cb / ours:>7.3f}" if cb else f"{'-':>12}{'-':>7}"
         print(f"{label:<34}{name:<10}{restarts:>3}{len(schedule.transfers):>10}{synth_s:>9.2f}{cpu_s:>7.2f}{ours * 1e6:>12.2f}"
