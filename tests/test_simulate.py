@@ -178,3 +178,24 @@ def test_mixed_timed_and_untimed_is_refused():
     transfers[0] = transfers[0]._replace(start_s=0.0)
     with pytest.raises(CcvizError, match="transfers"):
         simulate(s.with_transfers(transfers))
+
+
+def test_zero_delay_switch_hop_does_not_block_later_ready_arrivals():
+    """A same-instant hop out of a switch must not hold back an arrival due a hair later."""
+    topo = star(copy=True, switch_hop="free")
+    coll = make_collective("allgather", topo, 3e6)
+    chunk_time = 1e6 / BW
+    t_in = ALPHA + chunk_time
+    transfers = [
+        Transfer(0, 1, 0, 0.0, t_in),  # rank 1's chunk into the switch
+        Transfer(0, 0, 2, t_in, t_in),  # forwarded at once (free hop) ...
+        Transfer(0, 0, 3, t_in, t_in),
+        Transfer(1, 2, 0, 1e-15, t_in + 1e-15),  # rank 2's chunk lands a hair later
+        Transfer(1, 0, 1, t_in + 1e-15 + chunk_time, None),
+        Transfer(1, 0, 3, t_in + 1e-15 + chunk_time, None),
+        Transfer(2, 3, 0, 2 * t_in, None),
+        Transfer(2, 0, 1, 3 * t_in, None),
+        Transfer(2, 0, 2, 3 * t_in, None),
+    ]
+    timeline = simulate(Schedule(topo, coll, transfers, "hand"))
+    assert timeline.verified, timeline.violations
