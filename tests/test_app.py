@@ -196,3 +196,19 @@ def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch)
     assert first.wait(10) and first.error is None
     again = SynthesisJob(quick, topo)
     assert again.done and again.entry is first.entry  # served from the cache, no new thread
+
+
+def test_an_algorithm_refusing_the_topology_shows_its_fix_on_the_page():
+    at = fresh_app()
+    at.switch_page("app_pages/topology.py").run()
+    at.selectbox(key="topo_builder").select("ring").run()
+    at.text_input(key="topo_b_ring_n").input("5").run()
+    at.button(key="topo_build").click().run()
+    at.switch_page("app_pages/synthesize.py").run()
+    if "rhd" not in ccviz.algorithms_for("allgather"):
+        pytest.skip("rhd is not registered")
+    at.selectbox(key="syn_algorithm").select("rhd").run()
+    at.button(key="syn_run").click().run()
+    assert not at.exception
+    assert any("power-of-two" in e.value for e in at.error), [e.value for e in at.error]
+    assert not at.metric  # no stale result from another topology
