@@ -72,9 +72,14 @@ elif view == "Inspect a link or node":
     if points and points[0].get("customdata"):
         picked = tuple(points[0]["customdata"])
     names = [f"node {n}" for n in topology.nodes] + [f"link {u}->{v}" for u, v in sorted(topology.links)]
-    default = (f"node {picked[0]}" if picked and len(picked) == 1 else
-               f"link {picked[0]}->{picked[1]}" if picked else names[0])
-    choice = st.selectbox("element", names, index=names.index(default) if default in names else 0, key="pb_elem")
+    if picked is not None and picked != st.session_state.get("pb_last_pick"):  # a new click wins over the menu
+        st.session_state["pb_last_pick"] = picked
+        clicked = f"node {picked[0]}" if len(picked) == 1 else f"link {picked[0]}->{picked[1]}"
+        if clicked in names:
+            st.session_state["pb_elem"] = clicked
+    if st.session_state.get("pb_elem") not in names:
+        st.session_state["pb_elem"] = names[0]
+    choice = st.selectbox("element", names, key="pb_elem")
     kind, _, ident = choice.partition(" ")
     if kind == "node":
         node = int(ident)
