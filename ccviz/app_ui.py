@@ -116,7 +116,7 @@ def downloads(entry: CachedRun) -> None:
                             file_name=f"{stem}.json", mime="application/json", on_click="ignore")
     cols[1].download_button("MSCCL XML", data=lambda: _msccl(timeline), file_name=f"{stem}.xml",
                             mime="application/xml", on_click="ignore")
-    cols[2].download_button("Animation HTML", data=lambda: animation(entry).to_html(include_plotlyjs="cdn",
+    cols[2].download_button("Animation HTML", data=lambda: animation(entry).to_html(include_plotlyjs=True,
                                                                                      auto_play=False),
                             file_name=f"{stem}.html", mime="text/html", on_click="ignore")
 

@@ -90,6 +90,13 @@ def test_synthesize_and_play_animation(app_url, tmp_path):
             page.wait_for_timeout(200)
         after = current.text_content()
         page.screenshot(path=str(tmp_path / "3_playing.png"), full_page=True)
+
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Animation HTML").click()
+        saved = tmp_path / "animation.html"
+        download.value.save_as(saved)
         browser.close()
+    html = saved.read_text()
+    assert "plotly.js" in html and '"traces"' in html  # self-contained: plotly.js and the animation frames
     assert before.startswith("frame:")
     assert after != before, f"the animation did not advance (slider still at {before!r})"
