@@ -17,7 +17,8 @@ import time
 from ccviz.collectives import Collective
 from ccviz.schedule import Schedule
 from ccviz.synth.registry import Algorithm, SynthOptions, register
-from ccviz.synth.teccl.reductions import allreduce, reduce_by_reversal
+from ccviz.synth.teccl.astar import solve_astar
+from ccviz.synth.teccl.reductions import ForwardSolver, allreduce, reduce_by_reversal
 from ccviz.synth.teccl.synthesizer import DEFAULT_TIME_LIMIT_S, solve_copy_or_flow
 from ccviz.topology import Topology
 
@@ -26,19 +27,34 @@ SUPPORTED = frozenset({"allgather", "broadcast", "alltoall", "gather", "scatter"
 OPTIONS_USED = ("epoch", "epochs", "time_limit", "gap", "progress", "stop")
 
 
-def synthesize_teccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """TE-CCL: the MILP where copies help, the LP where they cannot; reductions by reversal."""
+def _run(topology: Topology, collective: Collective, options: SynthOptions, solve_forward: ForwardSolver
+         ) -> Schedule:
     started = time.perf_counter()
     deadline = started + (options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT_S)
     if collective.name == "allreduce":
-        return allreduce(topology, collective, options, deadline, started)
+        return allreduce(topology, collective, options, deadline, started, solve_forward)
     if collective.is_reducing:
-        return reduce_by_reversal(topology, collective, options, deadline, started)
-    return solve_copy_or_flow(topology, collective, options, deadline, started)
+        return reduce_by_reversal(topology, collective, options, deadline, started, solve_forward)
+    return solve_forward(topology, collective, options, deadline, started)
+
+
+def synthesize_teccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """TE-CCL: the MILP where copies help, the LP where they cannot; reductions by reversal."""
+    return _run(topology, collective, options, solve_copy_or_flow)
+
+
+def synthesize_teccl_astar(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """TE-CCL A*: successive small MILP rounds (faster, not optimal)."""
+    return _run(topology, collective, options, solve_astar)
 
 
 register(Algorithm(
     "teccl", synthesize_teccl, SUPPORTED,
     "TE-CCL multi-commodity flow: MILP (copy) or LP, Pyomo + HiGHS, epoch-optimal with a certificate",
     kind="optimal", options_used=OPTIONS_USED,
+))
+register(Algorithm(
+    "teccl-astar", synthesize_teccl_astar, SUPPORTED,
+    "TE-CCL A*: rounds of a few epochs solved as small MILPs, rewarding progress toward destinations",
+    kind="heuristic", options_used=OPTIONS_USED,
 ))

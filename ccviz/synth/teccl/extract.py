@@ -27,8 +27,12 @@ FLOW_EPS = 1e-6
 Hop = tuple[int, int, int, int]  # (collective chunk, src, dst, epoch)
 
 
-def prune_copy_sends(teg: TimeExpandedGraph, used: Iterable[Send]) -> list[Send]:
-    """The used sends that serve a demand, each GPU fed by its earliest arrival."""
+def prune_copy_sends(teg: TimeExpandedGraph, used: Iterable[Send],
+                     targets: dict[int, Iterable[int]] | None = None) -> list[Send]:
+    """The used sends that serve a demand, each GPU fed by its earliest arrival.
+
+    ``targets[commodity]`` replaces the destinations (A* rounds keep relays that made progress).
+    """
     topo, links = teg.topology, teg.grid.links
     landing: dict[tuple[int, int], list[tuple[int, Send]]] = defaultdict(list)  # (c, node) -> [(land, send)]
     for s in used:
@@ -62,7 +66,7 @@ def prune_copy_sends(teg: TimeExpandedGraph, used: Iterable[Send]) -> list[Send]
         feed(c, chosen[1], chosen[3])
 
     for com in teg.commodities:
-        for d in sorted(com.destinations):
+        for d in sorted(com.destinations if targets is None else targets.get(com.id, ())):
             if landing[(com.id, d)]:
                 feed(com.id, d, landing[(com.id, d)][0][0] if topo.is_switch(d) else teg.horizon)
     return sorted(kept, key=lambda s: (s[3], s[0], s[1], s[2]))
@@ -73,15 +77,24 @@ def chunk_hops(teg: TimeExpandedGraph, sends: Iterable[Send]) -> list[Hop]:
     return [(teg.commodities[c].chunks[0], i, j, k) for c, i, j, k in sends]
 
 
-def split_flows(teg: TimeExpandedGraph, flow: dict[Send, float], posts: dict[int, frozenset[int]]) -> list[Hop]:
-    """Whole-chunk paths from the LP flows of each source commodity (``posts``: chunk -> its post ranks)."""
+def split_flows(teg: TimeExpandedGraph, flow: dict[Send, float], carry: dict[tuple[int, int, int], float],
+                read: dict[tuple[int, int, int], float], posts: dict[int, frozenset[int]]) -> list[Hop]:
+    """Whole-chunk paths from the LP of each source commodity.
+
+    ``flow`` per send, ``carry[(c, n, k)]`` what GPU n keeps from epoch k to k+1, ``read[(c, d, k)]``
+    what destination d takes in epoch k; ``posts``: chunk -> its post ranks.
+    """
+    def of(c, values):
+        return {key[1:]: v for key, v in values.items() if key[0] == c and v > FLOW_EPS}
+
     by_commodity: dict[int, dict[Send, float]] = defaultdict(dict)
     for s, v in flow.items():
         if v > FLOW_EPS:
             by_commodity[s[0]][s] = v
     hops: list[Hop] = []
     for com in teg.commodities:
-        hops.extend(_FlowPaths(teg, com, by_commodity.get(com.id, {}), posts).hops())
+        paths = _FlowPaths(teg, com, by_commodity.get(com.id, {}), of(com.id, carry), of(com.id, read), posts)
+        hops.extend(paths.hops())
     return hops
 
 
@@ -92,10 +105,13 @@ class _FlowPaths:
     """Widest-path decomposition of one source's flow over (node, epoch)."""
 
     def __init__(self, teg: TimeExpandedGraph, com: Commodity, flow: dict[Send, float],
+                 carry: dict[tuple[int, int], float], read: dict[tuple[int, int], float],
                  posts: dict[int, frozenset[int]]) -> None:
         self.teg = teg
         self.com = com
         self.flow = dict(flow)
+        self.carry = dict(carry)  # (node, k) -> kept from k to k+1
+        self.read = dict(read)  # (destination, k) -> read off in epoch k
         self.posts = posts
         self.source = next(iter(com.holders))
 
@@ -103,17 +119,24 @@ class _FlowPaths:
         out: list[Hop] = []
         for cid in self.com.chunks:
             for d in sorted(self.posts[cid] - self.com.holders):
-                path = self._widest_path(d, self.flow)
-                if not path:  # rounding used this source's flow up: any candidate route, the simulator times it
-                    path = self._widest_path(d, {s: FLOW_EPS for s in self.teg.sends if s[0] == self.com.id})
+                path, stays, end = self._widest_path(d, self.flow, self.carry, self.read)
+                if not path and end is None:  # rounding used the flow up: any route, the simulator times it
+                    every = {s: FLOW_EPS for s in self.teg.sends if s[0] == self.com.id}
+                    path, stays, end = self._widest_path(d, every, _Unbounded(), _Unbounded())
                 for s in path:
                     if s in self.flow:
                         self.flow[s] = max(0.0, self.flow[s] - 1.0)
+                for key in stays:
+                    if key in self.carry:
+                        self.carry[key] = max(0.0, self.carry[key] - 1.0)
+                if end in self.read:
+                    self.read[end] = max(0.0, self.read[end] - 1.0)
                 out.extend((cid, i, j, k) for _, i, j, k in path)
         return out
 
     # Dynamic programme in time order: width of the best path to each (node, epoch).
-    def _widest_path(self, dest: int, flow: dict[Send, float]) -> list[Send]:
+    def _widest_path(self, dest: int, flow, carry, read):
+        """(sends, stays (node, k) kept to k+1, end (dest, k)) of the widest source-to-dest path."""
         teg, topo, links = self.teg, self.teg.topology, self.teg.grid.links
         out_by: dict[tuple[int, int], list[Send]] = defaultdict(list)
         for s, v in flow.items():
@@ -127,29 +150,40 @@ class _FlowPaths:
         for k in range(teg.horizon + 1):
             for n in order:
                 here = (n, k)
-                if not topo.is_switch(n) and (n, k - 1) in width and width[(n, k - 1)] > width.get(here, -1.0):
-                    width[here], came[here] = width[(n, k - 1)], _STAY  # a GPU keeps what it holds
+                kept = min(width.get((n, k - 1), -1.0), carry.get((n, k - 1), 0.0))
+                if not topo.is_switch(n) and kept > FLOW_EPS and kept > width.get(here, -1.0):
+                    width[here], came[here] = kept, _STAY  # a GPU keeps what it holds
                 if here not in width:
                     continue
-                if n == dest and (best is None or width[here] > best[0] + FLOW_EPS):
-                    best = (width[here], here)
+                taken = min(width[here], read.get(here, 0.0))
+                if n == dest and taken > FLOW_EPS and (best is None or taken > best[0] + FLOW_EPS):
+                    best = (taken, here)
                 for s in out_by.get(here, ()):
                     land = (s[2], k + links[(s[1], s[2])].offset)
                     value = min(width[here], flow[s])
                     if value > width.get(land, -1.0):
                         width[land], came[land] = value, s
         if best is None:
-            return []
+            return [], [], None
         path: list[Send] = []
+        stays: list[tuple[int, int]] = []
         state = best[1]
         while came[state] is not None:
             step = came[state]
             if step == _STAY:
                 state = (state[0], state[1] - 1)
+                stays.append(state)
             else:
                 path.append(step)
                 state = (step[1], step[3])
-        return path[::-1]
+        return path[::-1], stays, best[1]
+
+
+class _Unbounded(dict):
+    """Any amount may be kept or read (the fallback route ignores the LP's values)."""
+
+    def get(self, key, default=None):
+        return 1.0
 
 
 def to_transfers(topology: Topology, hops: Iterable[Hop], op: str = "copy") -> list[Transfer]:

@@ -73,7 +73,7 @@ def copy_model(teg: TimeExpandedGraph, buffer_limit: int | None = None,
         m.NO_COPY_SWITCH_EPOCHS,
         rule=lambda m, c, s, k: sum(m.send[x] for x in sends_from[(c, s, k)]) <= arrivals_at(m, c, s, k))
 
-    _add_capacity(m, teg, m.send, fractional=False)
+    _add_capacity(m, teg, m.send, fractional=False, every_window=False)
 
     demands = [(c.id, d) for c in teg.commodities for d in c.destinations if (c.id, d, teg.horizon) in hold_set]
     if teg.require_demands:
@@ -92,8 +92,11 @@ def copy_model(teg: TimeExpandedGraph, buffer_limit: int | None = None,
     return m
 
 
-def flow_model(teg: TimeExpandedGraph) -> pyo.ConcreteModel:
-    """The LP: continuous flows of each source's chunks, conserved, read off at destinations."""
+def flow_model(teg: TimeExpandedGraph, integral: bool = False) -> pyo.ConcreteModel:
+    """The LP: continuous flows of each source's chunks, conserved, read off at destinations.
+
+    ``integral`` makes the flows whole chunks (a small MILP): its paths then need no rounding.
+    """
     topo = teg.topology
     m = pyo.ConcreteModel("teccl_flow")
     supply = {c.id: c.amount for c in teg.commodities}
@@ -106,7 +109,8 @@ def flow_model(teg: TimeExpandedGraph) -> pyo.ConcreteModel:
     m.SENDS = pyo.Set(dimen=4, initialize=teg.sends, ordered=False)
     m.STORES = pyo.Set(dimen=3, initialize=stores, ordered=False)
     m.READS = pyo.Set(dimen=3, initialize=reads, ordered=False)
-    m.flow = pyo.Var(m.SENDS, domain=pyo.NonNegativeReals, bounds=lambda m, c, i, j, k: (0, supply[c]))
+    m.flow = pyo.Var(m.SENDS, domain=pyo.NonNegativeIntegers if integral else pyo.NonNegativeReals,
+                     bounds=lambda m, c, i, j, k: (0, supply[c]))
     m.store = pyo.Var(m.STORES, domain=pyo.NonNegativeReals)
     m.read = pyo.Var(m.READS, domain=pyo.NonNegativeReals)
     store_set, read_set = set(stores), set(reads)
@@ -136,7 +140,7 @@ def flow_model(teg: TimeExpandedGraph) -> pyo.ConcreteModel:
     m.switch_conservation = pyo.Constraint(m.SWITCH_EPOCHS, rule=lambda m, c, s, k: out_of(m, c, s, k) == sum(
         m.flow[a] for a in teg.switch_arrivals.get((c, s, k), ())) + teg.fixed_arrivals.get((c, s, k), 0))
 
-    _add_capacity(m, teg, m.flow, fractional=True)
+    _add_capacity(m, teg, m.flow, fractional=not integral, every_window=True)
 
     need = {(c.id, d): n for c in teg.commodities for d, n in c.needs}
     m.DEMANDS = pyo.Set(dimen=2, initialize=sorted(need), ordered=False)
@@ -147,9 +151,10 @@ def flow_model(teg: TimeExpandedGraph) -> pyo.ConcreteModel:
     return m
 
 
-def _add_capacity(m: pyo.ConcreteModel, teg: TimeExpandedGraph, amount: pyo.Var, fractional: bool) -> None:
-    """At most the link's capacity in any window of kappa epochs."""
-    windows = teg.capacity_windows(fractional=fractional)
+def _add_capacity(m: pyo.ConcreteModel, teg: TimeExpandedGraph, amount: pyo.Var, fractional: bool,
+                  every_window: bool) -> None:
+    """At most the link's capacity (fractional chunks for the LP) in any window of kappa epochs."""
+    windows = teg.capacity_windows(every_window)
     links = teg.grid.links
     m.WINDOWS = pyo.Set(dimen=3, initialize=sorted(windows), ordered=False)
 

@@ -15,6 +15,7 @@ then AllGather (the paper's split), concatenated in time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ccviz.collectives import Collective
@@ -25,17 +26,18 @@ from ccviz.synth.reversal import concatenate, mirror_collective, reverse_schedul
 from ccviz.synth.teccl.synthesizer import solve_copy_or_flow
 from ccviz.topology import Topology
 
+ForwardSolver = Callable[..., Schedule]  # solve_copy_or_flow or solve_astar
 STATUS_RANK = {"optimal": 0, "feasible": 1, "time_limit": 2, "heuristic": 3, "infeasible": 4}
 
 
 def reduce_by_reversal(topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
-                       started: float) -> Schedule:
+                       started: float, solve_forward: ForwardSolver = solve_copy_or_flow) -> Schedule:
     """ReduceScatter / Reduce: solve the mirrored broadcast, then reverse it (timed, op='reduce')."""
     mirror = mirror_collective(collective)
     reversed_topology = topology.reversed()
     no_copy = [replace(n, copy=False) if n.is_switch else n for n in reversed_topology.nodes.values()]
     reversed_topology = reversed_topology.with_changes(nodes=no_copy)
-    forward = solve_copy_or_flow(reversed_topology, mirror, options, deadline, started, mirrored_from=topology)
+    forward = solve_forward(reversed_topology, mirror, options, deadline, started, mirrored_from=topology)
     timed_forward = simulate(forward).schedule
     schedule = reverse_schedule(timed_forward, topology, collective)
     _carry_metadata(schedule, forward)
@@ -44,12 +46,12 @@ def reduce_by_reversal(topology: Topology, collective: Collective, options: Synt
 
 
 def allreduce(topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
-              started: float) -> Schedule:
+              started: float, solve_forward: ForwardSolver = solve_copy_or_flow) -> Schedule:
     """AllReduce = ReduceScatter then AllGather, each solved by TE-CCL (time budget split in two)."""
     rs, ag = split_allreduce(collective)
     middle = started + (deadline - started) / 2 if deadline > started else deadline
-    first = reduce_by_reversal(topology, rs, options, middle, started)
-    second = solve_copy_or_flow(topology, ag, options, deadline, started)
+    first = reduce_by_reversal(topology, rs, options, middle, started, solve_forward)
+    second = solve_forward(topology, ag, options, deadline, started)
     schedule = concatenate(first, simulate(second).schedule, collective)
     schedule.status = max(first.status, second.status, key=STATUS_RANK.__getitem__)
     gaps = [g for g in (first.mip_gap, second.mip_gap) if g is not None]

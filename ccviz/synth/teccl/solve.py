@@ -9,6 +9,7 @@ good enough (e.g. it meets the arithmetic lower bound, so it is optimal).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,6 +58,8 @@ class HighsRun:
         self.columns: np.ndarray | None = None
         self._finished_early = False
         self._last_report = 0.0
+        self._incumbent: np.ndarray | None = None
+        self._incumbent_bounds: tuple[float, float] | None = None
 
     def solve(self, warm_start: bool = False) -> SolveResult:
         opt = Highs()
@@ -76,11 +79,22 @@ class HighsRun:
         highs.cbMipInterrupt += self._on_poll
         highs.cbSimplexInterrupt += self._on_poll
         t0 = time.perf_counter()
-        results = opt.solve(self.model)
+        appsi_log = logging.getLogger("pyomo.contrib.appsi.solvers.highs")
+        level = appsi_log.level
+        appsi_log.setLevel(logging.ERROR)  # an interrupt (stop, early finish) is ours, not a warning
+        try:
+            results = opt.solve(self.model)
+        finally:
+            appsi_log.setLevel(level)
         elapsed = time.perf_counter() - t0
         has_solution = results.best_feasible_objective is not None
         if has_solution:
             results.solution_loader.load_vars()
+        elif self._incumbent is not None:
+            # Interrupted (stop event or early finish): APPSI does not load it, the callback kept it.
+            for var_id, col in col_of.items():
+                opt._vars[var_id][0].set_value(float(self._incumbent[col]), skip_validation=True)
+            has_solution = True
         tc = results.termination_condition
         termination = {
             TerminationCondition.optimal: "optimal",
@@ -90,6 +104,10 @@ class HighsRun:
             TerminationCondition.infeasibleOrUnbounded: "infeasible",
         }.get(tc, "other")
         obj, bound = results.best_feasible_objective, results.best_objective_bound
+        if obj is None and self._incumbent_bounds is not None:
+            obj, bound = self._incumbent_bounds
+        if termination == "other" and self._incumbent is not None:
+            termination = "interrupted"
         gap = None
         if obj is not None and bound is not None and np.isfinite(bound):
             gap = abs(bound - obj) / max(abs(obj), 1e-12)
@@ -100,7 +118,10 @@ class HighsRun:
     # HiGHS found a better incumbent: report it, and stop if it is good enough.
     def _on_incumbent(self, event) -> None:
         out = event.data_out
-        solution = np.asarray(out.mip_solution)
+        solution = np.array(out.mip_solution, dtype=float)
+        if len(solution):
+            self._incumbent = solution
+            self._incumbent_bounds = (float(out.mip_primal_bound), float(out.mip_dual_bound))
         if self.finish_when is not None and len(solution) and self.finish_when(solution[self.columns]):
             self._finished_early = True
         finish = self.describe(solution[self.columns]) if self.describe and len(solution) else None

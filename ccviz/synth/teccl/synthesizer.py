@@ -13,8 +13,9 @@ one) is returned with an honest status.
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyomo.environ as pyo
@@ -39,6 +40,8 @@ HORIZON_SLACK = 2  # spare epochs above the lower bound: the objective pulls arr
 WARM_SHARE = 0.6  # of the remaining time, for the solve warm-started with the greedy schedule
 SEARCH_SHARE = 0.5  # of the remaining time, for a horizon below the best schedule so far
 USED = 0.5
+INTEGRAL_FLOW_MAX_SENDS = 5000  # below this the flow model uses whole chunks (exact, no rounding)
+LP_MAX_EPOCHS = 64  # a longer LP horizon is solved on epochs lengthened by a whole factor
 
 
 def copy_helps(collective: Collective) -> bool:
@@ -85,6 +88,9 @@ class EpochSolver:
         if greedy.epochs <= lower and self.buffer_limit is None:
             greedy.status, greedy.gap = "optimal", 0.0
             return greedy
+        if not self.use_copy and greedy.epochs > LP_MAX_EPOCHS:
+            self.notes.append(f"LP over {greedy.epochs} epochs is too large; see the coarse-epoch LP")
+            return greedy
         return self.search_horizon(lower, greedy)
 
     # An upper bound that fits the epoch model exactly (and the fallback schedule).
@@ -123,12 +129,13 @@ class EpochSolver:
             limited = limited or (result.termination in ("time_limit", "interrupted") and not result.finished_early)
             if plan is not None and plan.epochs < best.epochs:
                 best = plan
-            if plan is not None or result.termination == "infeasible":
-                if plan is None:
-                    lower = horizon + 1  # proven: nothing fits in this horizon
-                horizon = best.epochs - 1  # is one epoch less possible?
-            else:
+            if plan is None and result.termination != "infeasible":
                 break  # time limit or stop without a solution at this horizon
+            if plan is None:
+                lower = horizon + 1  # proven: nothing fits in this horizon
+            if best.epochs - 1 >= horizon:
+                break  # rounded LP paths did not fit the horizon they were solved for
+            horizon = best.epochs - 1  # is one epoch less possible?
         if best.epochs <= lower:
             best.status, best.gap = "optimal", 0.0
         else:
@@ -144,7 +151,8 @@ class EpochSolver:
                  ) -> tuple[EpochPlan | None, SolveResult]:
         t0 = time.perf_counter()
         teg = TimeExpandedGraph(self.topology, self.grid, self.commodities, horizon)
-        model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg)
+        integral = len(teg.sends) <= INTEGRAL_FLOW_MAX_SENDS
+        model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg, integral)
         build_s = time.perf_counter() - t0
         watch, describe, finish_when = self.incumbent_watch(model, teg, lower)
         warm = self.use_copy and horizon >= greedy.epochs and self.warm_start(model, teg, greedy)
@@ -158,12 +166,17 @@ class EpochSolver:
             return None, result
         hops = self.extract(model, teg)
         used = self.epochs_used(hops)
+        overloaded = not self.use_copy and self.overloaded_windows(hops)
         if result.termination == "optimal":
             status = "feasible"  # optimal for the early-arrival objective; the epoch count is certified separately
         else:
             status = "time_limit" if result.termination in ("time_limit", "interrupted") else "feasible"
         notes = [f"horizon {horizon}: {teg.size()}, built in {build_s:.2f} s, solved in {result.elapsed_s:.2f} s "
-                 f"({result.termination})"]
+                 f"({result.termination}{', whole-chunk flows' if integral and not self.use_copy else ''})"]
+        if overloaded:
+            # Whole chunks on the LP's fractional paths overload some links: the epochs are not certain.
+            notes.append(f"rounding LP flows to whole chunks overloads {overloaded} link windows")
+            used = horizon + 1 if used <= horizon else used
         return EpochPlan(hops, used, status, result.gap, notes), result
 
     def incumbent_watch(self, model, teg: TimeExpandedGraph, lower: int):
@@ -213,7 +226,26 @@ class EpochSolver:
             used = [s for s, v in model.send.items() if (v.value or 0) > USED]
             return chunk_hops(teg, prune_copy_sends(teg, used))
         flow = {s: float(pyo.value(v) or 0.0) for s, v in model.flow.items()}
-        return split_flows(teg, flow, self.posts)
+        sent: dict[tuple[int, int, int], float] = {}
+        for (c, i, _, k), v in flow.items():
+            sent[(c, i, k)] = sent.get((c, i, k), 0.0) + v
+        carry = {key: float(pyo.value(v) or 0.0) - sent.get(key, 0.0) for key, v in model.store.items()}
+        read = {key: float(pyo.value(v) or 0.0) for key, v in model.read.items()}
+        return split_flows(teg, flow, carry, read, self.posts)
+
+    def overloaded_windows(self, hops: list[Hop]) -> int:
+        """How many link windows carry more whole chunks than the link's capacity."""
+        per_link: dict[tuple[int, int], dict[int, int]] = {}
+        for _, i, j, k in hops:
+            per_link.setdefault((i, j), {}).setdefault(k, 0)
+            per_link[(i, j)][k] += 1
+        count = 0
+        for key, per_epoch in per_link.items():
+            link = self.grid.links[key]
+            for w in per_epoch:
+                if sum(per_epoch.get(e, 0) for e in range(w, w + link.kappa)) > link.window_slots:
+                    count += 1
+        return count
 
     def epochs_used(self, hops: list[Hop]) -> int:
         lands = [k + self.grid.links[(i, j)].offset for _, i, j, k in hops if not self.topology.is_switch(j)]
@@ -231,14 +263,30 @@ def plan_schedule(topology: Topology, collective: Collective, plan: EpochPlan, g
 
 def solve_copy_or_flow(topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
                        started: float, mirrored_from: Topology | None = None) -> Schedule:
-    """Solve a non-reducing collective and check the result with the simulator (greedy if it fails)."""
+    """Solve a non-reducing collective; keep the schedule the simulator finds fastest among the verified ones."""
     solver = EpochSolver(topology, collective, options, deadline, started, mirrored_from)
     plan = solver.solve()
-    schedule = plan_schedule(topology, collective, plan, solver.grid)
-    schedule.notes = solver.notes + schedule.notes
-    if not simulate(schedule).verified:
-        fallback = solver.greedy_plan()
-        fallback.notes.append("solver schedule failed verification; epoch greedy returned instead")
-        schedule = plan_schedule(topology, collective, fallback, solver.grid)
-        schedule.notes = solver.notes + schedule.notes
-    return schedule
+    candidates = [(plan, solver)]
+    if plan.status != "optimal" and not solver.use_copy and plan.epochs > LP_MAX_EPOCHS and options.epochs is None:
+        # The fluid LP does not need fine epochs: lengthen them by a whole factor so the horizon fits.
+        factor = math.ceil(plan.epochs / LP_MAX_EPOCHS)
+        coarse = EpochSolver(topology, collective, replace(options, epoch=solver.grid.tau_s * factor), deadline,
+                             started, mirrored_from)
+        coarse_plan = coarse.solve()
+        coarse.notes.append(f"LP on epochs lengthened x{factor} to {coarse.grid.tau_s * 1e6:.6g} us")
+        candidates.append((coarse_plan, coarse))
+    best: tuple[float, Schedule] | None = None
+    for candidate, owner in candidates:
+        attempts = (candidate, owner.greedy_plan())
+        for attempt in attempts:
+            schedule = plan_schedule(topology, collective, attempt, owner.grid)
+            schedule.notes = owner.notes + schedule.notes
+            timeline = simulate(schedule)
+            if timeline.verified and (best is None or timeline.finish_time_s < best[0] - 1e-15):
+                best = (timeline.finish_time_s, schedule)
+            if timeline.verified and owner.use_copy:
+                break  # an integral copy plan is exact; a rounded LP plan is compared with the greedy
+    if best is None:
+        raise CcvizError("algorithm: TE-CCL produced no schedule the simulator accepts; please report this "
+                         "topology and collective", "algorithm")
+    return best[1]

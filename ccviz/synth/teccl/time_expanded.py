@@ -174,10 +174,11 @@ class TimeExpandedGraph:
         return arrivals, switch_arrivals, fixed
 
     # -------------------------------------------------------------- queries
-    def capacity_windows(self, fractional: bool = False) -> dict[tuple[int, int, int], list[Send]]:
+    def capacity_windows(self, every_window: bool = False) -> dict[tuple[int, int, int], list[Send]]:
         """Per (link, first epoch of a window of kappa epochs): the sends that window covers.
 
-        Windows that cannot overflow (few binary sends) are left out; a window
+        Unless ``every_window`` (flows of several chunks per variable), windows that
+        cannot overflow (few binary sends) are left out; a window
         reaching past the first or last candidate epoch is implied by one inside.
         """
         by_link_epoch: dict[tuple[int, int], dict[int, list[Send]]] = defaultdict(lambda: defaultdict(list))
@@ -189,7 +190,7 @@ class TimeExpandedGraph:
             epochs = sorted(per_epoch)
             for w in range(epochs[0], max(epochs[0], epochs[-1] - link.kappa + 1) + 1):
                 covered = [s for k in range(w, w + link.kappa) for s in per_epoch.get(k, ())]
-                if fractional or len(covered) > link.window_slots:
+                if every_window or len(covered) > link.window_slots:
                     windows[(key[0], key[1], w)] = covered
         return windows
 
