@@ -10,7 +10,6 @@ with the figures drawn from them, so revisiting a result is instant.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import OrderedDict
@@ -139,9 +138,3 @@ class SynthesisJob:
             _remember(entry)
         self.entry = entry
 
-
-def request_json(request: RunRequest) -> str:
-    """A readable form of a request (for logs and file names)."""
-    return json.dumps({"collective": request.collective, "algorithm": request.algorithm,
-                       "size_bytes": request.size_bytes, "chunks": request.chunks, "root": request.root,
-                       "options": dict(request.options)})
