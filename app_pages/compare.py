@@ -16,6 +16,7 @@ from ccviz.viz import comparison_figure, finish_bars
 
 PARAMS_KEY = "cmp_params"
 SMALL_FABRIC = 16  # GPUs
+NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "formula_us", "synth_time_s")
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -71,7 +72,8 @@ if st.session_state.get(PARAMS_KEY) == params:
                              formula_us=table["formula_time_s"] * 1e6)
         st.dataframe(shown[["algorithm", "size", "finish_us", "algbw_GBps", "busbw_GBps", "bound_us",
                             "bound_ratio", "formula_us", "verified", "status", "synth_time_s", "error"]],
-                     width="stretch", hide_index=True)
+                     width="stretch", hide_index=True,
+                     column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in NUMERIC})
         st.download_button("table as CSV", data=table.to_csv(index=False), file_name="comparison.csv",
                            mime="text/csv", on_click="ignore")
 else:

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ccviz.units import format_size
+from ccviz.units import format_size, format_time
 from ccviz.viz.style import source_colors
 
 BOUND_COLOR = "#111111"
@@ -63,13 +63,14 @@ def finish_bars(table: pd.DataFrame, size_bytes: float) -> go.Figure:
     rows = table[(table["size_bytes"] == size_bytes) & table["error"].isna()].sort_values("finish_time_s")
     fig = go.Figure(go.Bar(
         x=rows["algorithm"], y=rows["finish_time_s"] * 1e6, marker_color="#4C78A8",
-        text=[f"{v * 1e6:.4g} us" for v in rows["finish_time_s"]], textposition="outside",
+        text=[format_time(v) for v in rows["finish_time_s"]], textposition="outside",
         hovertemplate="%{x}: %{y:.4g} us<extra></extra>",
     ))
     bound = table.loc[table["size_bytes"] == size_bytes, "lower_bound_s"]
     if len(bound) and not math.isnan(bound.iloc[0]):
         fig.add_hline(y=bound.iloc[0] * 1e6, line_dash="dash", line_color=BOUND_COLOR,
-                      annotation_text="lower bound", annotation_position="top left")
+                      annotation_text=f"lower bound {format_time(bound.iloc[0])}", annotation_position="top left",
+                      annotation_bgcolor="white")
     fig.update_layout(title=f"Finish time at {format_size(size_bytes)}", yaxis_title="us", height=360,
                       margin={"l": 10, "r": 10, "t": 40, "b": 40})
     return fig
