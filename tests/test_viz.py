@@ -147,7 +147,7 @@ def test_topology_layout_and_styles():
     assert any(t.name == "direction" for t in topology_figure(one_way).data)
     with_switch = ccviz.load_topology("star:n=4")
     fig = topology_figure(with_switch)
-    switches = next(t for t in fig.data if t.name == "switchs")
+    switches = next(t for t in fig.data if t.name == "switches")
     assert switches.marker.symbol == "square"
 
 

@@ -138,7 +138,7 @@ def node_traces(
             marker.update(color=gpu_colors, colorscale=HOLDING_SCALE, cmin=0, cmax=1)
         traces.append({
             "type": "scatter", "x": [positions[n][0] for n in ids], "y": [positions[n][1] for n in ids],
-            "mode": "markers+text" if show_text else "markers", "name": f"{kind}s",
+            "mode": "markers+text" if show_text else "markers", "name": "GPUs" if kind == "GPU" else "switches",
             "text": [str(n) for n in ids] if show_text else None,
             "textfont": {"color": "black" if shaded else "white", "size": 10}, "customdata": [[n] for n in ids],
             "hovertext": hover, "hoverinfo": "text", "marker": marker,
