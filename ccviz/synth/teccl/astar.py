@@ -29,6 +29,7 @@ from ccviz.topology import Topology
 
 ROUND_EPOCHS = 6  # epochs of sending per round, on top of the slowest link's offset
 ROUND_GAP = 0.05  # a round need not be solved to proof
+ROUND_TIME_LIMIT_S = 5.0  # a round is a step of a heuristic: cap it, keep the best incumbent
 USED = 0.5
 
 
@@ -94,7 +95,7 @@ class AStarRounds:
                     dist = min(self.distance[n][d] for d, _ in com.needs)
                     progress[(com.id, n)] = 1.0 / (1.0 + dist)
         model = copy_model(teg, self.options.extra.get("buffer_limit"), progress)
-        budget = max(1.0, (self.deadline - time.perf_counter()) / 2)
+        budget = max(0.5, min(ROUND_TIME_LIMIT_S, (self.deadline - time.perf_counter()) / 2))
         result = HighsRun(model, self.options, budget, ROUND_GAP, self.started).solve()
         if not result.has_solution:
             return None

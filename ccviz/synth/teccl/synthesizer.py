@@ -109,6 +109,8 @@ class EpochSolver:
                              f"{self.grid.tau_s * 1e6:.6g} us); give --epochs >= {lower} or leave it automatic",
                              "epochs")
         plan, result = self.solve_at(horizon, lower, greedy)
+        if plan is not None and plan.epochs <= lower:
+            plan.status, plan.gap = "optimal", 0.0
         if plan is None:
             if result.termination == "infeasible":
                 raise CcvizError(f"epochs: no schedule fits in {horizon} epochs; give more epochs or leave "
@@ -119,23 +121,35 @@ class EpochSolver:
         return plan
 
     def search_horizon(self, lower: int, greedy: EpochPlan) -> EpochPlan:
-        """Solve at the greedy horizon (warm-started), then one epoch below the best until proven or out of time."""
-        best = greedy
+        """Solve at the greedy horizon (warm-started), then one epoch below the best until proven or out of time.
+
+        With a buffer limit the greedy schedule (which ignores it) is no answer: the horizon
+        grows from the greedy's until the MILP finds a schedule within the limit.
+        """
+        best: EpochPlan | None = greedy if self.buffer_limit is None else None
         horizon = greedy.epochs
         limited = False
-        while lower < best.epochs and not self.out_of_time():
-            share = SEARCH_SHARE if horizon < best.epochs else WARM_SHARE
+        while (best is None or lower < best.epochs) and not self.out_of_time():
+            share = SEARCH_SHARE if best is not None and horizon < best.epochs else WARM_SHARE
             plan, result = self.solve_at(horizon, lower, greedy, share)
             limited = limited or (result.termination in ("time_limit", "interrupted") and not result.finished_early)
-            if plan is not None and plan.epochs < best.epochs:
+            if plan is not None and (best is None or plan.epochs < best.epochs):
                 best = plan
             if plan is None and result.termination != "infeasible":
                 break  # time limit or stop without a solution at this horizon
             if plan is None:
                 lower = horizon + 1  # proven: nothing fits in this horizon
+            if best is None:
+                if horizon >= 2 * greedy.epochs + 2:
+                    break
+                horizon += 1
+                continue
             if best.epochs - 1 >= horizon:
                 break  # rounded LP paths did not fit the horizon they were solved for
             horizon = best.epochs - 1  # is one epoch less possible?
+        if best is None:
+            raise CcvizError(f"buffer_limit: no schedule keeping at most {self.buffer_limit} received chunks per GPU "
+                             "was found; raise the limit or the time limit", "buffer_limit")
         if best.epochs <= lower:
             best.status, best.gap = "optimal", 0.0
         else:
@@ -151,11 +165,14 @@ class EpochSolver:
                  ) -> tuple[EpochPlan | None, SolveResult]:
         t0 = time.perf_counter()
         teg = TimeExpandedGraph(self.topology, self.grid, self.commodities, horizon)
+        if teg.unreachable_demands():
+            return None, SolveResult("infeasible", False, None, None, None, time.perf_counter() - t0)
         integral = len(teg.sends) <= INTEGRAL_FLOW_MAX_SENDS
         model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg, integral)
         build_s = time.perf_counter() - t0
         watch, describe, finish_when = self.incumbent_watch(model, teg, lower)
-        warm = self.use_copy and horizon >= greedy.epochs and self.warm_start(model, teg, greedy)
+        warm = (self.use_copy and self.buffer_limit is None and horizon >= greedy.epochs
+                and self.warm_start(model, teg, greedy))
         budget = (self.deadline - time.perf_counter()) * share
         run = HighsRun(model, self.options, budget, self.gap, self.started,
                        describe, finish_when, watch)

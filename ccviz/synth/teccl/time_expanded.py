@@ -200,5 +200,10 @@ class TimeExpandedGraph:
             out[(s[0], s[1], s[3])].append(s)
         return out
 
+    def unreachable_demands(self) -> list[tuple[int, int]]:
+        """(commodity, destination) pairs no schedule can serve by the horizon (then the model is infeasible)."""
+        return [(c.id, d) for c in self.commodities for d in sorted(c.destinations)
+                if self.earliest[c.id][d] > self.horizon]
+
     def size(self) -> str:
         return f"{len(self.sends)} sends, {len(self.holds)} holdings over {self.horizon} epochs"
