@@ -132,7 +132,7 @@ class _Scene:
                 chunk = self.chunks[t.chunk]
                 xs.append(x)
                 ys.append(y)
-                angles.append(direction_deg(seg))
+                angles.append(direction_deg(seg, fraction))
                 colors.append(self.colors.get(chunk.source, "#333"))
                 hover.append(
                     f"chunk {t.chunk} (from {chunk.source}, part {chunk.index})<br>{t.src} → {t.dst} {t.op}<br>"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import networkx as nx
+import numpy as np
 
 from ccviz.topology import Topology
 
@@ -115,28 +116,80 @@ def _normalised(raw: dict[int, Position]) -> dict[int, Position]:
     return {n: (round((x - x0) / span, 4), round((y - y0) / span, 4)) for n, (x, y) in raw.items()}
 
 
-def link_segments(topology: Topology, positions: dict[int, Position]) -> dict[tuple[int, int], tuple[Position, Position]]:
+Segment = tuple[Position, ...]  # a polyline: two points for a straight link, more for an arc
+
+
+def link_segments(topology: Topology, positions: dict[int, Position]) -> dict[tuple[int, int], Segment]:
     """Where each directed link is drawn.
 
     A cable whose two directions are alike is one line (both keys share it);
     directions that differ (or a one-way link) get their own line, nudged
-    sideways so both stay visible and clickable.
+    sideways so both stay visible and clickable. A line that would run
+    through another node (a torus wrap-around) is bent into an arc bulging
+    away from the drawing's centre.
     """
-    segments: dict[tuple[int, int], tuple[Position, Position]] = {}
+    bent = _cables_through_nodes(topology, positions)
+    cx = sum(p[0] for p in positions.values()) / max(len(positions), 1)
+    cy = sum(p[1] for p in positions.values()) / max(len(positions), 1)
+    segments: dict[tuple[int, int], Segment] = {}
     for u, v in topology.links:
-        a, b = positions[u], positions[v]
-        if is_symmetric(topology, u, v):
-            segments[(u, v)] = (a, b)
-            continue
-        if (v, u) in topology.links:
-            dx, dy = b[0] - a[0], b[1] - a[1]
-            length = math.hypot(dx, dy) or 1.0
-            off = 0.012
-            nx_, ny_ = -dy / length * off, dx / length * off
-            a = (round(a[0] + nx_, 4), round(a[1] + ny_, 4))
-            b = (round(b[0] + nx_, 4), round(b[1] + ny_, 4))
-        segments[(u, v)] = (a, b)
+        lo, hi = min(u, v), max(u, v)
+        path: Segment = (positions[lo], positions[hi])
+        if (lo, hi) in bent:
+            path = _arc(positions[lo], positions[hi], (cx, cy))
+        if (u, v) != (lo, hi):
+            path = path[::-1]
+        if not is_symmetric(topology, u, v) and (v, u) in topology.links:
+            path = _shifted(path, 0.012)
+        segments[(u, v)] = tuple((round(x, 4), round(y, 4)) for x, y in path)
     return segments
+
+
+def _cables_through_nodes(topology: Topology, positions: dict[int, Position]) -> set[tuple[int, int]]:
+    """Cables (lo, hi) whose straight line passes close to a third node."""
+    cables = sorted({(min(u, v), max(u, v)) for u, v in topology.links})
+    if len(positions) < 3 or not cables:
+        return set()
+    ids = list(positions)
+    pts = np.array([positions[n] for n in ids])
+    lengths = [math.dist(positions[u], positions[v]) for u, v in cables]
+    tolerance = 0.2 * float(np.median(lengths))
+    bent = set()
+    for (u, v), length in zip(cables, lengths, strict=True):
+        a, b = np.array(positions[u]), np.array(positions[v])
+        if length <= 0:
+            continue
+        t = np.clip(((pts - a) @ (b - a)) / (length * length), 0.0, 1.0)
+        distance = np.linalg.norm(pts - (a + t[:, None] * (b - a)), axis=1)
+        inside = (t > 1e-6) & (t < 1 - 1e-6)
+        if np.any((distance < tolerance) & inside):
+            bent.add((u, v))
+    return bent
+
+
+def _arc(a: Position, b: Position, centre: Position, bulge: float = 0.22, points: int = 13) -> Segment:
+    """A quadratic Bezier from a to b bulging away from ``centre``."""
+    mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length = math.hypot(dx, dy) or 1.0
+    nx_, ny_ = -dy / length, dx / length
+    if (mx - centre[0]) * nx_ + (my - centre[1]) * ny_ < 0:
+        nx_, ny_ = -nx_, -ny_
+    ctrl = (mx + nx_ * bulge * length, my + ny_ * bulge * length)
+    out = []
+    for k in range(points):
+        t = k / (points - 1)
+        out.append(((1 - t) ** 2 * a[0] + 2 * (1 - t) * t * ctrl[0] + t * t * b[0],
+                    (1 - t) ** 2 * a[1] + 2 * (1 - t) * t * ctrl[1] + t * t * b[1]))
+    return tuple(out)
+
+
+def _shifted(path: Segment, offset: float) -> Segment:
+    """The path moved sideways (to the left of its direction) by ``offset``."""
+    (x0, y0), (x1, y1) = path[0], path[-1]
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    nx_, ny_ = -(y1 - y0) / length * offset, (x1 - x0) / length * offset
+    return tuple((x + nx_, y + ny_) for x, y in path)
 
 
 def is_symmetric(topology: Topology, u: int, v: int) -> bool:
@@ -148,12 +201,25 @@ def is_symmetric(topology: Topology, u: int, v: int) -> bool:
     )
 
 
-def point_along(segment: tuple[Position, Position], fraction: float) -> Position:
-    (x0, y0), (x1, y1) = segment
-    return (round(x0 + (x1 - x0) * fraction, 4), round(y0 + (y1 - y0) * fraction, 4))
+def _locate(path: Segment, fraction: float) -> tuple[int, float]:
+    """(index of the piece, fraction within it) of the point ``fraction`` of the way along ``path``."""
+    pieces = [math.dist(path[i], path[i + 1]) for i in range(len(path) - 1)]
+    target = fraction * sum(pieces)
+    for i, piece in enumerate(pieces):
+        if target <= piece or i == len(pieces) - 1:
+            return i, (target / piece if piece else 0.0)
+        target -= piece
+    return 0, 0.0
 
 
-def direction_deg(segment: tuple[Position, Position]) -> float:
-    """Plotly marker angle (degrees clockwise from up) of an arrow pointing along the segment."""
-    (x0, y0), (x1, y1) = segment
+def point_along(path: Segment, fraction: float) -> Position:
+    i, f = _locate(path, fraction)
+    (x0, y0), (x1, y1) = path[i], path[i + 1]
+    return (round(x0 + (x1 - x0) * f, 4), round(y0 + (y1 - y0) * f, 4))
+
+
+def direction_deg(path: Segment, fraction: float = 0.5) -> float:
+    """Plotly marker angle (degrees clockwise from up) of an arrow along the path at ``fraction``."""
+    i, _ = _locate(path, fraction)
+    (x0, y0), (x1, y1) = path[i], path[i + 1]
     return 90.0 - math.degrees(math.atan2(y1 - y0, x1 - x0))

@@ -12,7 +12,15 @@ from collections.abc import Iterable
 import plotly.graph_objects as go
 
 from ccviz.topology import Topology
-from ccviz.viz.layout import Position, direction_deg, is_symmetric, link_segments, node_positions, point_along
+from ccviz.viz.layout import (
+    Position,
+    Segment,
+    direction_deg,
+    is_symmetric,
+    link_segments,
+    node_positions,
+    point_along,
+)
 from ccviz.viz.style import GPU_COLOR, HOLDING_SCALE, SWITCH_COLOR, bandwidth_color, bandwidth_width
 
 LABELS_UP_TO = 64  # beyond this many nodes, labels only on hover
@@ -57,13 +65,13 @@ def drawn_links(topology: Topology) -> list[tuple[int, int]]:
     return [(u, v) for (u, v) in topology.links if not (is_symmetric(topology, u, v) and u > v)]
 
 
-def segment_xy(segments: Iterable[tuple[Position, Position]]) -> tuple[list, list]:
-    """Segments as one polyline with gaps (None) between them: one trace, many lines."""
+def segment_xy(segments: Iterable[Segment]) -> tuple[list, list]:
+    """Paths as one polyline with gaps (None) between them: one trace, many lines."""
     xs: list[float | None] = []
     ys: list[float | None] = []
-    for (x0, y0), (x1, y1) in segments:
-        xs += [x0, x1, None]
-        ys += [y0, y1, None]
+    for path in segments:
+        xs += [p[0] for p in path] + [None]
+        ys += [p[1] for p in path] + [None]
     return xs, ys
 
 
@@ -76,7 +84,7 @@ def direction_traces(topology: Topology, segments) -> list[dict]:
     return [{
         "type": "scatter", "x": [p[0] for p in points], "y": [p[1] for p in points], "mode": "markers",
         "name": "direction", "hoverinfo": "skip", "showlegend": False,
-        "marker": {"symbol": "arrow", "size": 11, "angle": [direction_deg(segments[k]) for k in directed],
+        "marker": {"symbol": "arrow", "size": 11, "angle": [direction_deg(segments[k], 0.62) for k in directed],
                    "color": "#555"},
     }]
 
