@@ -45,11 +45,12 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> 
 
 
 @pytest.fixture(scope="module")
-def app_url():
+def app_url(tmp_path_factory):
     port = _free_port()
+    log = (tmp_path_factory.mktemp("streamlit") / "server.log").open("w")  # a pipe nobody reads could block
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--server.address", "127.0.0.1", "--server.port", str(port)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     url = f"http://127.0.0.1:{port}"
     try:
@@ -61,6 +62,7 @@ def app_url():
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium not installed at {CHROMIUM} "

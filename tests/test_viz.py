@@ -27,6 +27,7 @@ from ccviz.viz import (
     utilization_heatmap,
 )
 from ccviz.viz.animation import CHUNKS_UP_TO
+from ccviz.viz.layout import link_segments
 
 REFERENCE_DGX1 = "/work/shared/reference/topologies/dgx1.json"
 
@@ -184,3 +185,13 @@ def test_compare_table_respects_the_lower_bound_and_records_errors():
     fig = comparison_figure(table)
     assert any("lower bound" in t.name for t in fig.data)
     assert len(finish_bars(table, 1e6).data[0].x) == len(algorithms)
+
+
+def test_wrap_around_links_are_bent_so_they_do_not_cross_nodes():
+    torus = ccviz.load_topology("torus2d:dims=4x4")
+    segments = link_segments(torus, node_positions(torus))
+    wrap = segments[(0, 3)]
+    assert len(wrap) > 2 and segments[(3, 0)] == wrap[::-1]
+    assert len(segments[(0, 1)]) == 2  # neighbours stay straight
+    ring = ccviz.load_topology("ring:n=8")
+    assert all(len(path) == 2 for path in link_segments(ring, node_positions(ring)).values())
