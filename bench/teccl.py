@@ -1,7 +1,7 @@
 """TE-CCL on NDv2 2 chassis as the paper ran it, against its published Gurobi figures.
 
-One row per checked instance (1 chunk per GPU, chunk = size/16 as in the
-published runs, see docs/teccl.md): our finish time from the simulator, the
+One row per checked instance (1 chunk per GPU; ``make_collective`` gives
+chunk = size/16 on this topology, as in the published runs): our finish time from the simulator, the
 epoch model's own finish (epochs x tau), the published finish, our solve time
 against the published solve time (Gurobi, 80-core server), status and gap.
 Run: ``python bench/teccl.py [--time-limit S] [--astar] [--only 1GB-slowest,...]``.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ccviz import load_topology, make_collective
 from ccviz.simulate import simulate
@@ -46,7 +46,7 @@ INSTANCES = (
 def run(instance: Instance, algorithm: str, time_limit: float, reference_dir: str) -> dict:
     topo = load_topology(f"{reference_dir}/{TOPOLOGY}")
     coll = make_collective(instance.collective, topo, instance.size_bytes)
-    coll = replace(coll, chunk_bytes=instance.size_bytes / PUBLISHED_CHUNKS)
+    assert coll.chunk_bytes == instance.size_bytes / PUBLISHED_CHUNKS, "topology meta buffer_ranks=16 expected"
     t0 = time.perf_counter()
     schedule = synthesize(topo, coll, algorithm, SynthOptions(epoch=instance.epoch, time_limit=time_limit))
     solve_s = time.perf_counter() - t0

@@ -147,7 +147,8 @@ def test_astar_rounds_are_verified_and_not_below_the_optimum():
 ])
 def test_ndv2_as_run_allgather_meets_the_published_optimum(size, epoch, epochs, published_us):
     topo = load_topology(REFERENCE_TOPOLOGIES / "ndv2_2chassis_teccl_as_run.json")
-    coll = replace(make_collective("allgather", topo, size), chunk_bytes=size / 16)  # the published chunk size
+    coll = make_collective("allgather", topo, size)
+    assert coll.chunk_bytes == size / 16  # the published runs' chunk (the topology counts 16 buffer ranks)
     schedule = synthesize(topo, coll, "teccl", SynthOptions(epoch=epoch, time_limit=60))
     timeline = simulate(schedule)
     assert timeline.verified
