@@ -19,12 +19,25 @@ SMALL_FABRIC = 16  # GPUs
 NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "formula_us", "synth_time_s")
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=4096)
+def sweep_point(topology_json: str, collective: str, algorithm: str, size: float, chunks: int, root: int | None,
+                time_limit: float) -> pd.DataFrame:
+    """One (algorithm, size) row, cached by topology JSON + collective + options: revisiting is instant."""
+    topology = Topology.from_dict(json.loads(topology_json))
+    return compare(topology, collective, [algorithm], [size], chunks, root, SynthOptions(time_limit=time_limit))
+
+
 def sweep(topology_json: str, collective: str, algorithms: tuple[str, ...], sizes: tuple[float, ...],
           chunks: int, root: int | None, time_limit: float) -> pd.DataFrame:
-    """Cached by topology JSON + collective + algorithms + sizes + options: revisiting is instant."""
-    topology = Topology.from_dict(json.loads(topology_json))
-    return compare(topology, collective, algorithms, sizes, chunks, root, SynthOptions(time_limit=time_limit))
+    """The whole table, point by point so that a long first run shows its progress."""
+    points = [(size, algorithm) for size in sizes for algorithm in algorithms]
+    bar = st.progress(0.0)
+    rows = []
+    for k, (size, algorithm) in enumerate(points):
+        bar.progress(k / len(points), text=f"{algorithm} at {format_size(size)} ({k + 1}/{len(points)})")
+        rows.append(sweep_point(topology_json, collective, algorithm, size, chunks, root, time_limit))
+    bar.empty()
+    return pd.concat(rows, ignore_index=True)
 
 
 st.title("Compare algorithms")
@@ -52,7 +65,7 @@ if st.button("Compare", type="primary", disabled=not algorithms, key="cmp_run"):
     st.session_state[PARAMS_KEY] = params
 
 if st.session_state.get(PARAMS_KEY) == params:
-    with user_errors("comparison"), st.spinner(f"running {len(algorithms)} algorithms × {len(sizes)} sizes…"):
+    with user_errors("comparison"):
         table = sweep(*params)
         failed = table[table["error"].notna()]
         for _, row in failed.drop_duplicates("algorithm").iterrows():
