@@ -53,7 +53,7 @@ def prune_copy_sends(teg: TimeExpandedGraph, used: Iterable[Send],
             if not topo.nodes[node].copy:
                 options = [s for s in options if s not in spent]
             if not options:
-                return  # an in-flight arrival from an earlier A* round
+                return
             chosen = options[0]
             spent.add(chosen)
         else:

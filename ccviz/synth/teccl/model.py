@@ -54,12 +54,12 @@ def copy_model(teg: TimeExpandedGraph, buffer_limit: int | None = None,
     def holding_grows_by_arrivals(m, c, n, k):
         before = m.hold[c, n, k - 1] if (c, n, k - 1) in hold_set else 0
         arrived = sum(m.send[s] for s in teg.arrivals.get((c, n, k), ()))
-        return m.hold[c, n, k] <= before + arrived + teg.fixed_arrivals.get((c, n, k), 0)
+        return m.hold[c, n, k] <= before + arrived
     m.holding_grows = pyo.Constraint(m.HOLDS, rule=holding_grows_by_arrivals)
 
     # A switch stores nothing: it forwards in the epoch a chunk reaches it.
     def arrivals_at(m, c, s, k):
-        return sum(m.send[a] for a in teg.switch_arrivals.get((c, s, k), ())) + teg.fixed_arrivals.get((c, s, k), 0)
+        return sum(m.send[a] for a in teg.switch_arrivals.get((c, s, k), ()))
 
     copy_switch_sends = [s for s in teg.sends if topo.is_switch(s[1]) and topo.nodes[s[1]].copy]
     m.COPY_SWITCH_SENDS = pyo.Set(dimen=4, initialize=copy_switch_sends, ordered=False)
@@ -125,7 +125,7 @@ def flow_model(teg: TimeExpandedGraph, integral: bool = False) -> pyo.ConcreteMo
             before = m.store[c, n, k - 1] - out_of(m, c, n, k - 1)
         else:
             before = supply[c] if n == holder_of[c] else 0
-        arrived = sum(m.flow[s] for s in teg.arrivals.get((c, n, k), ())) + teg.fixed_arrivals.get((c, n, k), 0)
+        arrived = sum(m.flow[s] for s in teg.arrivals.get((c, n, k), ()))
         taken = m.read[c, n, k] if (c, n, k) in read_set else 0
         return m.store[c, n, k] == before + arrived - taken
     m.conservation = pyo.Constraint(m.STORES, rule=conservation)
@@ -138,7 +138,7 @@ def flow_model(teg: TimeExpandedGraph, integral: bool = False) -> pyo.ConcreteMo
                            | {key for key in teg.switch_arrivals})
     m.SWITCH_EPOCHS = pyo.Set(dimen=3, initialize=switch_epochs, ordered=False)
     m.switch_conservation = pyo.Constraint(m.SWITCH_EPOCHS, rule=lambda m, c, s, k: out_of(m, c, s, k) == sum(
-        m.flow[a] for a in teg.switch_arrivals.get((c, s, k), ())) + teg.fixed_arrivals.get((c, s, k), 0))
+        m.flow[a] for a in teg.switch_arrivals.get((c, s, k), ())))
 
     _add_capacity(m, teg, m.flow, fractional=not integral, every_window=True)
 

@@ -33,7 +33,6 @@ class Commodity:
     chunks: tuple[int, ...]  # collective chunk ids it carries
     holders: frozenset[int]  # GPUs holding it at epoch 0
     needs: tuple[tuple[int, int], ...]  # (destination GPU, number of chunks it needs)
-    inflight: tuple[tuple[int, int], ...] = ()  # (node, epoch) arrivals already on the wire (A* rounds)
 
     @property
     def destinations(self) -> frozenset[int]:
@@ -106,14 +105,11 @@ class TimeExpandedGraph:
         self.to_go = [self._to_go(c) for c in self.commodities]
         self.sends = self._candidate_sends()
         self.holds = self._holding_epochs()
-        self.arrivals, self.switch_arrivals, self.fixed_arrivals = self._arrivals()
+        self.arrivals, self.switch_arrivals = self._arrivals()
 
     # Earliest epoch each node can hold (GPU) or receive (switch) the commodity.
     def _earliest(self, c: Commodity) -> dict[int, float]:
-        starts = {n: 0 for n in c.holders}
-        for node, epoch in c.inflight:
-            starts[node] = min(starts.get(node, epoch), epoch)
-        return epoch_distances(self.topology, self.grid, starts)
+        return epoch_distances(self.topology, self.grid, {n: 0 for n in c.holders})
 
     # Fewest epochs from each node to the nearest destination (0 at a destination);
     # A* rounds keep every reachable node (progress counts even short of a destination).
@@ -139,9 +135,8 @@ class TimeExpandedGraph:
 
     def _drop_switch_sends_without_arrival(self, sends: list[Send]) -> list[Send]:
         topo, links = self.topology, self.grid.links
-        fixed = {(c.id, n, e) for c in self.commodities for n, e in c.inflight if topo.is_switch(n)}
         while True:
-            reach = fixed | {(c, j, k + links[(i, j)].offset) for c, i, j, k in sends if topo.is_switch(j)}
+            reach = {(c, j, k + links[(i, j)].offset) for c, i, j, k in sends if topo.is_switch(j)}
             kept = [s for s in sends if not topo.is_switch(s[1]) or (s[0], s[1], s[3]) in reach]
             if len(kept) == len(sends):
                 return kept
@@ -158,7 +153,7 @@ class TimeExpandedGraph:
                 holds.extend((c.id, n, k) for k in range(int(earliest[n]), int(self.horizon - to_go[n]) + 1))
         return holds
 
-    # Which sends land where and when (and arrivals already on the wire).
+    # Which sends land where and when.
     def _arrivals(self):
         topo, links = self.topology, self.grid.links
         arrivals: dict[NodeEpoch, list[Send]] = defaultdict(list)
@@ -167,11 +162,7 @@ class TimeExpandedGraph:
             c, i, j, k = s
             target = switch_arrivals if topo.is_switch(j) else arrivals
             target[(c, j, k + links[(i, j)].offset)].append(s)
-        fixed: dict[NodeEpoch, int] = defaultdict(int)
-        for c in self.commodities:
-            for n, e in c.inflight:
-                fixed[(c.id, n, e)] += 1
-        return arrivals, switch_arrivals, fixed
+        return arrivals, switch_arrivals
 
     # -------------------------------------------------------------- queries
     def capacity_windows(self, every_window: bool = False) -> dict[tuple[int, int, int], list[Send]]:
