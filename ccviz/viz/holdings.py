@@ -24,7 +24,8 @@ def holdings_matrix(timeline: Timeline, time_s: float) -> tuple[list[str], list[
     rows = [timeline.topology.nodes[g].label or str(g) for g in gpus]
     if len(chunks) <= MAX_COLUMNS:
         matrix = np.array([[held.get(g, {}).get(c.id, 0.0) for c in chunks] for g in gpus])
-        cols = [f"c{c.id} ({c.source}.{c.index})" for c in chunks]
+        parts = timeline.collective.chunks_per_rank > 1
+        cols = [f"c{c.id} from {c.source}" + (f" #{c.index}" if parts else "") for c in chunks]
         return rows, cols, matrix
     sources = sorted({c.source for c in chunks}, key=lambda s: (s is None, s))
     by_source = {s: [c.id for c in chunks if c.source == s] for s in sources}
@@ -48,7 +49,7 @@ def holdings_figure(timeline: Timeline, frames: int = 24) -> go.Figure:
     fig = go.Figure(data=[heat(first)])
     fig.frames = [go.Frame(data=[heat(m)], name=str(k)) for k, (_, _, m) in enumerate(snapshots)]
     fig.update_layout(
-        title="Who holds what (rows: GPUs, columns: chunks as id (source.part))",
+        title="Who holds what (rows: GPUs, columns: chunks and the GPU each comes from)",
         height=max(320, min(800, 120 + 22 * len(rows))), margin={"l": 10, "r": 10, "t": 40, "b": 90},
         xaxis={"type": "category", "showticklabels": len(cols) <= 64},
         yaxis={"type": "category", "autorange": "reversed"},
