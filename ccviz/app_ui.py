@@ -18,6 +18,11 @@ PLOT_CONFIG = {"displaylogo": False, "scrollZoom": False}
 APP_CONTROLLED = frozenset({"progress", "stop", "extra"})  # the app wires these itself (progress display, Stop)
 
 
+def configure_page() -> None:
+    """Title and wide layout; every page calls it so a page run on its own looks the same."""
+    st.set_page_config(page_title="ccviz workbench", page_icon=":material/hub:", layout="wide")
+
+
 def topology_caption() -> None:
     topo = current_topology()
     st.caption(f"Topology **{topo.name}** — {topo.summary()} · from {topology_source()} "

@@ -16,7 +16,7 @@ from ccviz.units import format_time
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-PAGES = [f"app_pages/{name}.py" for name in ("synthesize", "topology", "playback", "compare", "learn")]
+PAGES = [f"pages/{name}.py" for name in ("synthesize", "topology", "playback", "compare", "learn")]
 TIMEOUT = 60
 
 
@@ -76,7 +76,7 @@ def test_synthesize_with_another_algorithm_and_play_it_back():
     at = synthesize(fresh_app(), algorithm)
     assert metrics(at)["verified by simulator"] == "yes"
     assert f"with **{algorithm}**" in " ".join(m.value for m in at.markdown)
-    at.switch_page("app_pages/playback.py").run()
+    at.switch_page("pages/playback.py").run()
     assert_clean(at)
     charts = {}
     for view in at.radio(key="pb_view").options:
@@ -100,7 +100,7 @@ def test_synthesize_with_another_algorithm_and_play_it_back():
 def test_compare_two_algorithms_within_the_bound():
     algorithm = other_algorithm()
     at = fresh_app()
-    at.switch_page("app_pages/compare.py").run()
+    at.switch_page("pages/compare.py").run()
     at.multiselect(key="cmp_algorithms").set_value(["ring", algorithm]).run()
     at.select_slider(key="cmp_sizes").set_range(1e3, 1e6).run()
     at.button(key="cmp_run").click().run()
@@ -114,7 +114,7 @@ def test_compare_two_algorithms_within_the_bound():
 
 def test_topology_designer_sample_builder_and_inline_errors():
     at = fresh_app()
-    at.switch_page("app_pages/topology.py").run()
+    at.switch_page("pages/topology.py").run()
     at.radio(key="topo_source").set_value("sample file").run()
     at.selectbox(key="topo_sample").select("ring8").run()
     at.button(key="topo_load_sample").click().run()
@@ -131,7 +131,7 @@ def test_topology_designer_sample_builder_and_inline_errors():
     at.button(key="topo_build").click().run()
     assert_clean(at)
     assert at.subheader[0].value == "ring5"
-    at.switch_page("app_pages/synthesize.py").run()  # the topology persists across pages
+    at.switch_page("pages/synthesize.py").run()  # the topology persists across pages
     assert "ring5" in at.caption[0].value
 
 
@@ -150,7 +150,7 @@ def test_link_table_edits_round_trip_and_fail_with_the_field_named():
 
 def test_learn_steps_through_a_ring_with_its_formula():
     at = fresh_app()
-    at.switch_page("app_pages/learn.py").run()
+    at.switch_page("pages/learn.py").run()
     assert_clean(at)
     shown = metrics(at)
     assert shown["simulated finish"] != "n/a" and shown["alpha-beta formula"] != "n/a"
@@ -200,11 +200,11 @@ def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch)
 
 def test_an_algorithm_refusing_the_topology_shows_its_fix_on_the_page():
     at = fresh_app()
-    at.switch_page("app_pages/topology.py").run()
+    at.switch_page("pages/topology.py").run()
     at.selectbox(key="topo_builder").select("ring").run()
     at.text_input(key="topo_b_ring_n").input("5").run()
     at.button(key="topo_build").click().run()
-    at.switch_page("app_pages/synthesize.py").run()
+    at.switch_page("pages/synthesize.py").run()
     if "rhd" not in ccviz.algorithms_for("allgather"):
         pytest.skip("rhd is not registered")
     at.selectbox(key="syn_algorithm").select("rhd").run()

@@ -11,6 +11,8 @@ from ccviz.synth.registry import REGISTRY
 from ccviz.units import format_size, format_time
 from ccviz.viz import frame_snapshot, frame_windows, narrate
 
+app_ui.configure_page()
+
 TEACHING_TOPOLOGIES = {
     "ring of 4 GPUs": "ring:n=4",
     "ring of 8 GPUs": "ring:n=8",

@@ -9,6 +9,8 @@ from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.units import format_time
 
+app_ui.configure_page()
+
 JOB_KEY = "ccviz_job"
 POLL_S = 0.1
 

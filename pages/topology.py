@@ -14,6 +14,8 @@ from ccviz.topology import Topology
 from ccviz.topology_tables import link_table, node_table, topology_from_tables
 from ccviz.viz import topology_figure
 
+app_ui.configure_page()
+
 st.title("Topology designer")
 topology = current_topology()
 

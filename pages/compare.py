@@ -14,6 +14,8 @@ from ccviz.topology import Topology
 from ccviz.units import format_size
 from ccviz.viz import comparison_figure, finish_bars
 
+app_ui.configure_page()
+
 PARAMS_KEY = "cmp_params"
 SMALL_FABRIC = 16  # GPUs
 NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "formula_us", "synth_time_s")

@@ -16,6 +16,8 @@ from ccviz.viz import (
     utilization_heatmap,
 )
 
+app_ui.configure_page()
+
 st.title("Playback")
 entry = last_run()
 if entry is None:
