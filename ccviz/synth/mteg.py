@@ -85,19 +85,27 @@ def slot_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> f
 
 @dataclass(frozen=True, slots=True)
 class SlotTiming:
-    """How many slots a link stays reserved (``busy``) and takes to deliver (``delay``)."""
+    """A link in slots: reserved ``busy`` slots per chunk, delivering after ``delay`` slots.
+
+    A link that moves several whole chunks per slot (slots longer than its
+    chunk time) takes ``per_slot`` chunks in one slot, as TE-CCL's capacity.
+    """
 
     busy: int
     delay: int
+    per_slot: int = 1
 
     @classmethod
     def of(cls, topology: Topology, link: Link, chunk_bytes: float, slot_s: float) -> SlotTiming:
-        busy = max(1, math.ceil(link.serialization_s(chunk_bytes) / slot_s - _EPS))
+        chunk_slots = link.serialization_s(chunk_bytes) / slot_s
+        busy = max(1, math.ceil(chunk_slots - _EPS))
+        per_slot = max(1, math.floor(1 / chunk_slots + _EPS)) if chunk_slots > 0 else 1
         if topology.hop_is_free(link.src, link.dst):
-            return cls(busy, 0)
+            # Lands at once; into another switch it takes a slot (no zero-time switch loops, as TE-CCL).
+            return cls(busy, 1 if topology.is_switch(link.dst) else 0, per_slot)
         alpha_slots = link.alpha_s / slot_s
         extra = 0 if alpha_slots < ALPHA_IGNORED_BELOW else math.ceil(alpha_slots - _EPS)
-        return cls(busy, busy + extra)
+        return cls(busy, busy + extra, per_slot)
 
 
 class LinkCalendar:
@@ -194,7 +202,9 @@ class SteinerSearch:
                     "links and switches; connect them (no-copy switches forward each arrival only once)",
                     "topology",
                 )
-            self._attach_in_arrival_order(settled, order)
+            if not self._attach_in_arrival_order(settled, order):  # never loop without progress
+                raise CcvizError(f"mteg: no path of chunk {self.tree.chunk} fits its own search; please report "
+                                 "this topology", "mteg")
         return self.tree
 
     # Purpose: arrival slots from the whole current tree (every holder seeds at the slot it holds from,
@@ -221,7 +231,7 @@ class SteinerSearch:
             if waits and node in self.uncovered:
                 order.append(key)
                 remaining -= 1
-            for move in planner.hops(node, slot, waits, self.tree.gpu_slot):
+            for move in planner.hops(node, slot, waits, self.tree.gpu_slot, self.tree.consumed):
                 if best.get(move.dst, math.inf) <= move.arrival or (move.dst, -1) in settled:
                     continue
                 best[move.dst] = move.arrival
@@ -231,12 +241,15 @@ class SteinerSearch:
 
     # Purpose: one search serves many terminals. A path that now collides with what this round
     # already added waits for the next search; the nearest terminal's path always fits.
-    def _attach_in_arrival_order(self, settled: dict[Key, _Label], order: list[Key]) -> None:
+    def _attach_in_arrival_order(self, settled: dict[Key, _Label], order: list[Key]) -> int:
+        attached = 0
         for terminal in order:
             path = self._path_to(terminal, settled)
             if self._fits(path):
                 self._commit(path)
                 self.uncovered.discard(terminal[0])
+                attached += 1
+        return attached
 
     @staticmethod
     def _path_to(key: Key, settled: dict[Key, _Label]) -> list[Hop]:
@@ -306,7 +319,9 @@ class MtegPlanner:
         self.timing = {
             key: SlotTiming.of(topology, link, collective.chunk_bytes, slot_s) for key, link in topology.links.items()
         }
-        self.calendars = {key: LinkCalendar(link.lanes) for key, link in topology.links.items()}
+        self.calendars = {
+            key: LinkCalendar(link.lanes * self.timing[key].per_slot) for key, link in topology.links.items()
+        }
         self.out_links = {n: [link.dst for link in links] for n, links in topology.out_links.items()}
         self._distances: dict[int, dict[int, float]] = {}
 
@@ -317,7 +332,8 @@ class MtegPlanner:
     def delay(self, edge: Edge) -> int:
         return self.timing[edge[:2]].delay
 
-    def hops(self, node: int, slot: int, can_wait: bool, done: Container[int] = ()) -> Iterator[Hop]:
+    def hops(self, node: int, slot: int, can_wait: bool, done: Container[int] = (),
+             spent: Container[Edge] = ()) -> Iterator[Hop]:
         """Moves out of state (node, slot) to GPUs not in ``done``, through chains of switches.
 
         A GPU may wait (storage edges) for the first slot from which a whole
@@ -336,7 +352,7 @@ class MtegPlanner:
                 if nxt in done or nxt == node or (self.is_switch[nxt] and reach != nearest[nxt]):
                     continue
                 longer = (*chain, (at, nxt, offset))
-                aligned = self._align(longer, depart)
+                aligned = self._align(longer, depart, spent)
                 if aligned is None or (not can_wait and aligned != slot):
                     continue
                 if self.is_switch[nxt]:
@@ -361,14 +377,21 @@ class MtegPlanner:
             self._distances[start] = dist
         return self._distances[start]
 
-    def _align(self, chain: tuple[tuple[int, int, int], ...], earliest: int) -> int | None:
-        """First departure >= earliest at which every link of the chain is free at its offset."""
+    def _align(self, chain: tuple[tuple[int, int, int], ...], earliest: int, spent: Container[Edge]) -> int | None:
+        """First departure >= earliest at which every link of the chain is free at its offset.
+
+        ``spent`` arrivals at no-copy switches were forwarded already; a chain
+        needs a fresh arrival (a link carrying several chunks per slot could
+        otherwise offer the spent one again and again).
+        """
         depart = earliest
         for _ in range(10_000):
             later = depart
             for u, v, offset in chain:
                 timing = self.timing[(u, v)]
                 later = max(later, self.calendars[(u, v)].earliest_free(depart + offset, timing.busy) - offset)
+            if later == depart and any((u, v, depart + offset) in spent for u, v, offset in chain):
+                later = depart + 1
             if later == depart:
                 return depart
             depart = later
