@@ -15,29 +15,40 @@ Choices of this implementation (and why):
 
 - *Implicit, unbounded graph.* Slot copies are never materialized: a GPU's
   storage chain is a jump to the first slot where the out-link is free (a
-  per-link calendar of reserved slot intervals), and a switch has one state
-  per arrival slot. The horizon therefore never runs out (the paper grows it
-  and retries) and tiny slots (1KB buffers: alpha = 560 slots) cost nothing.
+  per-link calendar of reserved slot intervals). Switches store nothing, so
+  a move is a whole chain GPU -> switches -> GPU whose links are all free at
+  fixed offsets from one departure (chains follow shortest switch routes,
+  all of them). The horizon never runs out (the paper grows it and
+  retries) and tiny slots (1KB buffers: alpha = 560 slots) cost nothing.
 - *Cost = arrival slot.* Tree nodes seed the Dijkstra with their own slot, so
   the "nearest" terminal is the one the tree can reach earliest. The paper's
   incremental tree cost (seeds at 0) minimises copies; measuring from the
-  root minimises the finish time, which is what every caller compares.
+  root minimises the finish time, which is what every caller compares. One
+  search attaches every terminal whose path still fits, in arrival order.
 - *Slot rounding as TE-CCL.* A link needing ``kappa = ceil(chunk time / slot)``
   slots per chunk stays reserved for ``kappa`` slots and delivers after
-  ``kappa + ceil(alpha / slot)`` slots (alpha below 0.1 slot is ignored);
-  with ``switch_hop == "free"`` a hop out of a switch delivers in the same
-  slot but still reserves its ``kappa`` slots. So a slot count here is an
-  epoch count in TE-CCL's model.
+  ``kappa + ceil(alpha / slot)`` slots (alpha below 0.1 slot is ignored); a
+  link faster than one chunk per slot carries ``floor`` of that many per
+  slot. With ``switch_hop == "free"`` a hop out of a switch delivers in the
+  same slot (one slot if into another switch) but still reserves its link.
+  So a slot count here is an epoch count in TE-CCL's model.
 - *Untimed output.* Transfers carry ``step`` = departure slot (plus a
   fraction ordering zero-delay hops inside one slot), and the simulator
   replays them as soon as data and link allow. Real alpha/beta therefore
   decide the finish time and no rounding can make the schedule invalid.
+- *Reductions* use the shared reversal helper: ReduceScatter/Reduce are the
+  mirrored broadcast on ``topology.reversed()`` (switches may not multicast
+  there: they cannot add partials) reversed in time; AllReduce = RS then AG.
+- ``restarts``/``seed`` retry shuffled orders of equally loaded sources and
+  keep the fewest slots (on meshes the order matters: 4x4 mesh 12 -> 9 slots).
 
 For TE-CCL: ``mteg_epoch_bound(topology, collective, epoch_s)`` is the number
 of epochs of length ``epoch_s`` an MTEG schedule needs (an upper bound on the
 MILP's epoch count), and ``mteg_schedule(topology, collective, epoch_s)`` is
 that schedule for a warm start: ``int(transfer.step)`` is the epoch in which
-each transfer departs, ``schedule.epochs`` the slot of the last arrival.
+each transfer departs, ``schedule.epochs`` the slot of the last arrival. For
+reductions the bound counts the mirrored broadcast's slots (RS + AG slots for
+AllReduce).
 """
 
 from __future__ import annotations
