@@ -41,7 +41,9 @@ WARM_SHARE = 0.6  # of the remaining time, for the solve warm-started with the g
 SEARCH_SHARE = 0.5  # of the remaining time, for a horizon below the best schedule so far
 USED = 0.5
 INTEGRAL_FLOW_MAX_SENDS = 5000  # below this the flow model uses whole chunks (exact, no rounding)
-LP_MAX_EPOCHS = 64  # a longer LP horizon is solved on epochs lengthened by a whole factor
+LP_MAX_EPOCHS = 64
+MAX_VARIABLES = 250_000  # beyond this Pyomo + APPSI setup alone takes minutes (extra["max_variables"])
+SETUP_S_PER_VARIABLE = 2e-4  # measured build + hand-over time per variable on a loaded 2-core machine  # a longer LP horizon is solved on epochs lengthened by a whole factor
 
 
 def copy_helps(collective: Collective) -> bool:
@@ -167,6 +169,13 @@ class EpochSolver:
         teg = TimeExpandedGraph(self.topology, self.grid, self.commodities, horizon)
         if teg.unreachable_demands():
             return None, SolveResult("infeasible", False, None, None, None, time.perf_counter() - t0)
+        variables = len(teg.sends) + len(teg.holds)
+        setup_s = variables * SETUP_S_PER_VARIABLE
+        if variables > self.options.extra.get("max_variables", MAX_VARIABLES) or \
+                setup_s > (self.deadline - time.perf_counter()) * SEARCH_SHARE:
+            self.notes.append(f"horizon {horizon}: {teg.size()} is too large to build and solve in the time left "
+                              f"(~{setup_s:.0f} s just to build); try teccl-astar, coarser epochs or more time")
+            return None, SolveResult("too_large", False, None, None, None, time.perf_counter() - t0)
         integral = len(teg.sends) <= INTEGRAL_FLOW_MAX_SENDS
         model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg, integral)
         build_s = time.perf_counter() - t0
