@@ -46,7 +46,7 @@ class HighsRun:
                  mip_gap: float | None, started: float,
                  describe: Callable[[np.ndarray], float | None] | None = None,
                  finish_when: Callable[[np.ndarray], bool] | None = None,
-                 watch: list[pyo.Var] | None = None) -> None:
+                 watch: list[pyo.Var] | None = None, bound_s: float | None = None) -> None:
         self.model = model
         self.options = options
         self.time_limit_s = max(0.5, time_limit_s)
@@ -55,6 +55,7 @@ class HighsRun:
         self.describe = describe  # incumbent columns -> finish estimate in seconds (for progress)
         self.finish_when = finish_when
         self.watch = watch or []
+        self.bound_s = bound_s  # proven lower bound on the finish (the epoch certificate), for progress
         self.columns: np.ndarray | None = None
         self._finished_early = False
         self._last_report = 0.0
@@ -140,4 +141,4 @@ class HighsRun:
         self._last_report = time.perf_counter()
         gap = float(out.mip_gap) if np.isfinite(out.mip_gap) and out.mip_gap < 1e20 else None
         self.options.report(Progress(elapsed_s=self._last_report - self.started, message=f"TE-CCL: {message}",
-                                     incumbent_s=finish_s, gap=gap))
+                                     incumbent_s=finish_s, bound_s=self.bound_s, gap=gap))

@@ -184,7 +184,7 @@ class EpochSolver:
                 and self.warm_start(model, teg, greedy))
         budget = (self.deadline - time.perf_counter()) * share
         run = HighsRun(model, self.options, budget, self.gap, self.started,
-                       describe, finish_when, watch)
+                       describe, finish_when, watch, bound_s=lower * self.grid.tau_s)
         result = run.solve(warm_start=warm)
         self.options.report(Progress(time.perf_counter() - self.started,
                                      f"TE-CCL: {horizon} epochs -> {result.termination}", gap=result.gap))
