@@ -6,6 +6,8 @@ import threading
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ccviz import load_topology
 from ccviz.collectives import make_collective
@@ -156,3 +158,42 @@ def test_ndv2_as_run_allgather_meets_the_published_optimum(size, epoch, epochs, 
     assert schedule.epochs * schedule.epoch_s * 1e6 == pytest.approx(published_us)
     # The replay pays the alpha the epoch model ignores below 0.1 epoch (at most a few us here).
     assert timeline.finish_time_s * 1e6 <= published_us + 3 * 1.3
+
+
+def _star_with_switch(n: int, bandwidths: list[float], alpha: float, copy: bool, hop: str):
+    from ccviz.topology import Link, Node, Topology
+
+    nodes = [Node(0, "switch", copy=copy)] + [Node(i, "gpu") for i in range(1, n + 1)]
+    links = []
+    for i in range(1, n + 1):
+        bw = bandwidths[i % len(bandwidths)]
+        links += [Link(0, i, bw, alpha), Link(i, 0, bw, alpha)]
+    links += [Link(1, 2, 50.0, alpha), Link(2, 1, 50.0, alpha)]
+    return Topology("star", nodes, links, switch_hop=hop)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    kind=st.sampled_from(["ring", "line", "mesh", "star"]),
+    n=st.integers(3, 5),
+    bandwidths=st.lists(st.sampled_from([12.5, 25.0, 50.0]), min_size=1, max_size=3),
+    alpha=st.sampled_from([0.0, 0.7, 5.0]),
+    collective=st.sampled_from(["allgather", "alltoall", "reducescatter", "allreduce", "broadcast", "gather"]),
+    epoch=st.sampled_from(["fastest", "slowest"]),
+    copy=st.booleans(),
+    hop=st.sampled_from(["paid", "free"]),
+)
+def test_random_small_fabrics_give_verified_schedules(kind, n, bandwidths, alpha, collective, epoch, copy, hop):
+    if kind == "star":
+        topo = _star_with_switch(n, bandwidths, alpha, copy, hop)
+    else:
+        spec = {"ring": f"ring:n={n}", "line": f"line:n={n}", "mesh": f"mesh2d:dims=2x{n - 1}"}[kind]
+        base = load_topology(f"{spec},alpha={alpha}")
+        links = [replace(link, bandwidth_GBps=bandwidths[k % len(bandwidths)])
+                 for k, link in enumerate(sorted(base.links.values(), key=lambda x: (x.src, x.dst)))]
+        topo = base.with_changes(links=links)
+    coll = make_collective(collective, topo, 1e6 * topo.n_gpus)
+    schedule = synthesize(topo, coll, "teccl", SynthOptions(epoch=epoch, time_limit=5))
+    timeline = simulate(schedule)
+    assert timeline.verified, timeline.violations[:3]
+    assert schedule.status in ("optimal", "feasible", "time_limit")

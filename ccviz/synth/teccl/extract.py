@@ -6,9 +6,8 @@ reaches: the earliest arrival that gives the destination its chunk, and
 recursively what fed that sender in time. ``split_flows`` turns the LP's
 fractional flows of one source into whole-chunk paths, taking for each
 destination the widest remaining path through the time-expanded graph.
-``to_transfers`` writes epoch sends as untimed transfers: ``step`` = epoch,
-a switch forward half an epoch earlier (it happens as soon as the chunk
-reaches the switch), so the simulator replays them in order and ASAP.
+``to_transfers`` writes epoch sends as untimed transfers ordered by epoch
+(``step``), so the simulator replays them in order and ASAP.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ccviz.schedule import Transfer
+from ccviz.synth.teccl.epochs import EpochGrid
 from ccviz.synth.teccl.time_expanded import Commodity, Send, TimeExpandedGraph
 from ccviz.topology import Topology
 
@@ -186,11 +186,19 @@ class _Unbounded(dict):
         return 1.0
 
 
-def to_transfers(topology: Topology, hops: Iterable[Hop], op: str = "copy") -> list[Transfer]:
-    """Untimed transfers, step = epoch (a switch forward half an epoch before its receiver may use it)."""
-    transfers = [
-        Transfer(chunk, i, j, None, None, op, k - 0.5 if topology.is_switch(i) else float(k))
-        for chunk, i, j, k in hops
-    ]
+def to_transfers(topology: Topology, grid: EpochGrid, hops: Iterable[Hop], op: str = "copy") -> list[Transfer]:
+    """Untimed transfers ordered so every send follows the arrivals it needs.
+
+    A GPU's send in epoch k has step k. A switch forwards in the epoch k the chunk reached it:
+    step k + 0.5 when its receiver holds it a later epoch, k - 0.25 when the hop is free (the
+    receiver holds it in epoch k and may send it on at step k).
+    """
+    transfers = []
+    for chunk, i, j, k in hops:
+        if topology.is_switch(i):
+            step = k + 0.5 if grid.links[(i, j)].offset >= 1 else k - 0.25
+        else:
+            step = float(k)
+        transfers.append(Transfer(chunk, i, j, None, None, op, step))
     transfers.sort(key=lambda t: (t.step, t.src, t.dst, t.chunk))
     return transfers

@@ -281,7 +281,7 @@ class EpochSolver:
 def plan_schedule(topology: Topology, collective: Collective, plan: EpochPlan, grid: EpochGrid,
                   op: str = "copy") -> Schedule:
     """An untimed schedule from an epoch plan (the simulator replays it ASAP)."""
-    transfers: list[Transfer] = to_transfers(topology, plan.hops, op)
+    transfers: list[Transfer] = to_transfers(topology, grid, plan.hops, op)
     return Schedule(topology, collective, transfers, "teccl", status=plan.status, mip_gap=plan.gap,
                     epoch_s=grid.tau_s, epochs=plan.epochs, estimated_finish_s=plan.epochs * grid.tau_s,
                     notes=list(plan.notes))
