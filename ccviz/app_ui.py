@@ -23,6 +23,36 @@ def configure_page() -> None:
     st.set_page_config(page_title="ccviz workbench", page_icon=":material/hub:", layout="wide")
 
 
+def algorithm_picker(container: Any, choices: list[str], collective: str, key: str) -> str:
+    """Choose among the algorithms that implement ``collective`` (ring first when it can), or stop the page."""
+    if not choices:
+        st.warning(f"No registered algorithm implements {collective} yet; choose another collective.")
+        st.stop()
+    return container.selectbox("algorithm", choices, key=key, index=choices.index("ring") if "ring" in choices else 0)
+
+
+def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] = ("◀ previous", "next ▶"),
+                  reset_for: object | None = None) -> int:
+    """Back/next buttons over frames 0..count-1 kept in ``st.session_state[state_key]``; the current frame.
+
+    The frame restarts at 0 when ``reset_for`` (the schedule shown) changes or the frame is out of range.
+    """
+    marker = state_key + "_for"
+    if reset_for is not None and st.session_state.get(marker) != reset_for:
+        st.session_state[marker] = reset_for
+        st.session_state[state_key] = 0
+    if st.session_state.get(state_key, count) >= count:
+        st.session_state[state_key] = 0
+
+    def shift(delta: int) -> None:
+        st.session_state[state_key] = max(0, min(count - 1, st.session_state[state_key] + delta))
+
+    back, forward, _ = st.columns([1, 1, 6])
+    back.button(labels[0], on_click=shift, args=(-1,), key=f"{key}_prev")
+    forward.button(labels[1], on_click=shift, args=(1,), key=f"{key}_next")
+    return st.session_state[state_key]
+
+
 def topology_caption() -> None:
     topo = current_topology()
     st.caption(f"Topology **{topo.name}** — {topo.summary()} · from {topology_source()} "

@@ -30,11 +30,7 @@ c1, c2, c3, c4 = st.columns(4)
 topo_label = c1.selectbox("fabric", list(TEACHING_TOPOLOGIES), key="learn_topology")
 collective = c2.selectbox("collective", TEACHING_COLLECTIVES, key="learn_collective")
 textbook = sorted(name for name, alg in REGISTRY.items() if alg.kind == "classic" and alg.supports(collective))
-if not textbook:
-    st.warning(f"No textbook algorithm implements {collective} yet; choose another collective.")
-    st.stop()
-algorithm = c3.selectbox("algorithm", textbook, key="learn_algorithm",
-                         index=textbook.index("ring") if "ring" in textbook else 0)
+algorithm = app_ui.algorithm_picker(c3, textbook, collective, "learn_algorithm")
 with c4:
     size = app_ui.size_picker("size per rank", "learn_size", default=1e6)
 
@@ -62,17 +58,7 @@ with user_errors("learn"):
         st.markdown(f"Formula ({topology.n_gpus} GPUs, α = {alpha_us:g} us, β = 1/{bw:g} GB/s, "
                     f"{format_size(size)}): `{formula.text}`")
 
-    if st.session_state.get("learn_step_for") != request:
-        st.session_state["learn_step_for"] = request
-        st.session_state["learn_step"] = 0
-
-    def shift(delta: int) -> None:
-        st.session_state["learn_step"] = max(0, min(len(windows) - 1, st.session_state["learn_step"] + delta))
-
-    b1, b2, _ = st.columns([1, 1, 6])
-    b1.button("◀ back", on_click=shift, args=(-1,), key="learn_prev")
-    b2.button("step ▶", on_click=shift, args=(1,), key="learn_next")
-    k = st.session_state["learn_step"]
+    k = app_ui.frame_stepper("learn_step", len(windows), "learn", ("◀ back", "step ▶"), reset_for=request)
     story = stories[k]
     st.markdown(f"#### Step {k + 1} of {len(windows)}")
     st.markdown(story.sentence)

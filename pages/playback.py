@@ -47,15 +47,7 @@ if view == "Animation":
     app_ui.plot(app_ui.animation(entry), key="pb_animation")
 
 elif view == "Step by step":
-    if "pb_frame" not in st.session_state or st.session_state["pb_frame"] >= len(windows):
-        st.session_state["pb_frame"] = 0
-
-    def shift(delta: int) -> None:
-        st.session_state["pb_frame"] = max(0, min(len(windows) - 1, st.session_state["pb_frame"] + delta))
-
-    back, fwd, _ = st.columns([1, 1, 6])
-    back.button("◀ previous", on_click=shift, args=(-1,), key="pb_prev")
-    fwd.button("next ▶", on_click=shift, args=(1,), key="pb_next")
+    app_ui.frame_stepper("pb_frame", len(windows), "pb")
     if len(windows) > 1:
         st.slider("frame", 0, len(windows) - 1, key="pb_frame")
     k = st.session_state["pb_frame"]

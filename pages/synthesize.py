@@ -21,11 +21,7 @@ topology = current_topology()
 left, middle, right = st.columns(3)
 collective = left.selectbox("collective", COLLECTIVES, key="syn_collective")
 choices = algorithms_for(collective)
-if not choices:
-    st.warning(f"No registered algorithm implements {collective} yet; choose another collective.")
-    st.stop()
-algorithm = middle.selectbox("algorithm", choices, key="syn_algorithm",
-                             index=choices.index("ring") if "ring" in choices else 0)
+algorithm = app_ui.algorithm_picker(middle, choices, collective, "syn_algorithm")
 with right:
     size = app_ui.size_picker("size per rank", "syn_size")
 alg = REGISTRY[algorithm]
