@@ -19,7 +19,7 @@ import heapq
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 
@@ -373,18 +373,6 @@ FORMULAS: dict[tuple[str, str], _Formula] = {
                                    _linear(lambda n: 2 * _log2(n), lambda n: 2 * (n - 1) / n), power_of_two=True),
     ("broadcast", "direct"): _Formula("(N-1)(a + M/BW)  (root sends to each)",
                                       _linear(lambda n: n - 1, lambda n: n - 1)),
-    # -------------------------------------------------------------------- reduce
-    ("reduce", "tree"): _Formula("ceil(log2 N)(a + M/BW)", _linear(_LOG, _LOG)),
-    ("reduce", "pipelined-tree"): _Formula("(d+S-1)(a + M/(S BW)), d = floor(log2 N), best S",
-                                           _pipelined_by_n(_tree_depth, 1.0)),
-    ("reduce", "dbt"): _Formula("(d+S-1)(a + M/(2 S BW)), two trees with half the buffer each, best S",
-                                _pipelined_by_n(_tree_depth, 0.5)),
-    ("reduce", "ring"): _Formula("(N-1+S-1)(a + M/(S BW)), pipelined chain, best S",
-                                 _pipelined_by_n(lambda n: n - 1, 1.0)),
-    ("reduce", "rhd"): _Formula("2 log2(N) a + 2(N-1)/N M/BW  (reduce-scatter + gather)",
-                                _linear(lambda n: 2 * _log2(n), lambda n: 2 * (n - 1) / n), power_of_two=True),
-    ("reduce", "direct"): _Formula("(N-1)(a + M/BW)  (each rank sends to the root)",
-                                   _linear(lambda n: n - 1, lambda n: n - 1)),
     # ------------------------------------------------------------------ alltoall
     ("alltoall", "direct"): _Formula("(N-1)(a + M/(N BW))  (pairwise exchange)",
                                      _linear(lambda n: n - 1, _FRACTION)),
@@ -393,11 +381,29 @@ FORMULAS: dict[tuple[str, str], _Formula] = {
     ("alltoall", "ring"): _Formula("(N-1) a + (N-1)/2 M/BW  (store and forward around the ring)",
                                    _linear(lambda n: n - 1, _ring_alltoall_beta)),
     # ------------------------------------------------------------ gather/scatter
-    ("gather", "tree"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
-    ("gather", "direct"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
     ("scatter", "tree"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
     ("scatter", "direct"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
 }
+
+def _mirrored(formulas: dict[tuple[str, str], _Formula]) -> dict[tuple[str, str], _Formula]:
+    """A rooted collective run backwards costs the same: Reduce mirrors Broadcast, Gather mirrors Scatter."""
+    mirrors = {
+        "reduce": ("broadcast", {"(scatter + allgather)": "(reduce-scatter + gather)",
+                                 "(root sends to each)": "(each rank sends to the root)"}),
+        "gather": ("scatter", {}),
+    }
+    out = {}
+    for mirror, (original, wording) in mirrors.items():
+        for (collective, algorithm), f in formulas.items():
+            if collective == original:
+                text = f.expression
+                for old, new in wording.items():
+                    text = text.replace(old, new)
+                out[(mirror, algorithm)] = replace(f, expression=text)
+    return out
+
+
+FORMULAS.update(_mirrored(FORMULAS))
 
 ALGORITHM_NAMES = ("ring", "tree", "pipelined-tree", "dbt", "rd", "rhd", "direct", "bruck")
 
