@@ -28,6 +28,7 @@ from ccviz.synth.teccl.time_expanded import Commodity, TimeExpandedGraph, epoch_
 from ccviz.topology import Topology
 
 ROUND_EPOCHS = 6  # epochs of sending per round, on top of the slowest link's offset
+ROUND_KAPPAS = 1  # ... and at least this many chunk times of the slowest link (longer rounds measured worse)
 ROUND_GAP = 0.05  # a round need not be solved to proof
 ROUND_TIME_LIMIT_S = 5.0  # a round is a step of a heuristic: cap it, keep the best incumbent
 USED = 0.5
@@ -45,7 +46,10 @@ class AStarRounds:
         self.started = started
         self.mirrored_from = mirrored_from
         self.grid = EpochGrid.build(topology, collective.chunk_bytes, options.epoch, mirrored_from)
-        self.round_epochs = ROUND_EPOCHS + max(link.offset for link in self.grid.links.values())
+        # Long enough that a slow link (one chunk per kappa epochs) keeps its full rate within a round.
+        links = self.grid.links.values()
+        self.round_epochs = max(link.offset for link in links) + max(ROUND_EPOCHS,
+                                                                       ROUND_KAPPAS * max(lk.kappa for lk in links))
         self.chunks = [c for c in collective.chunks if c.post - c.pre]
         self.held = [dict.fromkeys(c.pre, 0) for c in self.chunks]  # GPU -> epoch it holds the chunk from
         self.distance = {n: epoch_distances(topology, self.grid, {n: 0}) for n in topology.gpus}
