@@ -99,10 +99,38 @@ class EpochLowerBound:
             terms.append((int(head + link.offset + tail), link.kappa, per_window))
         if not terms:
             return 10**9
+        if not self.fractional:
+            return self._whole_chunk_horizon(crossing, served, targets, need)
         k = min(t[0] for t in terms)
         while sum(w * math.ceil(max(0, k - first + 1) / kappa) for first, kappa, w in terms) < need - 1e-9:
             k += 1
         return k
+
+    def _whole_chunk_horizon(self, crossing, served: list[Commodity], targets: list[int], need: int) -> int:
+        """Sharper for whole chunks: a link cannot send a chunk before that chunk can reach it.
+
+        Each link alone sends the chunks as early as their arrival at its tail and its windows
+        allow (greedy, optimal for every prefix); every send then still needs offset + the distance
+        to the nearest target. Letting each link use every chunk relaxes the sharing between links,
+        so the need-th earliest delivery over all links bounds the horizon.
+        """
+        deliveries = []
+        for link in crossing:
+            tail = min(self._dist(link.dst).get(d, INF) for d in targets)
+            ready = sorted(self.earliest[c.id][link.src] for c in served for _ in range(c.amount))
+            ready = [t for t in ready if t < INF][:need]
+            if tail == INF or not ready:
+                continue
+            sent: list[float] = []
+            for r, available in enumerate(ready):
+                t = max(available, sent[-1] if sent else 0)
+                if r >= link.window_slots:
+                    t = max(t, sent[r - link.window_slots] + link.kappa)
+                sent.append(t)
+            deliveries.extend(t + link.offset + tail for t in sent)
+        if len(deliveries) < need:
+            return 10**9
+        return int(sorted(deliveries)[need - 1])
 
     def _dist(self, node: int) -> dict[int, float]:
         if node not in self._dist_from:
