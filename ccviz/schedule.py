@@ -21,6 +21,7 @@ from ccviz.topology import Topology
 
 Op = Literal["copy", "reduce"]
 Status = Literal["optimal", "feasible", "time_limit", "heuristic", "infeasible"]
+Release = Literal["asap", "epoch"]
 STATUSES = ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
 FORMAT_TAG = "ccviz-schedule/1"
 
@@ -53,6 +54,9 @@ class Schedule:
     epochs: int | None = None
     estimated_finish_s: float | None = None  # the synthesizer's own estimate, never the verdict
     notes: list[str] = field(default_factory=list)
+    # How the simulator times an untimed schedule: "asap", or "epoch" (no transfer starts before its
+    # epoch, floor(step) * epoch_s: the epoch-synchronous execution TE-CCL prescribes).
+    release: Release = "asap"
 
     @property
     def is_timed(self) -> bool:
@@ -67,6 +71,7 @@ class Schedule:
         return Schedule(
             self.topology, self.collective, transfers, self.algorithm, dict(self.options), self.status,
             self.mip_gap, self.synth_time_s, self.epoch_s, self.epochs, self.estimated_finish_s, list(self.notes),
+            self.release,
         )
 
     # ------------------------------------------------------------ serialization
@@ -82,6 +87,7 @@ class Schedule:
             "epochs": self.epochs,
             "estimated_finish_s": self.estimated_finish_s,
             "notes": self.notes,
+            "release": self.release,
             "topology": self.topology.to_dict(),
             "collective": self.collective.to_dict(),
             "transfer_fields": list(Transfer._fields),
@@ -109,6 +115,9 @@ class Schedule:
                 ))
             except (KeyError, TypeError, ValueError) as exc:
                 raise CcvizError(f"transfers[{i}]: malformed transfer ({exc})", "transfers") from None
+        release = d.get("release", "asap")
+        if release not in ("asap", "epoch"):
+            raise CcvizError(f"release: {release!r} is not 'asap' or 'epoch'", "release")
         status = d.get("status", "heuristic")
         if status not in STATUSES:
             raise CcvizError(f"status: {status!r} is not one of {', '.join(STATUSES)}", "status")
@@ -125,6 +134,7 @@ class Schedule:
             d.get("epochs"),
             d.get("estimated_finish_s"),
             list(d.get("notes") or []),
+            release,
         )
 
     def to_json(self) -> str:

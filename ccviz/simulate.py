@@ -18,6 +18,7 @@ buffer contents come from here only. Physics lives in ``Topology``
 from __future__ import annotations
 
 import heapq
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -172,6 +173,7 @@ def assign_times(schedule: Schedule) -> Schedule:
                          "transfers")
     costs = _link_costs(schedule.topology, schedule.chunk_bytes)
     n_chunks = max(len(schedule.collective.chunks), 1)
+    epoch = _epoch_release(schedule)
     steps = np.fromiter((t.step for t in transfers), dtype=float, count=len(transfers))
     order = np.argsort(steps, kind="stable").tolist()
     available: dict[int, float] = {}  # node * n_chunks + chunk -> latest arrival of an earlier step
@@ -186,6 +188,8 @@ def assign_times(schedule: Schedule) -> Schedule:
             _commit(available, pending)
             current_step = step
         ready = available.get(src * n_chunks + chunk, 0.0)
+        if epoch and math.floor(step + 1e-9) * epoch > ready:  # epoch-synchronous: wait for the epoch to open
+            ready = math.floor(step + 1e-9) * epoch
         cost = costs.get((src, dst))
         if cost is None:  # no such link: leave it at its ready time so the verifier names it
             start_of[i] = arrival_of[i] = ready
@@ -208,6 +212,15 @@ def assign_times(schedule: Schedule) -> Schedule:
         for t, s, e in zip(transfers, start_of, arrival_of, strict=True)
     ]
     return schedule.with_transfers(timed)
+
+
+def _epoch_release(schedule: Schedule) -> float | None:
+    """The epoch length when transfers may not start before their epoch (``release='epoch'``)."""
+    if schedule.release != "epoch":
+        return None
+    if not schedule.epoch_s or schedule.epoch_s <= 0:
+        raise CcvizError("release: an epoch-released schedule needs a positive epoch_s", "release")
+    return schedule.epoch_s
 
 
 def _commit(available: dict[int, float], pending: list[tuple[int, float]]) -> None:

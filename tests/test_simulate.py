@@ -199,3 +199,20 @@ def test_zero_delay_switch_hop_does_not_block_later_ready_arrivals():
     ]
     timeline = simulate(Schedule(topo, coll, transfers, "hand"))
     assert timeline.verified, timeline.violations
+
+
+def test_epoch_release_holds_each_transfer_until_its_epoch_opens():
+    schedule = ring_allgather(4, size=4e6)  # steps 0, 1, 2
+    chunk = 1e6 / BW
+    schedule.epoch_s = 10 * chunk
+    schedule.release = "epoch"
+    timeline = simulate(schedule)
+    assert timeline.verified
+    assert timeline.finish_time_s == pytest.approx(2 * 10 * chunk + ALPHA + chunk)
+    assert sorted(set(timeline.start_s.round(15))) == pytest.approx([0.0, 10 * chunk, 20 * chunk])
+    asap = simulate(ring_allgather(4, size=4e6))
+    assert asap.finish_time_s < timeline.finish_time_s
+    assert Schedule.from_dict(schedule.to_dict()).release == "epoch"
+    schedule.epoch_s = None
+    with pytest.raises(CcvizError, match="release"):
+        simulate(schedule)

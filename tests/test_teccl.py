@@ -198,3 +198,16 @@ def test_random_small_fabrics_give_verified_schedules(kind, n, bandwidths, alpha
     timeline = simulate(schedule)
     assert timeline.verified, timeline.violations[:3]
     assert schedule.status in ("optimal", "feasible", "time_limit")
+
+
+def test_epoch_synchronous_replay_is_offered_and_never_faster():
+    topo = load_topology(REFERENCE_TOPOLOGIES / "dgx1.json")
+    coll = make_collective("allgather", topo, 1e6)
+    asap = synthesize(topo, coll, "teccl", SynthOptions(epoch="slowest", time_limit=30))
+    synced = synthesize(topo, coll, "teccl", SynthOptions(epoch="slowest", time_limit=30, extra={"replay": "epoch"}))
+    assert (asap.release, synced.release) == ("asap", "epoch")
+    fast, slow = simulate(asap), simulate(synced)
+    assert fast.verified and slow.verified
+    assert fast.finish_time_s <= slow.finish_time_s <= synced.estimated_finish_s + 3 * 0.7e-6
+    with pytest.raises(CcvizError, match="replay"):
+        synthesize(topo, coll, "teccl", SynthOptions(extra={"replay": "later"}))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from ccviz.collectives import Collective
+from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.teccl.astar import solve_astar
@@ -27,15 +28,36 @@ SUPPORTED = frozenset({"allgather", "broadcast", "alltoall", "gather", "scatter"
 OPTIONS_USED = ("epoch", "epochs", "time_limit", "gap", "progress", "stop")
 
 
+REPLAYS = ("asap", "epoch")
+
+
+def replay_mode(options: SynthOptions) -> str:
+    """How the simulator replays the epochs.
+
+    'asap' (default) is what a runtime executing the schedule by dependencies does (MSCCL); 'epoch' is
+    TE-CCL's epoch-synchronous view, where no transfer starts before its epoch opens.
+    """
+    mode = str(options.extra.get("replay", "asap")).lower()
+    if mode not in REPLAYS:
+        raise CcvizError(
+            f"replay: {mode!r} is not 'asap' (each transfer starts as soon as its chunk and link are ready) "
+            "or 'epoch' (no transfer starts before its epoch, TE-CCL's epoch-synchronous view)", "replay")
+    return mode
+
+
 def _run(topology: Topology, collective: Collective, options: SynthOptions, solve_forward: ForwardSolver
          ) -> Schedule:
     started = time.perf_counter()
     deadline = started + (options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT_S)
+    mode = replay_mode(options)
     if collective.name == "allreduce":
         return allreduce(topology, collective, options, deadline, started, solve_forward)
     if collective.is_reducing:
         return reduce_by_reversal(topology, collective, options, deadline, started, solve_forward)
-    return solve_forward(topology, collective, options, deadline, started)
+    schedule = solve_forward(topology, collective, options, deadline, started)
+    if not schedule.is_timed:
+        schedule.release = mode
+    return schedule
 
 
 def synthesize_teccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
