@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 import ccviz
 from ccviz import CcvizError, Link, Node, Topology, make_collective, simulate
 from ccviz.synth import SynthOptions, synthesize
+from ccviz.synth.budget import Budget
 from ccviz.synth.mteg import (
     MtegPlanner,
     SlotTiming,
@@ -143,6 +145,66 @@ def test_bad_options_raise_clear_errors() -> None:
     with pytest.raises(CcvizError) as err:
         mteg_schedule(topo, coll, restarts=0)
     assert err.value.field == "restarts"
+
+
+# ----------------------------------------------------------------------------- progress, stop, time limit
+def test_progress_counts_trees_and_never_goes_back() -> None:
+    topo = ccviz.load_topology("torus2d:dims=3x3")
+    for name in ("allgather", "allreduce"):
+        reports = []
+        run(topo, name, restarts=2, seed=1, progress=reports.append)
+        fractions = [p.fraction for p in reports]
+        assert fractions and all(0.0 <= f <= 1.0 for f in fractions)
+        assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    coll = make_collective("allgather", topo, 1e6)
+    reports = []
+    options = SynthOptions(progress=reports.append)
+    mteg_schedule(topo, coll, budget=Budget(options, every_s=0.0))  # unthrottled: one report per tree
+    trees = [p for p in reports if "tree" in p.message]
+    assert [p.fraction for p in trees] == pytest.approx([k / 9 for k in range(9)])
+
+
+def test_a_preset_stop_or_an_expired_limit_raises_a_clear_error() -> None:
+    topo = ccviz.load_topology("ring:n=4")
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(CcvizError, match=r"0 of 4 multicast trees built\); no complete schedule yet") as err:
+        run(topo, "allgather", stop=stop)
+    assert err.value.field == "stop"
+    with pytest.raises(CcvizError, match="raise the limit") as err:
+        run(topo, "reducescatter", time_limit=1e-9)
+    assert err.value.field == "time_limit"
+
+
+def test_stop_during_a_later_attempt_keeps_the_best_complete_one() -> None:
+    topo = ccviz.load_topology("mesh2d:dims=4x4")
+    coll = make_collective("allgather", topo, 1e6)
+    first = mteg_schedule(topo, coll, restarts=1, seed=3)
+    stop = threading.Event()
+
+    def stop_in_attempt_2(p) -> None:
+        if p.message.startswith("MTEG attempt 2/") and "tree 5/" in p.message:
+            stop.set()
+
+    options = SynthOptions(restarts=6, seed=3, stop=stop, progress=stop_in_attempt_2)
+    schedule = mteg_schedule(topo, coll, restarts=6, seed=3, budget=Budget(options, every_s=0.0))
+    assert stop.is_set()
+    assert any("stopped after 1 of 6 MTEG restarts" in note for note in schedule.notes)
+    assert schedule.transfers == first.transfers and schedule.status == "heuristic"
+    assert simulate(schedule).verified
+
+
+def test_stop_between_restarts_via_synthesize_verifies() -> None:
+    topo = ccviz.load_topology("mesh2d:dims=4x4")
+    stop = threading.Event()
+
+    def stop_after_first(p) -> None:
+        if p.message.endswith("done"):
+            stop.set()
+
+    timeline = run(topo, "allgather", restarts=5, seed=2, stop=stop, progress=stop_after_first)
+    assert any("stopped after 1 of 5 MTEG restarts" in note for note in timeline.schedule.notes)
+    assert "time_limit" in ccviz.REGISTRY["mteg"].options_used and "stop" in ccviz.REGISTRY["mteg"].options_used
 
 
 # ----------------------------------------------------------------------------- reference figures

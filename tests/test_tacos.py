@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccviz import CcvizError, SynthOptions, load_topology, make_collective, simulate, synthesize
+from ccviz.synth.budget import Budget
+from ccviz.synth.tacos import Matcher, build_routes, copy_schedule
 from ccviz.topology import Link, Node, Topology
 from tests.paths import REFERENCE
 
@@ -120,6 +123,95 @@ def test_bad_options_and_collectives_are_refused() -> None:
         run(topology, "allgather", restarts=0)
     with pytest.raises(CcvizError, match="tacos does not implement alltoall"):
         run(topology, "alltoall")
+
+
+# ------------------------------------------------------------------ progress, stop, time limit
+def test_progress_fractions_climb_from_0_to_1_over_restarts_and_halves() -> None:
+    topology = load_topology(MESH_4X4)
+    for name in ("allgather", "allreduce"):
+        reports = []
+        run(topology, name, seed=1, restarts=3, progress=reports.append)
+        fractions = [p.fraction for p in reports]
+        assert fractions and all(0.0 <= f <= 1.0 for f in fractions)
+        assert fractions == sorted(fractions) and fractions[-1] == 1.0
+        assert all(p.incumbent_s is not None and p.incumbent_s > 0 for p in reports if "done" in p.message)
+
+
+def test_progress_inside_a_run_reports_delivered_demands() -> None:
+    topology = load_topology(MESH_4X4)
+    reports = []
+    options = SynthOptions(seed=0, restarts=2, progress=reports.append)
+    schedule = copy_schedule(topology, make_collective("allgather", topology, GIB), options,
+                             budget=Budget(options, every_s=0.0))  # no throttle: every check reports
+    assert simulate(schedule).verified
+    inside = [p for p in reports if "delivered" in p.message]
+    assert inside, "a run reports while it matches"
+    fractions = [p.fraction for p in reports]
+    assert all(0.0 <= f <= 1.0 for f in fractions) and fractions == sorted(fractions)
+
+
+def test_a_preset_stop_or_an_expired_limit_raises_a_clear_error() -> None:
+    topology = load_topology(MESH_4X4)
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(CcvizError, match="no complete schedule yet") as err:
+        run(topology, "allgather", stop=stop)
+    assert err.value.field == "stop"
+    with pytest.raises(CcvizError, match="raise the limit") as err:
+        run(topology, "allreduce", time_limit=1e-9)
+    assert err.value.field == "time_limit"
+    with pytest.raises(CcvizError, match="time_limit"):
+        run(topology, "allgather", time_limit=-1.0)
+
+
+def test_a_run_checks_its_budget_while_matching() -> None:
+    topology = load_topology(MESH_4X4)
+    collective = make_collective("allgather", topology, GIB)
+    routes = build_routes(topology, collective.chunk_bytes, "arrival")
+    seen = []
+
+    def stop_at_once(fraction: float) -> bool:
+        seen.append(fraction)
+        return True
+
+    assert Matcher(topology, collective, routes, seed=0).run(stop_at_once) is None
+    assert len(seen) == 1 and 0.0 <= seen[0] < 1.0  # ended mid-run, at its first check
+
+
+def test_stop_between_restarts_keeps_the_best_complete_run() -> None:
+    topology = load_topology(MESH_3X3)
+    two, _ = run(topology, "allgather", seed=5, restarts=2)
+    stop = threading.Event()
+    finished = []
+
+    def stop_after_two_runs(p) -> None:
+        if p.message.endswith("done"):
+            finished.append(p)
+            if len(finished) == 2:
+                stop.set()
+
+    schedule, timeline = run(topology, "allgather", seed=5, restarts=10, stop=stop, progress=stop_after_two_runs)
+    assert len(finished) == 2
+    assert schedule.status == "heuristic"
+    assert any("stopped after 2 of 10 TACOS restarts" in note for note in schedule.notes)
+    assert timeline.finish_time_s == pytest.approx(simulate(two).finish_time_s)
+
+
+def test_stop_during_a_later_run_returns_the_earlier_runs_best() -> None:
+    topology = load_topology(MESH_4X4)
+    collective = make_collective("allgather", topology, GIB)
+    stop = threading.Event()
+
+    def stop_in_run_2(p) -> None:
+        if p.message.startswith("TACOS run 2/") and "delivered" in p.message:
+            stop.set()
+
+    options = SynthOptions(seed=0, restarts=3, stop=stop, progress=stop_in_run_2)
+    schedule = copy_schedule(topology, collective, options, budget=Budget(options, every_s=0.0))
+    assert stop.is_set() and simulate(schedule).verified
+    assert any("stopped after 1 of 3 TACOS restarts" in note for note in schedule.notes)
+    single = copy_schedule(topology, collective, SynthOptions(seed=0, restarts=1))
+    assert schedule.transfers == single.transfers
 
 
 # ------------------------------------------------------------------ property test

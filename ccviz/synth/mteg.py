@@ -59,13 +59,14 @@ import random
 import time
 from bisect import bisect_left, insort
 from collections import defaultdict
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule, Transfer
 from ccviz.simulate import simulate
+from ccviz.synth.budget import Budget
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import concatenate, mirror_collective, reverse_schedule
 from ccviz.topology import Link, Topology
@@ -408,13 +409,19 @@ class MtegPlanner:
             depart = later
         return None
 
-    def plan(self, chunk_order: list[Chunk]) -> list[MulticastTree]:
-        """One Steiner tree per chunk, in the given order (earlier trees get the free links)."""
+    def plan(self, chunk_order: list[Chunk], check: Callable[[int, int], bool] | None = None
+             ) -> list[MulticastTree] | None:
+        """One Steiner tree per chunk, in the given order (earlier trees get the free links).
+
+        Before each tree ``check(trees done, trees)`` may end the plan early (True on a stop or an
+        expired time limit): it then returns None, since a partial plan is no schedule.
+        """
+        todo = [chunk for chunk in chunk_order if chunk.post - chunk.pre]
         trees = []
-        for chunk in chunk_order:
-            terminals = chunk.post - chunk.pre
-            if terminals:
-                trees.append(SteinerSearch(self, chunk.id, sorted(chunk.pre), sorted(terminals)).grow())
+        for k, chunk in enumerate(todo):
+            if check is not None and check(k, len(todo)):
+                return None
+            trees.append(SteinerSearch(self, chunk.id, sorted(chunk.pre), sorted(chunk.post - chunk.pre)).grow())
         return trees
 
 
@@ -467,8 +474,14 @@ def mteg_schedule(
     restarts: int = 1,
     seed: int | None = None,
     switch_copy: bool = True,
+    budget: Budget | None = None,
 ) -> Schedule:
-    """The MTEG schedule of a copy collective with slots of ``epoch_s`` (best of ``restarts`` orders)."""
+    """The MTEG schedule of a copy collective with slots of ``epoch_s`` (best of ``restarts`` orders).
+
+    ``budget`` (optional) carries the stop event, time limit and progress of a synthesis: it is looked
+    at before every tree. A stop or an expired limit ends the current attempt; the best complete
+    attempt is returned with a note, and with none complete a ``CcvizError`` says so.
+    """
     if collective.is_reducing:
         raise CcvizError(
             f"collective: mteg builds {collective.name} by reversal; call synthesize(..., 'mteg') for it",
@@ -479,19 +492,42 @@ def mteg_schedule(
     slot_s = slot_length(topology, collective.chunk_bytes, epoch_s)
     rng = random.Random(seed)
     best: list[MulticastTree] | None = None
+    reached = [0, 0]  # trees done / trees of the current attempt (for the error message)
+    done = 0
     for attempt in range(restarts):
+        incumbent = None if best is None else _finish_slot(best) * slot_s
+
+        def check(k: int, n: int, attempt: int = attempt, incumbent: float | None = incumbent) -> bool:
+            reached[:] = [k, n]
+            if budget is None:
+                return False
+            budget.report(f"MTEG attempt {attempt + 1}/{restarts}: tree {k}/{n}", (attempt + k / n) / restarts,
+                          incumbent_s=incumbent)
+            return budget.expired()
+
         order = multicast_order(collective, rng if attempt else None)
-        trees = MtegPlanner(topology, collective, slot_s, switch_copy).plan(order)
+        trees = MtegPlanner(topology, collective, slot_s, switch_copy).plan(order, check)
+        if trees is None:
+            break
+        done += 1
         if best is None or _finish_slot(trees) < _finish_slot(best):
             best = trees
+        if budget is not None:
+            budget.report(f"MTEG attempt {attempt + 1}/{restarts} done", (attempt + 1) / restarts,
+                          incumbent_s=_finish_slot(best) * slot_s, force=True)
+    if best is None:
+        raise budget.exhausted("MTEG", f"{reached[0]} of {reached[1]} multicast trees built")
     transfers = sorted(
         (t for tree in best for t in tree_transfers(tree, len(topology.nodes))), key=lambda t: t.step
     )
     slots = _finish_slot(best)
+    notes = [f"{len(best)} multicast trees; last arrival in slot {slots} of {slot_s * 1e6:.6g} us"]
+    cut = budget.note("MTEG", done, restarts) if budget is not None else None
+    if cut:
+        notes.append(cut)
     return Schedule(
         topology, collective, transfers, "mteg", status="heuristic", epoch_s=slot_s, epochs=slots,
-        estimated_finish_s=slots * slot_s,
-        notes=[f"{len(best)} multicast trees; last arrival in slot {slots} of {slot_s * 1e6:.6g} us"],
+        estimated_finish_s=slots * slot_s, notes=notes,
     )
 
 
@@ -500,13 +536,14 @@ def _finish_slot(trees: list[MulticastTree]) -> int:
 
 
 # ---------------------------------------------------------------------- reductions
-def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions,
+                       budget: Budget | None = None) -> Schedule:
     """ReduceScatter/Reduce: the mirrored copy demand on the reversed topology, reversed in time.
 
     Switches may not multicast in the forward schedule: reversed, a switch would have to add partials.
     """
     forward = mteg_schedule(topology.reversed(), mirror_collective(collective), options.epoch,
-                            options.restarts, options.seed, switch_copy=False)
+                            options.restarts, options.seed, switch_copy=False, budget=budget)
     timeline = simulate(forward)
     if not timeline.verified:  # the planner's own output must always replay; say so loudly if not
         raise CcvizError(f"mteg: forward schedule failed verification: {timeline.violations[0].message}", "mteg")
@@ -523,12 +560,18 @@ def allreduce_parts(collective: Collective) -> tuple[Collective, Collective]:
     return (replace(collective, name="reducescatter", chunks=rs), replace(collective, name="allgather", chunks=ag))
 
 
-def allreduce_schedule(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """AllReduce = ReduceScatter, then AllGather from the owners once the last reduction lands."""
+def allreduce_schedule(topology: Topology, collective: Collective, options: SynthOptions,
+                       budget: Budget | None = None) -> Schedule:
+    """AllReduce = ReduceScatter, then AllGather from the owners once the last reduction lands.
+
+    With a budget the halves share progress 0..0.5 and 0.5..1; each needs one complete attempt.
+    """
     rs_part, ag_part = allreduce_parts(collective)
-    rs = reduction_schedule(topology, rs_part, options)
-    ag = simulate(mteg_schedule(topology, ag_part, options.epoch, options.restarts, options.seed))
+    rs = reduction_schedule(topology, rs_part, options, budget.phase(0.0, 0.5) if budget else None)
+    ag = simulate(mteg_schedule(topology, ag_part, options.epoch, options.restarts, options.seed,
+                                budget=budget.phase(0.5, 1.0) if budget else None))
     schedule = concatenate(rs, ag.schedule, collective)
+    schedule.notes = list(dict.fromkeys([*schedule.notes, *ag.schedule.notes]))
     schedule.epoch_s = ag.schedule.epoch_s
     schedule.epochs = (rs.epochs or 0) + (ag.schedule.epochs or 0)
     return schedule
@@ -538,12 +581,14 @@ def allreduce_schedule(topology: Topology, collective: Collective, options: Synt
 def synthesize_mteg(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """Registry entry: copies directly, reductions by reversal, AllReduce as RS then AG."""
     t0 = time.perf_counter()
+    budget = Budget(options)
     if collective.name in ("reducescatter", "reduce"):
-        schedule = reduction_schedule(topology, collective, options)
+        schedule = reduction_schedule(topology, collective, options, budget)
     elif collective.name == "allreduce":
-        schedule = allreduce_schedule(topology, collective, options)
+        schedule = allreduce_schedule(topology, collective, options, budget)
     else:
-        schedule = mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed)
+        schedule = mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed,
+                                 budget=budget)
     schedule.synth_time_s = time.perf_counter() - t0
     return schedule
 
@@ -564,5 +609,5 @@ register(Algorithm(
     "Multicast time-expanded graph: one Steiner tree (Takahashi-Matsuyama) per chunk in a slotted "
     "time-expanded graph, links reserved tree by tree",
     kind="heuristic",
-    options_used=("epoch", "restarts", "seed"),
+    options_used=("epoch", "restarts", "seed", "time_limit", "progress", "stop"),
 ))

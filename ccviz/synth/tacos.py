@@ -25,16 +25,16 @@ from __future__ import annotations
 import gc
 import heapq
 import random
-import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule, Transfer
-from ccviz.synth.registry import Algorithm, Progress, SynthOptions, register
+from ccviz.synth.budget import Budget
+from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import (
     concatenate,
     mirror_collective,
@@ -50,6 +50,8 @@ SLOW_ROUTE = 2.0  # patience: a route this many times slower than a rank's faste
 # A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of
 # hop delays; this slack (far inside the simulator's tolerance) keeps that revisit from missing it.
 _FREE_SLACK = 1e-12
+CHECK_EVERY = 4  # events between looks at the clock / stop event (a power of two; a look costs ~1 us, an event
+# costs from ~10 us on small fabrics to ~5 ms on a 32x32 mesh)
 
 
 # --------------------------------------------------------------------------- routes
@@ -212,14 +214,24 @@ class Matcher:
         self.dests_of_link = {lk: sorted(d) for lk, d in dests_of_link.items()}
         self.shuffle_dirty = routes.shares_links
 
-    def run(self) -> Run:
-        """Match at the start, then at every event, until every wanted chunk has landed."""
+    def run(self, check: Callable[[float], bool] | None = None) -> Run | None:
+        """Match at the start, then at every event, until every wanted chunk has landed.
+
+        Every ``CHECK_EVERY`` events ``check(fraction of demands delivered)`` may end the run early
+        (it returns True on a stop or an expired time limit); the run then returns None.
+        """
         t = self.start_s
         dirty = set(self.want)
+        total = self.pending or 1
+        mask = CHECK_EVERY - 1
+        events = 0
         while True:
             self.match(t, dirty)
             if not self.times:
                 break
+            events += 1
+            if check is not None and not events & mask and check(1.0 - self.pending / total):
+                return None
             t = heapq.heappop(self.times)
             dirty = self.apply_events(t)
         if self.pending:
@@ -382,65 +394,105 @@ def _patience(options: SynthOptions) -> str:
 
 
 def best_copy_run(topology: Topology, collective: Collective, options: SynthOptions,
-                  start_s: float = 0.0) -> Run:
-    """Best of ``options.restarts`` seeded matching runs of a copy collective (AllGather, Broadcast).
+                  start_s: float = 0.0, budget: Budget | None = None) -> tuple[Run, int]:
+    """Best of ``options.restarts`` seeded matching runs of a copy collective (AllGather, Broadcast),
+    and how many runs completed.
 
     ``start_s`` starts the run later (the AllGather half of an AllReduce) with times computed natively,
     so no float drift from shifting separates a switch hop from the arrival it forwards.
+
+    ``budget`` (made from ``options`` when not given) carries the stop event, the time limit and the
+    progress reports; they are looked at every ``CHECK_EVERY`` events *inside* a run as well as
+    between runs. A stop or an expired limit abandons the current run: the best complete run is the
+    answer, and with none complete yet a ``CcvizError`` says so (a partial run delivers only part of
+    the collective, so it is no schedule; finishing it could take as long as the whole run).
     """
     if options.restarts < 1:
         raise CcvizError(f"restarts: need at least 1 run, got {options.restarts}", "restarts")
+    budget = budget or Budget(options)
     routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
     patience = _patience(options)
-    began = time.perf_counter()
     base = 0 if options.seed is None else int(options.seed)
+    restarts = options.restarts
     best: Run | None = None
-    for k in range(options.restarts):
-        if best is not None and options.stopped():
+    progress: list[float] = [0.0]  # fraction of the current run's demands delivered (for the error message)
+    done = 0
+    for k in range(restarts):
+        if budget.expired():
             break
         patient = patience == "on" or (patience == "alternate" and k % 2 == 1)
+        incumbent = None if best is None else best.finish_s
+
+        def check(fraction: float, k: int = k, incumbent: float | None = incumbent) -> bool:
+            progress[0] = fraction
+            budget.report(f"TACOS run {k + 1}/{restarts}: {fraction:.0%} of demands delivered",
+                          (k + fraction) / restarts, incumbent_s=incumbent)
+            return budget.expired()
+
         with _gc_paused():
-            run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient).run()
+            run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient).run(check)
+        if run is None:
+            break
+        done += 1
         if best is None or run.finish_s < best.finish_s:
             best = run
-        options.report(Progress(time.perf_counter() - began, f"TACOS run {k + 1}/{options.restarts}",
-                                incumbent_s=best.finish_s, fraction=(k + 1) / options.restarts))
-    return best
+        budget.report(f"TACOS run {k + 1}/{restarts} done", (k + 1) / restarts, incumbent_s=best.finish_s,
+                      force=True)
+    if best is None:
+        raise budget.exhausted("TACOS", f"{progress[0]:.0%} of its demands delivered")
+    return best, done
 
 
-def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions) -> Schedule:
+def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions,
+                done: int | None = None, budget: Budget | None = None) -> Schedule:
     hold, patience = _link_hold(options), _patience(options)
+    done = options.restarts if done is None else done
+    notes = [f"best of {done} seeded TACOS runs (link held until {hold}, patience {patience})"]
+    cut = budget.note("TACOS", done, options.restarts) if budget is not None else None
+    if cut:
+        notes.append(cut)
     return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold, "patience": patience},
-                    "heuristic", estimated_finish_s=run.finish_s,
-                    notes=[f"best of {options.restarts} seeded TACOS runs (link held until {hold}, patience {patience})"])
+                    "heuristic", estimated_finish_s=run.finish_s, notes=notes)
 
 
 def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions,
-                  start_s: float = 0.0) -> Schedule:
+                  start_s: float = 0.0, budget: Budget | None = None) -> Schedule:
     """AllGather/Broadcast (any demand whose chunks every relay needs) by direct matching."""
-    return as_schedule(topology, collective, best_copy_run(topology, collective, options, start_s), options)
+    budget = budget or Budget(options)
+    run, done = best_copy_run(topology, collective, options, start_s, budget)
+    return as_schedule(topology, collective, run, options, done, budget)
 
 
-def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions,
+                       budget: Budget | None = None) -> Schedule:
     """ReduceScatter/Reduce: the mirrored copy collective on the reversed topology, reversed in time."""
+    budget = budget or Budget(options)
     reversed_topology, mirrored = topology.reversed(), mirror_collective(collective)
-    run = best_copy_run(reversed_topology, mirrored, options)
-    forward = as_schedule(reversed_topology, mirrored, run, options)
+    run, done = best_copy_run(reversed_topology, mirrored, options, budget=budget)
+    forward = as_schedule(reversed_topology, mirrored, run, options, done, budget)
     with _gc_paused():
         return reverse_schedule(forward, topology, collective, run.feeders)
 
 
 def synthesize_tacos(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG."""
+    """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG.
+
+    The stop event and time limit cover the whole synthesis; AllReduce needs one complete run of each
+    half (ReduceScatter first, progress 0..0.5, then AllGather, 0.5..1), so a stop before the AllGather
+    half's first run completes raises the "no complete schedule yet" error.
+    """
+    budget = Budget(options)
     if collective.name in ("allgather", "broadcast"):
-        return copy_schedule(topology, collective, options)
+        return copy_schedule(topology, collective, options, budget=budget)
     if collective.name in ("reducescatter", "reduce"):
-        return reduction_schedule(topology, collective, options)
+        return reduction_schedule(topology, collective, options, budget)
     if collective.name == "allreduce":
         reduce_part, gather_part = split_allreduce(collective)
-        rs = reduction_schedule(topology, reduce_part, options)
-        ag = copy_schedule(topology, gather_part, options, start_s=schedule_end(rs))
-        return concatenate(rs, ag, collective)
+        rs = reduction_schedule(topology, reduce_part, options, budget.phase(0.0, 0.5))
+        ag = copy_schedule(topology, gather_part, options, start_s=schedule_end(rs), budget=budget.phase(0.5, 1.0))
+        schedule = concatenate(rs, ag, collective)
+        schedule.notes = list(dict.fromkeys([*schedule.notes, *ag.notes]))
+        return schedule
     raise CcvizError(f"collective: TACOS does not implement {collective.name}", "collective")
 
 
@@ -451,5 +503,5 @@ register(Algorithm(
     "TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
     "reductions by time reversal on the reversed topology",
     kind="heuristic",
-    options_used=("seed", "restarts"),
+    options_used=("seed", "restarts", "time_limit", "progress", "stop"),
 ))
