@@ -6,12 +6,22 @@ alpha-beta formula of the algorithm (evaluated with the slowest link's
 bandwidth and the largest alpha, the worst case a textbook derivation
 assumes). A failing run becomes a row with its ``error`` instead of
 stopping the sweep.
+
+A long sweep can be stopped (``stop`` event, or ``options.stop``) or given a
+total ``time_limit`` in seconds: both are looked at between rows, and the
+stop event is also handed to the running algorithm (which then returns its
+best schedule so far, or fails with a clear error). Rows not run are kept as
+rows with ``status`` "skipped" and an ``error`` saying why, so the table
+always has every (algorithm, size).
 """
 
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 import pandas as pd
 
@@ -60,32 +70,75 @@ def compare(
     root: int | None = None,
     options: SynthOptions | None = None,
     on_row: Callable[[dict], None] | None = None,
+    stop: threading.Event | None = None,
+    time_limit: float | None = None,
 ) -> pd.DataFrame:
-    """Run every algorithm at every size; ``on_row`` sees each row as it completes (for progress)."""
-    rows = []
+    """Run every algorithm at every size; ``on_row`` sees each row as it completes (for progress).
+
+    ``stop`` (default ``options.stop``) and ``time_limit`` (seconds for the whole sweep) end the
+    sweep between rows; the rows not run are marked skipped (see the module docstring).
+    """
+    if time_limit is not None and not time_limit > 0:
+        raise CcvizError(f"time_limit: the sweep needs a positive number of seconds, got {time_limit!r}", "time_limit")
+    options = options or SynthOptions()
+    stop = stop if stop is not None else options.stop
+    if stop is not None and options.stop is not stop:
+        options = replace(options, stop=stop)  # the running algorithm stops too
+    algorithms, sizes = list(algorithms), [float(size) for size in sizes]
+    deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+    total = len(algorithms) * len(sizes)
+    rows: list[dict] = []
     for size in sizes:
         bound_s = math.nan
-        try:
-            bound_s = float(cost.lower_bound(topology, make_collective(collective, topology, size, chunks, root)).time_s)
-        except CcvizError:
-            pass
+        if not _ended(stop, deadline):
+            try:
+                collective_at = make_collective(collective, topology, size, chunks, root)
+                bound_s = float(cost.lower_bound(topology, collective_at).time_s)
+            except CcvizError:
+                pass
         for algorithm in algorithms:
-            row = _row(topology, collective, algorithm, float(size), chunks, root, options, bound_s)
+            why = _ended(stop, deadline)
+            if why:
+                row = _skipped(topology, collective, algorithm, size, bound_s,
+                               f"skipped: {why} after {_ran(rows)} of {total} runs")
+            else:
+                row = _row(topology, collective, algorithm, size, chunks, root, options, bound_s)
             rows.append(row)
             if on_row is not None:
                 on_row(row)
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def _row(topology, collective, algorithm, size, chunks, root, options, bound_s) -> dict:
+def _ended(stop: threading.Event | None, deadline: float) -> str | None:
+    if stop is not None and stop.is_set():
+        return "the sweep was stopped"
+    if time.perf_counter() >= deadline:
+        return "the sweep's time limit was reached"
+    return None
+
+
+def _ran(rows: list[dict]) -> int:
+    return sum(1 for row in rows if row.get("status") != "skipped")
+
+
+def _skipped(topology, collective, algorithm, size, bound_s, reason: str) -> dict:
+    return {**_base(topology, collective, algorithm, size, bound_s), "error": reason, "verified": False,
+            "status": "skipped"}
+
+
+def _base(topology, collective, algorithm, size, bound_s) -> dict:
     formula_s = formula_time(collective, algorithm, topology, size)
-    row = {
+    return {
         "algorithm": algorithm, "size_bytes": size, "size": format_size(size), "lower_bound_s": bound_s,
         "bound_algbw_GBps": size / bound_s / 1e9 if bound_s and bound_s > 0 else math.nan,
         "formula_time_s": formula_s,
         "formula_algbw_GBps": size / formula_s / 1e9 if formula_s and formula_s > 0 else math.nan,
         "error": None,
     }
+
+
+def _row(topology, collective, algorithm, size, chunks, root, options, bound_s) -> dict:
+    row = _base(topology, collective, algorithm, size, bound_s)
     try:
         result = run(topology, collective, algorithm, size, chunks, root, options)
     except CcvizError as exc:

@@ -1,0 +1,75 @@
+"""Size sweeps: a stop event or a sweep time limit ends the sweep between rows, marking the rest."""
+
+from __future__ import annotations
+
+import threading
+
+import pandas as pd
+import pytest
+
+import ccviz
+from ccviz import CcvizError
+from ccviz.compare import compare
+from ccviz.synth.registry import SynthOptions
+
+SIZES = [1e3, 1e4, 1e5]
+
+
+def test_a_sweep_stopped_midway_keeps_the_completed_rows_and_marks_the_rest() -> None:
+    topo = ccviz.load_topology("ring:n=4")
+    stop = threading.Event()
+    seen = []
+
+    def stop_after_three(row: dict) -> None:
+        seen.append(row)
+        if len(seen) == 3:
+            stop.set()
+
+    table = compare(topo, "allgather", ["ring", "tacos"], SIZES, on_row=stop_after_three, stop=stop)
+    assert len(table) == 6 and len(seen) == 6  # every (algorithm, size) has a row, all reported
+    done, rest = table.iloc[:3], table.iloc[3:]
+    assert done["error"].isna().all() and done["verified"].all()
+    assert (rest["status"] == "skipped").all() and not rest["verified"].any()
+    assert rest["error"].str.contains("skipped: the sweep was stopped after 3 of 6 runs").all()
+    assert list(rest["algorithm"]) == ["tacos", "ring", "tacos"]
+
+
+def test_options_stop_is_honoured_between_rows() -> None:
+    topo = ccviz.load_topology("ring:n=4")
+    stop = threading.Event()
+    stop.set()
+    table = compare(topo, "allgather", ["tacos"], SIZES, options=SynthOptions(stop=stop))
+    assert (table["status"] == "skipped").all()
+    assert table["error"].str.contains("after 0 of 3 runs").all()
+
+
+def test_the_stop_reaches_the_running_algorithm_which_returns_its_best() -> None:
+    topo = ccviz.load_topology("mesh2d:dims=3x3")
+    stop = threading.Event()
+
+    def stop_after_first_restart(p) -> None:
+        if p.message.endswith("done"):
+            stop.set()
+
+    options = SynthOptions(restarts=4, seed=0, progress=stop_after_first_restart)
+    table = compare(topo, "allgather", ["tacos", "ring"], SIZES, options=options, stop=stop)
+    first = table.iloc[0]
+    assert first["verified"] and first["status"] == "heuristic" and pd.isna(first["error"])
+    assert (table.iloc[1:]["status"] == "skipped").all()
+    assert table.iloc[1:]["error"].str.contains("after 1 of 6 runs").all()
+
+
+def test_an_expired_sweep_time_limit_skips_the_rest_and_bad_limits_are_refused() -> None:
+    topo = ccviz.load_topology("ring:n=4")
+    table = compare(topo, "allgather", ["ring"], SIZES, time_limit=1e-9)
+    assert (table["status"] == "skipped").all()
+    assert table["error"].str.contains("time limit").all()
+    with pytest.raises(CcvizError, match="time_limit"):
+        compare(topo, "allgather", ["ring"], SIZES, time_limit=0)
+
+
+def test_an_unstopped_sweep_runs_every_row() -> None:
+    topo = ccviz.load_topology("ring:n=4")
+    table = compare(topo, "allgather", ["ring", "mteg"], SIZES, stop=threading.Event(), time_limit=600)
+    assert table["error"].isna().all() and table["verified"].all()
+    assert (table["status"] != "skipped").all()
