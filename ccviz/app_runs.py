@@ -6,6 +6,12 @@ that, report progress (TE-CCL's incumbent and gap) and stop on request. A
 algorithm as ``SynthOptions.stop``. Finished runs are cached process-wide,
 keyed by topology JSON + collective + options (``RunRequest``), together
 with the figures drawn from them, so revisiting a result is instant.
+
+A ``SweepJob`` is the same for the Compare page: ``ccviz.compare`` rows run
+one by one in a background thread that a Stop button can end between rows
+(the stop also reaches the running algorithm). Finished rows are cached
+process-wide per (topology, collective, algorithm, size, chunks, root, time
+limit), so changing the sweep reruns only the new points.
 """
 
 from __future__ import annotations
@@ -17,12 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
+from ccviz.compare import COLUMNS, ran, skipped_row, sweep_row
 from ccviz.errors import CcvizError
 from ccviz.pipeline import RunResult, run
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.topology import Topology
 
 CACHE_SIZE = 24
+ROW_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -138,3 +148,108 @@ class SynthesisJob:
             _remember(entry)
         self.entry = entry
 
+
+
+# ----------------------------------------------------------------------------- sweeps (Compare page)
+@dataclass(frozen=True)
+class SweepRequest:
+    """Everything that determines a comparison table; its points are (size, algorithm), sizes outer."""
+
+    topology_json: str
+    collective: str
+    algorithms: tuple[str, ...]
+    sizes: tuple[float, ...]
+    chunks: int = 1
+    root: int | None = None
+    time_limit: float | None = None  # per run, seconds
+
+    def points(self) -> list[tuple[float, str]]:
+        return [(float(size), algorithm) for size in self.sizes for algorithm in self.algorithms]
+
+    def row_key(self, size: float, algorithm: str) -> tuple:
+        return (self.topology_json, self.collective, algorithm, float(size), self.chunks, self.root, self.time_limit)
+
+
+_ROWS: OrderedDict[tuple, dict] = OrderedDict()
+
+
+def cached_row(key: tuple) -> dict | None:
+    with _CACHE_LOCK:
+        row = _ROWS.get(key)
+        if row is not None:
+            _ROWS.move_to_end(key)
+        return row
+
+
+def _remember_row(key: tuple, row: dict) -> None:
+    with _CACHE_LOCK:
+        _ROWS[key] = row
+        while len(_ROWS) > ROW_CACHE_SIZE:
+            _ROWS.popitem(last=False)
+
+
+class SweepJob:
+    """A comparison sweep running in a background thread; poll ``done``, read ``rows``, ``stop()`` it."""
+
+    def __init__(self, request: SweepRequest, topology: Topology) -> None:
+        self.request = request
+        self.stop_event = threading.Event()
+        self.rows: list[dict] = []
+        self.current: tuple[str, float] | None = None  # (algorithm, size) being run
+        self.progress: Progress | None = None  # the running algorithm's latest report
+        self.error: str | None = None
+        self.started = time.perf_counter()
+        self._thread = threading.Thread(target=self._work, args=(topology,), daemon=True, name="ccviz-sweep")
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    @property
+    def total(self) -> int:
+        return len(self.request.algorithms) * len(self.request.sizes)
+
+    @property
+    def fraction(self) -> float:
+        return len(self.rows) / self.total if self.total else 1.0
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self.started
+
+    @property
+    def stopped(self) -> bool:
+        return any(row.get("status") == "skipped" for row in self.rows)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def wait(self, timeout_s: float) -> bool:
+        self._thread.join(timeout_s)
+        return self.done
+
+    def table(self) -> pd.DataFrame:
+        return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
+
+    def _set_progress(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def _work(self, topology: Topology) -> None:
+        r = self.request
+        options = SynthOptions(time_limit=r.time_limit, stop=self.stop_event, progress=self._set_progress)
+        try:
+            for size, algorithm in r.points():
+                key = r.row_key(size, algorithm)
+                row = cached_row(key)
+                if row is None and self.stop_event.is_set():
+                    row = skipped_row(topology, r.collective, algorithm, size,
+                                      f"the sweep was stopped after {ran(self.rows)} of {self.total} runs")
+                elif row is None:
+                    self.current, self.progress = (algorithm, size), None
+                    row = sweep_row(topology, r.collective, algorithm, size, r.chunks, r.root, options)
+                    if not self.stop_event.is_set():  # a stopped run is not the answer to this point
+                        _remember_row(key, row)
+                self.rows.append(row)
+        except Exception as exc:  # a bug in an algorithm must not kill the app (CcvizErrors become rows)
+            self.error = f"unexpected {type(exc).__name__} in the sweep: {exc}"

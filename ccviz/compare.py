@@ -89,18 +89,12 @@ def compare(
     total = len(algorithms) * len(sizes)
     rows: list[dict] = []
     for size in sizes:
-        bound_s = math.nan
-        if not _ended(stop, deadline):
-            try:
-                collective_at = make_collective(collective, topology, size, chunks, root)
-                bound_s = float(cost.lower_bound(topology, collective_at).time_s)
-            except CcvizError:
-                pass
+        bound_s = math.nan if _ended(stop, deadline) else lower_bound_time(topology, collective, size, chunks, root)
         for algorithm in algorithms:
             why = _ended(stop, deadline)
             if why:
-                row = _skipped(topology, collective, algorithm, size, bound_s,
-                               f"skipped: {why} after {_ran(rows)} of {total} runs")
+                row = skipped_row(topology, collective, algorithm, size, f"{why} after {ran(rows)} of {total} runs",
+                                  bound_s)
             else:
                 row = _row(topology, collective, algorithm, size, chunks, root, options, bound_s)
             rows.append(row)
@@ -109,21 +103,40 @@ def compare(
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+def lower_bound_time(topology: Topology, collective: str, size: float, chunks: int = 1,
+                     root: int | None = None) -> float:
+    """The topology's lower bound in seconds for this collective and size, NaN when there is none."""
+    try:
+        return float(cost.lower_bound(topology, make_collective(collective, topology, size, chunks, root)).time_s)
+    except CcvizError:
+        return math.nan
+
+
+def sweep_row(topology: Topology, collective: str, algorithm: str, size: float, chunks: int = 1,
+              root: int | None = None, options: SynthOptions | None = None) -> dict:
+    """One row of the table on its own (its lower bound included): for front ends that cache rows."""
+    bound_s = lower_bound_time(topology, collective, size, chunks, root)
+    return _row(topology, collective, algorithm, float(size), chunks, root, options or SynthOptions(), bound_s)
+
+
+def skipped_row(topology: Topology, collective: str, algorithm: str, size: float, why: str,
+                bound_s: float = math.nan) -> dict:
+    """The row of a run the sweep did not make (``why``: e.g. 'the sweep was stopped after 3 of 6 runs')."""
+    return {**_base(topology, collective, algorithm, float(size), bound_s), "error": f"skipped: {why}",
+            "verified": False, "status": "skipped"}
+
+
+def ran(rows: Iterable[dict]) -> int:
+    """How many of these rows were run (not skipped)."""
+    return sum(1 for row in rows if row.get("status") != "skipped")
+
+
 def _ended(stop: threading.Event | None, deadline: float) -> str | None:
     if stop is not None and stop.is_set():
         return "the sweep was stopped"
     if time.perf_counter() >= deadline:
         return "the sweep's time limit was reached"
     return None
-
-
-def _ran(rows: list[dict]) -> int:
-    return sum(1 for row in rows if row.get("status") != "skipped")
-
-
-def _skipped(topology, collective, algorithm, size, bound_s, reason: str) -> dict:
-    return {**_base(topology, collective, algorithm, size, bound_s), "error": reason, "verified": False,
-            "status": "skipped"}
 
 
 def _base(topology, collective, algorithm, size, bound_s) -> dict:

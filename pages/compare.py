@@ -1,45 +1,45 @@
 """Compare: several algorithms over a size sweep on the current topology, against the lower bound."""
 
-import json
-
-import pandas as pd
 import streamlit as st
 
 from ccviz import app_ui
+from ccviz.app_runs import SweepJob, SweepRequest
 from ccviz.app_state import current_topology, user_errors
 from ccviz.collectives import COLLECTIVES, ROOTED
-from ccviz.compare import compare
-from ccviz.synth.registry import REGISTRY, SynthOptions, algorithms_for
-from ccviz.topology import Topology
-from ccviz.units import format_size
+from ccviz.synth.registry import REGISTRY, algorithms_for
+from ccviz.units import format_size, format_time
 from ccviz.viz import comparison_figure, finish_bars
 
 app_ui.configure_page()
 
 PARAMS_KEY = "cmp_params"
+JOB_KEY = "cmp_job"
+POLL_S = 0.1
 SMALL_FABRIC = 16  # GPUs
 NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "formula_us", "synth_time_s")
 
 
-@st.cache_data(show_spinner=False, max_entries=4096)
-def sweep_point(topology_json: str, collective: str, algorithm: str, size: float, chunks: int, root: int | None,
-                time_limit: float) -> pd.DataFrame:
-    """One (algorithm, size) row, cached by topology JSON + collective + options: revisiting is instant."""
-    topology = Topology.from_dict(json.loads(topology_json))
-    return compare(topology, collective, [algorithm], [size], chunks, root, SynthOptions(time_limit=time_limit))
-
-
-def sweep(topology_json: str, collective: str, algorithms: tuple[str, ...], sizes: tuple[float, ...],
-          chunks: int, root: int | None, time_limit: float) -> pd.DataFrame:
-    """The whole table, point by point so that a long first run shows its progress."""
-    points = [(size, algorithm) for size in sizes for algorithm in algorithms]
-    bar = st.progress(0.0)
-    rows = []
-    for k, (size, algorithm) in enumerate(points):
-        bar.progress(k / len(points), text=f"{algorithm} at {format_size(size)} ({k + 1}/{len(points)})")
-        rows.append(sweep_point(topology_json, collective, algorithm, size, chunks, root, time_limit))
-    bar.empty()
-    return pd.concat(rows, ignore_index=True)
+def run_sweep(job: SweepJob) -> None:
+    """Show the sweep's progress with a Stop button until its thread ends (as the Synthesize page)."""
+    live = st.empty()  # the stop button and progress vanish together once the sweep ends
+    with live.container():
+        if st.button("Stop", key="cmp_stop", help="ends the sweep: the running algorithm returns its best schedule "
+                     "so far (or fails), the points not run are marked skipped"):
+            job.stop()
+        status = st.empty()
+    while not job.wait(POLL_S):
+        line = f"{len(job.rows)}/{job.total} runs, {format_time(job.elapsed_s)}"
+        if job.current is not None:
+            algorithm, size = job.current
+            line += f" — {algorithm} at {format_size(size)}"
+        p = job.progress
+        if p is not None and p.message:
+            line += f": {p.message}"
+            if p.gap is not None:
+                line += f", gap {p.gap:.1%}"
+        line += " (stopping…)" if job.stop_event.is_set() else ""
+        status.progress(min(1.0, job.fraction), text=line)
+    live.empty()
 
 
 st.title("Compare algorithms")
@@ -62,15 +62,31 @@ chunks = int(c3.number_input("chunks per rank", 1, 16, 1, key="cmp_chunks"))
 root = c4.selectbox("root", topology.gpus, key="cmp_root") if collective in ROOTED else None
 time_limit = float(c5.number_input("time limit per run (s)", 1.0, 600.0, 20.0, key="cmp_time_limit"))
 
-params = (topology.to_json(), collective, tuple(algorithms), tuple(sizes), chunks, root, time_limit)
-if st.button("Compare", type="primary", disabled=not algorithms, key="cmp_run"):
+params = SweepRequest(topology.to_json(), collective, tuple(algorithms), tuple(float(s) for s in sizes), chunks, root,
+                      time_limit)
+job = st.session_state.get(JOB_KEY)
+running = job is not None and not job.done
+clicked = st.button("Compare", type="primary", disabled=not algorithms or running, key="cmp_run")
+if clicked:
     st.session_state[PARAMS_KEY] = params
+# Finished points are cached: coming back to a sweep shown before, or pressing Compare after a Stop,
+# runs only the points still missing.
+if st.session_state.get(PARAMS_KEY) == params and not running and (
+        job is None or job.request != params or (clicked and job.stopped)):
+    job = st.session_state[JOB_KEY] = SweepJob(params, topology)
+if job is not None and not job.done:
+    run_sweep(job)
 
-if st.session_state.get(PARAMS_KEY) == params:
+if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done and job.request == params:
     with user_errors("comparison"):
-        table = sweep(*params)
+        if job.error:
+            st.error(job.error)
+        table = job.table()
+        if job.stopped:
+            st.info(f"Sweep stopped after {len(table[table['status'] != 'skipped'])} of {job.total} runs; "
+                    "press **Compare** to run the rest.")
         failed = table[table["error"].notna()]
-        for _, row in failed.drop_duplicates("algorithm").iterrows():
+        for _, row in failed[failed["status"] != "skipped"].drop_duplicates("algorithm").iterrows():
             st.warning(f"{row['algorithm']}: {row['error']}")
         ok = table[table["error"].isna()]
         over = ok[ok["algbw_GBps"] > ok["bound_algbw_GBps"] * (1 + 1e-6)]

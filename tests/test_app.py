@@ -198,6 +198,45 @@ def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch)
     assert again.done and again.entry is first.entry  # served from the cache, no new thread
 
 
+def test_sweep_job_stops_between_rows_marks_the_rest_and_caches_finished_rows(monkeypatch):
+    from ccviz.app_runs import SweepJob, SweepRequest, cached_row
+    from ccviz.synth.registry import REGISTRY, Algorithm, Progress
+
+    ring = REGISTRY["ring"]
+
+    def slow(topology, collective, options):
+        """Searches until told to stop, then returns ring's schedule (as a stopped solver returns its best)."""
+        t0 = time.perf_counter()
+        while not options.stopped() and time.perf_counter() - t0 < 20:
+            options.report(Progress(time.perf_counter() - t0, "searching", fraction=0.5))
+            time.sleep(0.01)
+        return ring.synthesize(topology, collective, options)
+
+    monkeypatch.setitem(REGISTRY, "slow-test", Algorithm("slow-test", slow, ring.collectives, "test", "optimal",
+                                                         ("time_limit", "stop")))
+    topo = ccviz.load_topology("ring:n=4")
+    request = SweepRequest(topo.to_json(), "allgather", ("ring", "slow-test"), (1e3, 1e6), time_limit=30.0)
+    job = SweepJob(request, topo)
+    deadline = time.monotonic() + 10
+    while job.progress is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not job.done and job.current == ("slow-test", 1e3) and job.progress.message == "searching"
+    job.stop()
+    assert job.wait(10) and job.error is None and job.stopped
+    table = job.table()
+    assert list(table["algorithm"]) == ["ring", "slow-test", "ring", "slow-test"]
+    assert table["verified"].iloc[:2].all()  # the stopped run still returned a verified schedule
+    assert (table["status"].iloc[2:] == "skipped").all()
+    assert table["error"].iloc[2:].str.contains("stopped after 2 of 4 runs").all()
+    assert cached_row(request.row_key(1e3, "ring")) is job.rows[0]
+    assert cached_row(request.row_key(1e3, "slow-test")) is None  # a stopped run is not the answer
+
+    quick = SweepRequest(topo.to_json(), "allgather", ("ring",), (1e3, 1e6), time_limit=30.0)
+    again = SweepJob(quick, topo)
+    assert again.wait(10) and not again.stopped
+    assert again.rows[0] is job.rows[0] and again.table()["verified"].all()
+
+
 def test_an_algorithm_refusing_the_topology_shows_its_fix_on_the_page():
     at = fresh_app()
     at.switch_page("pages/topology.py").run()
