@@ -207,6 +207,19 @@ def test_stop_between_restarts_via_synthesize_verifies() -> None:
     assert "time_limit" in ccviz.REGISTRY["mteg"].options_used and "stop" in ccviz.REGISTRY["mteg"].options_used
 
 
+def test_a_stop_after_the_reducescatter_half_still_yields_a_whole_allreduce() -> None:
+    topo = ccviz.load_topology("mesh2d:dims=3x3")
+    stop = threading.Event()
+
+    def stop_after_first_attempt(p) -> None:
+        if p.message.endswith("done"):
+            stop.set()
+
+    timeline = run(topo, "allreduce", restarts=3, seed=0, stop=stop, progress=stop_after_first_attempt)
+    assert any("stopped after 1 of 3 MTEG restarts" in note for note in timeline.schedule.notes)
+    assert any("completed anyway" in note for note in timeline.schedule.notes)
+
+
 # ----------------------------------------------------------------------------- reference figures
 @needs_ref
 @pytest.mark.parametrize("size", ["1MB", "64KB"])

@@ -214,6 +214,19 @@ def test_stop_during_a_later_run_returns_the_earlier_runs_best() -> None:
     assert schedule.transfers == single.transfers
 
 
+def test_a_stop_after_the_reducescatter_half_still_yields_a_whole_allreduce() -> None:
+    topology = load_topology(MESH_4X4)
+    stop = threading.Event()
+
+    def stop_after_first_run(p) -> None:
+        if p.message.endswith("done"):
+            stop.set()
+
+    schedule, _ = run(topology, "allreduce", seed=0, restarts=4, stop=stop, progress=stop_after_first_run)
+    assert any("stopped after 1 of 4 TACOS restarts" in note for note in schedule.notes)
+    assert any("completed anyway" in note for note in schedule.notes)
+
+
 # ------------------------------------------------------------------ property test
 @st.composite
 def small_topologies(draw) -> Topology:

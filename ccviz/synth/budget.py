@@ -9,7 +9,11 @@ The rule the heuristics follow: a stop or an expired limit ends the work at
 the next check; the best *complete* run so far is the answer (with a note
 saying how many restarts ran). If not even one run is complete there is no
 valid schedule, and ``Budget.exhausted`` raises a ``CcvizError`` naming the
-reason (a partial run is not a schedule of the collective).
+reason (a partial run is not a schedule of the collective). One exception:
+the second half of an AllReduce (``phase(..., finish_first=True)``) always
+completes its first run once the first half has a schedule, so a stop there
+still returns a whole AllReduce, one run late, instead of throwing the
+first half away.
 
 Checks are cheap: callers ask ``expired()`` every few dozen events, and
 ``report`` sends at most one progress message per ``every_s`` seconds
@@ -39,12 +43,17 @@ class Budget:
         self.began = time.perf_counter()
         self.deadline = math.inf if limit is None else self.began + float(limit)
         self.low, self.high = 0.0, 1.0  # the share of the progress bar of the current phase
+        self.finish_first = False  # this phase completes its first run whatever happens
+        self.overran = False  # ... and did so past a stop or the limit
         self.fraction = 0.0  # last reported (overall) fraction: reports never go backwards
         self.last_report = -math.inf
 
-    def phase(self, low: float, high: float) -> Budget:
-        """Map the next phase's fractions 0..1 onto ``low..high`` of the whole synthesis."""
-        self.low, self.high = low, high
+    def phase(self, low: float, high: float, finish_first: bool = False) -> Budget:
+        """Map the next phase's fractions 0..1 onto ``low..high`` of the whole synthesis.
+
+        ``finish_first``: the phase's first run is never cut short (see the module docstring).
+        """
+        self.low, self.high, self.finish_first, self.overran = low, high, finish_first, False
         return self
 
     def reason(self) -> str | None:
@@ -57,6 +66,15 @@ class Budget:
 
     def expired(self) -> bool:
         return self.reason() is not None
+
+    def ends(self, done: int) -> bool:
+        """True when the work should end now, with ``done`` complete runs in this phase."""
+        if not self.expired():
+            return False
+        if self.finish_first and done == 0:
+            self.overran = True
+            return False
+        return True
 
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.began
@@ -75,9 +93,12 @@ class Budget:
 
     def note(self, algorithm: str, done: int, restarts: int) -> str | None:
         """The schedule note when restarts were cut short, else None."""
-        if done >= restarts:
+        if done >= restarts and not self.overran:
             return None
         why = "stopped" if self.options.stopped() else f"time limit of {self.options.time_limit:g} s reached"
+        if self.overran:
+            return (f"{why}; the {algorithm} run of this half was completed anyway (the other half already had "
+                    f"a schedule), {done} of {restarts} restarts")
         return f"{why} after {done} of {restarts} {algorithm} restarts; the best complete run is returned"
 
     def exhausted(self, algorithm: str, what: str) -> CcvizError:

@@ -497,13 +497,14 @@ def mteg_schedule(
     for attempt in range(restarts):
         incumbent = None if best is None else _finish_slot(best) * slot_s
 
-        def check(k: int, n: int, attempt: int = attempt, incumbent: float | None = incumbent) -> bool:
+        def check(k: int, n: int, attempt: int = attempt, incumbent: float | None = incumbent,
+                  done: int = done) -> bool:
             reached[:] = [k, n]
             if budget is None:
                 return False
             budget.report(f"MTEG attempt {attempt + 1}/{restarts}: tree {k}/{n}", (attempt + k / n) / restarts,
                           incumbent_s=incumbent)
-            return budget.expired()
+            return budget.ends(done)
 
         order = multicast_order(collective, rng if attempt else None)
         trees = MtegPlanner(topology, collective, slot_s, switch_copy).plan(order, check)
@@ -564,12 +565,13 @@ def allreduce_schedule(topology: Topology, collective: Collective, options: Synt
                        budget: Budget | None = None) -> Schedule:
     """AllReduce = ReduceScatter, then AllGather from the owners once the last reduction lands.
 
-    With a budget the halves share progress 0..0.5 and 0.5..1; each needs one complete attempt.
+    With a budget the halves share progress 0..0.5 and 0.5..1; once the ReduceScatter half has an
+    attempt, the AllGather half completes its first attempt even after a stop (a whole AllReduce).
     """
     rs_part, ag_part = allreduce_parts(collective)
     rs = reduction_schedule(topology, rs_part, options, budget.phase(0.0, 0.5) if budget else None)
     ag = simulate(mteg_schedule(topology, ag_part, options.epoch, options.restarts, options.seed,
-                                budget=budget.phase(0.5, 1.0) if budget else None))
+                                budget=budget.phase(0.5, 1.0, finish_first=True) if budget else None))
     schedule = concatenate(rs, ag.schedule, collective)
     schedule.notes = list(dict.fromkeys([*schedule.notes, *ag.schedule.notes]))
     schedule.epoch_s = ag.schedule.epoch_s

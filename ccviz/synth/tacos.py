@@ -418,16 +418,16 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
     progress: list[float] = [0.0]  # fraction of the current run's demands delivered (for the error message)
     done = 0
     for k in range(restarts):
-        if budget.expired():
+        if budget.ends(done):
             break
         patient = patience == "on" or (patience == "alternate" and k % 2 == 1)
         incumbent = None if best is None else best.finish_s
 
-        def check(fraction: float, k: int = k, incumbent: float | None = incumbent) -> bool:
+        def check(fraction: float, k: int = k, incumbent: float | None = incumbent, done: int = done) -> bool:
             progress[0] = fraction
             budget.report(f"TACOS run {k + 1}/{restarts}: {fraction:.0%} of demands delivered",
                           (k + fraction) / restarts, incumbent_s=incumbent)
-            return budget.expired()
+            return budget.ends(done)
 
         with _gc_paused():
             run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient).run(check)
@@ -478,8 +478,8 @@ def synthesize_tacos(topology: Topology, collective: Collective, options: SynthO
     """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG.
 
     The stop event and time limit cover the whole synthesis; AllReduce needs one complete run of each
-    half (ReduceScatter first, progress 0..0.5, then AllGather, 0.5..1), so a stop before the AllGather
-    half's first run completes raises the "no complete schedule yet" error.
+    half (ReduceScatter first, progress 0..0.5, then AllGather, 0.5..1): once the ReduceScatter half has
+    a run, a stop lets the AllGather half finish its first run, so the AllReduce still gets a schedule.
     """
     budget = Budget(options)
     if collective.name in ("allgather", "broadcast"):
@@ -489,7 +489,8 @@ def synthesize_tacos(topology: Topology, collective: Collective, options: SynthO
     if collective.name == "allreduce":
         reduce_part, gather_part = split_allreduce(collective)
         rs = reduction_schedule(topology, reduce_part, options, budget.phase(0.0, 0.5))
-        ag = copy_schedule(topology, gather_part, options, start_s=schedule_end(rs), budget=budget.phase(0.5, 1.0))
+        ag = copy_schedule(topology, gather_part, options, start_s=schedule_end(rs),
+                           budget=budget.phase(0.5, 1.0, finish_first=True))
         schedule = concatenate(rs, ag, collective)
         schedule.notes = list(dict.fromkeys([*schedule.notes, *ag.notes]))
         return schedule
