@@ -5,6 +5,11 @@ chunk = size/16 on this topology, as in the published runs): our finish time fro
 epoch model's own finish (epochs x tau), the published finish, our solve time
 against the published solve time (Gurobi, 80-core server), status and gap.
 Run: ``python bench/teccl.py [--time-limit S] [--astar] [--only 1GB-slowest,...]``.
+
+``--astar-compare`` prints epochs and solve time of ``teccl``, ``teccl-astar`` and
+A*'s rounds alone (no greedy continuation) on the same instances, plus AllGather
+1 GB (fastest epoch) on the larger reference fabrics where the full MILP is
+skipped, against the epoch greedy.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from ccviz import load_topology, make_collective
 from ccviz.simulate import simulate
 from ccviz.synth import SynthOptions, synthesize
+from ccviz.synth.teccl.synthesizer import EpochSolver
 
 TOPOLOGY = "ndv2_2chassis_teccl_as_run.json"
 PUBLISHED_CHUNKS = 16  # the published runs split the buffer over 16 nodes (node 0 counted, though a switch)
@@ -79,14 +85,48 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+LARGE = ("ndv2_4chassis.json", "amd_2chassis.json")  # AllGather 1 GB, fastest epoch: no full MILP
+ASTAR_VARIANTS = (("teccl", {}), ("teccl-astar", {}), ("teccl-astar", {"astar_greedy": False}))
+
+
+def solve_epochs(topo, coll, epoch: str, algorithm: str, extra: dict, time_limit: float) -> tuple[int, float, str, bool]:
+    t0 = time.perf_counter()
+    schedule = synthesize(topo, coll, algorithm, SynthOptions(epoch=epoch, time_limit=time_limit, extra=extra))
+    return schedule.epochs, time.perf_counter() - t0, schedule.status, simulate(schedule).verified
+
+
+def astar_compare(time_limit: float, reference_dir: str, wanted: set[str]) -> None:
+    cases = [(i.name, TOPOLOGY, i.collective, i.size_bytes, i.epoch) for i in INSTANCES
+             if i.collective == "allgather" and (not wanted or i.name in wanted)]
+    cases += [(f"AG-1GB-fastest {name.removesuffix('.json')}", name, "allgather", 1e9, "fastest") for name in LARGE
+              if not wanted or name.removesuffix(".json") in wanted]
+    head = (f"{'instance':<34} {'greedy':>6} {'teccl':>12} {'astar':>12} {'rounds only':>12}   "
+            "(epochs / solve s; * = not verified)")
+    print(head + "\n" + "-" * len(head))
+    for name, topo_file, collective, size, epoch in cases:
+        topo = load_topology(f"{reference_dir}/{topo_file}")
+        coll = make_collective(collective, topo, size)
+        greedy = EpochSolver(topo, coll, SynthOptions(epoch=epoch), 0.0, 0.0).greedy_plan().epochs
+        cells = []
+        for algorithm, extra in ASTAR_VARIANTS:
+            epochs, seconds, _, verified = solve_epochs(topo, coll, epoch, algorithm, extra, time_limit)
+            cells.append(f"{epochs}{'' if verified else '*'} / {seconds:.1f}")
+        print(f"{name:<34} {greedy:>6} " + " ".join(f"{c:>12}" for c in cells), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per instance")
     parser.add_argument("--astar", action="store_true", help="run teccl-astar instead of teccl")
+    parser.add_argument("--astar-compare", action="store_true",
+                        help="epochs and time of teccl, teccl-astar and A*'s rounds alone (plus larger fabrics)")
     parser.add_argument("--only", default="", help="comma-separated instance names")
     parser.add_argument("--reference", default="../shared/reference/topologies", help="reference topology folder")
     args = parser.parse_args()
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
+    if args.astar_compare:
+        astar_compare(args.time_limit, args.reference, wanted)
+        return
     algorithm = "teccl-astar" if args.astar else "teccl"
     rows = []
     for instance in INSTANCES:

@@ -140,8 +140,12 @@ class AStarRounds:
         if not self.missing():
             epochs = max(t for held in self.held for t in held.values())
             self.offer(epochs, list(self.hops), "rounds")
-        if self.best is None:  # stopped before any round: the plain greedy
-            self.continue_greedy(0, force=True)
+        if self.best is None:  # rounds alone that did not finish: their prefix + the greedy, or the plain greedy
+            if self.hops:
+                self.continue_greedy(start, force=True)
+            plain = EpochSolver(self.topology, self.collective, self.options, self.deadline, self.started,
+                                self.mirrored_from).greedy_plan()
+            self.offer(plain.epochs, plain.hops, "epoch greedy")
         epochs, hops, how = self.best
         status = "optimal" if epochs <= lower else ("time_limit" if limited else "heuristic")
         notes = [f"A*: {self.rounds} rounds committing {self.round_epochs} epochs, looking {self.horizon} ahead; "
