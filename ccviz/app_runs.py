@@ -79,39 +79,55 @@ class CachedRun:
         return self.figures[name]
 
 
-_CACHE: OrderedDict[RunRequest, CachedRun] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
+class LruCache:
+    """A small thread-safe least-recently-used map (results survive reruns; memory stays bounded)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None:
+                self._items.move_to_end(key)
+            return hit
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_RUNS = LruCache(CACHE_SIZE)
+_ROWS = LruCache(ROW_CACHE_SIZE)
 
 
 def cached(request: RunRequest) -> CachedRun | None:
-    with _CACHE_LOCK:
-        hit = _CACHE.get(request)
-        if hit is not None:
-            _CACHE.move_to_end(request)
-        return hit
+    return _RUNS.get(request)
 
 
-def _remember(entry: CachedRun) -> None:
-    with _CACHE_LOCK:
-        _CACHE[entry.request] = entry
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
+def cached_row(key: tuple) -> dict | None:
+    return _ROWS.get(key)
 
 
-class SynthesisJob:
-    """One synthesis running in a background thread; poll ``done`` and read ``progress``."""
+class BackgroundJob:
+    """Work in a daemon thread that survives Streamlit reruns; poll ``done``, ``stop()`` it."""
 
-    def __init__(self, request: RunRequest, topology: Topology) -> None:
-        self.request = request
+    def __init__(self) -> None:
         self.stop_event = threading.Event()
-        self.progress: list[Progress] = []
-        self.entry: CachedRun | None = cached(request)
         self.error: str | None = None
         self.started = time.perf_counter()
         self._thread: threading.Thread | None = None
-        if self.entry is None:
-            self._thread = threading.Thread(target=self._work, args=(topology,), daemon=True, name="ccviz-synth")
-            self._thread.start()
+
+    def _start(self, name: str, *args: Any) -> None:
+        self._thread = threading.Thread(target=self._work, args=args, daemon=True, name=name)
+        self._thread.start()
+
+    def _work(self, *args: Any) -> None:
+        raise NotImplementedError
 
     @property
     def done(self) -> bool:
@@ -129,6 +145,18 @@ class SynthesisJob:
             self._thread.join(timeout_s)
         return self.done
 
+
+class SynthesisJob(BackgroundJob):
+    """One synthesis running in a background thread; poll ``done`` and read ``progress``."""
+
+    def __init__(self, request: RunRequest, topology: Topology) -> None:
+        super().__init__()
+        self.request = request
+        self.progress: list[Progress] = []
+        self.entry: CachedRun | None = cached(request)
+        if self.entry is None:
+            self._start("ccviz-synth", topology)
+
     def latest(self) -> Progress | None:
         return self.progress[-1] if self.progress else None
 
@@ -145,7 +173,7 @@ class SynthesisJob:
             return
         entry = CachedRun(r, result, time.perf_counter() - self.started, stopped=self.stop_event.is_set())
         if not entry.stopped:  # a stopped solve is not the answer to this request
-            _remember(entry)
+            _RUNS.put(r, entry)
         self.entry = entry
 
 
@@ -170,41 +198,16 @@ class SweepRequest:
         return (self.topology_json, self.collective, algorithm, float(size), self.chunks, self.root, self.time_limit)
 
 
-_ROWS: OrderedDict[tuple, dict] = OrderedDict()
-
-
-def cached_row(key: tuple) -> dict | None:
-    with _CACHE_LOCK:
-        row = _ROWS.get(key)
-        if row is not None:
-            _ROWS.move_to_end(key)
-        return row
-
-
-def _remember_row(key: tuple, row: dict) -> None:
-    with _CACHE_LOCK:
-        _ROWS[key] = row
-        while len(_ROWS) > ROW_CACHE_SIZE:
-            _ROWS.popitem(last=False)
-
-
-class SweepJob:
+class SweepJob(BackgroundJob):
     """A comparison sweep running in a background thread; poll ``done``, read ``rows``, ``stop()`` it."""
 
     def __init__(self, request: SweepRequest, topology: Topology) -> None:
+        super().__init__()
         self.request = request
-        self.stop_event = threading.Event()
         self.rows: list[dict] = []
         self.current: tuple[str, float] | None = None  # (algorithm, size) being run
         self.progress: Progress | None = None  # the running algorithm's latest report
-        self.error: str | None = None
-        self.started = time.perf_counter()
-        self._thread = threading.Thread(target=self._work, args=(topology,), daemon=True, name="ccviz-sweep")
-        self._thread.start()
-
-    @property
-    def done(self) -> bool:
-        return not self._thread.is_alive()
+        self._start("ccviz-sweep", topology)
 
     @property
     def total(self) -> int:
@@ -215,19 +218,8 @@ class SweepJob:
         return len(self.rows) / self.total if self.total else 1.0
 
     @property
-    def elapsed_s(self) -> float:
-        return time.perf_counter() - self.started
-
-    @property
     def stopped(self) -> bool:
         return any(row.get("status") == "skipped" for row in self.rows)
-
-    def stop(self) -> None:
-        self.stop_event.set()
-
-    def wait(self, timeout_s: float) -> bool:
-        self._thread.join(timeout_s)
-        return self.done
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
@@ -249,7 +241,7 @@ class SweepJob:
                     self.current, self.progress = (algorithm, size), None
                     row = sweep_row(topology, r.collective, algorithm, size, r.chunks, r.root, options)
                     if not self.stop_event.is_set():  # a stopped run is not the answer to this point
-                        _remember_row(key, row)
+                        _ROWS.put(key, row)
                 self.rows.append(row)
         except Exception as exc:  # a bug in an algorithm must not kill the app (CcvizErrors become rows)
             self.error = f"unexpected {type(exc).__name__} in the sweep: {exc}"
