@@ -89,10 +89,13 @@ LARGE = ("ndv2_4chassis.json", "amd_2chassis.json")  # AllGather 1 GB, fastest e
 ASTAR_VARIANTS = (("teccl", {}), ("teccl-astar", {}), ("teccl-astar", {"astar_greedy": False}))
 
 
-def solve_epochs(topo, coll, epoch: str, algorithm: str, extra: dict, time_limit: float) -> tuple[int, float, str, bool]:
+def solve_epochs(topo, coll, epoch: str, algorithm: str, extra: dict, time_limit: float) -> tuple[str, float, bool]:
+    """Epochs (suffix g: A*'s rounds stalled and the epoch greedy was returned), seconds, verified."""
     t0 = time.perf_counter()
     schedule = synthesize(topo, coll, algorithm, SynthOptions(epoch=epoch, time_limit=time_limit, extra=extra))
-    return schedule.epochs, time.perf_counter() - t0, schedule.status, simulate(schedule).verified
+    seconds = time.perf_counter() - t0
+    fallback = extra.get("astar_greedy") is False and "best = epoch greedy" in " ".join(schedule.notes)
+    return f"{schedule.epochs}{'g' if fallback else ''}", seconds, simulate(schedule).verified
 
 
 def astar_compare(time_limit: float, reference_dir: str, wanted: set[str]) -> None:
@@ -101,7 +104,7 @@ def astar_compare(time_limit: float, reference_dir: str, wanted: set[str]) -> No
     cases += [(f"AG-1GB-fastest {name.removesuffix('.json')}", name, "allgather", 1e9, "fastest") for name in LARGE
               if not wanted or name.removesuffix(".json") in wanted]
     head = (f"{'instance':<34} {'greedy':>6} {'teccl':>12} {'astar':>12} {'rounds only':>12}   "
-            "(epochs / solve s; * = not verified)")
+            "(epochs / solve s; * = not verified; g = rounds stalled, greedy returned)")
     print(head + "\n" + "-" * len(head))
     for name, topo_file, collective, size, epoch in cases:
         topo = load_topology(f"{reference_dir}/{topo_file}")
@@ -109,7 +112,7 @@ def astar_compare(time_limit: float, reference_dir: str, wanted: set[str]) -> No
         greedy = EpochSolver(topo, coll, SynthOptions(epoch=epoch), 0.0, 0.0).greedy_plan().epochs
         cells = []
         for algorithm, extra in ASTAR_VARIANTS:
-            epochs, seconds, _, verified = solve_epochs(topo, coll, epoch, algorithm, extra, time_limit)
+            epochs, seconds, verified = solve_epochs(topo, coll, epoch, algorithm, extra, time_limit)
             cells.append(f"{epochs}{'' if verified else '*'} / {seconds:.1f}")
         print(f"{name:<34} {greedy:>6} " + " ".join(f"{c:>12}" for c in cells), flush=True)
 
