@@ -55,37 +55,6 @@ USED = 0.5
 Key = tuple[int, int, int, int]  # (chunk index, src, dst, relative epoch)
 
 
-class _StateGreedy(EpochGreedy):
-    """The epoch greedy continued from a state: holdings with their epochs and link usage so far."""
-
-    def run_from(self, held: list[dict[int, int]], usage: dict[tuple[int, int], dict[int, int]]
-                 ) -> tuple[list[tuple[int, int, int, int]], int]:
-        for key, per_epoch in usage.items():
-            self.usage[key].update(per_epoch)
-        held = [dict(h) for h in held]
-        switch_copies: list[set[tuple[int, int]]] = [set() for _ in held]
-        missing = [set(d) - set(h) for d, h in zip(self.destinations, held, strict=True)]
-        sends = []
-        makespan = max((t for h in held for t in h.values()), default=0)
-        while any(missing):
-            for c in range(len(missing)):
-                if not missing[c]:
-                    continue
-                dest, path = self._nearest_destination(held[c], switch_copies[c], missing[c])
-                for i, j, k in path:
-                    self.usage[(i, j)][k] += 1
-                    sends.append((c, i, j, k))
-                    land = k + self.grid.links[(i, j)].offset
-                    if self.topology.is_switch(j):
-                        if self.topology.nodes[j].copy:
-                            switch_copies[c].add((j, land))
-                    elif j not in held[c]:
-                        held[c][j] = land
-                        missing[c].discard(j)
-                makespan = max(makespan, held[c][dest])
-        return sends, makespan
-
-
 class AStarRounds:
     """Round-by-round TE-CCL for a non-reducing collective."""
 
@@ -175,7 +144,7 @@ class AStarRounds:
             return []
         t0 = time.perf_counter()
         held = [{n: max(t, start) for n, t in h.items()} for h in self.held]
-        greedy = _StateGreedy(self.topology, self.grid, [frozenset(c.pre) for c in self.chunks], self.posts)
+        greedy = EpochGreedy(self.topology, self.grid, [frozenset(c.pre) for c in self.chunks], self.posts)
         sends, makespan = greedy.run_from(held, self.usage)
         self.greedy_s = time.perf_counter() - t0
         makespan = max(makespan, max(t for h in self.held for t in h.values()))

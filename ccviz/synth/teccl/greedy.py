@@ -43,11 +43,21 @@ class EpochGreedy:
 
     def run(self) -> tuple[list[Send], int]:
         """Sends (chunk index, src, dst, epoch) and the makespan in epochs."""
-        held = [dict.fromkeys(h, 0) for h in self.holders]  # GPU -> epoch it holds the chunk from
-        switch_copies: list[set[tuple[int, int]]] = [set() for _ in self.holders]  # (switch, epoch) to copy from
-        missing = [set(d) - set(h) for d, h in zip(self.destinations, self.holders, strict=True)]
+        return self.run_from([dict.fromkeys(h, 0) for h in self.holders])
+
+    def run_from(self, held: list[dict[int, int]], usage: dict[tuple[int, int], dict[int, int]] | None = None
+                 ) -> tuple[list[Send], int]:
+        """The greedy continued from a state: per chunk, GPU -> epoch it holds the chunk from, and link usage.
+
+        A* continues its rounds this way, so a partial schedule always has a complete ending.
+        """
+        for key, per_epoch in (usage or {}).items():
+            self.usage[key].update(per_epoch)
+        held = [dict(h) for h in held]
+        switch_copies: list[set[tuple[int, int]]] = [set() for _ in held]  # (switch, epoch) to copy from
+        missing = [set(d) - set(h) for d, h in zip(self.destinations, held, strict=True)]
         sends: list[Send] = []
-        makespan = 0
+        makespan = max((t for h in held for t in h.values()), default=0)
         while any(missing):
             for c in range(len(missing)):
                 if not missing[c]:
