@@ -298,11 +298,9 @@ class _Verifier:
         link_keys = np.array([u * k + v for u, v in keys_list], dtype=np.int64)
         order = np.argsort(link_keys)
         link_keys = link_keys[order]
-        nbytes = self.coll.chunk_bytes
-        occupancy = np.array([self.topo.occupancy(*keys_list[j], nbytes) for j in order])
-        delay = np.array([self.topo.arrival_delay(*keys_list[j], nbytes) for j in order])
-        self.link_lanes = np.array([self.topo.links[keys_list[j]].lanes for j in order])
-        self.link_names = [keys_list[j] for j in order]
+        costs = _link_costs(self.topo, self.coll.chunk_bytes)
+        occupancy, delay, self.link_lanes = (np.array(column) for column in zip(
+            *(costs[keys_list[j]] for j in order), strict=True))
         want = src * k + dst
         pos = np.minimum(np.searchsorted(link_keys, want), len(link_keys) - 1)
         has_link = link_keys[pos] == want
