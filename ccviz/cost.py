@@ -15,7 +15,6 @@ Two different questions live here:
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -25,6 +24,7 @@ import networkx as nx
 
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
+from ccviz.routing import earliest_arrivals
 from ccviz.topology import Topology
 
 # =========================================================================== lower bounds
@@ -186,22 +186,6 @@ def _min_cuts(topology: Topology, count: int) -> Iterable[tuple[str, frozenset[i
         yield f"min cut {source}|{t}", frozenset(side)
 
 
-def _arrival_times(topology: Topology, source: int, delay: dict[tuple[int, int], float]) -> dict[int, float]:
-    """Earliest store-and-forward arrival of one chunk from ``source`` at every node."""
-    best = {source: 0.0}
-    heap = [(0.0, source)]
-    while heap:
-        t, u = heapq.heappop(heap)
-        if t > best[u]:
-            continue
-        for link in topology.out_links[u]:
-            cand = t + delay[(u, link.dst)]
-            if cand < best.get(link.dst, math.inf):
-                best[link.dst] = cand
-                heapq.heappush(heap, (cand, link.dst))
-    return best
-
-
 def _latency_bound(topology: Topology, demands: _Demands, chunk_bytes: float,
                    max_sources: int = 256) -> tuple[float, str]:
     """Store-and-forward shortest time of one chunk for the farthest demand.
@@ -213,7 +197,7 @@ def _latency_bound(topology: Topology, demands: _Demands, chunk_bytes: float,
     sources = sorted({p for pre, _, _ in demands.signatures for p in pre})
     stride = max(1, math.ceil(len(sources) / max_sources))
     sampled = set(sources[::stride])
-    rows = {p: _arrival_times(topology, p, delay) for p in sampled}
+    rows = {p: earliest_arrivals(topology, {p: 0.0}, delay) for p in sampled}
     worst, what = 0.0, "no data has to move"
     for pre, post, reduce in demands.signatures:
         if reduce:  # every contribution must reach every post rank

@@ -18,9 +18,10 @@ both rules and raises ``CcvizError`` when an algorithm cannot be laid soundly.
 from __future__ import annotations
 
 import heapq
+import math
 import weakref
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from ccviz.collectives import Collective
@@ -29,6 +30,33 @@ from ccviz.schedule import Op, Transfer
 from ccviz.topology import Topology
 
 RelayFilter = Callable[[int], bool]
+
+
+def earliest_arrivals(topology: Topology, starts: Mapping[int, float], weight: Mapping[tuple[int, int], float],
+                      reverse: bool = False) -> dict[int, float]:
+    """Earliest arrival at every node from the start nodes (value = start time), ignoring capacity.
+
+    ``weight[(u, v)]`` is the cost of link u->v (seconds, epochs, ...); with ``reverse`` the result is the
+    shortest time from every node *to* the starts. Unreachable nodes get ``math.inf``. Lower bounds and
+    TE-CCL's reachability pruning both stand on this one search.
+    """
+    dist = dict.fromkeys(topology.nodes, math.inf)
+    heap = [(t, n) for n, t in starts.items()]
+    for t, n in heap:
+        dist[n] = min(dist[n], t)
+    heapq.heapify(heap)
+    neighbours = topology.in_links if reverse else topology.out_links
+    while heap:
+        t, n = heapq.heappop(heap)
+        if t > dist[n]:
+            continue
+        for link in neighbours[n]:
+            other = link.src if reverse else link.dst
+            arrive = t + weight[(link.src, link.dst)]
+            if arrive < dist[other]:
+                dist[other] = arrive
+                heapq.heappush(heap, (arrive, other))
+    return dist
 
 
 class Router:

@@ -10,13 +10,13 @@ windows) is precomputed here as plain index lists.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ccviz.collectives import Collective
+from ccviz.routing import earliest_arrivals
 from ccviz.synth.teccl.epochs import EpochGrid
 from ccviz.topology import Topology
 
@@ -72,23 +72,8 @@ def source_commodities(collective: Collective) -> list[Commodity]:
 def epoch_distances(topology: Topology, grid: EpochGrid, starts: dict[int, int], reverse: bool = False
                     ) -> dict[int, float]:
     """Fewest epochs from the start nodes (value = start epoch) to every node, ignoring capacity."""
-    dist = {n: INF for n in topology.nodes}
-    heap = [(t, n) for n, t in starts.items()]
-    for t, n in heap:
-        dist[n] = min(dist[n], t)
-    heapq.heapify(heap)
-    neighbours = topology.in_links if reverse else topology.out_links
-    while heap:
-        t, n = heapq.heappop(heap)
-        if t > dist[n]:
-            continue
-        for link in neighbours[n]:
-            other = link.src if reverse else link.dst
-            arrive = t + grid.links[(link.src, link.dst)].offset
-            if arrive < dist[other]:
-                dist[other] = arrive
-                heapq.heappush(heap, (arrive, other))
-    return dist
+    offsets = {key: link.offset for key, link in grid.links.items()}
+    return earliest_arrivals(topology, starts, offsets, reverse)
 
 
 class TimeExpandedGraph:
