@@ -89,34 +89,38 @@ def compare(
     total = len(algorithms) * len(sizes)
     rows: list[dict] = []
     for size in sizes:
-        bound_s = math.nan if _ended(stop, deadline) else lower_bound_time(topology, collective, size, chunks, root)
+        bound = None if _ended(stop, deadline) else size_bound(topology, collective, size, chunks, root)
         for algorithm in algorithms:
             why = _ended(stop, deadline)
             if why:
                 row = skipped_row(topology, collective, algorithm, size, f"{why} after {ran(rows)} of {total} runs",
-                                  bound_s)
+                                  _seconds(bound))
             else:
-                row = _row(topology, collective, algorithm, size, chunks, root, options, bound_s)
+                row = _row(topology, collective, algorithm, size, chunks, root, options, bound)
             rows.append(row)
             if on_row is not None:
                 on_row(row)
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
-def lower_bound_time(topology: Topology, collective: str, size: float, chunks: int = 1,
-                     root: int | None = None) -> float:
-    """The topology's lower bound in seconds for this collective and size, NaN when there is none."""
+def size_bound(topology: Topology, collective: str, size: float, chunks: int = 1,
+               root: int | None = None) -> cost.LowerBound | None:
+    """The topology's lower bound for this collective and size (computed once, shared by its rows)."""
     try:
-        return float(cost.lower_bound(topology, make_collective(collective, topology, size, chunks, root)).time_s)
+        return cost.lower_bound(topology, make_collective(collective, topology, size, chunks, root))
     except CcvizError:
-        return math.nan
+        return None
+
+
+def _seconds(bound: cost.LowerBound | None) -> float:
+    return math.nan if bound is None else float(bound.time_s)
 
 
 def sweep_row(topology: Topology, collective: str, algorithm: str, size: float, chunks: int = 1,
               root: int | None = None, options: SynthOptions | None = None) -> dict:
     """One row of the table on its own (its lower bound included): for front ends that cache rows."""
-    bound_s = lower_bound_time(topology, collective, size, chunks, root)
-    return _row(topology, collective, algorithm, float(size), chunks, root, options or SynthOptions(), bound_s)
+    bound = size_bound(topology, collective, size, chunks, root)
+    return _row(topology, collective, algorithm, float(size), chunks, root, options or SynthOptions(), bound)
 
 
 def skipped_row(topology: Topology, collective: str, algorithm: str, size: float, why: str,
@@ -150,10 +154,11 @@ def _base(topology, collective, algorithm, size, bound_s) -> dict:
     }
 
 
-def _row(topology, collective, algorithm, size, chunks, root, options, bound_s) -> dict:
+def _row(topology, collective, algorithm, size, chunks, root, options, bound: cost.LowerBound | None) -> dict:
+    bound_s = _seconds(bound)
     row = _base(topology, collective, algorithm, size, bound_s)
     try:
-        result = run(topology, collective, algorithm, size, chunks, root, options)
+        result = run(topology, collective, algorithm, size, chunks, root, options, bound)
     except CcvizError as exc:
         return {**row, "error": str(exc), "verified": False}
     timeline = result.timeline

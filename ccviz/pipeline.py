@@ -84,12 +84,17 @@ def run(
     chunks: int = 1,
     root: int | None = None,
     options: SynthOptions | None = None,
+    bound: LowerBound | None = None,
 ) -> RunResult:
-    """Synthesize with a registered algorithm and judge the result with the simulator."""
+    """Synthesize with a registered algorithm and judge the result with the simulator.
+
+    ``bound`` is the topology's lower bound for this collective when the caller has it already
+    (sweeps run several algorithms on one collective; the bound costs seconds on big fabrics).
+    """
     if isinstance(collective, str):
         if size_bytes is None:
             raise ValueError("run: size_bytes is required when the collective is given by name")
         collective = make_collective(collective, topology, size_bytes, chunks, root)
     schedule = synthesize(topology, collective, algorithm, options)
     timeline = simulate(schedule)
-    return RunResult(topology, collective, schedule, timeline, lower_bound(topology, collective))
+    return RunResult(topology, collective, schedule, timeline, bound or lower_bound(topology, collective))
