@@ -28,7 +28,7 @@ def flow_state(topology: Topology) -> StreamlitFlowState:
     nodes = [
         StreamlitFlowNode(
             str(n), (positions[n][0] * WIDTH, (1 - positions[n][1]) * HEIGHT),
-            {"content": node.label or str(n)}, draggable=True, connectable=True, deletable=True,
+            {"content": node.label}, draggable=True, connectable=True, deletable=True,
             style={"background": SWITCH_COLOR if node.is_switch else GPU_COLOR, "color": "white",
                    "width": 64, "fontSize": 11, "padding": 4,
                    "borderRadius": 2 if node.is_switch else 16},
@@ -66,7 +66,7 @@ def topology_from_flow(topology: Topology, state: StreamlitFlowState) -> Topolog
             nodes.append(Node(old.id, old.kind, old.label, old.group, _pos(fnode), old.copy))
         else:
             ids[fnode.id] = next_id
-            nodes.append(Node(next_id, "gpu", f"GPU{next_id}", None, _pos(fnode)))
+            nodes.append(Node(next_id, "gpu", pos=_pos(fnode)))
             next_id += 1
     bw, alpha = _common_link(topology)
     links: dict[tuple[int, int], Link] = {}

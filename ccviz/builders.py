@@ -163,7 +163,7 @@ def bidirectional(u: int, v: int, bw: float, alpha: float) -> list[Link]:
 
 def gpu_nodes(n: int, start: int = 0, group: str | None = None, positions=None) -> list[Node]:
     return [
-        Node(start + i, "gpu", label=f"GPU{start + i}", group=group, pos=_rounded(positions[i]) if positions else None)
+        Node(start + i, "gpu", group=group, pos=_rounded(positions[i]) if positions else None)
         for i in range(n)
     ]
 
@@ -190,13 +190,13 @@ class Fabric:
 
     def add_gpu(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None) -> int:
         node_id = self.next_id if node_id is None else node_id
-        self.nodes[node_id] = Node(node_id, "gpu", label=f"GPU{node_id}", group=group, pos=_rounded(pos))
+        self.nodes[node_id] = Node(node_id, "gpu", group=group, pos=_rounded(pos))
         return node_id
 
     def add_switch(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None,
                    copy: bool = True, label: str | None = None) -> int:
         node_id = self.next_id if node_id is None else node_id
-        self.nodes[node_id] = Node(node_id, "switch", label=label or f"S{node_id}", group=group, pos=_rounded(pos),
+        self.nodes[node_id] = Node(node_id, "switch", label=label or "", group=group, pos=_rounded(pos),
                                    copy=copy)
         return node_id
 

@@ -62,6 +62,10 @@ class Node:
     pos: tuple[float, float] | None = None
     copy: bool = True
 
+    def __post_init__(self) -> None:
+        if not self.label:  # one naming rule for every builder, file format and editor
+            object.__setattr__(self, "label", ("S" if self.kind == "switch" else "GPU") + str(self.id))
+
     @property
     def is_switch(self) -> bool:
         return self.kind == "switch"
@@ -155,7 +159,7 @@ class Topology:
         """A networkx view (node attrs kind/label/group/pos/copy; edge attrs bandwidth/alpha)."""
         g = nx.DiGraph(name=self.name)
         for n, node in self.nodes.items():
-            g.add_node(n, kind=node.kind, label=node.label or str(n), group=node.group, pos=node.pos, copy=node.copy)
+            g.add_node(n, kind=node.kind, label=node.label, group=node.group, pos=node.pos, copy=node.copy)
         for (u, v), link in self.links.items():
             g.add_edge(u, v, bandwidth_GBps=link.bandwidth_GBps, alpha_us=link.alpha_us, lanes=link.lanes)
         return g
@@ -273,7 +277,7 @@ class Topology:
             "meta": self.meta,
             "nodes": [
                 {k: v for k, v in {
-                    "id": n.id, "kind": n.kind, "label": n.label or None, "group": n.group,
+                    "id": n.id, "kind": n.kind, "label": n.label, "group": n.group,
                     "pos": list(n.pos) if n.pos is not None else None,
                     "copy": n.copy if n.kind == "switch" else None,
                 }.items() if v is not None}
@@ -339,14 +343,14 @@ def _reference_nodes(data: dict[str, Any]) -> list[Node]:
         raise CcvizError(f"switches: switch id {bad[0]} is outside 0..{count - 1}", "switches")
     copy = bool(data.get("switch_copy", True))
     return [
-        Node(i, "switch" if i in switches else "gpu", label=("S" if i in switches else "GPU") + str(i), copy=copy)
+        Node(i, "switch" if i in switches else "gpu", copy=copy)
         for i in range(count)
     ]
 
 
 def _node_from_dict(d: Any, index: int) -> Node:
     if isinstance(d, int):
-        return Node(d, "gpu", label=f"GPU{d}")
+        return Node(d, "gpu")
     if not isinstance(d, dict) or "id" not in d:
         raise CcvizError(f"nodes[{index}]: each node needs an integer 'id'", "nodes")
     try:
@@ -358,7 +362,7 @@ def _node_from_dict(d: Any, index: int) -> Node:
     return Node(
         node_id,
         kind,
-        label=str(d.get("label") or ("S" if kind == "switch" else "GPU") + str(node_id)),
+        label=str(d.get("label") or ""),
         group=d.get("group"),
         pos=tuple(pos) if pos is not None else None,
         copy=bool(d.get("copy", True)),

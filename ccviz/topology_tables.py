@@ -60,7 +60,7 @@ def _node(base: Topology, k: int, row: dict) -> Node:
     node_id = _number(row, "id", where, int)
     kind = str(row.get("kind") or "gpu").strip().lower()
     old = base.nodes.get(node_id)
-    label = str(row.get("label") or "") or (("S" if kind == "switch" else "GPU") + str(node_id))
+    label = str(row.get("label") or "")
     copy = row.get("copy")
     return Node(node_id, kind, label, str(row.get("group") or "") or None, old.pos if old else None,
                 True if copy is None or (isinstance(copy, float) and math.isnan(copy)) else bool(copy))

@@ -79,7 +79,7 @@ elif view == "Inspect a link or node":
         node = int(ident)
         rows = frame[(frame["src"] == node) | (frame["dst"] == node)]
         held = timeline.holdings_at(timeline.finish_time_s).get(node)
-        st.markdown(f"**{topology.nodes[node].label or node}** sends {int((rows['src'] == node).sum())} and "
+        st.markdown(f"**{topology.nodes[node].label}** sends {int((rows['src'] == node).sum())} and "
                     f"receives {int((rows['dst'] == node).sum())} transfers"
                     + (f"; holds {sum(v >= 1 for v in held.values())} complete chunks at the end" if held else ""))
     else:

@@ -153,7 +153,7 @@ class _Scene:
             need = self.needed.get(r, 0)
             have = int(np.searchsorted(self.completed.get(r, np.empty(0)), limit, side="right"))
             fills.append(have / need if need else 1.0)
-            hover.append(f"{self.topology.nodes[r].label or r}: holds {have}/{need} of the chunks it needs")
+            hover.append(f"{self.topology.nodes[r].label}: holds {have}/{need} of the chunks it needs")
         return fills, hover
 
     def frame_traces(self, k: int) -> list[dict]:

@@ -21,7 +21,7 @@ def holdings_matrix(timeline: Timeline, time_s: float) -> tuple[list[str], list[
     held = timeline.holdings_at(time_s)
     gpus = timeline.topology.gpus
     chunks = timeline.collective.chunks
-    rows = [timeline.topology.nodes[g].label or str(g) for g in gpus]
+    rows = [timeline.topology.nodes[g].label for g in gpus]
     if len(chunks) <= MAX_COLUMNS:
         matrix = np.array([[held.get(g, {}).get(c.id, 0.0) for c in chunks] for g in gpus])
         parts = timeline.collective.chunks_per_rank > 1

@@ -94,7 +94,7 @@ def link_label(topology: Topology, u: int, v: int) -> str:
     arrow = "↔" if is_symmetric(topology, u, v) else "→"
     names = topology.nodes
     return (
-        f"{names[u].label or u} {arrow} {names[v].label or v}<br>"
+        f"{names[u].label} {arrow} {names[v].label}<br>"
         f"{link.bandwidth_GBps:g} GB/s, α {link.alpha_us:g} us" + (f", {link.lanes} lanes" if link.lanes > 1 else "")
     )
 
@@ -131,7 +131,7 @@ def node_traces(
     ):
         if not ids:
             continue
-        labels = [topology.nodes[n].label or str(n) for n in ids]
+        labels = [topology.nodes[n].label for n in ids]
         hover = gpu_hover if (kind == "GPU" and gpu_hover is not None) else [
             f"{lab} ({kind}{', group ' + str(topology.nodes[n].group) if topology.nodes[n].group else ''})"
             for lab, n in zip(labels, ids, strict=True)

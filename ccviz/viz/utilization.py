@@ -38,7 +38,7 @@ def busy_fraction(timeline: Timeline, edges_s: np.ndarray) -> tuple[list[LinkKey
 
 def link_name(timeline: Timeline, key: LinkKey) -> str:
     nodes = timeline.topology.nodes
-    return f"{nodes[key[0]].label or key[0]}→{nodes[key[1]].label or key[1]}"
+    return f"{nodes[key[0]].label}→{nodes[key[1]].label}"
 
 
 def bottleneck_links(timeline: Timeline, tolerance: float = 0.01) -> list[LinkKey]:
