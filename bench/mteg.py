@@ -6,7 +6,7 @@ solve time: under 1 s on the as-run NDv2, 3.8 s on NDv2 4 chassis; target
 <= 1), plus TE-CCL's own Gurobi solve time for scale. Times are the best of
 ``--repeat`` runs (the machine is shared, so single timings are noisy).
 
-    python bench/mteg.py [--repeat 3] [--reference /work/shared/reference]
+    python bench/mteg.py [--repeat 3] [--reference sample_topologies]
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ INSTANCES = [
 
 
 def measure(instance: Instance, reference: Path, repeat: int) -> dict[str, float]:
-    topo = load_topology(reference / "topologies" / f"{instance.topology}.json")
+    topo = load_topology(reference / f"{instance.topology}.json")
     coll = make_collective("allgather", topo, parse_size(instance.size))
     best_time = float("inf")
     for _ in range(repeat):
@@ -69,7 +69,7 @@ def measure(instance: Instance, reference: Path, repeat: int) -> dict[str, float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3, help="synthesis runs per instance (best time kept)")
-    parser.add_argument("--reference", type=Path, default=Path("/work/shared/reference"))
+    parser.add_argument("--reference", type=Path, default=Path(__file__).resolve().parents[1] / "sample_topologies")
     args = parser.parse_args()
     print(f"{'instance':<60} {'epochs':>6} {'ours us':>10} {'TE-CCL us':>10} {'finish':>7} "
           f"{'solve s':>8} {'budget':>6} {'vs budget':>9} {'TE-CCL ST s':>11}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import networkx as nx
 
@@ -26,7 +27,7 @@ from ccviz import SynthOptions, load_topology, make_collective, simulate, synthe
 from ccviz.collectives import Collective
 from ccviz.topology import Topology
 
-REFERENCE = "../shared/reference/topologies/"
+REFERENCE = str(Path(__file__).resolve().parents[1] / "sample_topologies") + "/"
 GIB = 2**30
 UNIFORM = "bw=53.687091712,alpha=0.5"  # TACOS defaults: 50 GiB/s, 0.5 us
 INSTANCES = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from ccviz import load_topology, make_collective
 from ccviz.simulate import simulate
@@ -124,7 +125,8 @@ def main() -> None:
     parser.add_argument("--astar-compare", action="store_true",
                         help="epochs and time of teccl, teccl-astar and A*'s rounds alone (plus larger fabrics)")
     parser.add_argument("--only", default="", help="comma-separated instance names")
-    parser.add_argument("--reference", default="../shared/reference/topologies", help="reference topology folder")
+    parser.add_argument("--reference", default=str(Path(__file__).resolve().parents[1] / "sample_topologies"),
+                        help="topology folder (the papers' files ship in sample_topologies/)")
     args = parser.parse_args()
     wanted = {name.strip() for name in args.only.split(",") if name.strip()}
     if args.astar_compare:

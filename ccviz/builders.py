@@ -6,7 +6,7 @@ type hints, define what the spec accepts. Per-dimension (or per link class)
 values are written with ``/`` (``bw=200/100/50``); a single value applies to
 every dimension or class. Paper defaults: alpha 0.5 us, 50 GB/s (TACOS); the
 vendor systems (``dgx1``, ``ndv2``, ``dgx2``, ``amd``) use the TE-CCL values
-and are link-for-link equal to ``shared/reference/topologies/*.json``.
+and are link-for-link equal to the TE-CCL paper's published files (copies in ``tests/fixtures/reference_topologies/``).
 
 Every builder sets node ``group`` (chassis, pod, ...), ``pos`` (a 2D drawing
 position) and a ``layout`` hint (``ring``, ``circle``, ``grid``, ``grid2d``,

@@ -14,7 +14,7 @@ from pathlib import Path
 from ccviz.builders import build
 
 HERE = Path(__file__).resolve().parent
-REFERENCE_DIR = HERE.parents[1] / "shared" / "reference" / "topologies"  # ../shared of the repository
+REFERENCE_DIR = HERE.parent / "tests" / "fixtures" / "reference_topologies"  # the papers' files, unchanged
 
 # file stem -> builder spec
 SAMPLES: dict[str, str] = {

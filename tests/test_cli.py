@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ccviz.cli import main
-from tests.paths import REFERENCE
+from tests.paths import REFERENCE_FILES
 
 CONTRACT_KEYS = {
     "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",
@@ -38,7 +38,7 @@ def synth_json(capsys, *args: str) -> dict:
     return data
 
 
-@pytest.mark.parametrize("path", sorted(REFERENCE.glob("*.json")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", REFERENCE_FILES, ids=lambda p: p.stem)
 def test_ring_allgather_verifies_on_every_reference_file(capsys, path):
     data = synth_json(capsys, str(path), "--collective", "allgather", "--algorithm", "ring", "--size", "1MB")
     assert data["verified"] is True and data["violations"] == []

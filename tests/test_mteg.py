@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,10 +21,10 @@ from ccviz.synth.mteg import (
     multicast_order,
     slot_length,
 )
+from tests.paths import REFERENCE
 
-REF = Path("/work/shared/reference/topologies")
+REF = REFERENCE
 AS_RUN = REF / "ndv2_2chassis_teccl_as_run.json"
-needs_ref = pytest.mark.skipif(not REF.is_dir(), reason="reference topologies not available")
 
 # TE-CCL's published AllGather optima on the as-run NDv2 (fastest epoch): size -> (epoch us, finish us).
 TECCL_AS_RUN = {
@@ -53,7 +52,6 @@ def test_allgather_verifies_on_builders(spec: str) -> None:
     assert timeline.schedule.status == "heuristic"
 
 
-@needs_ref
 @pytest.mark.parametrize("name", ["ndv2_2chassis_teccl_as_run", "ndv2_4chassis", "dgx2_2chassis", "amd_2chassis"])
 def test_allgather_verifies_on_reference_fabrics(name: str) -> None:
     run(ccviz.load_topology(REF / f"{name}.json"), "allgather", 4e6)
@@ -221,7 +219,6 @@ def test_a_stop_after_the_reducescatter_half_still_yields_a_whole_allreduce() ->
 
 
 # ----------------------------------------------------------------------------- reference figures
-@needs_ref
 @pytest.mark.parametrize("size", ["1MB", "64KB"])
 def test_as_run_allgather_within_5_percent_of_teccl_optimum(size: str) -> None:
     topo = ccviz.load_topology(AS_RUN)
@@ -233,7 +230,6 @@ def test_as_run_allgather_within_5_percent_of_teccl_optimum(size: str) -> None:
     assert timeline.finish_time_s * 1e6 <= 1.05 * TECCL_AS_RUN[size][1]
 
 
-@needs_ref
 @pytest.mark.parametrize(("epoch", "size"), [("fastest", s) for s in TECCL_AS_RUN]
                          + [("slowest", s) for s in TECCL_AS_RUN_SLOWEST])
 def test_epoch_bound_is_an_upper_bound_near_the_teccl_optimum(epoch: str, size: str) -> None:
@@ -247,7 +243,6 @@ def test_epoch_bound_is_an_upper_bound_near_the_teccl_optimum(epoch: str, size: 
     assert optimum <= bound <= 1.05 * optimum
 
 
-@needs_ref
 def test_ndv2_4chassis_allgather_1gb_near_teccl_optimum() -> None:
     topo = ccviz.load_topology(REF / "ndv2_4chassis.json")
     timeline = run(topo, "allgather", 1e9)

@@ -11,7 +11,7 @@ from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.cost import lower_bound
 from ccviz.errors import CcvizError
 from ccviz.topology import Link, Node, Topology
-from tests.paths import REFERENCE
+from tests.paths import REFERENCE_FILES
 
 CLASSIC = ["ring", "ring-bidir", "direct", "dbt", "rhd", "tree", "bruck"]
 BANDWIDTHS = st.sampled_from([12.5, 25.0, 50.0, 100.0])
@@ -66,7 +66,7 @@ def test_every_classic_algorithm_verifies_or_refuses(topology: Topology, chunks:
             assert timeline.finish_time_s >= bound * (1 - 1e-9), (algorithm, name, timeline.finish_time_s, bound)
 
 
-@pytest.mark.parametrize("path", sorted(REFERENCE.glob("*.json")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", REFERENCE_FILES, ids=lambda p: p.stem)
 def test_ring_allgather_verifies_on_every_reference_topology(path) -> None:
     topology = ccviz.load_topology(path)
     coll = ccviz.make_collective("allgather", topology, ccviz.parse_size("1MB"))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import networkx as nx
 import pytest
 
@@ -12,8 +10,7 @@ from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.reversal import concatenate, mirror_collective, reverse_schedule
 from ccviz.topology import Link, Node, Topology
-
-REFERENCE = Path("/work/shared/reference/topologies")
+from tests.paths import REFERENCE
 
 
 def unicast_paths_schedule(topology: Topology, collective) -> Schedule:

@@ -10,8 +10,9 @@ import yaml
 
 from ccviz import CcvizError, Link, Node, Topology, load_topology
 from ccviz.builders import build
+from tests.paths import REFERENCE
 
-REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "topologies"
+REFERENCE_DIR = REFERENCE
 REFERENCE_FILES = sorted(REFERENCE_DIR.glob("*.json"))
 
 

@@ -28,8 +28,9 @@ from ccviz.viz import (
 )
 from ccviz.viz.animation import CHUNKS_UP_TO
 from ccviz.viz.layout import link_segments
+from tests.paths import REFERENCE
 
-REFERENCE_DGX1 = "/work/shared/reference/topologies/dgx1.json"
+REFERENCE_DGX1 = str(REFERENCE / "dgx1.json")
 
 
 def ring_allgather(n: int, size: float = 1e6) -> ccviz.Timeline:
