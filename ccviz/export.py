@@ -58,54 +58,48 @@ class GpuHop:
 
 def gpu_hops(timeline: Timeline) -> list[GpuHop]:
     """Collapse paths through switches into direct GPU->GPU hops (MSCCL has no switch nodes)."""
+    return _collapse(timeline)[0]
+
+
+def _collapse(timeline: Timeline) -> tuple[list[GpuHop], list[tuple[int, int, int]]]:
+    """GPU->GPU hops, plus every (switch, chunk, copies) where a switch forwarded one arrival twice.
+
+    A switch forwards what reached it: a copying switch the latest arrival, a non-copying one each
+    arrival once, in arrival order (as the simulator replays it).
+    """
     topo = timeline.topology
     transfers = timeline.schedule.transfers
-    _refuse_switch_copies(timeline)
-    order = sorted(range(len(transfers)), key=lambda i: timeline.start_s[i])
-    # For each (switch, chunk), the GPU that fed the most recent arrival: where a forwarded chunk came from.
-    fed_by: dict[tuple[int, int], list[tuple[float, int, float]]] = defaultdict(list)
-    for i in sorted(range(len(transfers)), key=lambda i: timeline.arrival_s[i]):
-        t = transfers[i]
-        if topo.is_switch(t.dst):
-            origin = t.src
-            if topo.is_switch(t.src):
-                origin = _origin(fed_by, t.src, t.chunk, timeline.start_s[i])[0]
-            fed_by[(t.dst, t.chunk)].append((float(timeline.arrival_s[i]), origin, float(timeline.start_s[i])))
-    hops = []
+    start, arrival = timeline.start_s, timeline.arrival_s
+    order = sorted(range(len(transfers)), key=lambda i: (float(start[i]), not topo.is_switch(transfers[i].src), i))
+    feeds: dict[tuple[int, int], list[list]] = defaultdict(list)  # [arrival, origin, origin start, uses]
+    hops: list[GpuHop] = []
     for i in order:
         t = transfers[i]
-        if topo.is_switch(t.dst):
-            continue
-        src, start = t.src, float(timeline.start_s[i])
+        src, begin = t.src, float(start[i])
         if topo.is_switch(t.src):
-            src, start = _origin(fed_by, t.src, t.chunk, start)
-        hops.append(GpuHop(t.chunk, src, t.dst, start, float(timeline.arrival_s[i]), t.op))
-    return hops
-
-
-def _origin(fed_by, switch: int, chunk: int, time_s: float) -> tuple[int, float]:
-    """The GPU (and its send time) whose copy of ``chunk`` a switch forwards at ``time_s``."""
-    feeds = [f for f in fed_by.get((switch, chunk), []) if f[0] <= time_s * (1 + 1e-9) + 1e-15]
-    arrival, origin, start = (feeds or fed_by[(switch, chunk)])[-1]
-    return origin, start
-
-
-def _refuse_switch_copies(timeline: Timeline) -> None:
-    """A switch that forwards one arrival to several GPUs multicasts: no MSCCL step can say that."""
-    topo = timeline.topology
-    into: dict[tuple[int, int], int] = defaultdict(int)
-    out: dict[tuple[int, int], int] = defaultdict(int)
-    for t in timeline.schedule.transfers:
+            feed = _feed(feeds[(t.src, t.chunk)], begin, topo.nodes[t.src].copy)
+            if feed is None:
+                continue  # the simulator already calls this transfer invalid
+            feed[3] += 1
+            src, begin = feed[1], feed[2]
         if topo.is_switch(t.dst):
-            into[(t.dst, t.chunk)] += 1
-        if topo.is_switch(t.src):
-            out[(t.src, t.chunk)] += 1
-    for (switch, chunk), n_out in sorted(out.items()):
-        if n_out > into[(switch, chunk)]:
-            raise CcvizError(
-                f"msccl: switch {switch} copies chunk {chunk} to {n_out} destinations from "
-                f"{into[(switch, chunk)]} arrival(s); MSCCL has no switch multicast, so this schedule cannot be "
-                "written as MSCCL XML (synthesize on switches without copy, e.g. star:copy=false)", "msccl")
+            feeds[(t.dst, t.chunk)].append([float(arrival[i]), src, begin, 0])
+        else:
+            hops.append(GpuHop(t.chunk, src, t.dst, begin, float(arrival[i]), t.op))
+    hops.sort(key=lambda h: h.start_s)
+    copies = [(sw, chunk, f[3]) for (sw, chunk), fs in sorted(feeds.items()) for f in fs if f[3] > 1]
+    return hops, copies
+
+
+def _feed(feeds: list[list], time_s: float, copies: bool) -> list | None:
+    """The arrival at a switch that a departure at ``time_s`` forwards."""
+    ready = [f for f in feeds if f[0] <= time_s * (1 + 1e-9) + 1e-15] or feeds
+    if not ready:
+        return None
+    if copies:
+        return max(ready, key=lambda f: f[0])
+    unused = [f for f in sorted(ready, key=lambda f: f[0]) if f[3] == 0]
+    return unused[0] if unused else ready[-1]
 
 
 # Runtime limits the export respects (see ccviz.msccl for where they come from).
@@ -312,7 +306,13 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
     than GPU 0, or more channels than the runtime has.
     """
     coll = timeline.collective
-    hops = gpu_hops(timeline)
+    hops, copies = _collapse(timeline)
+    if copies:
+        switch, chunk, n = copies[0]
+        raise CcvizError(
+            f"msccl: switch {switch} copies chunk {chunk} to {n} GPUs from one arrival; MSCCL has no switch "
+            "multicast, so this schedule cannot be written as MSCCL XML (synthesize on switches that cannot "
+            "copy, e.g. star:copy=false)", "msccl")
     per_tb = MAX_STEPS
     while True:
         layout = _Layout(coll)
