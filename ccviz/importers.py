@@ -98,21 +98,91 @@ def import_msccl(program: Program | str | Path, topology: Topology | str | None 
     coll = _msccl_collective(program, topo, DEFAULT_SIZE_BYTES if size_bytes is None else size_bytes)
     chunk_of = _chunk_lookup(program, coll)
     routes = _SwitchRoutes(topo)
-    transfers: list[Transfer] = []
-    for m in sorted(run.messages, key=lambda m: (m.level, m.src, m.dst)):
-        path = routes.path(gpus[m.src], gpus[m.dst], m)
-        for value in m.values:
-            chunk = chunk_of(value, m)
-            for hop, (a, b) in enumerate(zip(path, path[1:], strict=False)):
-                last = hop == len(path) - 2
-                op = "reduce" if (m.reduce and last) else "copy"
-                transfers.append(Transfer(chunk, a, b, op=op, step=m.level + hop / len(path)))
+    paths = {id(m): routes.path(gpus[m.src], gpus[m.dst], m) for m in run.messages}
+    transfers = _timed_transfers(program, run, topo, coll.chunk_bytes, paths, chunk_of)
     for p in run.problems:
         notes.append(f"MSCCL executor: {p.message}")
     notes.append(f"imported from MSCCL XML {program.source!r} ({program.name}, {program.coll}, "
                  f"{program.nchannels} channel(s), {len(run.messages)} messages, executed {run.mode})")
     return Schedule(topo, coll, transfers, f"msccl:{program.name}", {"source": program.source, "format": "msccl"},
                     "heuristic", notes=notes)
+
+
+def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_bytes: float,
+                     paths: dict[int, list[int]], chunk_of) -> list[Transfer]:
+    """Time the executed program under the link model, earliest-ready step first (list scheduling).
+
+    A step is ready when its thread block's previous step, its dependency (the first signalling step
+    at or after it) and, for a receive, its message's send are done; a send crosses its path's links
+    store-and-forward, each link serving one chunk at a time. Steps end when their data is in place
+    (a receive at arrival, a send once posted), which is when dependants may go.
+    """
+    sends = {(m.send.gpu, m.send.tb, m.send.s): m for m in run.messages}
+    recvs = {(m.recv.gpu, m.recv.tb, m.recv.s): m for m in run.messages}
+    tbs = [(g.id, tb) for g in program.gpus for tb in g.tbs]
+    pos = {(g, tb.id): {st.s: k for k, st in enumerate(tb.steps)} for g, tb in tbs}
+    signal = {}
+    for g, tb in tbs:  # the step whose completion a dependency on position k really waits for
+        nxt = None
+        for k in range(len(tb.steps) - 1, -1, -1):
+            nxt = k if tb.steps[k].hasdep else nxt
+            signal[(g, tb.id, k)] = nxt
+    end: dict[tuple[int, int, int], float] = {}  # (gpu, tb, position) -> time
+    arrival_of: dict[int, float] = {}
+    link_free: dict[tuple[int, int], float] = defaultdict(float)
+    pc = [0] * len(tbs)
+    transfers: list[Transfer] = []
+
+    def ready_time(i: int) -> float | None:
+        g, tb = tbs[i]
+        k = pc[i]
+        st = tb.steps[k]
+        ready = end[(g, tb.id, k - 1)] if k else 0.0
+        if st.depid >= 0:
+            target = signal[(g, st.depid, pos[(g, st.depid)][st.deps])]
+            if target is None or (g, st.depid, target) not in end:
+                return None
+            ready = max(ready, end[(g, st.depid, target)])
+        m = recvs.get((g, tb.id, st.s))
+        if m is not None:
+            if id(m) not in arrival_of:
+                return None
+            ready = max(ready, arrival_of[id(m)])
+        return ready
+
+    while True:
+        best = None
+        for i, (_, tb) in enumerate(tbs):
+            if pc[i] < len(tb.steps):
+                r = ready_time(i)
+                if r is not None and (best is None or r < best[0]):
+                    best = (r, i)
+        if best is None:
+            break
+        ready, i = best
+        g, tb = tbs[i]
+        st = tb.steps[pc[i]]
+        m = sends.get((g, tb.id, st.s))
+        posted = ready
+        if m is not None:
+            path = paths[id(m)]
+            last_arrival = ready
+            for j, value in enumerate(m.values):
+                chunk = chunk_of(value, m)
+                t = ready
+                for hop, (a, b) in enumerate(zip(path, path[1:], strict=False)):
+                    start = max(t, link_free[(a, b)])
+                    link_free[(a, b)] = start + topo.occupancy(a, b, chunk_bytes)
+                    t = start + topo.arrival_delay(a, b, chunk_bytes)
+                    op = "reduce" if (m.reduce and hop == len(path) - 2) else "copy"
+                    transfers.append(Transfer(chunk, a, b, start, t, op, float(m.level)))
+                    if hop == 0 and j == 0:
+                        posted = start
+                last_arrival = max(last_arrival, t)
+            arrival_of[id(m)] = last_arrival
+        end[(g, tb.id, pc[i])] = posted
+        pc[i] += 1
+    return transfers
 
 
 def _msccl_collective(program: Program, topo: Topology, size_bytes: float) -> Collective:
@@ -135,8 +205,10 @@ def _chunk_lookup(program: Program, coll: Collective):
         src = n_idx[c.source]
         if coll.name in ("allreduce", "reducescatter"):
             by_key[(src * cpr + c.index,)] = c.id
-        elif coll.name in ("broadcast", "reduce"):
+        elif coll.name == "reduce":
             by_key[(c.index,)] = c.id
+        elif coll.name == "broadcast":
+            by_key[(0, c.index)] = c.id
         elif coll.name == "allgather" or coll.name == "gather":
             by_key[(src, c.index)] = c.id
         elif coll.name == "alltoall":
