@@ -234,9 +234,9 @@ def _parse_gpu(el: _Element, source: str, ngpus: int) -> Gpu:
     for tb in tbs:
         for st in tb.steps:
             if st.depid >= 0:
-                if st.depid >= len(tbs) or st.depid == tb.id:
-                    raise CcvizError(f"{source}:{st.line}: <step> attribute 'depid'={st.depid} names no other "
-                                     f"thread block of GPU {gid}", "msccl")
+                if st.depid >= len(tbs):
+                    raise CcvizError(f"{source}:{st.line}: <step> attribute 'depid'={st.depid} names no thread "
+                                     f"block of GPU {gid}", "msccl")
                 if not any(t.s == st.deps for t in tbs[st.depid].steps):
                     raise CcvizError(f"{source}:{st.line}: <step> attribute 'deps'={st.deps}: thread block "
                                      f"{st.depid} of GPU {gid} has no step s={st.deps}", "msccl")
@@ -252,8 +252,8 @@ def _parse_step(el: _Element, source: str) -> Step:
     needs_dst = kind in ("r", "rcs", "rrc", "rrcs", "re", "cpy")
     srcbuf = _attr(el, "srcbuf", source, str, default="i")
     dstbuf = _attr(el, "dstbuf", source, str, default="o")
-    for name, buf, needed in (("srcbuf", srcbuf, needs_src), ("dstbuf", dstbuf, needs_dst)):
-        if needed and buf not in BUFFERS:
+    for name, buf in (("srcbuf", srcbuf), ("dstbuf", dstbuf)):  # the runtime checks both on every step
+        if buf not in BUFFERS:
             raise CcvizError(f"{source}:{el.line}: <step> attribute '{name}'={buf!r} is not one of i, o, s", "msccl")
     step = Step(_attr(el, "s", source), kind, srcbuf, _attr(el, "srcoff", source, default=-1), dstbuf,
                 _attr(el, "dstoff", source, default=-1), _attr(el, "cnt", source, default=1),
@@ -292,7 +292,8 @@ class StepRef:
 @dataclass(frozen=True)
 class Problem:
     """One reason the program would not run correctly. ``kind``: deadlock, race, postcondition, limit,
-    bounds, uninitialised, mismatch, unmatched, dependency."""
+    bounds, uninitialised, mismatch, unmatched, dependency, pairing (a send says it lands elsewhere than
+    where its FIFO-matched receive writes)."""
 
     kind: str
     message: str
@@ -640,6 +641,12 @@ class _Runner:
             _join(vc, mvc)
             level = max(level, mlevel + 1)
             incoming = (values, sref, mlevel)
+            sent_to = self.declared_target(sref)
+            if sent_to is not None and sent_to != (st.dstbuf, st.dstoff) and ("pairing", sref) not in self.race_pairs:
+                self.race_pairs.add(("pairing", sref))
+                self.problem("pairing", f"{ref} is paired (FIFO on channel {tb.chan}) with {sref}, which says it "
+                                        f"lands in {sent_to[0]}[{sent_to[1]}], but the receive uses "
+                                        f"{st.dstbuf}[{st.dstoff}]", ref, sref)
             if len(values) != st.cnt:
                 self.problem("mismatch", f"{ref} receives {st.cnt} chunk(s) but its matching send {sref} sent "
                                          f"{len(values)}", ref, sref)
@@ -689,6 +696,12 @@ class _Runner:
             self.flag[t] = (k, list(vc), self.level[t])
         self.pc[t] = k + 1
         return True
+
+    def declared_target(self, sref: StepRef) -> tuple[str, int] | None:
+        """Where a send says its data lands on the peer (dstbuf/dstoff), when it says so."""
+        t = self.index[(sref.gpu, sref.tb)]
+        st = self.tbs[t][1].steps[self.pos[t][sref.s]]
+        return (st.dstbuf, st.dstoff) if st.dstbuf in BUFFERS and st.dstoff >= 0 else None
 
     # ---------------------------------------------------------------- memory with race detection
     def read(self, t: int, clock: int, ref: StepRef, gpu: int, buf: str, off: int) -> tuple | None:
