@@ -35,7 +35,7 @@ from ccviz.topology import Topology
 
 DEFAULT_SIZE_BYTES = 1e6
 FULLY_CONNECTED_NOTE = ("no topology given: the MSCCL program runs on a fully connected fabric of its {n} GPUs "
-                        "(50 GB/s, 0.5 us links); pass --topology to run it on a real fabric")
+                        "(50 GB/s, 0.5 us links); choose a topology (--topology) to run it on a real fabric")
 
 
 def import_schedule(path: str | Path, topology: Topology | str | None = None,
