@@ -17,7 +17,7 @@ runtime's limits. ``ccviz.msccl`` executes the result independently.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,8 +181,10 @@ class _Step:
     srcoff: int
     dstbuf: str
     dstoff: int
-    deps: dict[tuple, int]  # thread block key -> step index it waits for
+    deps: dict  # thread block (key, later block index) -> step index it waits for
     hasdep: bool = False
+    order: int = 0  # position in simulated-time order (a merged block keeps it)
+    after_write: tuple | None = None  # for a send: the (thread block, step) whose write it reads
 
 
 def _receive_times(hops: list[GpuHop]) -> tuple[dict[int, int], dict[int, float]]:
@@ -234,7 +236,7 @@ def _program_steps(timeline: Timeline, hops: list[GpuHop], layout: _Layout, per_
         else:
             reads[slot][tb] = max(reads[slot].get(tb, -1), idx)
 
-    for _, kind, i in events:
+    for order, (_, kind, i) in enumerate(events):
         deps: dict[tuple, int] = {}
         if kind == -1:
             rank, src_off, dst_off = layout.local_copies[i]
@@ -248,9 +250,10 @@ def _program_steps(timeline: Timeline, hops: list[GpuHop], layout: _Layout, per_
             tb = (h.src, h.dst, "send", seq[i] // per_tb)
             idx = len(steps[tb])
             buf, off = layout.where(h.src, h.chunk)
+            source = last_write.get((h.src, buf, off))
             access(tb, idx, (h.src, buf, off), False, deps)
             dbuf, doff = layout.where(h.dst, h.chunk)
-            step = _Step("s", buf, off, dbuf, doff, deps)
+            step = _Step("s", buf, off, dbuf, doff, deps, after_write=source)
         else:
             h = hops[i]
             tb = (h.dst, h.src, "recv", seq[i] // per_tb)
@@ -264,28 +267,152 @@ def _program_steps(timeline: Timeline, hops: list[GpuHop], layout: _Layout, per_
             step = _Step("rrc" if combine else "r", buf, off, buf, off, deps)
         for other, j in deps.items():
             known[tb][other] = max(known[tb].get(other, -1), j)
-            steps[other][j].hasdep = True
+        step.order = order
         steps[tb].append(step)
     return steps
 
 
-def _assign_channels(keys: list[tuple]) -> dict[tuple, int]:
-    """A channel per connection segment: <= 32 sending and <= 32 receiving thread blocks per GPU per channel."""
+@dataclass
+class _Block:
+    """One thread block: the connection segments it receives and sends on, and its steps."""
+
+    gpu: int
+    recv: tuple[int, int, int] | None  # (src, dst, segment)
+    send: tuple[int, int, int] | None
+    steps: list[_Step]
+
+
+def _blocks(steps: dict[tuple, list[_Step]], fuse: bool) -> list[_Block]:
+    """Thread blocks from per-connection step lists; with ``fuse``, a GPU's receiving block and the sending
+    block that forwards what it receives become one, and each receive followed by the send of what it
+    wrote becomes one step (r+s -> rcs, rrc+s -> rrcs), as msccl-tools writes rings."""
+    def conn(key: tuple) -> tuple[int, int, int]:
+        gpu, peer, direction, seg = key
+        return (peer, gpu, seg) if direction == "recv" else (gpu, peer, seg)
+
+    groups: list[list[tuple]] = []
+    paired: set[tuple] = set()
+    if fuse:
+        score: dict[tuple[tuple, tuple], int] = defaultdict(int)
+        for key, lst in steps.items():
+            if key[2] == "send":
+                for st in lst:
+                    if st.after_write and st.after_write[0][2] == "recv":
+                        other, j = st.after_write
+                        if _forwards(steps[other][j], st):
+                            score[(other, key)] += 1
+        for (r, snd), _ in sorted(score.items(), key=lambda kv: (-kv[1], kv[0])):
+            if r not in paired and snd not in paired and _chain_like(_merged([r, snd], steps)[0]):
+                paired |= {r, snd}
+                groups.append([r, snd])
+    groups += [[k] for k in sorted(steps) if k not in paired]
+    blocks: list[_Block] = []
+    where: dict[tuple[tuple, int], tuple[int, int]] = {}  # (old key, index) -> (block, position)
+    for keys in groups:
+        out, local = _merged(keys, steps)
+        where.update({old: (len(blocks), pos) for old, pos in local.items()})
+        recv = next((conn(k) for k in keys if k[2] == "recv"), None)
+        send = next((conn(k) for k in keys if k[2] == "send"), None)
+        blocks.append(_Block(keys[0][0], recv, send, out))
+    for b, block in enumerate(blocks):  # dependencies now name blocks; program order covers its own block
+        for st in block.steps:
+            deps: dict[int, int] = {}
+            for old in st.deps.items():
+                tb, pos = where[old]
+                if tb != b:
+                    deps[tb] = max(deps.get(tb, -1), pos)
+            st.deps = deps
+    for block in blocks:
+        for st in block.steps:
+            for tb, pos in st.deps.items():
+                blocks[tb].steps[pos].hasdep = True
+    return blocks
+
+
+def _merged(keys: list[tuple], steps: dict[tuple, list[_Step]]) -> tuple[list[_Step], dict[tuple[tuple, int], int]]:
+    """The steps of one or two connection blocks in time order, a receive and the send of what it wrote
+    fused into one step; plus where each old step went."""
+    merged = sorted(((st.order, k, i, st) for k in keys for i, st in enumerate(steps[k])), key=lambda x: x[0])
+    out: list[_Step] = []
+    local: dict[tuple[tuple, int], int] = {}
+    n = 0
+    while n < len(merged):
+        _, k, i, st = merged[n]
+        if n + 1 < len(merged):
+            _, k2, i2, nxt = merged[n + 1]
+            if k2 != k and nxt.after_write == (k, i) and _forwards(st, nxt):
+                deps = dict(st.deps)
+                for other, j in nxt.deps.items():
+                    deps[other] = max(deps.get(other, -1), j)
+                local[(k, i)] = local[(k2, i2)] = len(out)
+                out.append(_Step("rcs" if st.type == "r" else "rrcs", st.srcbuf, st.srcoff, st.dstbuf, st.dstoff,
+                                 deps, order=st.order))
+                n += 2
+                continue
+        local[(k, i)] = len(out)
+        out.append(_Step(st.type, st.srcbuf, st.srcoff, st.dstbuf, st.dstoff, dict(st.deps), order=st.order))
+        n += 1
+    return out, local
+
+
+def _chain_like(steps: list[_Step]) -> bool:
+    """Fuse two blocks only into a ring-like chain: one own send first, then every send forwards a receive.
+
+    A plain send after that would wait in the same thread block behind receives that, in the simulated
+    schedule, ran beside it: with the connection's small FIFO that can deadlock, and it slows the schedule.
+    """
+    plain = [n for n, st in enumerate(steps) if st.type == "s"]
+    return plain in ([], [0])
+
+
+def _forwards(recv: _Step, send: _Step) -> bool:
+    """A send of exactly what a receive wrote (fusable into rcs/rrcs)."""
+    return (recv.type in ("r", "rrc") and send.type == "s"
+            and (send.srcbuf, send.srcoff) == (recv.dstbuf, recv.dstoff))
+
+
+def _assign_channels(blocks: list[_Block]) -> list[int] | None:
+    """A channel per block: a fused block's two connections share it; <= 32 sending and <= 32 receiving
+    thread blocks per GPU per channel; a connection segment once per channel. None if fusion made that
+    impossible (a chain of fused blocks using one connection twice)."""
+    parent: dict[tuple, tuple] = {}
+
+    def find(x: tuple) -> tuple:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for block in blocks:
+        for c in (block.recv, block.send):
+            if c is not None:
+                find(c)
+        if block.recv is not None and block.send is not None:
+            parent[find(block.recv)] = find(block.send)
+    members: dict[tuple, list[tuple]] = defaultdict(list)
+    for c in parent:
+        members[find(c)].append(c)
     sends: dict[tuple[int, int], int] = defaultdict(int)
     recvs: dict[tuple[int, int], int] = defaultdict(int)
     used: set[tuple[int, int, int]] = set()
-    chan: dict[tuple, int] = {}
-    for gpu, peer, _, seg in sorted(k for k in keys if k[2] == "send"):
+    chan_of: dict[tuple, int] = {}
+    for root in sorted(members):
+        conns = sorted(members[root])
+        pairs = [(a, b) for a, b, _ in conns]
+        if len(set(pairs)) < len(pairs):
+            return None
+        out_n = Counter(a for a, _ in pairs)
+        in_n = Counter(b for _, b in pairs)
         c = 0
-        while sends[(gpu, c)] >= MAX_TBS_PER_CHANNEL or recvs[(peer, c)] >= MAX_TBS_PER_CHANNEL or (gpu, peer, c) in used:
+        while any((a, b, c) in used for a, b in pairs) or any(sends[(a, c)] + k > MAX_TBS_PER_CHANNEL
+                                                             for a, k in out_n.items()) or \
+                any(recvs[(b, c)] + k > MAX_TBS_PER_CHANNEL for b, k in in_n.items()):
             c += 1
-        sends[(gpu, c)] += 1
-        recvs[(peer, c)] += 1
-        used.add((gpu, peer, c))
-        chan[(gpu, peer, "send", seg)] = chan[(peer, gpu, "recv", seg)] = c
-    for key in keys:
-        chan.setdefault(key, 0)  # local copies need no connection
-    return chan
+        for a, b, seg in conns:
+            used.add((a, b, c))
+            sends[(a, c)] += 1
+            recvs[(b, c)] += 1
+            chan_of[(a, b, seg)] = c
+    return [chan_of[block.recv or block.send] if (block.recv or block.send) else 0 for block in blocks]
 
 
 def _with_nops(steps: list[_Step]) -> list[tuple[str, _Step | None, tuple | None]]:
@@ -313,19 +440,22 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
             f"msccl: switch {switch} copies chunk {chunk} to {n} GPUs from one arrival; MSCCL has no switch "
             "multicast, so this schedule cannot be written as MSCCL XML (synthesize on switches that cannot "
             "copy, e.g. star:copy=false)", "msccl")
-    per_tb = MAX_STEPS
-    while True:
-        layout = _Layout(coll)
-        steps = _program_steps(timeline, hops, layout, per_tb)
-        longest = max((len(_with_nops(s)) for s in steps.values()), default=0)
-        if longest <= MAX_STEPS:
+    for fuse in (True, False):  # fusion first; plain blocks if fused chains cannot share channels
+        per_tb = MAX_STEPS
+        while True:
+            layout = _Layout(coll)
+            blocks = _blocks(_program_steps(timeline, hops, layout, per_tb), fuse)
+            longest = max((len(_with_nops(b.steps)) for b in blocks), default=0)
+            if longest <= MAX_STEPS:
+                break
+            if per_tb == 1:
+                raise CcvizError(f"msccl: a thread block needs {longest} steps even with one message per channel; "
+                                 f"the runtime accepts {MAX_STEPS}", "msccl")
+            per_tb = max(1, per_tb * MAX_STEPS // longest - 1)
+        chan = _assign_channels(blocks)
+        if chan is not None:
             break
-        if per_tb == 1:
-            raise CcvizError(f"msccl: a thread block needs {longest} steps even with one message per channel; the "
-                             f"runtime accepts {MAX_STEPS}", "msccl")
-        per_tb = max(1, per_tb * MAX_STEPS // longest - 1)
-    chan = _assign_channels(list(steps))
-    nchannels = max(chan.values(), default=0) + 1
+    nchannels = max(chan, default=0) + 1
     if nchannels > MAX_CHANNELS:
         raise CcvizError(f"msccl: this schedule needs {nchannels} channels to stay within the runtime's limits "
                          f"(32 thread blocks per channel, {MAX_STEPS} steps per thread block); MSCCL has "
@@ -339,18 +469,19 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
         # maxBytes=0 means "no limit" to current runtimes but "never chosen" to microsoft/msccl v0.x
         "minBytes": "0", "maxBytes": str(2**63 - 1),
     })
+    positions = [_positions(b.steps) for b in blocks]
     for gpu in coll.ranks:
-        keys = sorted((k for k in steps if k[0] == gpu), key=lambda k: (chan[k], k[2], k[1], k[3]))
-        ids = {k: n for n, k in enumerate(keys)}
+        mine = sorted((n for n, b in enumerate(blocks) if b.gpu == gpu),
+                      key=lambda n: (chan[n], blocks[n].send or (-1,), blocks[n].recv or (-1,)))
+        ids = {n: k for k, n in enumerate(mine)}
         g = ET.SubElement(algo, "gpu", {"id": str(layout.index[gpu]), "i_chunks": str(layout.i_chunks),
                                         "o_chunks": str(layout.o_chunks), "s_chunks": str(layout.scratch[gpu])})
-        positions = {k: _positions(steps[k]) for k in keys}
-        for key in keys:
-            _, peer, direction, _ = key
-            peer_id = str(layout.index[peer]) if peer >= 0 else "-1"
-            t = ET.SubElement(g, "tb", {"id": str(ids[key]), "send": peer_id if direction == "send" else "-1",
-                                        "recv": peer_id if direction == "recv" else "-1", "chan": str(chan[key])})
-            for s_index, (kind, st, dep) in enumerate(_with_nops(steps[key])):
+        for n in mine:
+            block = blocks[n]
+            send = str(layout.index[block.send[1]]) if block.send else "-1"
+            recv = str(layout.index[block.recv[0]]) if block.recv else "-1"
+            t = ET.SubElement(g, "tb", {"id": str(ids[n]), "send": send, "recv": recv, "chan": str(chan[n])})
+            for s_index, (kind, st, dep) in enumerate(_with_nops(block.steps)):
                 ET.SubElement(t, "step", {
                     "s": str(s_index), "type": kind,
                     "srcbuf": st.srcbuf if st else "i", "srcoff": str(st.srcoff) if st else "-1",

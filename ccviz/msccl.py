@@ -698,10 +698,10 @@ class _Runner:
         return True
 
     def declared_target(self, sref: StepRef) -> tuple[str, int] | None:
-        """Where a send says its data lands on the peer (dstbuf/dstoff), when it says so."""
+        """Where a plain send says its data lands on the peer (dstbuf/dstoff); fused steps' dst is local."""
         t = self.index[(sref.gpu, sref.tb)]
         st = self.tbs[t][1].steps[self.pos[t][sref.s]]
-        return (st.dstbuf, st.dstoff) if st.dstbuf in BUFFERS and st.dstoff >= 0 else None
+        return (st.dstbuf, st.dstoff) if st.type == "s" and st.dstoff >= 0 else None
 
     # ---------------------------------------------------------------- memory with race detection
     def read(self, t: int, clock: int, ref: StepRef, gpu: int, buf: str, off: int) -> tuple | None:
