@@ -19,6 +19,7 @@ Once imported, a schedule is judged by the simulator like any synthesized one
 
 from __future__ import annotations
 
+import heapq
 import json
 import re
 from collections import defaultdict
@@ -150,16 +151,25 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
             ready = max(ready, arrival_of[id(m)])
         return ready
 
-    while True:
-        best = None
-        for i, (_, tb) in enumerate(tbs):
-            if pc[i] < len(tb.steps):
-                r = ready_time(i)
-                if r is not None and (best is None or r < best[0]):
-                    best = (r, i)
-        if best is None:
-            break
-        ready, i = best
+    index = {(g, tb.id): i for i, (g, tb) in enumerate(tbs)}
+    by_gpu: dict[int, list[int]] = defaultdict(list)
+    for i, (g, _) in enumerate(tbs):
+        by_gpu[g].append(i)
+    heap: list[tuple[float, int, int]] = []
+    queued: set[tuple[int, int]] = set()
+
+    def offer(i: int) -> None:
+        """Queue a thread block's next step once everything it waits for is done."""
+        if pc[i] < len(tbs[i][1].steps) and (i, pc[i]) not in queued:
+            r = ready_time(i)
+            if r is not None:
+                queued.add((i, pc[i]))
+                heapq.heappush(heap, (r, i, pc[i]))
+
+    for i in range(len(tbs)):
+        offer(i)
+    while heap:
+        ready, i, k = heapq.heappop(heap)
         g, tb = tbs[i]
         st = tb.steps[pc[i]]
         m = sends.get((g, tb.id, st.s))
@@ -182,6 +192,10 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
             arrival_of[id(m)] = last_arrival
         end[(g, tb.id, pc[i])] = posted
         pc[i] += 1
+        for j in by_gpu[g]:  # dependencies stay within a GPU
+            offer(j)
+        if m is not None:
+            offer(index[(m.recv.gpu, m.recv.tb)])
     return transfers
 
 

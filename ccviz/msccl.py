@@ -63,6 +63,8 @@ FIFO_DEPTH = 2  # NCCL_STEPS / MSCCL_CHUNKSTEPS messages in flight per connectio
 # ------------------------------------------------------------------------ program
 @dataclass(frozen=True)
 class Step:
+    """One ``<step>`` as written; ``line`` points back into the file for error messages."""
+
     s: int
     type: str
     srcbuf: str
@@ -78,6 +80,8 @@ class Step:
 
 @dataclass(frozen=True)
 class ThreadBlock:
+    """One thread block: sends to ``send``, receives from ``recv`` (-1: none) on channel ``chan``."""
+
     id: int
     send: int
     recv: int
@@ -88,6 +92,8 @@ class ThreadBlock:
 
 @dataclass(frozen=True)
 class Gpu:
+    """One rank: its declared buffer sizes in chunks and its thread blocks (ids 0..n-1)."""
+
     id: int
     i_chunks: int
     o_chunks: int
