@@ -71,9 +71,10 @@ def upload_panel() -> None:
             text = file.getvalue().decode("utf-8", errors="replace")
             size = parse_size(size_text)
             topology = current_topology()
-            is_teccl = not text.lstrip().startswith("<") and "Flows" in text[:5000]
-            on_current = where == ON_CURRENT or is_teccl
-            upload = Upload(file.name, text, on_current, size, "", text.lstrip().startswith("<"))
+            is_xml = text.lstrip().startswith("<")
+            # Only an MSCCL program can run without a fabric; a TE-CCL output names nodes of the one it was
+            # solved on (a ccviz schedule carries its own).
+            upload = Upload(file.name, text, where == ON_CURRENT or not is_xml, size, "", is_xml)
             run = imported_run(upload, topology)
             upload = replace(upload, collective=run.result.collective.name)
             st.session_state.setdefault(IMPORTS_KEY, {})[file.name] = upload
