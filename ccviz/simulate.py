@@ -156,8 +156,17 @@ class Timeline:
 # --------------------------------------------------------------------------- API
 def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
     """Time (if needed) and verify a schedule; the result is the only source of truth."""
+    check_sizes(schedule)
     timed = schedule if schedule.is_timed else assign_times(schedule)
     return _Verifier(timed, max_violations).run()
+
+
+def check_sizes(schedule: Schedule) -> None:
+    """A chunk of zero, negative or non-finite bytes would make any schedule look faster than physics."""
+    cb = schedule.collective.chunk_bytes
+    if isinstance(cb, bool) or not isinstance(cb, (int, float)) or not (0 < cb < math.inf):
+        raise CcvizError(f"collective.chunk_bytes: must be a positive finite number of bytes, got {cb!r}",
+                         "collective.chunk_bytes")
 
 
 def verify(schedule: Schedule) -> list[Violation]:
@@ -292,9 +301,14 @@ class _Verifier:
         self.start[:] = np.array(cols[3], dtype=float)
         claimed_end = np.array(cols[4], dtype=float)  # None -> nan: no claim
         ops = np.array(cols[5])
-        # Look every transfer's link up at once (keys src*K+dst in a sorted array).
+        # Look every transfer's link up at once (keys src*K+dst in a sorted array). Ids outside the
+        # topology's nodes get no link (a negative id must not alias onto a real link's key).
+        node_ids = np.array(sorted(self.topo.nodes), dtype=np.int64)
+        known = np.isin(src, node_ids) & np.isin(dst, node_ids)
+        src = np.where(known, src, 0)
+        dst = np.where(known, dst, 0)
         keys_list = list(self.topo.links)
-        k = int(max(max(self.topo.nodes), src.max(), dst.max())) + 1
+        k = int(node_ids.max()) + 1
         link_keys = np.array([u * k + v for u, v in keys_list], dtype=np.int64)
         order = np.argsort(link_keys)
         link_keys = link_keys[order]
@@ -303,7 +317,7 @@ class _Verifier:
             *(costs[keys_list[j]] for j in order), strict=True))
         want = src * k + dst
         pos = np.minimum(np.searchsorted(link_keys, want), len(link_keys) - 1)
-        has_link = link_keys[pos] == want
+        has_link = (link_keys[pos] == want) & known
         self.link_of = np.where(has_link, pos, -1)
         self.arrival[:] = np.where(has_link, self.start + delay[pos], self.start)
         self.busy_until[:] = np.where(has_link, self.start + occupancy[pos], self.start)
@@ -314,17 +328,26 @@ class _Verifier:
         bad_op = ~bad_chunk & ~((ops == "copy") | is_reduce)
         bad_reduce = ~bad_chunk & is_reduce & ~reducible[np.where(bad_chunk, n_chunks, chunk)]
         early = self.start < -ABS_TOL
+        unfinite = ~np.isfinite(self.start) | np.isinf(claimed_end)  # end nan = no claim
+        self.start[unfinite] = 0.0  # keep the arrays finite; the transfer is flagged and left out
+        self.arrival[unfinite] = self.busy_until[unfinite] = 0.0
         too_fast = claimed_end < self.arrival - (ABS_TOL + REL_TOL * np.abs(self.arrival))  # nan compares False
-        self.valid[:] = has_link & ~bad_chunk & ~bad_op & ~bad_reduce
+        too_fast &= ~unfinite
+        self.valid[:] = has_link & ~bad_chunk & ~bad_op & ~bad_reduce & ~unfinite
         for i in np.flatnonzero(~self.valid | early | too_fast).tolist():
             t = transfers[i]
-            if bad_chunk[i]:
+            if unfinite[i]:
+                self.flag("bad_transfer", f"transfer #{i}: its times ({t.start_s!r}, {t.end_s!r}) are not finite", i)
+            if not known[i]:
+                bad = t.src if t.src not in self.topo.nodes else t.dst
+                self.flag("no_link", f"transfer #{i}: node {bad} is not in the topology", i)
+            elif bad_chunk[i]:
                 self.flag("bad_transfer", f"transfer #{i}: chunk {t.chunk} does not exist (0..{n_chunks - 1})", i)
             elif bad_op[i]:
                 self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy' or 'reduce'", i)
             elif bad_reduce[i]:
                 self.flag("bad_reduce", f"transfer #{i}: reduces chunk {t.chunk}, which is not a reduction chunk", i)
-            if not has_link[i]:
+            if known[i] and not has_link[i]:
                 self.flag("no_link", f"transfer #{i}: there is no link {t.src}->{t.dst} for chunk {t.chunk}", i)
             if early[i]:
                 self.flag("bad_transfer", f"transfer #{i}: starts before time 0 ({self.start[i]:.6g} s)", i,
@@ -417,7 +440,7 @@ class _Verifier:
         valid_idx = np.flatnonzero(self.valid)
         # Departures in time order; at equal times switches forward first, so that a zero-delay hop out
         # of a switch (switch_hop="free") lands before a GPU that starts at that instant needs it.
-        from_switch = np.array([is_switch[t.src] for t in transfers], dtype=bool) if transfers else np.zeros(0, bool)
+        from_switch = np.array([is_switch.get(t.src, False) for t in transfers], dtype=bool)
         departures = valid_idx[np.lexsort((~from_switch[valid_idx], self.start[valid_idx]))].tolist()
         arrivals = valid_idx[np.argsort(self.arrival[valid_idx], kind="stable")].tolist()
         departed = [False] * len(transfers)
