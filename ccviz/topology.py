@@ -55,6 +55,9 @@ class Node:
 
     ``copy`` matters for switches only: a copy-capable switch (NVSwitch
     multicast, SHARP) may forward one arrival on several out-links.
+    ``buffer`` (switches only) declares a switch that may hold a chunk before
+    forwarding it; without it a switch forwards each arrival the moment it
+    arrives (see ``ccviz.simulate``'s switch rule).
     """
 
     id: int
@@ -63,6 +66,7 @@ class Node:
     group: str | None = None
     pos: tuple[float, float] | None = None
     copy: bool = True
+    buffer: bool = False
 
     def __post_init__(self) -> None:
         if not self.label:  # one naming rule for every builder, file format and editor
@@ -285,6 +289,7 @@ class Topology:
                     "id": n.id, "kind": n.kind, "label": n.label, "group": n.group,
                     "pos": list(n.pos) if n.pos is not None else None,
                     "copy": n.copy if n.kind == "switch" else None,
+                    "buffer": True if n.kind == "switch" and n.buffer else None,
                 }.items() if v is not None}
                 for n in sorted(self.nodes.values(), key=lambda n: n.id)
             ],
@@ -360,8 +365,9 @@ def _reference_nodes(data: dict[str, Any]) -> list[Node]:
         check.integer(s, f"switches[{i}]", lo=0, hi=count - 1)
     switches = {int(s) for s in switches}
     copy = check.boolean(data.get("switch_copy", True), "switch_copy")
+    buffer = check.boolean(data.get("switch_buffer", False), "switch_buffer")
     return [
-        Node(i, "switch" if i in switches else "gpu", copy=copy)
+        Node(i, "switch" if i in switches else "gpu", copy=copy, buffer=buffer)
         for i in range(count)
     ]
 
@@ -391,6 +397,7 @@ def _node_from_dict(d: Any, index: int) -> Node:
         group=None if group is None else str(group),
         pos=pos,
         copy=check.boolean(d.get("copy", True), f"{where}.copy"),
+        buffer=check.boolean(d.get("buffer", False), f"{where}.buffer"),
     )
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from ccviz.errors import CcvizError
 
-MAX_NODES = 100_000  # nodes in one topology
+MAX_NODES = 10_000  # nodes in one topology (a 32-ary fat-tree has 9,472)
 MAX_LINKS = 1_000_000  # directed links in one topology
-MAX_TRANSFERS = 20_000_000  # transfers a collective may need (each ~60 B in memory)
+MAX_TRANSFERS = 2_000_000  # transfers a collective may need; beyond this a run takes minutes
 BYTES_PER_TRANSFER = 60
 MAX_SIZE_BYTES = 1e15  # 1 PB per-rank buffer
 MIN_CHUNK_BYTES = 1.0  # a chunk smaller than a byte is a typo, not a workload
