@@ -273,6 +273,7 @@ def switch_forwards(schedule: Schedule) -> dict[int, list[int]]:
         if t.src in bufferless:
             departures[(t.src, t.chunk)].append((t.step, i))
     forwards: dict[int, list[int]] = defaultdict(list)
+    transfers = schedule.transfers
     for key, deps in departures.items():
         arr = sorted(arrivals.get(key, ()))
         copy = nodes[key[0]].copy
@@ -280,11 +281,15 @@ def switch_forwards(schedule: Schedule) -> dict[int, list[int]]:
         for step, j in sorted(deps):
             earlier = bisect.bisect_left(arr, (step, -1))
             if copy and earlier:
-                forwards[arr[earlier - 1][1]].append(j)
+                feeder = arr[earlier - 1][1]
+                # One arrival leaves once per out-link; a second send on the same link is a later send
+                # (the verifier reports it as holding), timed on its own.
+                if all(transfers[k].dst != transfers[j].dst for k in forwards[feeder]):
+                    forwards[feeder].append(j)
             elif not copy and unused < earlier:
                 forwards[arr[unused][1]].append(j)
                 unused += 1
-    return dict(forwards)
+    return {k: js for k, js in forwards.items() if js}
 
 
 def _chain(head: int, forwards: dict[int, list[int]], transfers, costs) -> list[tuple[int, float]]:

@@ -60,3 +60,29 @@ def run_cli(argv: list[str]) -> Outcome:
     else:
         kind = f"exit{code}"
     return Outcome(kind, code, out.getvalue(), stderr, seconds)
+
+
+# Figures of the fuzz suite, printed at the end of the test session (tests/conftest.py).
+FIGURES: dict[str, int] = {
+    "cases tried": 0, "clear errors": 0, "INVALID reports": 0, "verified results": 0,
+    "tracebacks": 0, "hangs": 0, "silently accepted": 0, "invalid-but-verified": 0,
+}
+
+
+def record(outcome: Outcome, *, bad_input: bool, independent_valid: bool | None = None) -> None:
+    """Count one fuzz case; ``bad_input`` marks inputs that must never be accepted."""
+    FIGURES["cases tried"] += 1
+    if outcome.kind == "clear":
+        FIGURES["clear errors"] += 1
+    elif outcome.kind == "invalid":
+        FIGURES["INVALID reports"] += 1
+    elif outcome.kind == "hang":
+        FIGURES["hangs"] += 1
+    elif outcome.kind == "ok":
+        FIGURES["verified results"] += 1
+        if bad_input:
+            FIGURES["silently accepted"] += 1
+        if independent_valid is False:
+            FIGURES["invalid-but-verified"] += 1
+    else:
+        FIGURES["tracebacks"] += 1
