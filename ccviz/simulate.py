@@ -281,10 +281,16 @@ def switch_forwards(schedule: Schedule) -> dict[int, list[int]]:
         for step, j in sorted(deps):
             earlier = bisect.bisect_left(arr, (step, -1))
             if copy and earlier:
-                feeder = arr[earlier - 1][1]
-                # One arrival leaves once per out-link; a second send on the same link is a later send
-                # (the verifier reports it as holding), timed on its own.
-                if all(transfers[k].dst != transfers[j].dst for k in forwards[feeder]):
+                # The latest arrival not yet forwarded on this out-link (one arrival crosses a link once);
+                # when every one has been, this send cannot leave on arrival: it is timed on its own and
+                # the verifier reports the holding.
+                dst = transfers[j].dst
+                latest = [a for a in range(earlier - 1, -1, -1) if arr[a][0] == arr[earlier - 1][0]]
+                feeder = next((arr[a][1] for a in reversed(latest) if not forwards[arr[a][1]]), None)
+                if feeder is None:  # every latest arrival is forwarded already: a copy (multicast)
+                    feeder = next((arr[a][1] for a in range(earlier - 1, -1, -1)
+                                   if all(transfers[k].dst != dst for k in forwards[arr[a][1]])), None)
+                if feeder is not None:
                     forwards[feeder].append(j)
             elif not copy and unused < earlier:
                 forwards[arr[unused][1]].append(j)
@@ -600,7 +606,12 @@ class _Verifier:
             return 0
         node = self.topo.nodes[t.src]
         if node.copy:
-            token = queue[-1]
+            # The latest arrival; among arrivals at this very instant, one not forwarded yet (they may
+            # carry different partials of a reduction), else any of them (a multicast).
+            start = float(self.start[i])
+            now = [tk for tk in queue if abs(tk[2] - start) <= _tol(start)]
+            token = next((tk for tk in now if not tk[1]), now[-1] if now else queue[-1])
+            token[1] = True
         else:
             token = next((tk for tk in queue if not tk[1]), None)
             if token is None:

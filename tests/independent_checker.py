@@ -120,8 +120,9 @@ def check(schedule) -> tuple[bool, float | None, list[str]]:
             if not can_copy[t.src]:
                 tokens = [tok for tok in tokens if not tok[2]]
                 token = tokens[0] if tokens else None
-            else:
-                token = tokens[-1] if tokens else None
+            else:  # the latest arrival; at one instant, one not yet forwarded (reductions carry partials)
+                now = [tok for tok in tokens if _le(start, tok[1])]
+                token = next((tok for tok in now if not tok[2]), now[-1] if now else tokens[-1] if tokens else None)
             if token is None:
                 problems.append(f"#{k}: switch {t.src} forwards chunk {t.chunk} it has not received")
                 carried[k] = frozenset()
