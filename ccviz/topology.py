@@ -362,7 +362,8 @@ def _reference_nodes(data: dict[str, Any]) -> list[Node]:
     check.check_node_count(count)
     switches = check.sequence(data.get("switches") or [], "switches")
     for i, s in enumerate(switches):
-        check.integer(s, f"switches[{i}]", lo=0, hi=count - 1)
+        if not 0 <= check.integer(s, f"switches[{i}]") < count:
+            raise CcvizError(f"switches: switch id {s} is outside 0..{count - 1}", "switches")
     switches = {int(s) for s in switches}
     copy = check.boolean(data.get("switch_copy", True), "switch_copy")
     buffer = check.boolean(data.get("switch_buffer", False), "switch_buffer")
