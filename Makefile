@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 
-.PHONY: app test install install-test browser-deps lint bench clean
+.PHONY: app test install install-test browser-deps lint bench clean notebook
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ app: install
 test: install-test browser-deps
 	$(BIN)/ruff check ccviz tests bench app.py pages
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The quickstart notebook in JupyterLab (the `notebook` extra).
+notebook: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[notebook]"
+	$(BIN)/jupyter lab examples/quickstart.ipynb
 
 lint: install-test
 	$(BIN)/ruff check ccviz tests bench app.py pages

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from ccviz.errors import CcvizError
 from ccviz.topology import Link, Node, Topology
+from ccviz.validate import MAX_LINKS, check_node_count
 
 DEFAULT_BW = 50.0
 DEFAULT_ALPHA = 0.5
@@ -103,7 +104,10 @@ def build(spec: str) -> Topology:
             raise CcvizError(
                 f"topology: builder {b.name!r} has no parameter {key!r}; it takes {b.signature_text()}", "topology"
             )
+        if key in kwargs:
+            raise CcvizError(f"{key}: given twice in {spec!r}; keep one value", key)
         kwargs[key] = _convert(value.strip(), hints.get(key, str), key, b.name)
+    check_node_count(_node_estimate({**{k: p.default for k, p in params.items()}, **kwargs}), "topology")
     try:
         return b.function(**kwargs)
     except CcvizError:
@@ -124,7 +128,7 @@ def _convert(value: str, hint: object, key: str, builder_name: str) -> object:
         if origin is tuple:
             elem = args[0] if args else float
             parts = value.replace("/", "x").split("x") if key == "dims" else value.split("/")
-            return tuple(elem(p) for p in parts if p)
+            return tuple(_scalar(elem, p) for p in parts if p)
         if hint is bool:
             if value.lower() in ("1", "true", "yes", "on"):
                 return True
@@ -132,10 +136,35 @@ def _convert(value: str, hint: object, key: str, builder_name: str) -> object:
                 return False
             raise ValueError(value)
         if hint in (int, float, str):
-            return hint(value)
+            return _scalar(hint, value)
         return value
-    except (ValueError, StopIteration):
+    except (ValueError, StopIteration, OverflowError):
         raise CcvizError(f"topology: {builder_name}: cannot read {key}={value!r}", "topology") from None
+
+
+def _scalar(kind: type, value: str) -> object:
+    """int/float/str from spec text; floats must be finite (bw=inf, alpha=nan are typos)."""
+    out = kind(value)
+    if kind is float and not math.isfinite(out):
+        raise ValueError(value)
+    return out
+
+
+def _node_estimate(kwargs: dict[str, object]) -> float:
+    """An upper estimate of a builder's node count from its parameters, computed before building.
+
+    Each size parameter multiplies the estimate by (value + 1), which bounds every builder's count
+    (ring n, dims, leaves x hosts x spines, ...); a fat-tree grows as k^3 and a chassis holds 16 nodes.
+    """
+    estimate = 1.0
+    for key, value in kwargs.items():
+        values = value if isinstance(value, tuple) else (value,)
+        for x in values:
+            if isinstance(x, bool) or not isinstance(x, int):
+                continue
+            x = max(x, 0)
+            estimate *= (x + 1) ** 3 if key == "k" else 16 * (x + 1) if key == "chassis" else x + 1
+    return estimate
 
 
 # ------------------------------------------------------------ shared helpers
@@ -265,6 +294,8 @@ def line(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA) -> To
 def fully_connected(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA) -> Topology:
     """n GPUs, a direct cable between every pair (the ideal all-to-all fabric)."""
     require(n >= 2, "n", f"fully_connected needs n >= 2 GPUs, got {n}")
+    require(n * (n - 1) <= MAX_LINKS, "n", f"fully_connected:n={n} would need {n * (n - 1):.3g} links; "
+            f"the limit is {MAX_LINKS:.3g}")
     fabric = Fabric()
     for pos in circle_positions(n):
         fabric.add_gpu(pos=pos)

@@ -15,10 +15,12 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from ccviz.errors import CcvizError
 from ccviz.units import format_size, format_time, parse_size
+from ccviz.validate import MAX_NODES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,7 +58,7 @@ def parse_extra(items: Sequence[str]) -> dict[str, Any]:
         if not eq or not key.strip():
             raise CcvizError(f"--opt: {item!r} should be key=value, e.g. --opt switch_degree=2", "opt")
         try:
-            extra[key.strip()] = json.loads(value)
+            extra[key.strip()] = json.loads(value, parse_constant=str)
         except json.JSONDecodeError:
             extra[key.strip()] = value
     return extra
@@ -66,6 +68,37 @@ def _positive(name: str, value: float | None) -> None:
     if value is not None and not (value > 0 and math.isfinite(value)):
         raise CcvizError(f"--{name}: must be a positive number, got {value}", name)
 
+
+def check_output_path(flag: str, path: str | None) -> None:
+    """Refuse an output path that cannot be written, before any long work starts."""
+    if not path:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise CcvizError(f"--{flag}: {path!r} is a directory; give a file name", flag)
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise CcvizError(f"--{flag}: directory {str(parent)!r} does not exist; create it first", flag)
+    if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise CcvizError(f"--{flag}: cannot write {path!r} (permission denied)", flag)
+
+
+def dumps(obj: Any) -> str:
+    """Strict JSON: a non-finite number (which no valid result holds) is written as null, never Infinity."""
+    return json.dumps(_finite(obj), allow_nan=False)
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+MAX_RESTARTS = 10_000
 
 # ---------------------------------------------------------------------- commands
 def cmd_synth(args: argparse.Namespace) -> int:
@@ -78,8 +111,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
         raise CcvizError(f"--gap: a relative MIP gap between 0 and 1 (e.g. 0.3), got {args.gap}", "gap")
     if args.epochs is not None and args.epochs < 1:
         raise CcvizError(f"--epochs: must be a whole number >= 1, got {args.epochs}", "epochs")
-    if args.restarts < 1:
-        raise CcvizError(f"--restarts: must be >= 1, got {args.restarts}", "restarts")
+    if not 1 <= args.restarts <= MAX_RESTARTS:
+        raise CcvizError(f"--restarts: must be between 1 and {MAX_RESTARTS}, got {args.restarts}", "restarts")
+    check_output_path("out", args.out)
+    check_output_path("msccl", args.msccl)
     topology = load_topology(args.topology)
     size = parse_size(args.size)
     stop = threading.Event()
@@ -112,7 +147,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
         write_msccl_xml(result.timeline, args.msccl)
     if args.json:
-        print(json.dumps(summary))
+        print(dumps(summary))
     else:
         _print_summary(summary, result.bound.explanation)
     return 0
@@ -149,7 +184,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         **timeline.summary(),
     }
     if args.json:
-        print(json.dumps(report))
+        print(dumps(report))
     elif timeline.verified:
         print(f"valid: {len(schedule.transfers)} transfers, finish {format_time(timeline.finish_time_s)}, "
               f"algbw {timeline.algbw_GBps:.3f} GB/s")
@@ -168,7 +203,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     listing = {
         "algorithms": [
-            {"name": a.name, "kind": a.kind, "collectives": sorted(a.collectives), "description": a.description}
+            {"name": a.name, "kind": a.kind, "collectives": sorted(a.collectives & set(COLLECTIVES)),
+             "description": a.description}
             for a in sorted(REGISTRY.values(), key=lambda a: a.name)
         ],
         "collectives": list(COLLECTIVES),
@@ -179,7 +215,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         "cost_formulas": formula_table(),
     }
     if args.json:
-        print(json.dumps(listing))
+        print(dumps(listing))
         return 0
     print("Algorithms (ccviz synth --algorithm NAME):")
     for a in listing["algorithms"]:
@@ -200,11 +236,11 @@ def cmd_cost(args: argparse.Namespace) -> int:
     from ccviz.collectives import normalize_name
     from ccviz.cost import formula
 
-    if args.n < 2:
-        raise CcvizError(f"--n: the number of ranks must be >= 2, got {args.n}", "n")
+    if not 2 <= args.n <= MAX_NODES:
+        raise CcvizError(f"--n: the number of ranks must be between 2 and {MAX_NODES}, got {args.n}", "n")
     _positive("bw", args.bw)
-    if args.alpha < 0:
-        raise CcvizError(f"--alpha: must be >= 0 microseconds, got {args.alpha}", "alpha")
+    if not (0 <= args.alpha < math.inf):
+        raise CcvizError(f"--alpha: must be a finite number >= 0 microseconds, got {args.alpha}", "alpha")
     result = formula(normalize_name(args.collective), args.algorithm, args.n, parse_size(args.size), args.alpha,
                      args.bw)
     out = {
@@ -213,7 +249,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         "time_s": result.time_s, "n_alpha": result.n_alpha, "n_beta": result.n_beta, "formula": result.text,
     }
     if args.json:
-        print(json.dumps(out))
+        print(dumps(out))
     else:
         print(f"{out['algorithm']} {out['collective']}, N={args.n}, M={format_size(out['size_bytes'])}: "
               f"{format_time(result.time_s)} = {result.n_alpha:g} alpha + {result.n_beta:g} M/BW   [{result.text}]")
@@ -225,6 +261,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ccviz.schedule import Schedule
     from ccviz.simulate import simulate
 
+    check_output_path("out", args.out)
     timeline = simulate(Schedule.load(args.schedule))
     if not timeline.verified:
         raise CcvizError(f"schedule: {args.schedule} does not verify; run `ccviz verify {args.schedule}`", "schedule")

@@ -14,10 +14,12 @@ root's input).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ccviz import validate as v
 from ccviz.errors import CcvizError
 from ccviz.topology import Topology
 
@@ -108,19 +110,74 @@ class Collective:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Collective:
+    def from_dict(cls, d: Mapping[str, Any], topology: Topology | None = None) -> Collective:
+        """Rebuild a collective from its *definition* (name, ranks, size, chunks per rank, root).
+
+        The chunk list and chunk size written in a file are never trusted: a schedule file could carry
+        an emptied postcondition or a chunk of -1 bytes. They are recomputed, and a file whose copy
+        disagrees with the definition is refused, naming the field. A ``custom`` collective is defined
+        by its demand (who sends how many chunks to whom), read from its chunks.
+        """
+        d = v.mapping(d, "collective")
+        for key in ("name", "ranks", "size_bytes"):
+            if key not in d:
+                raise CcvizError(f"collective.{key}: missing from the schedule file", "collective")
+        name = v.text(d["name"], "collective.name")
+        ranks = [v.integer(r, f"collective.ranks[{i}]", lo=0) for i, r in
+                 enumerate(v.sequence(d["ranks"], "collective.ranks", max_len=v.MAX_NODES))]
+        if topology is not None and sorted(ranks) != topology.gpus:
+            raise CcvizError(f"collective.ranks: {ranks} are not the topology's GPUs {topology.gpus}",
+                             "collective.ranks")
+        size = v.number(d["size_bytes"], "collective.size_bytes", positive=True, hi=v.MAX_SIZE_BYTES)
+        if "chunk_bytes" in d:
+            v.number(d["chunk_bytes"], "collective.chunk_bytes", positive=True)
+        if name == "custom":
+            rebuilt = _custom_from_chunks(d, ranks)
+        else:
+            cpr = v.integer(d.get("chunks_per_rank", 1), "collective.chunks_per_rank", lo=1)
+            root = d.get("root")
+            root = None if root is None else v.integer(root, "collective.root")
+            over = topology if topology is not None and sorted(ranks) == list(ranks) else ranks
+            rebuilt = make_collective(name, over, size, cpr, root if name in ROOTED else None)
+        _same_as_file(rebuilt, d)
+        return rebuilt
+
+
+def _custom_from_chunks(d: Mapping[str, Any], ranks: Sequence[int]) -> Collective:
+    """A custom collective's demand, read from its chunks (each: one source rank, one destination)."""
+    demand: dict[tuple[int, int], int] = {}
+    for i, c in enumerate(v.sequence(d.get("chunks"), "collective.chunks", max_len=v.MAX_TRANSFERS)):
+        c = v.mapping(c, f"collective.chunks[{i}]")
+        pre, post = c.get("pre"), c.get("post")
+        if not (isinstance(pre, list) and isinstance(post, list) and len(pre) == 1 and len(post) == 1):
+            raise CcvizError(f"collective.chunks[{i}]: a custom chunk has one pre and one post rank", "collective")
+        key = (v.integer(pre[0], f"collective.chunks[{i}].pre"), v.integer(post[0], f"collective.chunks[{i}].post"))
+        demand[key] = demand.get(key, 0) + 1
+    chunk_bytes = v.number(d.get("chunk_bytes"), "collective.chunk_bytes", positive=True)
+    return custom_collective(ranks, demand, chunk_bytes)
+
+
+def _same_as_file(rebuilt: Collective, d: Mapping[str, Any]) -> None:
+    """Refuse a file whose copied chunk list or chunk size disagrees with the collective's definition."""
+    if "chunk_bytes" in d and not math.isclose(float(d["chunk_bytes"]), rebuilt.chunk_bytes, rel_tol=1e-9):
+        raise CcvizError(
+            f"collective.chunk_bytes: the file says {d['chunk_bytes']!r} but {rebuilt.name} of "
+            f"{rebuilt.size_bytes:g} B gives {rebuilt.chunk_bytes:g}", "collective.chunk_bytes")
+    if "chunks" not in d:
+        return
+    chunks = v.sequence(d["chunks"], "collective.chunks", max_len=v.MAX_TRANSFERS)
+    if len(chunks) != len(rebuilt.chunks):
+        raise CcvizError(f"collective.chunks: the file lists {len(chunks)} chunks but {rebuilt.name} over "
+                         f"{rebuilt.n_ranks} ranks has {len(rebuilt.chunks)}", "collective.chunks")
+    for i, (c, want) in enumerate(zip(chunks, rebuilt.chunks, strict=True)):
         try:
-            chunks = tuple(
-                Chunk(int(c["id"]), frozenset(c["pre"]), frozenset(c["post"]), bool(c.get("reduce", False)),
-                      c.get("source"), int(c.get("index", 0)))
-                for c in d["chunks"]
-            )
-            return cls(
-                str(d["name"]), tuple(d["ranks"]), chunks, float(d["chunk_bytes"]), float(d["size_bytes"]),
-                int(d.get("chunks_per_rank", 1)), d.get("root"),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CcvizError(f"collective: malformed collective in schedule file ({exc})", "collective") from None
+            same = (set(c["pre"]) == want.pre and set(c["post"]) == want.post
+                    and bool(c.get("reduce", False)) == want.reduce)
+        except (KeyError, TypeError):
+            same = False
+        if not same:
+            raise CcvizError(f"collective.chunks[{i}]: differs from {rebuilt.name}'s definition "
+                             f"(pre {sorted(want.pre)}, post {sorted(want.post)})", "collective.chunks")
 
 
 def normalize_name(name: str) -> str:
@@ -157,11 +214,15 @@ def make_collective(
     # Buffers are split over the ranks, except on topologies that say otherwise (TE-CCL's as-run NDv2
     # divides by all 16 nodes although one is marked a switch).
     n_slots = int(ranks.meta.get("buffer_ranks", n)) if isinstance(ranks, Topology) else n
-    if not isinstance(chunks_per_rank, int) or chunks_per_rank < 1:
+    if isinstance(chunks_per_rank, bool) or not isinstance(chunks_per_rank, int) or chunks_per_rank < 1:
         raise CcvizError(f"chunks: chunks per rank must be a whole number >= 1, got {chunks_per_rank!r}", "chunks")
-    if not size_bytes > 0:
-        raise CcvizError(f"size: size must be positive, got {size_bytes!r}", "size")
+    size_bytes = v.number(size_bytes, "size", positive=True, hi=v.MAX_SIZE_BYTES)
     cpr = chunks_per_rank
+    v.check_transfer_estimate(min_transfers(name, n, cpr), "chunks")
+    if root is not None and (isinstance(root, bool) or not isinstance(root, int)):
+        raise CcvizError(f"root: expected a rank number, got {root!r}", "root")
+    if root is not None and name not in ROOTED:
+        raise CcvizError(f"root: {name} has no root; --root applies to {', '.join(sorted(ROOTED))}", "root")
     if name in ROOTED:
         root = rank_tuple[0] if root is None else root
         if root not in rank_tuple:
@@ -211,7 +272,23 @@ def make_collective(
                 for k in range(cpr):
                     add([root], [r], False, r, k)
         chunk_bytes = size_bytes / (n_slots * cpr)
+    if chunk_bytes < v.MIN_CHUNK_BYTES:
+        raise CcvizError(
+            f"size: {size_bytes:g} B split into {len(chunks) if name in ('broadcast', 'reduce') else n_slots * cpr} "
+            f"chunks is {chunk_bytes:.3g} B per chunk; a chunk must be at least {v.MIN_CHUNK_BYTES:g} byte",
+            "size",
+        )
     return Collective(name, rank_tuple, tuple(chunks), chunk_bytes, float(size_bytes), cpr, root)
+
+
+def min_transfers(name: str, n_ranks: int, chunks_per_rank: int) -> int:
+    """The fewest transfers any schedule of this collective needs (one per chunk delivery)."""
+    deliveries = {
+        "allgather": n_ranks * (n_ranks - 1), "reducescatter": n_ranks * (n_ranks - 1),
+        "allreduce": 2 * n_ranks * (n_ranks - 1), "alltoall": n_ranks * (n_ranks - 1),
+        "broadcast": n_ranks - 1, "reduce": n_ranks - 1, "gather": n_ranks - 1, "scatter": n_ranks - 1,
+    }[name]
+    return deliveries * chunks_per_rank
 
 
 def custom_collective(

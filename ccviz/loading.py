@@ -8,6 +8,7 @@ from pathlib import Path
 from ccviz.builders import ALIASES, BUILDERS, build
 from ccviz.errors import CcvizError
 from ccviz.topology import Topology
+from ccviz.validate import one_line
 
 
 def load_topology(spec: str | Path | Topology) -> Topology:
@@ -27,23 +28,47 @@ def load_topology(spec: str | Path | Topology) -> Topology:
     return build(text)
 
 
+def read_structured(path: str | Path, field: str) -> object:
+    """Parse a JSON or YAML file; every failure (missing, not UTF-8, syntax) is one line with line/column."""
+    p = Path(path)
+    if not p.is_file():
+        raise CcvizError(f"{field}: file {str(path)!r} does not exist", field)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CcvizError(f"{field}: {p.name} is not UTF-8 text (byte {exc.start}); save it as UTF-8", field) from None
+    except OSError as exc:
+        raise CcvizError(f"{field}: cannot read {p.name} ({exc.strerror})", field) from None
+    if p.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            return yaml.safe_load(text)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            raise CcvizError(f"{field}: {p.name} is not valid YAML ({exc.problem}{where})", field) from None
+        except yaml.YAMLError as exc:
+            raise CcvizError(f"{field}: {p.name} is not valid YAML ({one_line(exc)})", field) from None
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        raise CcvizError(
+            f"{field}: {p.name} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})", field
+        ) from None
+    except RecursionError:
+        raise CcvizError(f"{field}: {p.name} is nested too deeply", field) from None
+
+
+def _refuse_constant(name: str) -> float:
+    """JSON has no Infinity/NaN; Python's reader accepts them, we do not."""
+    raise CcvizError(f"{name} is not a JSON number; write a finite number", "json")
+
+
 def load_topology_file(path: str | Path) -> Topology:
     """Read a topology file in the project's format or the papers' reference format."""
     p = Path(path)
-    if not p.is_file():
-        raise CcvizError(f"topology: file {str(path)!r} does not exist", "topology")
-    text = p.read_text()
-    try:
-        if p.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CcvizError(f"topology: {p.name} is not valid JSON ({exc.msg} at line {exc.lineno})", "topology") from None
-    except Exception as exc:  # yaml.YAMLError and friends
-        raise CcvizError(f"topology: {p.name} could not be parsed ({exc})", "topology") from None
+    data = read_structured(p, "topology")
     try:
         return Topology.from_dict(data, name=p.stem)
     except CcvizError as exc:

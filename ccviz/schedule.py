@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
+from ccviz import validate as v
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.topology import Topology
@@ -103,37 +104,38 @@ class Schedule:
                 "schedule",
             )
         fields = d.get("transfer_fields") or list(Transfer._fields)
-        transfers = []
-        for i, row in enumerate(d["transfers"]):
-            try:
-                rec = dict(zip(fields, row, strict=False)) if isinstance(row, list) else dict(row)
-                transfers.append(Transfer(
-                    int(rec["chunk"]), int(rec["src"]), int(rec["dst"]),
-                    None if rec.get("start_s") is None else float(rec["start_s"]),
-                    None if rec.get("end_s") is None else float(rec["end_s"]),
-                    rec.get("op", "copy"), float(rec.get("step", 0.0)),
-                ))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise CcvizError(f"transfers[{i}]: malformed transfer ({exc})", "transfers") from None
+        if fields != list(Transfer._fields):
+            raise CcvizError(f"transfer_fields: expected {list(Transfer._fields)}, got {fields!r}", "transfer_fields")
+        rows = v.sequence(d["transfers"], "transfers", max_len=v.MAX_TRANSFERS)
+        transfers = [_transfer_from_row(row, i) for i, row in enumerate(rows)]
+        timed = [t.start_s is not None for t in transfers]
+        if any(timed) and not all(timed):
+            raise CcvizError("transfers: either every transfer has a start time or none has; mixing is ambiguous",
+                             "transfers")
         release = d.get("release", "asap")
         if release not in ("asap", "epoch"):
             raise CcvizError(f"release: {release!r} is not 'asap' or 'epoch'", "release")
         status = d.get("status", "heuristic")
         if status not in STATUSES:
             raise CcvizError(f"status: {status!r} is not one of {', '.join(STATUSES)}", "status")
+        epoch_s = v.optional_number(d.get("epoch_s"), "epoch_s", positive=True)
+        if release == "epoch" and epoch_s is None:
+            raise CcvizError("epoch_s: an epoch-released schedule needs a positive epoch_s", "epoch_s")
+        epochs = d.get("epochs")
+        topology = Topology.from_dict(v.mapping(d["topology"], "topology"))
         return cls(
-            Topology.from_dict(d["topology"]),
-            Collective.from_dict(d["collective"]),
+            topology,
+            Collective.from_dict(d["collective"], topology),
             transfers,
             str(d.get("algorithm", "unknown")),
-            dict(d.get("options") or {}),
+            dict(v.mapping(d.get("options") or {}, "options")),
             status,
-            d.get("mip_gap"),
-            d.get("synth_time_s"),
-            d.get("epoch_s"),
-            d.get("epochs"),
-            d.get("estimated_finish_s"),
-            list(d.get("notes") or []),
+            v.optional_number(d.get("mip_gap"), "mip_gap", nonnegative=True),
+            v.optional_number(d.get("synth_time_s"), "synth_time_s", nonnegative=True),
+            epoch_s,
+            None if epochs is None else v.integer(epochs, "epochs", lo=0),
+            v.optional_number(d.get("estimated_finish_s"), "estimated_finish_s"),
+            [str(n) for n in v.sequence(d.get("notes") or [], "notes")],
             release,
         )
 
@@ -145,14 +147,39 @@ class Schedule:
 
     @classmethod
     def load(cls, path: str | Path) -> Schedule:
-        p = Path(path)
-        if not p.is_file():
-            raise CcvizError(f"schedule: file {str(path)!r} does not exist", "schedule")
-        try:
-            data = json.loads(p.read_text())
-        except json.JSONDecodeError as exc:
-            raise CcvizError(f"schedule: {path} is not valid JSON ({exc.msg} at line {exc.lineno})", "schedule") from None
-        return cls.from_dict(data)
+        from ccviz.loading import read_structured
+
+        return cls.from_dict(read_structured(path, "schedule"))
+
+
+def _transfer_from_row(row: Any, i: int) -> Transfer:
+    """One transfer, typed strictly: ids are whole numbers, times finite, op 'copy' or 'reduce'."""
+    where = f"transfers[{i}]"
+    if isinstance(row, list):
+        if len(row) != len(Transfer._fields):
+            raise CcvizError(f"{where}: expected {len(Transfer._fields)} values {list(Transfer._fields)}, "
+                             f"got {len(row)}", "transfers")
+        rec = dict(zip(Transfer._fields, row, strict=True))
+    elif isinstance(row, dict):
+        rec = row
+        missing = [k for k in ("chunk", "src", "dst") if k not in rec]
+        if missing:
+            raise CcvizError(f"{where}: missing {', '.join(missing)}", "transfers")
+    else:
+        raise CcvizError(f"{where}: expected a list or an object, got {type(row).__name__}", "transfers")
+    op = rec.get("op", "copy")
+    if op not in ("copy", "reduce"):
+        raise CcvizError(f"{where}.op: {op!r} is not 'copy' or 'reduce'", "transfers")
+    start, end = rec.get("start_s"), rec.get("end_s")
+    return Transfer(
+        v.integer(rec["chunk"], f"{where}.chunk"),
+        v.integer(rec["src"], f"{where}.src"),
+        v.integer(rec["dst"], f"{where}.dst"),
+        v.optional_number(start, f"{where}.start_s"),
+        v.optional_number(end, f"{where}.end_s"),
+        op,
+        v.number(rec.get("step", 0.0), f"{where}.step"),
+    )
 
 
 def _jsonable(value: Any) -> Any:

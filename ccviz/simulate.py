@@ -7,8 +7,9 @@
    and its link is free, links serving transfers in step order (FCFS).
 2. *Verify* the timed result: a sender holds what it sends when it starts,
    no two transfers overlap on a link's serialization, switches store
-   nothing and copy only if allowed, every reduction contribution is counted
-   exactly once, and every postcondition holds at the end.
+   nothing (a switch forwards each arrival when it arrives, unless the node
+   declares a buffer) and copy only if allowed, every reduction contribution is
+   counted exactly once, and every postcondition holds at the end.
 
 No synthesizer's own estimate is trusted: finish time, link busy time and
 buffer contents come from here only. Physics lives in ``Topology``
@@ -17,6 +18,7 @@ buffer contents come from here only. Physics lives in ``Topology``
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections import defaultdict
@@ -37,7 +39,8 @@ ABS_TOL = 1e-13
 class Violation:
     """One broken rule: which rule, which transfer, what happened and by how much."""
 
-    rule: str  # no_link | bad_transfer | not_held | link_overlap | too_fast | double_count | bad_reduce | missing
+    rule: str  # no_link | bad_transfer | not_held | link_overlap | too_fast | double_count | bad_reduce |
+    #           missing | switch_copy | switch_hold
     message: str
     transfer: int | None = None
     amount_s: float | None = None
@@ -156,8 +159,17 @@ class Timeline:
 # --------------------------------------------------------------------------- API
 def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
     """Time (if needed) and verify a schedule; the result is the only source of truth."""
+    check_sizes(schedule)
     timed = schedule if schedule.is_timed else assign_times(schedule)
     return _Verifier(timed, max_violations).run()
+
+
+def check_sizes(schedule: Schedule) -> None:
+    """A chunk of zero, negative or non-finite bytes would make any schedule look faster than physics."""
+    cb = schedule.collective.chunk_bytes
+    if isinstance(cb, bool) or not isinstance(cb, (int, float)) or not (0 < cb < math.inf):
+        raise CcvizError(f"collective.chunk_bytes: must be a positive finite number of bytes, got {cb!r}",
+                         "collective.chunk_bytes")
 
 
 def verify(schedule: Schedule) -> list[Violation]:
@@ -166,7 +178,12 @@ def verify(schedule: Schedule) -> list[Violation]:
 
 
 def assign_times(schedule: Schedule) -> Schedule:
-    """Give an untimed schedule real times: ASAP under step-ordered FCFS link contention."""
+    """Give an untimed schedule real times: ASAP under step-ordered FCFS link contention.
+
+    The switch rule holds here too: a chunk entering a bufferless switch leaves it on arrival, so a
+    hop into a switch and the hops that forward it (a chain, a tree on copy switches) are timed as one
+    unit, started when every link of the chain is free at the moment the chunk reaches it.
+    """
     transfers = schedule.transfers
     if any(t.start_s is not None for t in transfers) and not schedule.is_timed:
         raise CcvizError("transfers: either every transfer has a start time or none has; mixing is ambiguous",
@@ -174,6 +191,8 @@ def assign_times(schedule: Schedule) -> Schedule:
     costs = _link_costs(schedule.topology, schedule.chunk_bytes)
     n_chunks = max(len(schedule.collective.chunks), 1)
     epoch = _epoch_release(schedule)
+    forwards = switch_forwards(schedule)
+    fed = {j for js in forwards.values() for j in js}
     steps = np.fromiter((t.step for t in transfers), dtype=float, count=len(transfers))
     order = np.argsort(steps, kind="stable").tolist()
     available: dict[int, float] = {}  # node * n_chunks + chunk -> latest arrival of an earlier step
@@ -182,7 +201,24 @@ def assign_times(schedule: Schedule) -> Schedule:
     arrival_of = [0.0] * len(transfers)
     pending: list[tuple[int, float]] = []
     current_step = None
+
+    def free_at(key: tuple[int, int], lanes: int) -> float:
+        """When the link (its first lane to free up) can take a transfer."""
+        if lanes == 1:
+            return link_free.get(key, 0.0)
+        return min(link_free.setdefault(key, [0.0] * lanes))
+
+    def occupy(key: tuple[int, int], lanes: int, start: float, occupancy: float) -> None:
+        if lanes == 1:
+            link_free[key] = start + occupancy
+        else:
+            heap = link_free[key]
+            heapq.heappop(heap)
+            heapq.heappush(heap, start + occupancy)
+
     for i in order:
+        if i in fed:
+            continue  # timed with the hop that brings its chunk into the switch
         chunk, src, dst, _, _, _, step = transfers[i]
         if step != current_step:
             _commit(available, pending)
@@ -190,28 +226,96 @@ def assign_times(schedule: Schedule) -> Schedule:
         ready = available.get(src * n_chunks + chunk, 0.0)
         if epoch and math.floor(step + 1e-9) * epoch > ready:  # epoch-synchronous: wait for the epoch to open
             ready = math.floor(step + 1e-9) * epoch
-        cost = costs.get((src, dst))
-        if cost is None:  # no such link: leave it at its ready time so the verifier names it
-            start_of[i] = arrival_of[i] = ready
-            continue
-        occupancy, delay, lanes = cost
-        if lanes == 1:
-            free = link_free.get((src, dst), 0.0)
-            start = ready if ready > free else free
-            link_free[(src, dst)] = start + occupancy
-        else:
-            heap = link_free.setdefault((src, dst), [0.0] * lanes)
-            start = max(ready, heapq.heappop(heap))
-            heapq.heappush(heap, start + occupancy)
-        start_of[i] = start
-        arrival_of[i] = arrival = start + delay
-        pending.append((dst * n_chunks + chunk, arrival))
+        chain = _chain(i, forwards, transfers, costs)
+        start = ready
+        for j, offset in chain:  # the first moment every hop finds its link free when the chunk gets there
+            t = transfers[j]
+            cost = costs.get((t.src, t.dst))
+            if cost is not None:
+                start = max(start, free_at((t.src, t.dst), cost[2]) - offset)
+        arrival_at: dict[int, float] = {}
+        for j, _ in chain:
+            t = transfers[j]
+            s_j = start if j == i else arrival_at[_parent(j, chain, forwards)]
+            cost = costs.get((t.src, t.dst))
+            if cost is None:  # no such link: leave it at its ready time so the verifier names it
+                start_of[j] = arrival_of[j] = arrival_at[j] = s_j
+                continue
+            occupancy, delay, lanes = cost
+            occupy((t.src, t.dst), lanes, s_j, occupancy)
+            start_of[j] = s_j
+            arrival_of[j] = arrival_at[j] = s_j + delay
+            pending.append((t.dst * n_chunks + t.chunk, s_j + delay))
     make = tuple.__new__
     timed = [
         make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
         for t, s, e in zip(transfers, start_of, arrival_of, strict=True)
     ]
     return schedule.with_transfers(timed)
+
+
+def switch_forwards(schedule: Schedule) -> dict[int, list[int]]:
+    """For each hop into a bufferless switch, the hops that forward that arrival out of it.
+
+    A departure of chunk c from switch s at step k forwards an arrival of c into s with a smaller step:
+    the latest such arrival on a copy switch (which may forward it several times), the earliest one not
+    yet forwarded on a switch that cannot copy.
+    """
+    nodes = schedule.topology.nodes
+    bufferless = {n for n, node in nodes.items() if node.kind == "switch" and not node.buffer}
+    if not bufferless:
+        return {}
+    arrivals: dict[tuple[int, int], list[tuple[float, int]]] = defaultdict(list)
+    departures: dict[tuple[int, int], list[tuple[float, int]]] = defaultdict(list)
+    for i, t in enumerate(schedule.transfers):
+        if t.dst in bufferless:
+            arrivals[(t.dst, t.chunk)].append((t.step, i))
+        if t.src in bufferless:
+            departures[(t.src, t.chunk)].append((t.step, i))
+    forwards: dict[int, list[int]] = defaultdict(list)
+    transfers = schedule.transfers
+    for key, deps in departures.items():
+        arr = sorted(arrivals.get(key, ()))
+        copy = nodes[key[0]].copy
+        unused = 0
+        for step, j in sorted(deps):
+            earlier = bisect.bisect_left(arr, (step, -1))
+            if copy and earlier:
+                # The latest arrival not yet forwarded on this out-link (one arrival crosses a link once);
+                # when every one has been, this send cannot leave on arrival: it is timed on its own and
+                # the verifier reports the holding.
+                dst = transfers[j].dst
+                latest = [a for a in range(earlier - 1, -1, -1) if arr[a][0] == arr[earlier - 1][0]]
+                feeder = next((arr[a][1] for a in reversed(latest) if not forwards[arr[a][1]]), None)
+                if feeder is None:  # every latest arrival is forwarded already: a copy (multicast)
+                    feeder = next((arr[a][1] for a in range(earlier - 1, -1, -1)
+                                   if all(transfers[k].dst != dst for k in forwards[arr[a][1]])), None)
+                if feeder is not None:
+                    forwards[feeder].append(j)
+            elif not copy and unused < earlier:
+                forwards[arr[unused][1]].append(j)
+                unused += 1
+    return {k: js for k, js in forwards.items() if js}
+
+
+def _chain(head: int, forwards: dict[int, list[int]], transfers, costs) -> list[tuple[int, float]]:
+    """The hop ``head`` and every hop forwarding its chunk through switches, with their delay from head's start."""
+    chain = [(head, 0.0)]
+    k = 0
+    while k < len(chain):
+        j, offset = chain[k]
+        cost = costs.get((transfers[j].src, transfers[j].dst))
+        delay = cost[1] if cost is not None else 0.0
+        chain.extend((child, offset + delay) for child in forwards.get(j, ()))
+        k += 1
+    return chain
+
+
+def _parent(j: int, chain: list[tuple[int, float]], forwards: dict[int, list[int]]) -> int:
+    for i, _ in chain:
+        if j in forwards.get(i, ()):
+            return i
+    raise AssertionError("a chain hop without its feeding hop")
 
 
 def _epoch_release(schedule: Schedule) -> float | None:
@@ -292,9 +396,14 @@ class _Verifier:
         self.start[:] = np.array(cols[3], dtype=float)
         claimed_end = np.array(cols[4], dtype=float)  # None -> nan: no claim
         ops = np.array(cols[5])
-        # Look every transfer's link up at once (keys src*K+dst in a sorted array).
+        # Look every transfer's link up at once (keys src*K+dst in a sorted array). Ids outside the
+        # topology's nodes get no link (a negative id must not alias onto a real link's key).
+        node_ids = np.array(sorted(self.topo.nodes), dtype=np.int64)
+        known = np.isin(src, node_ids) & np.isin(dst, node_ids)
+        src = np.where(known, src, 0)
+        dst = np.where(known, dst, 0)
         keys_list = list(self.topo.links)
-        k = int(max(max(self.topo.nodes), src.max(), dst.max())) + 1
+        k = int(node_ids.max()) + 1
         link_keys = np.array([u * k + v for u, v in keys_list], dtype=np.int64)
         order = np.argsort(link_keys)
         link_keys = link_keys[order]
@@ -303,7 +412,7 @@ class _Verifier:
             *(costs[keys_list[j]] for j in order), strict=True))
         want = src * k + dst
         pos = np.minimum(np.searchsorted(link_keys, want), len(link_keys) - 1)
-        has_link = link_keys[pos] == want
+        has_link = (link_keys[pos] == want) & known
         self.link_of = np.where(has_link, pos, -1)
         self.arrival[:] = np.where(has_link, self.start + delay[pos], self.start)
         self.busy_until[:] = np.where(has_link, self.start + occupancy[pos], self.start)
@@ -314,17 +423,26 @@ class _Verifier:
         bad_op = ~bad_chunk & ~((ops == "copy") | is_reduce)
         bad_reduce = ~bad_chunk & is_reduce & ~reducible[np.where(bad_chunk, n_chunks, chunk)]
         early = self.start < -ABS_TOL
+        unfinite = ~np.isfinite(self.start) | np.isinf(claimed_end)  # end nan = no claim
+        self.start[unfinite] = 0.0  # keep the arrays finite; the transfer is flagged and left out
+        self.arrival[unfinite] = self.busy_until[unfinite] = 0.0
         too_fast = claimed_end < self.arrival - (ABS_TOL + REL_TOL * np.abs(self.arrival))  # nan compares False
-        self.valid[:] = has_link & ~bad_chunk & ~bad_op & ~bad_reduce
+        too_fast &= ~unfinite
+        self.valid[:] = has_link & ~bad_chunk & ~bad_op & ~bad_reduce & ~unfinite
         for i in np.flatnonzero(~self.valid | early | too_fast).tolist():
             t = transfers[i]
-            if bad_chunk[i]:
+            if unfinite[i]:
+                self.flag("bad_transfer", f"transfer #{i}: its times ({t.start_s!r}, {t.end_s!r}) are not finite", i)
+            if not known[i]:
+                bad = t.src if t.src not in self.topo.nodes else t.dst
+                self.flag("no_link", f"transfer #{i}: node {bad} is not in the topology", i)
+            elif bad_chunk[i]:
                 self.flag("bad_transfer", f"transfer #{i}: chunk {t.chunk} does not exist (0..{n_chunks - 1})", i)
             elif bad_op[i]:
                 self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy' or 'reduce'", i)
             elif bad_reduce[i]:
                 self.flag("bad_reduce", f"transfer #{i}: reduces chunk {t.chunk}, which is not a reduction chunk", i)
-            if not has_link[i]:
+            if known[i] and not has_link[i]:
                 self.flag("no_link", f"transfer #{i}: there is no link {t.src}->{t.dst} for chunk {t.chunk}", i)
             if early[i]:
                 self.flag("bad_transfer", f"transfer #{i}: starts before time 0 ({self.start[i]:.6g} s)", i,
@@ -417,7 +535,7 @@ class _Verifier:
         valid_idx = np.flatnonzero(self.valid)
         # Departures in time order; at equal times switches forward first, so that a zero-delay hop out
         # of a switch (switch_hop="free") lands before a GPU that starts at that instant needs it.
-        from_switch = np.array([is_switch[t.src] for t in transfers], dtype=bool) if transfers else np.zeros(0, bool)
+        from_switch = np.array([is_switch.get(t.src, False) for t in transfers], dtype=bool)
         departures = valid_idx[np.lexsort((~from_switch[valid_idx], self.start[valid_idx]))].tolist()
         arrivals = valid_idx[np.argsort(self.arrival[valid_idx], kind="stable")].tolist()
         departed = [False] * len(transfers)
@@ -433,7 +551,7 @@ class _Verifier:
             if not value:
                 return
             if is_switch[dst]:
-                tokens[(dst, chunk)].append([value, False])
+                tokens[(dst, chunk)].append([value, False, arrival_times[j]])
                 held_fraction[j] = value.bit_count() / n_contrib[chunk]
                 return
             key = dst * n_chunks + chunk
@@ -486,19 +604,42 @@ class _Verifier:
         if not queue:
             self._flag_not_held(i, t)
             return 0
-        if self.topo.nodes[t.src].copy:
-            return queue[-1][0]
-        for token in queue:
-            if not token[1]:
-                token[1] = True
-                return token[0]
+        node = self.topo.nodes[t.src]
+        if node.copy:
+            # The latest arrival; among arrivals at this very instant, one not forwarded yet (they may
+            # carry different partials of a reduction), else any of them (a multicast).
+            start = float(self.start[i])
+            now = [tk for tk in queue if abs(tk[2] - start) <= _tol(start)]
+            token = next((tk for tk in now if not tk[1]), now[-1] if now else queue[-1])
+            token[1] = True
+        else:
+            token = next((tk for tk in queue if not tk[1]), None)
+            if token is None:
+                self.flag(
+                    "switch_copy",
+                    f"transfer #{i}: switch {t.src} cannot copy, and every arrival of chunk {t.chunk} at it "
+                    "has already been forwarded",
+                    i,
+                )
+                return 0
+            token[1] = True
+        self.check_switch_forwards_on_arrival(i, t, node, token[2])
+        return token[0]
+
+    # Rule (the switch rule): a bufferless switch stores and forwards one chunk: it receives the whole
+    # chunk, then sends it on at the instant it has arrived. Sending later is holding it in a buffer the
+    # switch does not have (declare ``buffer`` on the node to allow it).
+    def check_switch_forwards_on_arrival(self, i: int, t: Transfer, node, arrived_s: float) -> None:
+        held = float(self.start[i]) - arrived_s
+        if node.buffer or held <= _tol(arrived_s):
+            return
         self.flag(
-            "switch_copy",
-            f"transfer #{i}: switch {t.src} cannot copy, and every arrival of chunk {t.chunk} at it "
-            "has already been forwarded",
-            i,
+            "switch_hold",
+            f"transfer #{i}: switch {t.src} holds chunk {t.chunk} for {held * 1e6:.6g} us (it arrived at "
+            f"{arrived_s * 1e6:.6g} us, leaves for {t.dst} at {self.start[i] * 1e6:.6g} us); a switch without "
+            "a buffer forwards each arrival when it arrives",
+            i, held,
         )
-        return 0
 
     def _flag_not_held(self, i: int, t: Transfer) -> None:
         later = [

@@ -9,6 +9,7 @@ synthesizer and the simulator share one definition of physics.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -17,6 +18,7 @@ from typing import Any, Literal
 
 import networkx as nx
 
+from ccviz import validate as check
 from ccviz.errors import CcvizError
 
 NodeKind = Literal["gpu", "switch"]
@@ -53,6 +55,9 @@ class Node:
 
     ``copy`` matters for switches only: a copy-capable switch (NVSwitch
     multicast, SHARP) may forward one arrival on several out-links.
+    ``buffer`` (switches only) declares a switch that may hold a chunk before
+    forwarding it; without it a switch forwards each arrival the moment it
+    arrives (see ``ccviz.simulate``'s switch rule).
     """
 
     id: int
@@ -61,6 +66,7 @@ class Node:
     group: str | None = None
     pos: tuple[float, float] | None = None
     copy: bool = True
+    buffer: bool = False
 
     def __post_init__(self) -> None:
         if not self.label:  # one naming rule for every builder, file format and editor
@@ -216,6 +222,9 @@ class Topology:
         """Raise CcvizError naming the first problem and how to fix it."""
         if not self.nodes:
             raise CcvizError("nodes: the topology is empty; add at least two GPU nodes", "nodes")
+        check.check_node_count(len(self.nodes))
+        if len(self.links) > check.MAX_LINKS:
+            raise CcvizError(f"links: {len(self.links)} links; the limit is {check.MAX_LINKS}", "links")
         for node in self.nodes.values():
             if node.kind not in ("gpu", "switch"):
                 raise CcvizError(f"nodes: node {node.id} has kind {node.kind!r}; use 'gpu' or 'switch'", "nodes")
@@ -233,17 +242,17 @@ class Topology:
                 raise CcvizError(f"links: {where} names unknown node {bad}; add the node or fix the link", "links")
             if u == v:
                 raise CcvizError(f"links: {where} is a self-loop; a link must join two different nodes", "links")
-            if not (isinstance(link.bandwidth_GBps, (int, float)) and link.bandwidth_GBps > 0):
+            if not (_real(link.bandwidth_GBps) and 0 < link.bandwidth_GBps < math.inf):
                 raise CcvizError(
                     f"bandwidth_GBps: {where} has bandwidth {link.bandwidth_GBps!r}; it must be a positive number of GB/s",
                     "bandwidth_GBps",
                 )
-            if not (isinstance(link.alpha_us, (int, float)) and link.alpha_us >= 0):
+            if not (_real(link.alpha_us) and 0 <= link.alpha_us < math.inf):
                 raise CcvizError(
                     f"alpha_us: {where} has alpha {link.alpha_us!r}; it must be zero or a positive number of microseconds",
                     "alpha_us",
                 )
-            if not (isinstance(link.lanes, int) and link.lanes >= 1):
+            if not (isinstance(link.lanes, int) and not isinstance(link.lanes, bool) and link.lanes >= 1):
                 raise CcvizError(f"lanes: {where} has lanes {link.lanes!r}; use a whole number >= 1", "lanes")
         self._check_gpu_reachability()
 
@@ -280,6 +289,7 @@ class Topology:
                     "id": n.id, "kind": n.kind, "label": n.label, "group": n.group,
                     "pos": list(n.pos) if n.pos is not None else None,
                     "copy": n.copy if n.kind == "switch" else None,
+                    "buffer": True if n.kind == "switch" and n.buffer else None,
                 }.items() if v is not None}
                 for n in sorted(self.nodes.values(), key=lambda n: n.id)
             ],
@@ -298,25 +308,33 @@ class Topology:
         if "nodes" not in data or "links" not in data:
             raise CcvizError("topology: the file needs both a 'nodes' and a 'links' entry", "topology")
         name = str(data.get("name") or name or "topology")
-        if isinstance(data["nodes"], int):
+        raw_nodes = data["nodes"]
+        if isinstance(raw_nodes, (int, float)) and not isinstance(raw_nodes, bool):
             nodes = _reference_nodes(data)
         else:
-            nodes = [_node_from_dict(d, i) for i, d in enumerate(data["nodes"])]
+            check.sequence(raw_nodes, "nodes", max_len=check.MAX_NODES)
+            nodes = [_node_from_dict(d, i) for i, d in enumerate(raw_nodes)]
+        check.sequence(data["links"], "links", max_len=check.MAX_LINKS)
         links = [_link_from_dict(d, i) for i, d in enumerate(data["links"])]
-        meta = dict(data.get("meta") or {})
+        meta = dict(check.mapping(data.get("meta") or {}, "meta"))
         switch_hop = data.get("switch_hop") or "paid"
-        if name.endswith("_teccl_as_run") and isinstance(data["nodes"], int):
+        if name.endswith("_teccl_as_run") and not isinstance(raw_nodes, list):
             # TE-CCL's published runs: the switch-marked node still owns a slot of every buffer (it has
             # no data and no demand), so chunks are size / all nodes, and switch->GPU hops cost no time.
-            meta.setdefault("buffer_ranks", data["nodes"])
+            meta.setdefault("buffer_ranks", len(nodes))
             switch_hop = data.get("switch_hop") or "free"
+        if "buffer_ranks" in meta:
+            meta["buffer_ranks"] = check.integer(meta["buffer_ranks"], "meta.buffer_ranks", lo=1)
+        layout = data.get("layout")
+        if layout is not None:
+            check.text(layout, "layout")
         return cls(
             name,
             nodes,
             links,
             description=str(data.get("description") or data.get("source") or ""),
             switch_hop=switch_hop,
-            layout=data.get("layout"),
+            layout=layout,
             meta=meta,
         )
 
@@ -334,54 +352,67 @@ class Topology:
         )
 
 
+def _real(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def _reference_nodes(data: dict[str, Any]) -> list[Node]:
     """Nodes of the reference format: ids 0..nodes-1, listed switches, the rest GPUs."""
-    count = data["nodes"]
-    switches = set(data.get("switches") or [])
-    bad = [s for s in switches if not (isinstance(s, int) and 0 <= s < count)]
-    if bad:
-        raise CcvizError(f"switches: switch id {bad[0]} is outside 0..{count - 1}", "switches")
-    copy = bool(data.get("switch_copy", True))
+    count = check.integer(data["nodes"], "nodes", lo=1)
+    check.check_node_count(count)
+    switches = check.sequence(data.get("switches") or [], "switches")
+    for i, s in enumerate(switches):
+        if not 0 <= check.integer(s, f"switches[{i}]") < count:
+            raise CcvizError(f"switches: switch id {s} is outside 0..{count - 1}", "switches")
+    switches = {int(s) for s in switches}
+    copy = check.boolean(data.get("switch_copy", True), "switch_copy")
+    buffer = check.boolean(data.get("switch_buffer", False), "switch_buffer")
     return [
-        Node(i, "switch" if i in switches else "gpu", copy=copy)
+        Node(i, "switch" if i in switches else "gpu", copy=copy, buffer=buffer)
         for i in range(count)
     ]
 
 
 def _node_from_dict(d: Any, index: int) -> Node:
-    if isinstance(d, int):
-        return Node(d, "gpu")
-    if not isinstance(d, dict) or "id" not in d:
-        raise CcvizError(f"nodes[{index}]: each node needs an integer 'id'", "nodes")
-    try:
-        node_id = int(d["id"])
-    except (TypeError, ValueError):
-        raise CcvizError(f"nodes[{index}]: id {d['id']!r} is not an integer", "nodes") from None
+    where = f"nodes[{index}]"
+    if not isinstance(d, dict):
+        return Node(check.integer(d, where, lo=0), "gpu")
+    if "id" not in d:
+        raise CcvizError(f"{where}: each node needs an integer 'id'", "nodes")
+    node_id = check.integer(d["id"], f"{where}.id", lo=0)
     kind = d.get("kind", "gpu")
+    if kind not in ("gpu", "switch"):
+        raise CcvizError(f"{where}.kind: {kind!r} is not 'gpu' or 'switch'", "kind")
     pos = d.get("pos")
+    if pos is not None:
+        check.sequence(pos, f"{where}.pos")
+        if len(pos) != 2:
+            raise CcvizError(f"{where}.pos: expected [x, y], got {pos!r}", "pos")
+        pos = (check.number(pos[0], f"{where}.pos"), check.number(pos[1], f"{where}.pos"))
+    label = d.get("label")
+    group = d.get("group")
     return Node(
         node_id,
         kind,
-        label=str(d.get("label") or ""),
-        group=d.get("group"),
-        pos=tuple(pos) if pos is not None else None,
-        copy=bool(d.get("copy", True)),
+        label="" if label is None else check.text(label, f"{where}.label"),
+        group=None if group is None else str(group),
+        pos=pos,
+        copy=check.boolean(d.get("copy", True), f"{where}.copy"),
+        buffer=check.boolean(d.get("buffer", False), f"{where}.buffer"),
     )
 
 
 def _link_from_dict(d: Any, index: int) -> Link:
+    where = f"links[{index}]"
     if not isinstance(d, dict):
-        raise CcvizError(f"links[{index}]: each link is an object with src, dst, bandwidth_GBps, alpha_us", "links")
+        raise CcvizError(f"{where}: each link is an object with src, dst, bandwidth_GBps, alpha_us", "links")
     missing = [k for k in ("src", "dst", "bandwidth_GBps") if k not in d]
     if missing:
-        raise CcvizError(f"links[{index}]: missing {', '.join(missing)}", "links")
-    try:
-        return Link(
-            int(d["src"]),
-            int(d["dst"]),
-            float(d["bandwidth_GBps"]),
-            float(d.get("alpha_us", 0.0)),
-            int(d.get("lanes", 1)),
-        )
-    except (TypeError, ValueError) as exc:
-        raise CcvizError(f"links[{index}]: {exc}; src/dst are node ids, bandwidth_GBps and alpha_us numbers", "links") from None
+        raise CcvizError(f"{where}: missing {', '.join(missing)}", "links")
+    return Link(
+        check.integer(d["src"], f"{where}.src", lo=0),
+        check.integer(d["dst"], f"{where}.dst", lo=0),
+        check.number(d["bandwidth_GBps"], f"{where}.bandwidth_GBps", positive=True),
+        check.number(d.get("alpha_us", 0.0), f"{where}.alpha_us", nonnegative=True),
+        check.integer(d.get("lanes", 1), f"{where}.lanes", lo=1, hi=1024),
+    )

@@ -6,9 +6,11 @@ computed time inside ccviz is in seconds.
 
 from __future__ import annotations
 
+import math
 import re
 
 from ccviz.errors import CcvizError
+from ccviz.validate import MAX_SIZE_BYTES
 
 _UNITS = {
     "": 1, "B": 1,
@@ -23,7 +25,7 @@ US = 1e-6
 
 def parse_size(text: str | float | int, field: str = "size") -> float:
     """Parse '1GB', '64KiB', '1e6' or a number of bytes into bytes (float)."""
-    if isinstance(text, (int, float)):
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
         match = _SIZE_RE.match(str(text))
@@ -35,8 +37,10 @@ def parse_size(text: str | float | int, field: str = "size") -> float:
                 field,
             )
         value = float(match.group(1)) * _UNITS[unit]
-    if not value > 0:
-        raise CcvizError(f"{field}: size must be positive, got {text!r}", field)
+    if not value > 0 or not math.isfinite(value):
+        raise CcvizError(f"{field}: size must be a positive finite number of bytes, got {text!r}", field)
+    if value > MAX_SIZE_BYTES:
+        raise CcvizError(f"{field}: {text!r} is more than the limit of {format_size(MAX_SIZE_BYTES)}", field)
     return value
 
 

@@ -98,16 +98,16 @@ def test_relayed_sends_use_increasing_steps_and_copy_until_the_last_hop() -> Non
 
 
 def test_ring_reductions_relay_only_through_gpus_that_already_contributed() -> None:
-    # A line has no cycle of neighbours: the ring falls back to rank order, so the wrap-around hop relays
-    # through GPUs; it must either verify (relays only through GPUs already done) or refuse clearly.
+    # A line has no cycle of neighbours: the ring falls back to rank order, so the wrap-around hop would
+    # relay a partial sum through GPUs still holding their own partial (a relay would overwrite it).
     topo = ccviz.load_topology("line:n=5")
     coll = ccviz.make_collective("reducescatter", topo, 1e6)
-    try:
-        timeline = ccviz.simulate(ccviz.synthesize(topo, coll, "ring"))
-    except CcvizError as exc:
-        assert "partial" in str(exc)
-    else:
-        assert timeline.verified
+    with pytest.raises(CcvizError, match="no route from GPU 4 to GPU 0 for a partial sum") as info:
+        ccviz.synthesize(topo, coll, "ring")
+    assert info.value.field == "topology"
+    # On a ring the same relays exist (neighbours) and the schedule verifies.
+    ring5 = ccviz.load_topology("ring:n=5")
+    assert ccviz.simulate(ccviz.synthesize(ring5, ccviz.make_collective("reducescatter", ring5, 1e6), "ring")).verified
 
 
 def test_rhd_refuses_non_power_of_two() -> None:

@@ -43,7 +43,7 @@ def test_ring_allgather_verifies_on_every_reference_file(capsys, path):
     data = synth_json(capsys, str(path), "--collective", "allgather", "--algorithm", "ring", "--size", "1MB")
     assert data["verified"] is True and data["violations"] == []
     assert data["finish_time_s"] >= data["lower_bound_s"] * (1 - 1e-9)
-    assert data["status"] in ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
+    assert data["status"] == "heuristic"  # a textbook ring proves nothing about optimality
 
 
 @pytest.mark.parametrize("spec", BUILDER_SPECS)
@@ -84,6 +84,7 @@ def test_verify_names_a_planted_fault(capsys, tmp_path):
 
 def test_list_and_cost(capsys):
     code, out, _ = run_cli(capsys, "list", "--json")
+    assert code == 0
     listing = json.loads(out)
     names = {a["name"] for a in listing["algorithms"]}
     assert {"ring", "direct", "dbt", "rhd"} <= names
@@ -91,6 +92,7 @@ def test_list_and_cost(capsys):
     assert any(b["name"] == "torus2d" for b in listing["topology_builders"])
     code, out, _ = run_cli(capsys, "cost", "--collective", "allreduce", "--algorithm", "ring", "--n", "8",
                            "--size", "1GB", "--alpha", "0.5", "--bw", "50", "--json")
+    assert code == 0
     cost = json.loads(out)
     assert cost["time_s"] == pytest.approx(2 * 7 * 0.5e-6 + 2 * 7 / 8 * 1e9 / 50e9, rel=1e-12)
     assert cost["n_alpha"] == 14 and cost["n_beta"] == pytest.approx(2 * 7 / 8)

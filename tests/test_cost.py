@@ -89,7 +89,9 @@ def test_bound_is_tight_for_ring_allgather_on_a_one_way_ring() -> None:
     coll = ccviz.make_collective("allgather", topo, 1e6)
     bound = lower_bound(topo, coll)
     assert bound.time_s == pytest.approx(7 * (0.5e-6 + 1e6 / 8 / 50e9), rel=1e-9)
-    assert bound.time_s == max(bound.bandwidth_s, bound.latency_s)
+    # Ingress: 7 chunks of 125 KB through one 50 GB/s link, plus one alpha; latency: 7 hops of alpha + chunk.
+    assert bound.bandwidth_s == pytest.approx(7 * 1e6 / 8 / 50e9 + 0.5e-6, rel=1e-9)
+    assert bound.latency_s == pytest.approx(7 * (0.5e-6 + 1e6 / 8 / 50e9), rel=1e-9)
     assert bound.explanation
 
 

@@ -115,8 +115,8 @@ def test_too_fast_and_no_link_and_bad_chunk():
     assert {"too_fast", "no_link", "bad_transfer"} <= rules
 
 
-def star(copy: bool, switch_hop: str = "paid") -> Topology:
-    nodes = [Node(0, "switch", copy=copy)] + [Node(i, "gpu") for i in (1, 2, 3)]
+def star(copy: bool, switch_hop: str = "paid", buffer: bool = False) -> Topology:
+    nodes = [Node(0, "switch", copy=copy, buffer=buffer)] + [Node(i, "gpu") for i in (1, 2, 3)]
     links = [lk for g in (1, 2, 3) for lk in (Link(g, 0, 50.0, 0.5), Link(0, g, 50.0, 0.5))]
     return Topology("star3", nodes, links, switch_hop=switch_hop)
 
@@ -181,8 +181,11 @@ def test_mixed_timed_and_untimed_is_refused():
 
 
 def test_zero_delay_switch_hop_does_not_block_later_ready_arrivals():
-    """A same-instant hop out of a switch must not hold back an arrival due a hair later."""
-    topo = star(copy=True, switch_hop="free")
+    """A same-instant hop out of a switch must not hold back an arrival due a hair later.
+
+    Chunk 1 waits one chunk time in the switch for the busy out-links, so the switch declares a buffer.
+    """
+    topo = star(copy=True, switch_hop="free", buffer=True)
     coll = make_collective("allgather", topo, 3e6)
     chunk_time = 1e6 / BW
     t_in = ALPHA + chunk_time
@@ -216,3 +219,36 @@ def test_epoch_release_holds_each_transfer_until_its_epoch_opens():
     schedule.epoch_s = None
     with pytest.raises(CcvizError, match="release"):
         simulate(schedule)
+
+
+def _two_chunks_through_one_switch_link(buffer: bool) -> Schedule:
+    """Ranks 1 and 2 both send to rank 3 through the switch: the switch->3 link is needed twice."""
+    topo = star(copy=False, buffer=buffer)
+    coll = make_collective("gather", topo, 3e6, root=3)
+    return Schedule(topo, coll, [Transfer(0, 1, 0, step=0), Transfer(0, 0, 3, step=1),
+                                 Transfer(1, 2, 0, step=0), Transfer(1, 0, 3, step=1)], "hand")
+
+
+def test_switch_holding_a_chunk_is_a_violation_unless_it_declares_a_buffer():
+    chunk_time = 1e6 / BW
+    t_in = ALPHA + chunk_time
+    held = [Transfer(0, 1, 0, 0.0, t_in), Transfer(0, 0, 3, t_in, None),
+            Transfer(1, 2, 0, 0.0, t_in), Transfer(1, 0, 3, t_in + chunk_time, None)]  # waits one chunk time
+    schedule = _two_chunks_through_one_switch_link(buffer=False).with_transfers(held)
+    violations = simulate(schedule).violations
+    assert [v.rule for v in violations] == ["switch_hold"]
+    assert violations[0].transfer == 3 and violations[0].amount_s == pytest.approx(chunk_time)
+    buffered = _two_chunks_through_one_switch_link(buffer=True).with_transfers(held)
+    assert simulate(buffered).verified
+
+
+def test_asap_replay_moves_switch_chains_together():
+    """The second chunk is sent late enough to cross the switch without waiting, not held inside it."""
+    timeline = simulate(_two_chunks_through_one_switch_link(buffer=False))
+    assert timeline.verified, timeline.violations
+    chunk_time = 1e6 / BW
+    starts = dict(zip(range(4), timeline.start_s.tolist(), strict=True))
+    assert starts[1] == pytest.approx(timeline.arrival_s[0]) and starts[3] == pytest.approx(timeline.arrival_s[2])
+    assert starts[2] == pytest.approx(chunk_time)  # delayed at its GPU, not in the switch
+    buffered = simulate(_two_chunks_through_one_switch_link(buffer=True))
+    assert buffered.verified and buffered.start_s[2] == 0.0  # with a buffer the switch may hold it

@@ -78,7 +78,7 @@ def test_bad_file_reports_file_name_and_field(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     with pytest.raises(CcvizError) as err:
         load_topology(path)
-    assert str(err.value).startswith("broken.json: bandwidth_GBps:") and err.value.field == "bandwidth_GBps"
+    assert str(err.value).startswith("broken.json: links[0].bandwidth_GBps:") and err.value.field == "bandwidth_GBps"
 
 
 @pytest.mark.parametrize(("text", "fragment"), [

@@ -79,6 +79,7 @@ class Algorithm:
     description: str
     kind: str = "classic"  # classic | optimal | heuristic
     options_used: tuple[str, ...] = ()  # which SynthOptions fields matter (the app shows only these)
+    extra_keys: tuple[str, ...] = ()  # the algorithm-specific ``extra`` settings it reads (others are refused)
 
     def supports(self, collective_name: str) -> bool:
         return collective_name in self.collectives
@@ -120,6 +121,10 @@ def synthesize(
             "algorithm",
         )
     options = options or SynthOptions()
+    unknown = sorted(set(options.extra) - set(alg.extra_keys))
+    if unknown:
+        takes = f"it takes {', '.join(alg.extra_keys)}" if alg.extra_keys else "it takes none"
+        raise CcvizError(f"opt: {alg.name} has no option {unknown[0]!r}; {takes}", "opt")
     t0 = time.perf_counter()
     schedule = alg.synthesize(topology, collective, options)
     elapsed = time.perf_counter() - t0

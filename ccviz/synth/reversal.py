@@ -10,23 +10,22 @@ partial up only after the partials of its whole subtree have arrived.
 then AllGather), so any timed synthesizer (TACOS, mteg, TE-CCL) gets the
 reducing collectives for free.
 
-Why retiming: with time reversal (t -> T - t) the reversed transfers are
-causal only when every link costs the same in both directions. They do not
-under ``switch_hop="free"`` (a hop out of a switch is free, the reversed hop
-into it is paid), so the reversed transfers are replayed ASAP in the
-reversed-time order, which never makes a schedule slower when timings are
-symmetric and repairs it when they are not.
+Timing: the reversed transfers get logical steps in reversed-time order and the simulator replays
+them ASAP (``assign_times``): time reversal alone is causal only when every link costs the same in
+both directions (not under ``switch_hop="free"``), and the replay moves chains through switches in
+one go, as the switch rule requires.
 """
 
 from __future__ import annotations
 
-import heapq
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule, Transfer
+from ccviz.simulate import assign_times
 from ccviz.topology import Topology
 
 # The simulator treats an arrival within ~1e-9 relative of a departure as "before" it;
@@ -181,16 +180,13 @@ def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
         return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
     fwd = forward.transfers
     horizon = max(fwd[k].end_s for k in tree.kept)
-    # Reversed, transfer k waits for the reversed transfers of its forward children (``tree.children``)
-    # and, at switches, for the previous pass to leave (``after_departure``).
-    after_departure = _separate_switch_pairs(tree, fwd, horizon, topology)
-    nominal = {k: horizon - fwd[k].end_s for k in tree.kept}
-    starts, arrivals = _retime(topology, target.chunk_bytes, fwd, tree, after_departure, nominal)
-    new = tuple.__new__
-    transfers = [
-        new(Transfer, (chunk_map[fwd[k].chunk], fwd[k].dst, fwd[k].src, starts[k], arrivals[k], "reduce", nominal[k]))
-        for k in sorted(tree.kept, key=lambda k: (starts[k], k))
+    steps = _reversed_steps(tree, {k: horizon - fwd[k].end_s for k in tree.kept})
+    untimed = [
+        Transfer(chunk_map[fwd[k].chunk], fwd[k].dst, fwd[k].src, None, None, "reduce", steps[k])
+        for k in sorted(tree.kept, key=lambda k: (steps[k], k))
     ]
+    draft = Schedule(topology, target, untimed, forward.algorithm, dict(forward.options), forward.status)
+    transfers = assign_times(draft).transfers
     finish = max(t.end_s for t in transfers)
     return Schedule(topology, target, transfers, forward.algorithm, dict(forward.options), forward.status,
                     estimated_finish_s=finish,
@@ -210,93 +206,28 @@ def _chunk_map(forward: Collective, target: Collective) -> dict[int, int]:
     return out
 
 
-def _separate_switch_pairs(tree: _Tree, fwd: list[Transfer], horizon: float,
-                           topology: Topology) -> dict[int, list[int]]:
-    """A switch forwards the latest (copy) or oldest (no copy) arrival of a chunk; so that it always
-    forwards the right partial, a reversed pass of a chunk lands at a switch only after the previous
-    pass of that chunk has left it (the next one may already be on the wire: passes still pipeline).
+def _reversed_steps(tree: _Tree, nominal: dict[int, float]) -> dict[int, float]:
+    """Logical steps of the reversed transfers, replayed by the simulator (``assign_times``).
 
-    Passes go through every switch in one global order (deepest forward path first), which agrees
-    with the tree's own waits, so the added waits can never close a cycle.
+    Reversed time orders the transfers: a node sends its partial up only after the partials of its
+    whole forward subtree have arrived, which come earlier in reversed time. Steps are the distinct
+    ranks of the nominal reversed starts (ties broken by index, so passes never share a step), so the untimed rule (a send waits for every earlier-step arrival of
+    its chunk) is exactly the tree's waits and no cycle can form. A pass through a switch leaves by
+    the reverse of the forward arrival; its step is put just after the step it enters by, so the
+    simulator pairs each pass's entry and exit and moves the chain through the switch in one go.
     """
-    def final_hop(k: int) -> int:
-        while topology.is_switch(fwd[k].dst):
-            (k,) = tree.children[k]
-        return k
-
-    def order(p: tuple[int, int]) -> tuple[float, int]:
-        last = final_hop(p[1])
-        return (horizon - fwd[last].end_s, last)
-
-    waits: dict[int, list[int]] = defaultdict(list)
-    for pairs in tree.switch_pairs.values():
-        # Reversed, a pass (forward arrival, forward departure) enters the switch by the reverse of the
-        # forward departure and leaves it by the reverse of the forward arrival.
-        passes = sorted(pairs, key=order)
-        for (prev_leaves, _), (_, next_enters) in zip(passes, passes[1:], strict=False):
-            waits[next_enters].append(prev_leaves)
-    return waits
-
-
-def _retime(topology: Topology, nbytes: float, fwd: list[Transfer], tree: _Tree,
-            after_departure: dict[int, list[int]], nominal: dict[int, float]) -> tuple[dict, dict]:
-    """ASAP start and arrival of every reversed transfer, links serving them in reversed-time order.
-
-    Transfers are placed in order of their nominal reversed start; one whose waits are not all placed
-    yet (possible only on ties) is placed as soon as its last wait is.
-    """
-    costs = {key: (topology.arrival_delay(*key, nbytes), topology.occupancy(*key, nbytes), link.lanes)
-             for key, link in topology.links.items()}
-    children = tree.children
-    waiting_on = {k: len(children.get(k, ())) + len(after_departure.get(k, ())) for k in tree.kept}
-    released_by: dict[int, list[int]] = defaultdict(list)
-    for k in tree.kept:
-        for dep in children.get(k, ()):
-            released_by[dep].append(k)
-        for dep in after_departure.get(k, ()):
-            released_by[dep].append(k)
-    link_free: dict[tuple[int, int], float] = {}
-    lanes_free: dict[tuple[int, int], list[float]] = {}  # links with several lanes: a heap of lane free times
-    starts: dict[int, float] = {}
-    arrivals: dict[int, float] = {}
-    blocked: set[int] = set()
-
-    def place(k: int) -> None:
-        key = (fwd[k].dst, fwd[k].src)
-        delay, occupancy, lanes = costs[key]
-        earliest = 0.0
-        for c in children.get(k, ()):
-            if arrivals[c] > earliest:
-                earliest = arrivals[c]
-        for dep in after_departure.get(k, ()):  # land at the switch only after the previous pass has left it
-            earliest = max(earliest, starts[dep] + _separation(starts[dep]) - delay)
-        if lanes == 1:
-            start = max(earliest, link_free.get(key, 0.0))
-            link_free[key] = start + occupancy
-        else:
-            heap = lanes_free.setdefault(key, [0.0] * lanes)
-            start = max(earliest, heapq.heappop(heap))
-            heapq.heappush(heap, start + occupancy)
-        starts[k] = start
-        arrivals[k] = start + delay
-
-    for k in sorted(tree.kept, key=nominal.__getitem__):
-        if waiting_on[k]:
-            blocked.add(k)
-            continue
-        todo = [k]
-        while todo:
-            j = todo.pop()
-            place(j)
-            for nxt in released_by.get(j, ()):
-                waiting_on[nxt] -= 1
-                if waiting_on[nxt] == 0 and nxt in blocked:
-                    blocked.discard(nxt)
-                    todo.append(nxt)
-    if len(starts) != len(tree.kept):
-        raise CcvizError("schedule: the forward schedule's transfers depend on each other in a cycle; "
-                         "it cannot be reversed", "schedule")
-    return starts, arrivals
+    steps = {k: float(i) for i, k in enumerate(sorted(nominal, key=lambda k: (nominal[k], k)))}
+    leaves_by = {departure: arrival for pairs in tree.switch_pairs.values() for arrival, departure in pairs}
+    entered = set(leaves_by.values())
+    for departure in sorted(leaves_by, key=nominal.__getitem__):
+        if departure in entered:
+            continue  # not a chain's last hop; reached from the hop it feeds
+        k = departure
+        while k in leaves_by:  # walk the chain back: each exit just after its entry
+            exit_hop = leaves_by[k]
+            steps[exit_hop] = steps[k] + (math.floor(steps[k]) + 1 - steps[k]) / 2
+            k = exit_hop
+    return steps
 
 
 def schedule_end(schedule: Schedule) -> float:

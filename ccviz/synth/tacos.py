@@ -505,4 +505,5 @@ register(Algorithm(
     "reductions by time reversal on the reversed topology",
     kind="heuristic",
     options_used=("seed", "restarts", "time_limit", "progress", "stop"),
+    extra_keys=("link_hold", "patience"),
 ))

@@ -73,10 +73,11 @@ def synthesize_teccl_astar(topology: Topology, collective: Collective, options: 
 register(Algorithm(
     "teccl", synthesize_teccl, SUPPORTED,
     "TE-CCL multi-commodity flow: MILP (copy) or LP, Pyomo + HiGHS, epoch-optimal with a certificate",
-    kind="optimal", options_used=OPTIONS_USED,
+    kind="optimal", options_used=OPTIONS_USED, extra_keys=("replay", "buffer_limit", "max_variables"),
 ))
 register(Algorithm(
     "teccl-astar", synthesize_teccl_astar, SUPPORTED,
     "TE-CCL A*: rounds of a few epochs solved as small MILPs, rewarding progress toward destinations",
     kind="heuristic", options_used=OPTIONS_USED,
+    extra_keys=("replay", "buffer_limit", "max_variables", "astar_round", "astar_horizon", "astar_greedy"),
 ))

@@ -42,6 +42,8 @@ SEARCH_SHARE = 0.5  # of the remaining time, for a horizon below the best schedu
 USED = 0.5
 INTEGRAL_FLOW_MAX_SENDS = 5000  # below this the flow model uses whole chunks (exact, no rounding)
 LP_MAX_EPOCHS = 64
+UNPRUNED_FACTOR = 20  # the time-expanded graph prunes unreachable sends; refuse only far beyond the limit
+BYTES_PER_VARIABLE = 500  # Pyomo variable + time-expanded graph entry, measured order of magnitude
 MAX_VARIABLES = 250_000  # beyond this Pyomo + APPSI setup alone takes minutes (extra["max_variables"])
 SETUP_S_PER_VARIABLE = 2e-4  # measured build + hand-over time per variable on a loaded 2-core machine  # a longer LP horizon is solved on epochs lengthened by a whole factor
 
@@ -106,6 +108,12 @@ class EpochSolver:
 
     # The user fixed K: solve at exactly that horizon.
     def solve_fixed_horizon(self, horizon: int, lower: int, greedy: EpochPlan) -> EpochPlan:
+        most = self.options.extra.get("max_variables", MAX_VARIABLES) * UNPRUNED_FACTOR
+        unpruned = horizon * len(self.commodities) * (len(self.topology.links) + len(self.topology.nodes))
+        if unpruned > most:
+            raise CcvizError(f"epochs: {horizon} epochs would lay out up to ~{unpruned:.3g} model variables "
+                             f"(~{unpruned * BYTES_PER_VARIABLE / 1e9:.3g} GB); the limit is {most:.3g}: give "
+                             f"fewer epochs (the greedy needs {greedy.epochs}) or leave --epochs automatic", "epochs")
         if horizon < lower:
             raise CcvizError(f"epochs: {horizon} epochs cannot hold this collective (lower bound {lower} epochs of "
                              f"{self.grid.tau_s * 1e6:.6g} us); give --epochs >= {lower} or leave it automatic",
