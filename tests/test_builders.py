@@ -332,7 +332,7 @@ def test_sample_paper_files_equal_the_reference_files() -> None:
 def test_teccl_as_run_sample_loads_with_the_published_conventions() -> None:
     stem = "ndv2_2chassis_teccl_as_run"
     topo = load_topology(SAMPLES_DIR / f"{stem}.json")
-    assert topo.switch_hop == "free" and topo.switches == [0] and topo.n_gpus == 15
+    assert topo.switch_hop == "teccl" and topo.switches == [0] and topo.n_gpus == 15
     assert {(u, v) for u, v, _, _ in link_set(topo)} == set(build("ndv2:chassis=2").links)
 
 
