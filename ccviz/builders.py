@@ -87,29 +87,38 @@ def get_builder(name: str) -> Builder:
     return BUILDERS[key]
 
 
+COMMON_KEYS = "switch_hop=paid|teccl|free"  # accepted by every builder (see ccviz.topology.SWITCH_HOPS)
+
+
 def build(spec: str) -> Topology:
-    """Build a topology from ``name[:key=value,...]``."""
+    """Build a topology from ``name[:key=value,...]``; ``switch_hop=`` works with every builder."""
     name, _, arg_text = spec.partition(":")
     b = get_builder(name)
     params = b.parameters
     hints = typing.get_type_hints(b.function)
     kwargs: dict[str, object] = {}
+    switch_hop: str | None = None
     for item in filter(None, (s.strip() for s in arg_text.split(","))):
         key, eq, value = item.partition("=")
         key = key.strip()
         if not eq:
             raise CcvizError(f"topology: {item!r} in {spec!r} should be key=value", "topology")
+        if key == "switch_hop":
+            switch_hop = value.strip().lower()
+            continue
         if key not in params:
             raise CcvizError(
-                f"topology: builder {b.name!r} has no parameter {key!r}; it takes {b.signature_text()}", "topology"
+                f"topology: builder {b.name!r} has no parameter {key!r}; it takes {b.signature_text()} "
+                f"and {COMMON_KEYS}", "topology"
             )
         kwargs[key] = _convert(value.strip(), hints.get(key, str), key, b.name)
     try:
-        return b.function(**kwargs)
+        topology = b.function(**kwargs)
     except CcvizError:
         raise
     except (TypeError, ValueError) as exc:
         raise CcvizError(f"topology: {b.name}: {exc}", "topology") from None
+    return topology if switch_hop is None else topology.with_changes(switch_hop=switch_hop)
 
 
 def _convert(value: str, hint: object, key: str, builder_name: str) -> object:

@@ -81,6 +81,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.restarts < 1:
         raise CcvizError(f"--restarts: must be >= 1, got {args.restarts}", "restarts")
     topology = load_topology(args.topology)
+    if args.switch_hop is not None:
+        topology = topology.with_changes(switch_hop=args.switch_hop)
     size = parse_size(args.size)
     stop = threading.Event()
 
@@ -161,10 +163,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ccviz.builders import BUILDERS
+    from ccviz.builders import BUILDERS, COMMON_KEYS
     from ccviz.collectives import COLLECTIVES
     from ccviz.cost import formula_table
     from ccviz.synth import REGISTRY
+    from ccviz.topology import SWITCH_HOPS
 
     listing = {
         "algorithms": [
@@ -190,6 +193,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for b in listing["topology_builders"]:
         alias = f" (alias: {', '.join(b['aliases'])})" if b["aliases"] else ""
         print(f"  {b['name']}:{b['parameters']}{alias}\n      {b['description']}")
+    print(f"  every builder also takes {COMMON_KEYS}:")
+    for name, text in SWITCH_HOPS.items():
+        print(f"      {name}: {text}")
     print("\nClosed-form costs (ccviz cost --algorithm NAME):")
     for row in listing["cost_formulas"]:
         print(f"  {row}")
@@ -247,6 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--algorithm", default="ring", help="see `ccviz list`")
     s.add_argument("--size", default="1MB", help="per-rank buffer (nccl-tests convention), e.g. 1KB, 64MB, 1GiB")
     s.add_argument("--chunks", type=int, default=1, help="chunks per rank")
+    s.add_argument("--switch-hop", choices=["paid", "teccl", "free"], default=None,
+                   help="how a hop out of a switch is charged (default: the topology's own, paid unless it says): "
+                        "paid = alpha + bytes/bw like any link; teccl = alpha only, TE-CCL's published runs; "
+                        "free = no time (TACCL)")
     s.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
     s.add_argument("--epoch", default="fastest", help="fastest | slowest | SECONDS (epoch-based algorithms)")
     s.add_argument("--epochs", type=int, default=None, help="number of epochs (default: automatic)")
