@@ -712,14 +712,18 @@ def dgx1(bw: tuple[float, ...] = (50.0, 25.0), alpha: tuple[float, ...] = (0.7,)
 
 @builder("ndv2")
 def ndv2(chassis: int = 2, bw: tuple[float, ...] = (50.0, 25.0, 12.5),
-         alpha: tuple[float, ...] = (0.7, 0.7, 1.3)) -> Topology:
+         alpha: tuple[float, ...] = (0.7, 0.7, 1.3), as_run: bool = False) -> Topology:
     """Azure NDv2: DGX-1-like chassis joined by 12.5 GB/s NICs; bw/alpha per class double/single/NIC.
 
     As in TE-CCL: with 2 chassis, GPU 0 of each chassis sends straight to GPU 1 of the other (no
     switch); otherwise a switch (node 0) receives from GPU 0 of every chassis and sends to GPU 1 of
-    every chassis, and chassis c holds GPUs 1+8c..8+8c.
+    every chassis, and chassis c holds GPUs 1+8c..8+8c. ``as_run=true`` (2 chassis only) is the
+    fabric as TE-CCL's published runs modelled it: node 0 marked a switch (no buffer, no demand) but
+    still counted in the buffer split (chunk = size / 16), switch hops charged by the 'teccl' rule.
     """
     require(chassis >= 1, "chassis", f"ndv2 needs chassis >= 1, got {chassis}")
+    require(not as_run or chassis == 2, "as_run", f"the published runs used 2 chassis; as_run needs chassis=2, "
+                                                  f"got {chassis}")
     classes = ("double", "single", "nic")
     bws, alphas = link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha")
     direct = chassis == 2
@@ -737,6 +741,12 @@ def ndv2(chassis: int = 2, bw: tuple[float, ...] = (50.0, 25.0, 12.5),
             fabric.one_way(box[0], hub, bws[2], alphas[2])
             fabric.one_way(hub, box[1], bws[2], alphas[2])
         how = "GPU 0 of each chassis sends to a switch that sends to GPU 1 of every chassis"
+    if as_run:
+        fabric.nodes[0] = Node(0, "switch", group=fabric.nodes[0].group, pos=fabric.nodes[0].pos)
+        topology = fabric.topology("ndv2_2chassis_teccl_as_run", "Azure NDv2, 2 chassis, as TE-CCL's published "
+                                   "runs modelled it: node 0 marked a switch, chunk = size / 16", "chassis",
+                                   meta={"chassis": 2, "buffer_ranks": 16})
+        return topology.with_changes(switch_hop="teccl")
     return fabric.topology(f"ndv2_{chassis}chassis", f"Azure NDv2, {chassis} chassis of 8 GPUs; {how} (TE-CCL)",
                            "chassis", meta={"chassis": chassis})
 

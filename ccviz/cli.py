@@ -242,6 +242,32 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from ccviz import reproduce
+
+    _positive("time-limit", args.time_limit)
+    runs = reproduce.published_runs(args.filter)
+    stop = threading.Event()
+
+    def report(i: int, row: reproduce.Reproduction) -> None:
+        print(f"[{i + 1}/{len(runs)}] {row.run.name}: {row.epochs} epochs (published {row.run.epochs}), "
+              f"{row.status_text}, {row.verdict}, {row.solve_s:.1f} s", file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: finish this row's best, skip the rest
+    try:
+        rows = reproduce.reproduce(runs, args.time_limit, stop, report)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    summary = reproduce.summary(rows)
+    if args.json:
+        print(json.dumps({"paper": args.paper, "time_limit_s": args.time_limit, "rows": [r.to_dict() for r in rows],
+                          "summary": summary}))
+    else:
+        print(reproduce.format_table(rows))
+        print(reproduce.summary_line(summary))
+    return 0 if summary["ok"] else 1
+
+
 # ------------------------------------------------------------------------ parser
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ccviz", description="Synthesize, verify and visualize collective-communication schedules.")
@@ -289,6 +315,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--bw", type=float, default=50.0, help="link bandwidth in GB/s")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_cost)
+
+    r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
+    r.add_argument("paper", choices=["teccl"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, DGX2)")
+    r.add_argument("--filter", default="", help="only rows whose name has every word, e.g. 'DGX2 Slow' or '1MB'")
+    r.add_argument("--time-limit", type=float, default=30.0, help="seconds per row (best so far is kept)")
+    r.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
+    r.set_defaults(func=cmd_reproduce)
 
     e = sub.add_parser("export", help="convert a schedule file (json, msccl xml)")
     e.add_argument("schedule")

@@ -67,7 +67,7 @@ class EpochGrid:
 
 
 def epoch_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> tuple[float, list[str]]:
-    """tau in seconds: chunk time on the fastest or slowest link, or given; lengthened if alpha is huge."""
+    """tau in seconds: chunk time on the fastest or slowest link (lengthened if alpha is huge), or given."""
     bandwidths = [link.bytes_per_s for link in topology.links.values()]
     notes: list[str] = []
     if isinstance(epoch, str):
@@ -87,7 +87,9 @@ def epoch_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> 
     if not (tau > 0 and math.isfinite(tau)):
         raise CcvizError(f"epoch: the epoch length must be a positive number of seconds, got {epoch!r}", "epoch")
     alphas = [link.alpha_s for link in topology.links.values() if link.alpha_s > 0]
-    if alphas and min(alphas) / tau > MAX_ALPHA_EPOCHS:
+    if isinstance(epoch, str) and key in ("fastest", "slowest") and alphas and min(alphas) / tau > MAX_ALPHA_EPOCHS:
+        # only a derived epoch is lengthened: an epoch given in seconds is used as given (the published
+        # DGX2 1KB Fast run used 1 ns, 350 epochs of its smallest alpha)
         tau = min(alphas) / MAX_ALPHA_EPOCHS
         notes.append(f"epoch lengthened to {tau * 1e6:.6g} us so the smallest alpha spans {MAX_ALPHA_EPOCHS} epochs")
     return tau, notes

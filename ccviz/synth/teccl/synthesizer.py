@@ -79,9 +79,11 @@ class EpochSolver:
         self.gap = options.gap if options.gap is not None else DEFAULT_GAP
         self.buffer_limit = options.extra.get("buffer_limit")
         self.notes = list(self.grid.notes)
+        self.proven_lower: int | None = None  # epochs no schedule can beat in this grid, once solve() ran
 
     def solve(self) -> EpochPlan:
         lower = EpochLowerBound(self.topology, self.grid, self.commodities, fractional=not self.use_copy).value()
+        self.proven_lower = lower
         greedy = self.greedy_plan()
         self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
                           f"lower bound {lower} epochs, greedy {greedy.epochs} epochs")
@@ -141,6 +143,7 @@ class EpochSolver:
                 break  # time limit or stop without a solution at this horizon
             if plan is None:
                 lower = horizon + 1  # proven: nothing fits in this horizon
+                self.proven_lower = lower
             if best is None:
                 if horizon >= 2 * greedy.epochs + 2:
                     break
@@ -307,6 +310,7 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
         for attempt in attempts:
             schedule = plan_schedule(topology, collective, attempt, owner.grid)
             schedule.notes = owner.notes + schedule.notes
+            schedule.bound_epochs = owner.proven_lower
             timeline = simulate(schedule)
             if timeline.verified and (best is None or timeline.finish_time_s < best[0] - 1e-15):
                 best = (timeline.finish_time_s, schedule)
