@@ -79,14 +79,18 @@ class EpochSolver:
         self.gap = options.gap if options.gap is not None else DEFAULT_GAP
         self.buffer_limit = options.extra.get("buffer_limit")
         self.notes = list(self.grid.notes)
+        self.mirrored = mirrored_from is not None
         self.proven_lower: int | None = None  # epochs no schedule can beat in this grid, once solve() ran
 
     def solve(self) -> EpochPlan:
         lower = EpochLowerBound(self.topology, self.grid, self.commodities, fractional=not self.use_copy).value()
         self.proven_lower = lower
         greedy = self.greedy_plan()
+        tree = self.mteg_plan()
+        if tree is not None and tree.epochs < greedy.epochs:
+            greedy = tree
         self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
-                          f"lower bound {lower} epochs, greedy {greedy.epochs} epochs")
+                          f"lower bound {lower} epochs, {greedy.notes[0]} {greedy.epochs} epochs")
         if self.options.epochs is not None:
             return self.solve_fixed_horizon(int(self.options.epochs), lower, greedy)
         if greedy.epochs <= lower and self.buffer_limit is None:
@@ -105,6 +109,49 @@ class EpochSolver:
                                       [c.post for c in demanded]).run()
         hops = [(demanded[c].id, i, j, k) for c, i, j, k in sends]
         return EpochPlan(hops, makespan, "feasible", None, ["epoch greedy"])
+
+    def mteg_plan(self) -> EpochPlan | None:
+        """MTEG's Steiner-tree schedule on this grid, when it fits the epoch model: a second upper bound.
+
+        MTEG rounds links to slots with the same rule (``Topology.delay_epochs``), so with slot = epoch its
+        schedule is usually a valid epoch plan; it is checked before use. On alpha-dominated instances
+        (small buffers) its trees often meet the lower bound where the chunk-by-chunk greedy does not.
+        """
+        if not self.use_copy or self.mirrored or self.buffer_limit is not None:
+            return None
+        from ccviz.synth.mteg import mteg_schedule  # mteg does not import teccl; kept local to stay so
+
+        try:
+            schedule = mteg_schedule(self.topology, self.collective, self.grid.tau_s)
+        except CcvizError:
+            return None
+        hops = [(t.chunk, t.src, t.dst, int(t.step)) for t in schedule.transfers]
+        if not self.fits_epoch_model(hops):
+            return None
+        return EpochPlan(hops, self.epochs_used(hops), "feasible", None, ["MTEG trees"])
+
+    def fits_epoch_model(self, hops: list[Hop]) -> bool:
+        """Every send has its chunk in time, switches forward what arrives, windows hold, demands are met."""
+        links = self.grid.links
+        if any((i, j) not in links for _, i, j, _ in hops):
+            return False
+        landing: dict[tuple[int, int], list[int]] = {}
+        for c, i, j, k in hops:
+            landing.setdefault((c, j), []).append(k + links[(i, j)].offset)
+        pre = {c.id: c.pre for c in self.collective.chunks}
+        forwarded: dict[tuple[int, int, int], int] = {}
+        for c, i, j, k in hops:
+            if self.topology.is_switch(i):
+                if k not in landing.get((c, i), ()):
+                    return False
+                forwarded[(c, i, k)] = forwarded.get((c, i, k), 0) + 1
+            elif i not in pre[c] and min(landing.get((c, i), [k + 1])) > k:
+                return False
+        for (c, n, k), count in forwarded.items():
+            if not self.topology.nodes[n].copy and count > landing[(c, n)].count(k):
+                return False
+        met = all((c.id, d) in landing for c in self.collective.chunks for d in c.post - c.pre)
+        return met and not self.overloaded_windows(hops)
 
     # The user fixed K: solve at exactly that horizon.
     def solve_fixed_horizon(self, horizon: int, lower: int, greedy: EpochPlan) -> EpochPlan:
