@@ -20,9 +20,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pyomo.environ as pyo
 
-from ccviz.collectives import Collective
+from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule, Transfer
+from ccviz.routing import earliest_arrivals
 from ccviz.simulate import simulate
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
@@ -42,6 +43,8 @@ SEARCH_SHARE = 0.5  # of the remaining time, for a horizon below the best schedu
 USED = 0.5
 INTEGRAL_FLOW_MAX_SENDS = 5000  # below this the flow model uses whole chunks (exact, no rounding)
 LP_MAX_EPOCHS = 64
+GREEDY_ORDERS = ("given", "reversed", "nearest first", "farthest first")
+GREEDY_SHARE = 0.35  # of the time left, for trying further greedy orders
 MAX_VARIABLES = 250_000  # beyond this Pyomo + APPSI setup alone takes minutes (extra["max_variables"])
 SETUP_S_PER_VARIABLE = 2e-4  # measured build + hand-over time per variable on a loaded 2-core machine  # a longer LP horizon is solved on epochs lengthened by a whole factor
 
@@ -85,8 +88,8 @@ class EpochSolver:
     def solve(self) -> EpochPlan:
         lower = EpochLowerBound(self.topology, self.grid, self.commodities, fractional=not self.use_copy).value()
         self.proven_lower = lower
-        greedy = self.greedy_plan()
-        tree = self.mteg_plan()
+        greedy = self.best_greedy(lower)
+        tree = self.mteg_plan() if greedy.epochs > lower else None
         if tree is not None and tree.epochs < greedy.epochs:
             greedy = tree
         self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
@@ -102,13 +105,43 @@ class EpochSolver:
         return self.search_horizon(lower, greedy)
 
     # An upper bound that fits the epoch model exactly (and the fallback schedule).
-    def greedy_plan(self) -> EpochPlan:
-        chunks = self.collective.chunks
-        demanded = [c for c in chunks if c.post - c.pre]
+    def greedy_plan(self, order: str = "given") -> EpochPlan:
+        """The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS)."""
+        demanded = self.chunk_order(order)
         sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
                                       [c.post for c in demanded]).run()
         hops = [(demanded[c].id, i, j, k) for c, i, j, k in sends]
-        return EpochPlan(hops, makespan, "feasible", None, ["epoch greedy"])
+        return EpochPlan(hops, makespan, "feasible", None, [f"epoch greedy ({order} order)"])
+
+    def chunk_order(self, order: str) -> list[Chunk]:
+        demanded = [c for c in self.collective.chunks if c.post - c.pre]
+        if order == "given":
+            return demanded
+        if order == "reversed":
+            return demanded[::-1]
+        offsets = {key: link.offset for key, link in self.grid.links.items()}
+        reach = {c.id: max(earliest_arrivals(self.topology, dict.fromkeys(c.pre, 0), offsets).get(d, math.inf)
+                           for d in c.post) for c in demanded}
+        sign = 1 if order == "nearest first" else -1
+        return sorted(demanded, key=lambda c: sign * reach[c.id])
+
+    def best_greedy(self, lower: int) -> EpochPlan:
+        """The best of the greedy's chunk orders, tried until one meets the bound or the greedy share is spent.
+
+        The order in which chunks take turns decides who waits at a busy link; which order wins depends on
+        the fabric (on DGX2 at 1 MB chunks that can leave the chassis at once must go first, at 1 KB the
+        reverse), so a few cheap orders are tried instead of one.
+        """
+        until = time.perf_counter() + GREEDY_SHARE * max(0.0, self.deadline - time.perf_counter())
+        best: EpochPlan | None = None
+        for order in GREEDY_ORDERS:
+            if best is not None and (best.epochs <= lower or self.buffer_limit is not None
+                                     or time.perf_counter() >= until or self.options.stopped()):
+                break
+            plan = self.greedy_plan(order)
+            if best is None or plan.epochs < best.epochs:
+                best = plan
+        return best
 
     def mteg_plan(self) -> EpochPlan | None:
         """MTEG's Steiner-tree schedule on this grid, when it fits the epoch model: a second upper bound.
