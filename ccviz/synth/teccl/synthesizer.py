@@ -22,8 +22,8 @@ import pyomo.environ as pyo
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer
 from ccviz.routing import earliest_arrivals
+from ccviz.schedule import Schedule, Transfer
 from ccviz.simulate import simulate
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
@@ -175,7 +175,7 @@ class EpochSolver:
             landing.setdefault((c, j), []).append(k + links[(i, j)].offset)
         pre = {c.id: c.pre for c in self.collective.chunks}
         forwarded: dict[tuple[int, int, int], int] = {}
-        for c, i, j, k in hops:
+        for c, i, _, k in hops:
             if self.topology.is_switch(i):
                 if k not in landing.get((c, i), ()):
                     return False
