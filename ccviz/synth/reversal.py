@@ -12,8 +12,8 @@ reducing collectives for free.
 
 Why retiming: with time reversal (t -> T - t) the reversed transfers are
 causal only when every link costs the same in both directions. They do not
-under ``switch_hop="free"`` (a hop out of a switch is free, the reversed hop
-into it is paid), so the reversed transfers are replayed ASAP in the
+under ``switch_hop="teccl"`` or ``"free"`` (a hop out of a switch is cheaper
+than the reversed hop into it), so the reversed transfers are replayed ASAP in the
 reversed-time order, which never makes a schedule slower when timings are
 symmetric and repairs it when they are not.
 """
@@ -302,7 +302,7 @@ def _retime(topology: Topology, nbytes: float, fwd: list[Transfer], tree: _Tree,
 def schedule_end(schedule: Schedule) -> float:
     """When a timed schedule is over: its last arrival, or later if a link is still serializing.
 
-    (Under ``switch_hop="free"`` a hop out of a switch lands at once but keeps its link busy.)
+    (Under ``switch_hop="teccl"``/``"free"`` a hop out of a switch can land before its link is free again.)
     """
     topo = schedule.topology
     nbytes = schedule.chunk_bytes
