@@ -416,8 +416,7 @@ class _Verifier:
         held_fraction = [0.0] * len(transfers)
         valid_idx = np.flatnonzero(self.valid)
         # Departures in time order; at equal times switches forward first, so that a zero-delay hop out
-        # of a switch (switch_hop="free", or "teccl" with zero alpha) lands before a GPU that starts at that
-        # instant needs it.
+        # of a switch (switch_hop="free") lands before a GPU that starts at that instant needs it.
         from_switch = np.array([is_switch[t.src] for t in transfers], dtype=bool) if transfers else np.zeros(0, bool)
         departures = valid_idx[np.lexsort((~from_switch[valid_idx], self.start[valid_idx]))].tolist()
         arrivals = valid_idx[np.argsort(self.arrival[valid_idx], kind="stable")].tolist()
