@@ -1,11 +1,14 @@
 """Papers: re-run a paper's published table row by row and compare (``ccviz reproduce`` in the app)."""
 
+from dataclasses import replace
+
 import pandas as pd
 import streamlit as st
 
 from ccviz import app_ui, reproduce
 from ccviz.app_runs import CachedRun, ReproduceJob, RunRequest
 from ccviz.app_state import set_last_run, set_topology, user_errors
+from ccviz.cost import lower_bound
 from ccviz.units import format_time
 
 app_ui.configure_page()
@@ -75,7 +78,8 @@ if opened:
     name = c1.selectbox("open a row in Playback", [r.run.name for r in opened], key="papers_open_row")
     if c2.button("Open in Playback", key="papers_open"):
         row = next(r for r in opened if r.run.name == name)
-        result = row.result
+        # The table skips the continuous-time lower bound; the other pages show it, so compute it now.
+        result = replace(row.result, bound=lower_bound(row.result.topology, row.result.collective))
         request = RunRequest.make(result.topology, "allgather", "teccl", row.run.size_bytes,
                                   epoch=row.run.epoch_s, gap=row.run.gap)
         set_topology(result.topology, f"published run {row.run.name}")
