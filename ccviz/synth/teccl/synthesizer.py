@@ -47,6 +47,7 @@ HANDOVER_PER_BUILD = 6.0  # measured: APPSI's set_instance takes ~5-6x the Pyomo
 MIN_SOLVE_S = 1.0
 GREEDY_ORDERS = ("given", "reversed", "nearest first", "farthest first")
 GREEDY_SHARE = 0.35  # of the time left, for trying further greedy orders
+MTEG_SHARE = 0.2  # of the time left, for MTEG's trees as a second upper bound
 MAX_VARIABLES = 250_000  # beyond this Pyomo + APPSI setup alone takes minutes (extra["max_variables"])
 SETUP_S_PER_VARIABLE = 2e-4  # measured build + hand-over time per variable on a loaded 2-core machine  # a longer LP horizon is solved on epochs lengthened by a whole factor
 
@@ -154,10 +155,13 @@ class EpochSolver:
         """
         if not self.use_copy or self.mirrored or self.buffer_limit is not None:
             return None
+        from ccviz.synth.budget import Budget
         from ccviz.synth.mteg import mteg_schedule  # mteg does not import teccl; kept local to stay so
 
+        share = max(0.1, MTEG_SHARE * (self.deadline - time.perf_counter()))
+        budget = Budget(replace(self.options, time_limit=share, progress=None))  # stop event kept
         try:
-            schedule = mteg_schedule(self.topology, self.collective, self.grid.tau_s)
+            schedule = mteg_schedule(self.topology, self.collective, self.grid.tau_s, budget=budget)
         except CcvizError:
             return None
         hops = [(t.chunk, t.src, t.dst, int(t.step)) for t in schedule.transfers]
