@@ -18,6 +18,7 @@ pages = [
     st.Page("pages/topology.py", title="Topology designer", icon=":material/hub:"),
     st.Page("pages/playback.py", title="Playback", icon=":material/movie:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/monitoring:"),
+    st.Page("pages/papers.py", title="Papers", icon=":material/menu_book:"),
     st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
 ]
 st.navigation(pages).run()

@@ -103,6 +103,7 @@ class LruCache:
 
 _RUNS = LruCache(CACHE_SIZE)
 _ROWS = LruCache(ROW_CACHE_SIZE)
+_REPRODUCED = LruCache(2 * 66)  # published rows (two time limits' worth of the TE-CCL table)
 
 
 def cached(request: RunRequest) -> CachedRun | None:
@@ -245,3 +246,43 @@ class SweepJob(BackgroundJob):
                 self.rows.append(row)
         except Exception as exc:  # a bug in an algorithm must not kill the app (CcvizErrors become rows)
             self.error = f"unexpected {type(exc).__name__} in the sweep: {exc}"
+
+
+# ------------------------------------------------------------------ published tables (Papers page)
+class ReproduceJob(BackgroundJob):
+    """A paper's published rows re-run one by one in a background thread (``ccviz.reproduce``).
+
+    Finished rows are cached process-wide per (row, time limit); Stop ends the running row with its
+    best schedule and marks the rest 'not run'.
+    """
+
+    def __init__(self, runs: list, time_limit: float) -> None:
+        super().__init__()
+        self.runs = runs
+        self.time_limit = time_limit
+        self.rows: list = []  # ccviz.reproduce.Reproduction, in order
+        self.current: str | None = None
+        self._start("ccviz-reproduce")
+
+    @property
+    def fraction(self) -> float:
+        return len(self.rows) / len(self.runs) if self.runs else 1.0
+
+    def _work(self) -> None:
+        from ccviz.reproduce import Reproduction, reproduce_run
+
+        try:
+            for run_ in self.runs:
+                key = ("reproduce", run_, self.time_limit)
+                row = _REPRODUCED.get(key)
+                if row is None and self.stop_event.is_set():
+                    row = Reproduction(run_)
+                elif row is None:
+                    self.current = run_.name
+                    row = reproduce_run(run_, self.time_limit, self.stop_event)
+                    if not self.stop_event.is_set():  # a stopped row is not the answer to this run
+                        _REPRODUCED.put(key, row)
+                self.rows.append(row)
+        except Exception as exc:  # a bug must not kill the app
+            self.error = f"unexpected {type(exc).__name__} while reproducing: {exc}"
+        self.current = None

@@ -88,32 +88,41 @@ def get_builder(name: str) -> Builder:
     return BUILDERS[key]
 
 
+COMMON_KEYS = "switch_hop=paid|teccl|free"  # accepted by every builder (see ccviz.topology.SWITCH_HOPS)
+
+
 def build(spec: str) -> Topology:
-    """Build a topology from ``name[:key=value,...]``."""
+    """Build a topology from ``name[:key=value,...]``; ``switch_hop=`` works with every builder."""
     name, _, arg_text = spec.partition(":")
     b = get_builder(name)
     params = b.parameters
     hints = typing.get_type_hints(b.function)
     kwargs: dict[str, object] = {}
+    switch_hop: str | None = None
     for item in filter(None, (s.strip() for s in arg_text.split(","))):
         key, eq, value = item.partition("=")
         key = key.strip()
         if not eq:
             raise CcvizError(f"topology: {item!r} in {spec!r} should be key=value", "topology")
+        if key == "switch_hop":
+            switch_hop = value.strip().lower()
+            continue
         if key not in params:
             raise CcvizError(
-                f"topology: builder {b.name!r} has no parameter {key!r}; it takes {b.signature_text()}", "topology"
+                f"topology: builder {b.name!r} has no parameter {key!r}; it takes {b.signature_text()} "
+                f"and {COMMON_KEYS}", "topology"
             )
         if key in kwargs:
             raise CcvizError(f"{key}: given twice in {spec!r}; keep one value", key)
         kwargs[key] = _convert(value.strip(), hints.get(key, str), key, b.name)
     check_node_count(_node_estimate({**{k: p.default for k, p in params.items()}, **kwargs}), "topology")
     try:
-        return b.function(**kwargs)
+        topology = b.function(**kwargs)
     except CcvizError:
         raise
     except (TypeError, ValueError) as exc:
         raise CcvizError(f"topology: {b.name}: {exc}", "topology") from None
+    return topology if switch_hop is None else topology.with_changes(switch_hop=switch_hop)
 
 
 def _convert(value: str, hint: object, key: str, builder_name: str) -> object:
@@ -734,14 +743,18 @@ def dgx1(bw: tuple[float, ...] = (50.0, 25.0), alpha: tuple[float, ...] = (0.7,)
 
 @builder("ndv2")
 def ndv2(chassis: int = 2, bw: tuple[float, ...] = (50.0, 25.0, 12.5),
-         alpha: tuple[float, ...] = (0.7, 0.7, 1.3)) -> Topology:
+         alpha: tuple[float, ...] = (0.7, 0.7, 1.3), as_run: bool = False) -> Topology:
     """Azure NDv2: DGX-1-like chassis joined by 12.5 GB/s NICs; bw/alpha per class double/single/NIC.
 
     As in TE-CCL: with 2 chassis, GPU 0 of each chassis sends straight to GPU 1 of the other (no
     switch); otherwise a switch (node 0) receives from GPU 0 of every chassis and sends to GPU 1 of
-    every chassis, and chassis c holds GPUs 1+8c..8+8c.
+    every chassis, and chassis c holds GPUs 1+8c..8+8c. ``as_run=true`` (2 chassis only) is the
+    fabric as TE-CCL's published runs modelled it: node 0 marked a switch (no buffer, no demand) but
+    still counted in the buffer split (chunk = size / 16), switch hops charged by the 'teccl' rule.
     """
     require(chassis >= 1, "chassis", f"ndv2 needs chassis >= 1, got {chassis}")
+    require(not as_run or chassis == 2, "as_run", f"the published runs used 2 chassis; as_run needs chassis=2, "
+                                                  f"got {chassis}")
     classes = ("double", "single", "nic")
     bws, alphas = link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha")
     direct = chassis == 2
@@ -759,6 +772,12 @@ def ndv2(chassis: int = 2, bw: tuple[float, ...] = (50.0, 25.0, 12.5),
             fabric.one_way(box[0], hub, bws[2], alphas[2])
             fabric.one_way(hub, box[1], bws[2], alphas[2])
         how = "GPU 0 of each chassis sends to a switch that sends to GPU 1 of every chassis"
+    if as_run:
+        fabric.nodes[0] = Node(0, "switch", group=fabric.nodes[0].group, pos=fabric.nodes[0].pos)
+        topology = fabric.topology("ndv2_2chassis_teccl_as_run", "Azure NDv2, 2 chassis, as TE-CCL's published "
+                                   "runs modelled it: node 0 marked a switch, chunk = size / 16", "chassis",
+                                   meta={"chassis": 2, "buffer_ranks": 16})
+        return topology.with_changes(switch_hop="teccl")
     return fabric.topology(f"ndv2_{chassis}chassis", f"Azure NDv2, {chassis} chassis of 8 GPUs; {how} (TE-CCL)",
                            "chassis", meta={"chassis": chassis})
 

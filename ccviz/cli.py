@@ -116,6 +116,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     check_output_path("out", args.out)
     check_output_path("msccl", args.msccl)
     topology = load_topology(args.topology)
+    if args.switch_hop is not None:
+        topology = topology.with_changes(switch_hop=args.switch_hop)
     size = parse_size(args.size)
     stop = threading.Event()
 
@@ -196,10 +198,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ccviz.builders import BUILDERS
+    from ccviz.builders import BUILDERS, COMMON_KEYS
     from ccviz.collectives import COLLECTIVES
     from ccviz.cost import formula_table
     from ccviz.synth import REGISTRY
+    from ccviz.topology import SWITCH_HOPS
 
     listing = {
         "algorithms": [
@@ -226,6 +229,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     for b in listing["topology_builders"]:
         alias = f" (alias: {', '.join(b['aliases'])})" if b["aliases"] else ""
         print(f"  {b['name']}:{b['parameters']}{alias}\n      {b['description']}")
+    print(f"  every builder also takes {COMMON_KEYS}:")
+    for name, text in SWITCH_HOPS.items():
+        print(f"      {name}: {text}")
     print("\nClosed-form costs (ccviz cost --algorithm NAME):")
     for row in listing["cost_formulas"]:
         print(f"  {row}")
@@ -271,6 +277,32 @@ def cmd_export(args: argparse.Namespace) -> int:
         write_schedule(timeline, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from ccviz import reproduce
+
+    _positive("time-limit", args.time_limit)
+    runs = reproduce.published_runs(args.filter)
+    stop = threading.Event()
+
+    def report(i: int, row: reproduce.Reproduction) -> None:
+        print(f"[{i + 1}/{len(runs)}] {row.run.name}: {row.epochs} epochs (published {row.run.epochs}), "
+              f"{row.status_text}, {row.verdict}, {row.solve_s:.1f} s", file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: finish this row's best, skip the rest
+    try:
+        rows = reproduce.reproduce(runs, args.time_limit, stop, report)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    summary = reproduce.summary(rows)
+    if args.json:
+        print(json.dumps({"paper": args.paper, "time_limit_s": args.time_limit, "rows": [r.to_dict() for r in rows],
+                          "summary": summary}))
+    else:
+        print(reproduce.format_table(rows))
+        print(reproduce.summary_line(summary))
+    return 0 if summary["ok"] else 1
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -347,6 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--algorithm", default="ring", help="see `ccviz list`")
     s.add_argument("--size", default="1MB", help="per-rank buffer (nccl-tests convention), e.g. 1KB, 64MB, 1GiB")
     s.add_argument("--chunks", type=int, default=1, help="chunks per rank")
+    s.add_argument("--switch-hop", choices=["paid", "teccl", "free"], default=None,
+                   help="how a hop out of a switch is charged (default: the topology's own, paid unless it says): "
+                        "paid = alpha + bytes/bw like any link; teccl = alpha only, TE-CCL's published runs; "
+                        "free = no time (TACCL)")
     s.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
     s.add_argument("--epoch", default="fastest", help="fastest | slowest | SECONDS (epoch-based algorithms)")
     s.add_argument("--epochs", type=int, default=None, help="number of epochs (default: automatic)")
@@ -379,6 +415,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--bw", type=float, default=50.0, help="link bandwidth in GB/s")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_cost)
+
+    r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
+    r.add_argument("paper", choices=["teccl"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, DGX2)")
+    r.add_argument("--filter", default="", help="only rows whose name has every word, e.g. 'DGX2 Slow' or '1MB'")
+    r.add_argument("--time-limit", type=float, default=30.0, help="seconds per row (best so far is kept)")
+    r.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
+    r.set_defaults(func=cmd_reproduce)
 
     e = sub.add_parser("export", help="convert a schedule file (json, msccl xml)")
     e.add_argument("schedule")

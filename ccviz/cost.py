@@ -6,7 +6,8 @@ Two different questions live here:
   finish sooner. It is asserted ``simulated time >= bound`` for every
   algorithm, so every part is a relaxation of the simulator's own rules
   (store-and-forward hops, one chunk per transfer, serialization per lane,
-  free switch->X hops under ``switch_hop="free"``, copy switches).
+  switch->X hops charged by ``switch_hop`` through ``Topology.arrival_delay``
+  and ``occupancy``, copy switches).
 * ``formula(collective, algorithm, n, size, alpha, bw)``: the textbook cost of
   an algorithm on an abstract fabric of ``n`` ranks, ``time = n_alpha * alpha
   + n_beta * M / BW`` with ``M`` the nccl-tests buffer size (see

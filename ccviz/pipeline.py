@@ -15,6 +15,7 @@ from ccviz.schedule import Schedule
 from ccviz.simulate import Timeline, simulate
 from ccviz.synth.registry import SynthOptions, synthesize
 from ccviz.topology import Topology
+from ccviz.units import format_time
 
 SUMMARY_KEYS = (
     "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",
@@ -73,7 +74,40 @@ class RunResult:
             "estimated_finish_s": s.estimated_finish_s,
             "chunks_per_rank": self.collective.chunks_per_rank,
             "notes": s.notes,
+            "model_finish_s": model_finish_s(s),
+            "bound_epochs": s.bound_epochs,
+            "status_meaning": status_meaning(s, t.finish_time_s),
         }
+
+
+def model_finish_s(schedule: Schedule) -> float | None:
+    """The epoch model's own finish (epochs x epoch length), shown beside the simulated finish."""
+    if schedule.epochs is None or schedule.epoch_s is None:
+        return None
+    return schedule.epochs * schedule.epoch_s
+
+
+def status_meaning(schedule: Schedule, simulated_s: float) -> str:
+    """The status in words: what a claim of optimality covers and what it does not."""
+    model = model_finish_s(schedule)
+    if schedule.status == "optimal" and model is not None:
+        bound = f" (proven lower bound {schedule.bound_epochs} epochs)" if schedule.bound_epochs else ""
+        return (f"optimal in TE-CCL's epoch model: {schedule.epochs} epochs of {format_time(schedule.epoch_s)} = "
+                f"{format_time(model)}, and no schedule in that model needs fewer{bound}. Epochs round alpha and "
+                f"serialization up to whole epochs, so in continuous time this schedule replays in "
+                f"{format_time(simulated_s)} and another algorithm's can finish earlier")
+    if schedule.status == "optimal":
+        return "optimal: no valid schedule finishes sooner under the algorithm's model"
+    if schedule.status == "time_limit":
+        gap = "" if schedule.mip_gap is None else f" (solver gap {schedule.mip_gap:.1%})"
+        bound = (f"; the epoch model proves >= {schedule.bound_epochs} epochs, this has {schedule.epochs}"
+                 if schedule.bound_epochs and schedule.epochs else "")
+        return f"stopped by the time limit or Stop: the best schedule found so far, not proven optimal{gap}{bound}"
+    if schedule.status == "feasible":
+        bound = (f"; the epoch model proves >= {schedule.bound_epochs} epochs, this has {schedule.epochs}"
+                 if schedule.bound_epochs and schedule.epochs else "")
+        return f"feasible: a valid schedule, optimality not proven{bound}"
+    return "heuristic: a valid schedule with no claim of optimality"
 
 
 def run(

@@ -58,6 +58,9 @@ class Schedule:
     # How the simulator times an untimed schedule: "asap", or "epoch" (no transfer starts before its
     # epoch, floor(step) * epoch_s: the epoch-synchronous execution TE-CCL prescribes).
     release: Release = "asap"
+    # Epoch-model synthesizers: the proven lower bound on epochs (epochs == bound_epochs is the certificate
+    # of optimality in that model; it says nothing about continuous time, where replays can be faster).
+    bound_epochs: int | None = None
 
     @property
     def is_timed(self) -> bool:
@@ -72,7 +75,7 @@ class Schedule:
         return Schedule(
             self.topology, self.collective, transfers, self.algorithm, dict(self.options), self.status,
             self.mip_gap, self.synth_time_s, self.epoch_s, self.epochs, self.estimated_finish_s, list(self.notes),
-            self.release,
+            self.release, self.bound_epochs,
         )
 
     # ------------------------------------------------------------ serialization
@@ -89,6 +92,7 @@ class Schedule:
             "estimated_finish_s": self.estimated_finish_s,
             "notes": self.notes,
             "release": self.release,
+            "bound_epochs": self.bound_epochs,
             "topology": self.topology.to_dict(),
             "collective": self.collective.to_dict(),
             "transfer_fields": list(Transfer._fields),
@@ -137,6 +141,7 @@ class Schedule:
             v.optional_number(d.get("estimated_finish_s"), "estimated_finish_s"),
             [str(n) for n in v.sequence(d.get("notes") or [], "notes")],
             release,
+            d.get("bound_epochs"),
         )
 
     def to_json(self) -> str:

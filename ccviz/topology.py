@@ -22,8 +22,19 @@ from ccviz import validate as check
 from ccviz.errors import CcvizError
 
 NodeKind = Literal["gpu", "switch"]
-SwitchHop = Literal["paid", "free"]
+SwitchHop = Literal["paid", "teccl", "free"]
 FORMAT_TAG = "ccviz-topology/1"
+
+# How a hop out of a switch is charged (a GPU's hops are always alpha + bytes / bandwidth):
+SWITCH_HOPS: dict[str, str] = {
+    "paid": "both hops of a switch crossing are charged in full: alpha + bytes/bandwidth (TE-CCL's paper text)",
+    "teccl": "a switch->X hop is charged its alpha but no second serialization: arrival = start + alpha, "
+             "the link still busy bytes/bandwidth (TE-CCL's published runs)",
+    "free": "a switch->X hop adds no time at all, the link still busy bytes/bandwidth (TACCL's convention: "
+            "a cut-through switch whose whole port-to-port latency is folded into the link into it)",
+}
+ALPHA_IGNORED_BELOW = 0.1  # epochs: TE-CCL drops alpha when alpha / tau is smaller
+_EPS = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +91,11 @@ class Node:
 class Topology:
     """Nodes plus directed links, validated on construction.
 
-    ``switch_hop`` chooses how a hop out of a switch is charged: ``"paid"``
-    (alpha + beta like any link, the TE-CCL paper's text) or ``"free"`` (the
-    switch->X hop adds no time of its own but still occupies the link, the
-    convention TE-CCL's published runs used, inherited from TACCL).
+    ``switch_hop`` chooses how a hop out of a switch is charged (``SWITCH_HOPS``):
+    ``"paid"`` (alpha + beta like any link, the TE-CCL paper's text, the default),
+    ``"teccl"`` (alpha only, no second serialization: TE-CCL's published runs) or
+    ``"free"`` (no time at all, TACCL's convention). The link stays busy
+    bytes/bandwidth under every rule.
     """
 
     def __init__(
@@ -171,20 +183,45 @@ class Topology:
         return g
 
     # ------------------------------------------------------------------ timing
+    def hop_charges(self, src: int, dst: int) -> tuple[bool, bool]:
+        """(alpha charged, serialization charged) on the hop src->dst under ``switch_hop``."""
+        if self.switch_hop == "paid" or self.nodes[src].kind != "switch":
+            return True, True
+        return self.switch_hop == "teccl", False
+
     def hop_is_free(self, src: int, dst: int) -> bool:
         """True when the hop src->dst adds no time (out of a switch under switch_hop='free')."""
-        return self.switch_hop == "free" and self.nodes[src].kind == "switch"
+        return self.hop_charges(src, dst) == (False, False)
 
     def occupancy(self, src: int, dst: int, nbytes: float) -> float:
-        """Seconds the link's serialization is busy for one transfer of ``nbytes``."""
+        """Seconds the link's serialization is busy for one transfer of ``nbytes`` (under every rule)."""
         return self.links[(src, dst)].serialization_s(nbytes)
 
     def arrival_delay(self, src: int, dst: int, nbytes: float) -> float:
-        """Seconds from the start of a send to its arrival: alpha + bytes/bandwidth."""
-        if self.hop_is_free(src, dst):
-            return 0.0
+        """Seconds from the start of a send to its arrival: alpha + bytes/bandwidth, minus what the rule skips."""
         link = self.links[(src, dst)]
-        return link.alpha_s + link.serialization_s(nbytes)
+        alpha, serialization = self.hop_charges(src, dst)
+        return (link.alpha_s if alpha else 0.0) + (link.serialization_s(nbytes) if serialization else 0.0)
+
+    def busy_epochs(self, src: int, dst: int, nbytes: float, tau_s: float) -> int:
+        """kappa: epochs of length tau one transfer keeps a lane of the link busy (at least 1)."""
+        per_epoch = self.links[(src, dst)].bytes_per_s * tau_s / nbytes
+        return max(1, math.ceil(1.0 / per_epoch - _EPS))
+
+    def delay_epochs(self, src: int, dst: int, nbytes: float, tau_s: float) -> int:
+        """``arrival_delay`` in TE-CCL's epochs: kappa + ceil(alpha / tau), alpha ignored below 0.1 epoch.
+
+        A switch->X hop drops kappa under 'teccl' (and alpha too under 'free'); a hop between two
+        switches takes at least one epoch, so no chunk circles switches in zero time.
+        """
+        alpha_charged, serialization_charged = self.hop_charges(src, dst)
+        alpha_epochs = self.links[(src, dst)].alpha_s / tau_s
+        latency = 0 if alpha_epochs < ALPHA_IGNORED_BELOW else math.ceil(alpha_epochs - _EPS)
+        delay = ((self.busy_epochs(src, dst, nbytes, tau_s) if serialization_charged else 0)
+                 + (latency if alpha_charged else 0))
+        if delay == 0 and self.nodes[src].kind == "switch" and self.nodes[dst].kind == "switch":
+            return 1
+        return delay
 
     # -------------------------------------------------------------- transforms
     def reversed(self) -> Topology:
@@ -233,8 +270,10 @@ class Topology:
                 f"nodes: a collective needs at least two GPUs, topology {self.name!r} has {len(self.gpus)}",
                 "nodes",
             )
-        if self.switch_hop not in ("paid", "free"):
-            raise CcvizError(f"switch_hop: {self.switch_hop!r} is not 'paid' or 'free'", "switch_hop")
+        if self.switch_hop not in SWITCH_HOPS:
+            raise CcvizError(f"switch_hop: {self.switch_hop!r} is not one of {', '.join(SWITCH_HOPS)} "
+                             "(paid = both hops charged in full; teccl = TE-CCL's published runs, a switch->X hop "
+                             "pays alpha only; free = a switch->X hop costs no time)", "switch_hop")
         for (u, v), link in self.links.items():
             where = f"link {u}->{v}"
             if u not in self.nodes or v not in self.nodes:
@@ -320,9 +359,10 @@ class Topology:
         switch_hop = data.get("switch_hop") or "paid"
         if name.endswith("_teccl_as_run") and not isinstance(raw_nodes, list):
             # TE-CCL's published runs: the switch-marked node still owns a slot of every buffer (it has
-            # no data and no demand), so chunks are size / all nodes, and switch->GPU hops cost no time.
+            # no data and no demand), so chunks are size / all nodes, and a switch->GPU hop pays its alpha
+            # but no second serialization (the rule its runs used).
             meta.setdefault("buffer_ranks", len(nodes))
-            switch_hop = data.get("switch_hop") or "free"
+            switch_hop = data.get("switch_hop") or "teccl"
         if "buffer_ranks" in meta:
             meta["buffer_ranks"] = check.integer(meta["buffer_ranks"], "meta.buffer_ranks", lo=1)
         layout = data.get("layout")

@@ -10,7 +10,7 @@ from ccviz.app_canvas import flow_state, structure_changed, topology_from_flow
 from ccviz.app_state import current_topology, sample_files, set_topology, topology_source, user_errors
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
-from ccviz.topology import Topology
+from ccviz.topology import SWITCH_HOPS, Topology
 from ccviz.topology_tables import link_table, node_table, topology_from_tables
 from ccviz.viz import topology_figure
 
@@ -69,6 +69,13 @@ topology = current_topology()
 st.subheader(topology.name)
 st.caption(f"{topology.summary()} · from {topology_source()}" + (f" · {topology.description}"
                                                                   if topology.description else ""))
+hops = list(SWITCH_HOPS)
+hop = st.selectbox("switch hops (how a hop out of a switch is charged)", hops, index=hops.index(topology.switch_hop),
+                   format_func=lambda h: f"{h}: {SWITCH_HOPS[h]}", key=f"topo_switch_hop_{topology.switch_hop}")
+if hop != topology.switch_hop:
+    with user_errors("switch hops"):
+        set_topology(topology.with_changes(switch_hop=hop), f"{topology_source()}, switch_hop={hop}")
+        st.rerun()
 version = abs(hash(topology.to_json()))
 figure_col, edit_col = st.columns([3, 2])
 with figure_col:

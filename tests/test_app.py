@@ -16,7 +16,7 @@ from ccviz.units import format_time
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-PAGES = [f"pages/{name}.py" for name in ("synthesize", "topology", "playback", "compare", "learn")]
+PAGES = [f"pages/{name}.py" for name in ("synthesize", "topology", "playback", "compare", "learn", "papers")]
 TIMEOUT = 60
 
 
@@ -133,6 +133,34 @@ def test_topology_designer_sample_builder_and_inline_errors():
     assert at.subheader[0].value == "ring5"
     at.switch_page("pages/synthesize.py").run()  # the topology persists across pages
     assert "ring5" in at.caption[0].value
+
+
+def test_switch_hop_control_changes_the_current_topology():
+    at = fresh_app()
+    at.switch_page("pages/topology.py").run()
+    at.radio(key="topo_source").set_value("builder").run()
+    at.selectbox(key="topo_builder").select("star").run()
+    at.button(key="topo_build").click().run()
+    at.selectbox(key="topo_switch_hop_paid").select("teccl").run()
+    assert_clean(at)
+    assert at.session_state["ccviz_topology"].switch_hop == "teccl"
+    assert at.selectbox(key="topo_switch_hop_teccl").value == "teccl"
+
+
+def test_papers_page_reproduces_a_published_row_and_opens_it_in_playback():
+    at = fresh_app()
+    at.switch_page("pages/papers.py").run()
+    at.text_input(key="papers_filter").input("NDv2 Slow 1GB").run()
+    at.button(key="papers_run").click().run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table["instance"]) == ["NDv2 Slow 1GB"]
+    assert table["verdict"][0] == "equal" and table["ccviz ep"][0] == "10"
+    assert any("1 equal" in s.value for s in at.success)
+    at.button(key="papers_open").click().run()
+    assert_clean(at)
+    assert at.title[0].value == "Playback"
+    assert "ndv2_2chassis_teccl_as_run" in at.caption[0].value
 
 
 def test_link_table_edits_round_trip_and_fail_with_the_field_named():

@@ -332,7 +332,7 @@ def test_sample_paper_files_equal_the_reference_files() -> None:
 def test_teccl_as_run_sample_loads_with_the_published_conventions() -> None:
     stem = "ndv2_2chassis_teccl_as_run"
     topo = load_topology(SAMPLES_DIR / f"{stem}.json")
-    assert topo.switch_hop == "free" and topo.switches == [0] and topo.n_gpus == 15
+    assert topo.switch_hop == "teccl" and topo.switches == [0] and topo.n_gpus == 15
     assert {(u, v) for u, v, _, _ in link_set(topo)} == set(build("ndv2:chassis=2").links)
 
 
@@ -345,3 +345,27 @@ def test_chassis_groups_and_side_by_side_positions() -> None:
         xs = [topo.nodes[g].pos[0] for g in topo.gpus if topo.nodes[g].group == f"chassis{c}"]
         centers.append(sum(xs) / len(xs))
     assert centers == sorted(centers) and all(b - a > 2 for a, b in itertools.pairwise(centers))
+
+
+@pytest.mark.parametrize("hop", ["paid", "teccl", "free"])
+def test_every_builder_takes_the_switch_hop_key(hop: str) -> None:
+    for spec in ("dgx2:chassis=2", "star:n=4", "ring:n=4"):
+        topo = build(f"{spec},switch_hop={hop}")
+        assert topo.switch_hop == hop and Topology.from_dict(json.loads(topo.to_json())).switch_hop == hop
+    assert build("dgx2").switch_hop == "paid"
+
+
+def test_a_bad_switch_hop_in_a_spec_names_the_choices() -> None:
+    with pytest.raises(CcvizError, match="paid, teccl, free"):
+        build("dgx2:switch_hop=cheap")
+    with pytest.raises(CcvizError, match="switch_hop=paid"):
+        build("dgx2:nope=1")  # the unknown-key message lists the common key too
+
+
+def test_ndv2_as_run_is_the_published_runs_file() -> None:
+    built = build("ndv2:chassis=2,as_run=true")
+    sample = load_topology(SAMPLES_DIR / "ndv2_2chassis_teccl_as_run.json")
+    assert kinds(built) == kinds(sample) and link_set(built) == link_set(sample)
+    assert built.switch_hop == sample.switch_hop == "teccl" and built.meta["buffer_ranks"] == 16
+    with pytest.raises(CcvizError, match="as_run"):
+        build("ndv2:chassis=4,as_run=true")

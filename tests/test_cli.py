@@ -82,6 +82,18 @@ def test_verify_names_a_planted_fault(capsys, tmp_path):
     assert "missing" in stdout and "rank 3" in stdout
 
 
+def test_switch_hop_option_and_the_epoch_model_figures_in_json(capsys):
+    paid = synth_json(capsys, "star:n=4,alpha=0", "--algorithm", "teccl", "--size", "4MB")
+    teccl = synth_json(capsys, "star:n=4,alpha=0", "--switch-hop", "teccl", "--algorithm", "teccl", "--size", "4MB")
+    assert teccl["epochs"] < paid["epochs"]  # the switch->GPU hop no longer pays a second serialization
+    assert teccl["model_finish_s"] == pytest.approx(teccl["epochs"] * teccl["epoch_s"])
+    assert teccl["status"] == "optimal" and teccl["bound_epochs"] == teccl["epochs"]
+    assert "optimal in TE-CCL's epoch model" in teccl["status_meaning"]
+    with pytest.raises(SystemExit) as exc:
+        main(["synth", "dgx2", "--switch-hop", "cheap"])
+    assert exc.value.code == 2 and "--switch-hop" in capsys.readouterr().err
+
+
 def test_list_and_cost(capsys):
     code, out, _ = run_cli(capsys, "list", "--json")
     assert code == 0

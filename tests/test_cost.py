@@ -104,9 +104,9 @@ def test_ingress_bound_counts_every_missing_chunk() -> None:
     assert lower_bound(topo, coll).bandwidth_s >= 7 * per_chunk * (1 - 1e-12)
 
 
-def test_free_switch_hops_keep_the_bound_below_a_valid_schedule() -> None:
-    topo = ccviz.load_topology(REFERENCE / "ndv2_2chassis_teccl_as_run.json")
-    assert topo.switch_hop == "free"
+@pytest.mark.parametrize("hop", ["paid", "teccl", "free"])
+def test_every_switch_hop_rule_keeps_the_bound_below_a_valid_schedule(hop: str) -> None:
+    topo = ccviz.load_topology(REFERENCE / "ndv2_2chassis_teccl_as_run.json").with_changes(switch_hop=hop)
     for name in ("allgather", "alltoall", "allreduce"):
         coll = ccviz.make_collective(name, topo, 1e6)
         bound = lower_bound(topo, coll).time_s

@@ -268,7 +268,7 @@ def small_fabrics(draw) -> Topology:
     for u, v in sorted(cables):
         links.append(Link(u, v, draw(bandwidth), draw(alpha)))
         links.append(Link(v, u, draw(bandwidth), draw(alpha)))
-    return Topology("random", nodes, links, switch_hop=draw(st.sampled_from(["paid", "free"])))
+    return Topology("random", nodes, links, switch_hop=draw(st.sampled_from(["paid", "teccl", "free"])))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

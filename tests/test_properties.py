@@ -41,7 +41,7 @@ def small_fabrics(draw) -> Topology:
         for g in draw(st.sets(st.integers(0, n - 1), min_size=min(2, n))):
             add(g, switch)
             add(switch, g)
-    hop = draw(st.sampled_from(["paid", "free"]))
+    hop = draw(st.sampled_from(["paid", "teccl", "free"]))
     return Topology("random", nodes, links.values(), switch_hop=hop)
 
 

@@ -247,7 +247,7 @@ def small_topologies(draw) -> Topology:
         nodes.append(Node(switch, "switch", copy=draw(st.booleans())))
         for g in draw(st.sets(st.integers(0, n - 1), min_size=2)):
             links += [Link(g, switch, draw(speed), draw(latency)), Link(switch, g, draw(speed), draw(latency))]
-    return Topology("random", nodes, links, switch_hop=draw(st.sampled_from(["paid", "free"])))
+    return Topology("random", nodes, links, switch_hop=draw(st.sampled_from(["paid", "teccl", "free"])))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -174,7 +174,7 @@ def test_reference_files_load_as_they_are(path: Path) -> None:
     assert {(lk["src"], lk["dst"], lk["bandwidth_GBps"], lk["alpha_us"]) for lk in data["links"]} == {
         (lk.src, lk.dst, lk.bandwidth_GBps, lk.alpha_us) for lk in topo.links.values()
     }
-    assert topo.switch_hop == ("free" if path.stem.endswith("_teccl_as_run") else "paid")
+    assert topo.switch_hop == ("teccl" if path.stem.endswith("_teccl_as_run") else "paid")
     assert all(topo.nodes[s].copy for s in topo.switches)
 
 

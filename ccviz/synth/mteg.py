@@ -29,8 +29,10 @@ Choices of this implementation (and why):
   slots per chunk stays reserved for ``kappa`` slots and delivers after
   ``kappa + ceil(alpha / slot)`` slots (alpha below 0.1 slot is ignored); a
   link faster than one chunk per slot carries ``floor`` of that many per
-  slot. With ``switch_hop == "free"`` a hop out of a switch delivers in the
-  same slot (one slot if into another switch) but still reserves its link.
+  slot. A hop out of a switch follows ``Topology.delay_epochs``: under
+  ``switch_hop="teccl"`` it delivers after ceil(alpha / slot) slots with no
+  serialization slot, under ``"free"`` in the same slot (one slot if into
+  another switch); it still reserves its link.
   So a slot count here is an epoch count in TE-CCL's model.
 - *Untimed output.* Transfers carry ``step`` = departure slot (plus a
   fraction ordering zero-delay hops inside one slot), and the simulator
@@ -71,7 +73,6 @@ from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import concatenate, mirror_collective, reverse_schedule
 from ccviz.topology import Link, Topology
 
-ALPHA_IGNORED_BELOW = 0.1  # TE-CCL: alpha shorter than this fraction of a slot adds no slot
 _EPS = 1e-9
 
 Key = tuple[int, int]  # a time-expanded state: (node, slot); GPUs use slot -1 (they store)
@@ -109,15 +110,11 @@ class SlotTiming:
 
     @classmethod
     def of(cls, topology: Topology, link: Link, chunk_bytes: float, slot_s: float) -> SlotTiming:
+        """TE-CCL's epoch rounding of the topology's link rule (``Topology.delay_epochs``), slot = epoch."""
         chunk_slots = link.serialization_s(chunk_bytes) / slot_s
-        busy = max(1, math.ceil(chunk_slots - _EPS))
+        busy = topology.busy_epochs(link.src, link.dst, chunk_bytes, slot_s)
         per_slot = max(1, math.floor(1 / chunk_slots + _EPS)) if chunk_slots > 0 else 1
-        if topology.hop_is_free(link.src, link.dst):
-            # Lands at once; into another switch it takes a slot (no zero-time switch loops, as TE-CCL).
-            return cls(busy, 1 if topology.is_switch(link.dst) else 0, per_slot)
-        alpha_slots = link.alpha_s / slot_s
-        extra = 0 if alpha_slots < ALPHA_IGNORED_BELOW else math.ceil(alpha_slots - _EPS)
-        return cls(busy, busy + extra, per_slot)
+        return cls(busy, topology.delay_epochs(link.src, link.dst, chunk_bytes, slot_s), per_slot)
 
 
 class LinkCalendar:
@@ -449,7 +446,7 @@ def multicast_order(collective: Collective, rng: random.Random | None = None) ->
 def tree_transfers(tree: MulticastTree, n_nodes: int) -> list[Transfer]:
     """Read a tree off as untimed transfers, step = departure slot.
 
-    A hop with zero delay (out of a switch under switch_hop 'free') lands in
+    A hop with zero delay (out of a switch under switch_hop 'free' or a small alpha) lands in
     the slot it left; a transfer forwarding it in that same slot gets a
     slightly larger step, so the simulator's step rule sees it wait.
     """

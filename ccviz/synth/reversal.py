@@ -12,8 +12,9 @@ reducing collectives for free.
 
 Timing: the reversed transfers get logical steps in reversed-time order and the simulator replays
 them ASAP (``assign_times``): time reversal alone is causal only when every link costs the same in
-both directions (not under ``switch_hop="free"``), and the replay moves chains through switches in
-one go, as the switch rule requires.
+both directions, which fails under ``switch_hop="teccl"`` or ``"free"`` (a hop out of a switch is
+cheaper than the reversed hop into it); the replay never makes a symmetric schedule slower, repairs
+an asymmetric one, and moves chains through switches in one go, as the switch rule requires.
 """
 
 from __future__ import annotations
@@ -233,7 +234,7 @@ def _reversed_steps(tree: _Tree, nominal: dict[int, float]) -> dict[int, float]:
 def schedule_end(schedule: Schedule) -> float:
     """When a timed schedule is over: its last arrival, or later if a link is still serializing.
 
-    (Under ``switch_hop="free"`` a hop out of a switch lands at once but keeps its link busy.)
+    (Under ``switch_hop="teccl"``/``"free"`` a hop out of a switch can land before its link is free again.)
     """
     topo = schedule.topology
     nbytes = schedule.chunk_bytes

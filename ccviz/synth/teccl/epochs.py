@@ -4,9 +4,11 @@ TE-CCL rounds time to epochs of length tau. On a link a chunk needs
 ``kappa`` epochs of serialization (1 when the link moves at least one chunk
 per epoch), may be joined by others up to the link's capacity in any window
 of ``kappa`` epochs, and is held by the receiver ``offset`` epochs after it
-was sent (kappa plus alpha rounded up to epochs; alpha is ignored below 0.1
-epoch, as in the paper). A hop out of a switch under ``switch_hop="free"``
-costs no time (offset 0) but still uses the link's capacity.
+was sent (``Topology.delay_epochs``: kappa plus alpha rounded up to epochs;
+alpha is ignored below 0.1 epoch, as in the paper). A hop out of a switch
+under ``switch_hop="teccl"`` (TE-CCL's published runs) has offset
+ceil(alpha / tau) with no serialization epoch, under ``"free"`` offset 0; both
+still use the link's capacity.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from dataclasses import dataclass
 from ccviz.errors import CcvizError
 from ccviz.topology import Topology
 
-ALPHA_IGNORED_BELOW = 0.1  # epochs: the paper drops alpha when alpha/tau is smaller
 MAX_ALPHA_EPOCHS = 200  # the paper lengthens the epoch when the smallest alpha exceeds this many epochs
 _EPS = 1e-9
 
@@ -32,7 +33,6 @@ class LinkEpochs:
     window_chunks: float  # chunks the link carries in any window of kappa epochs (all lanes)
     lanes: int
     offset: int  # epochs from the send epoch to the epoch the receiver holds the chunk
-    free: bool  # switch hop that costs no time (switch_hop="free")
 
     @property
     def window_slots(self) -> int:
@@ -67,7 +67,7 @@ class EpochGrid:
 
 
 def epoch_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> tuple[float, list[str]]:
-    """tau in seconds: chunk time on the fastest or slowest link, or given; lengthened if alpha is huge."""
+    """tau in seconds: chunk time on the fastest or slowest link (lengthened if alpha is huge), or given."""
     bandwidths = [link.bytes_per_s for link in topology.links.values()]
     notes: list[str] = []
     if isinstance(epoch, str):
@@ -87,7 +87,9 @@ def epoch_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> 
     if not (tau > 0 and math.isfinite(tau)):
         raise CcvizError(f"epoch: the epoch length must be a positive number of seconds, got {epoch!r}", "epoch")
     alphas = [link.alpha_s for link in topology.links.values() if link.alpha_s > 0]
-    if alphas and min(alphas) / tau > MAX_ALPHA_EPOCHS:
+    if isinstance(epoch, str) and key in ("fastest", "slowest") and alphas and min(alphas) / tau > MAX_ALPHA_EPOCHS:
+        # only a derived epoch is lengthened: an epoch given in seconds is used as given (the published
+        # DGX2 1KB Fast run used 1 ns, 350 epochs of its smallest alpha)
         tau = min(alphas) / MAX_ALPHA_EPOCHS
         notes.append(f"epoch lengthened to {tau * 1e6:.6g} us so the smallest alpha spans {MAX_ALPHA_EPOCHS} epochs")
     return tau, notes
@@ -95,17 +97,9 @@ def epoch_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> 
 
 def _link_epochs(topology: Topology, real: tuple[int, int], chunk_bytes: float, tau: float,
                  key: tuple[int, int]) -> LinkEpochs:
+    """Link ``key`` with the timing of link ``real`` (itself, or the real link a mirrored one stands for)."""
     link = topology.links[real]
     per_epoch = link.bytes_per_s * tau / chunk_bytes  # one lane
-    kappa = max(1, math.ceil(1.0 / per_epoch - _EPS))
-    alpha_epochs = link.alpha_s / tau
-    latency = 0 if alpha_epochs < ALPHA_IGNORED_BELOW else math.ceil(alpha_epochs - _EPS)
-    free = topology.hop_is_free(*real)
-    if free:
-        # Arrives at once; a switch receiving it forwards in the next epoch (no zero-time switch cycles).
-        offset = 1 if topology.is_switch(key[1]) else 0
-    else:
-        offset = kappa + latency
-    if real != key and free:  # mirrored: the free hop out of a switch becomes the hop into it
-        offset = 0 if not topology.is_switch(key[0]) else 1
-    return LinkEpochs(key[0], key[1], kappa, kappa * per_epoch * link.lanes, link.lanes, offset, free)
+    kappa = topology.busy_epochs(*real, chunk_bytes, tau)
+    offset = topology.delay_epochs(*real, chunk_bytes, tau)
+    return LinkEpochs(key[0], key[1], kappa, kappa * per_epoch * link.lanes, link.lanes, offset)

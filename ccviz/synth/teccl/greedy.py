@@ -40,6 +40,8 @@ class EpochGreedy:
         self.search_limit = search_limit
         self.usage: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
         self.switch_entry_choices = SWITCH_ENTRY_CHOICES
+        self.slots = {key: link.window_slots for key, link in grid.links.items()}  # read in the inner loop
+        self.switches = frozenset(topology.switches)
 
     def run(self) -> tuple[list[Send], int]:
         """Sends (chunk index, src, dst, epoch) and the makespan in epochs."""
@@ -97,13 +99,14 @@ class EpochGreedy:
         heapq.heapify(heap)
         parent: dict[tuple[int, int], tuple[tuple[int, int] | None, tuple[int, int, int] | None]] = {}
         done_gpus: set[int] = set()
+        switches = self.switches
         for t, _, n, _ in heap:
             parent.setdefault((n, t), (None, None))
         while heap:
             t, _, n, _ = heapq.heappop(heap)
             if t > self.search_limit:
                 break
-            if not topo.is_switch(n):
+            if n not in switches:
                 if n in done_gpus:
                     continue
                 done_gpus.add(n)
@@ -111,9 +114,9 @@ class EpochGreedy:
                     return n, self._path(parent, (n, t))
             for link in topo.out_links[n]:
                 timing = self.grid.links[(link.src, link.dst)]
-                for k in self._send_epochs(timing, t, switch_source=topo.is_switch(n)):
+                for k in self._send_epochs(timing, t, switch_source=n in switches):
                     state = (link.dst, k + timing.offset)
-                    if state in parent or (not topo.is_switch(link.dst) and link.dst in done_gpus):
+                    if state in parent or (link.dst not in switches and link.dst in done_gpus):
                         continue
                     parent[state] = ((n, t), (n, link.dst, k))
                     heapq.heappush(heap, (state[1], next(tie), link.dst, None))
@@ -123,7 +126,7 @@ class EpochGreedy:
         """Epochs at which the link can still take a chunk that is ready at t."""
         if switch_source:
             return [t] if self._free(link, t) else []
-        wanted = self.switch_entry_choices if self.topology.is_switch(link.dst) else 1
+        wanted = self.switch_entry_choices if link.dst in self.switches else 1
         found = []
         k = t
         while len(found) < wanted and k <= t + self.search_limit:
@@ -137,8 +140,17 @@ class EpochGreedy:
         used = self.usage.get((link.src, link.dst))
         if not used:
             return True
-        for w in range(k - link.kappa + 1, k + 1):
-            if sum(used.get(e, 0) for e in range(w, w + link.kappa)) + 1 > link.window_slots:
+        room = self.slots[(link.src, link.dst)] - 1
+        kappa = link.kappa
+        if kappa == 1:
+            return used.get(k, 0) <= room
+        counts = [used.get(e, 0) for e in range(k - kappa + 1, k + kappa)]  # the windows holding epoch k
+        window = sum(counts[:kappa])
+        if window > room:
+            return False
+        for i in range(kappa, len(counts)):
+            window += counts[i] - counts[i - kappa]
+            if window > room:
                 return False
         return True
 

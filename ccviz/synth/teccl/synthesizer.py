@@ -20,8 +20,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pyomo.environ as pyo
 
-from ccviz.collectives import Collective
+from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
+from ccviz.routing import earliest_arrivals
 from ccviz.schedule import Schedule, Transfer
 from ccviz.simulate import simulate
 from ccviz.synth.registry import Progress, SynthOptions
@@ -44,6 +45,11 @@ INTEGRAL_FLOW_MAX_SENDS = 5000  # below this the flow model uses whole chunks (e
 LP_MAX_EPOCHS = 64
 UNPRUNED_FACTOR = 20  # the time-expanded graph prunes unreachable sends; refuse only far beyond the limit
 BYTES_PER_VARIABLE = 500  # Pyomo variable + time-expanded graph entry, measured order of magnitude
+HANDOVER_PER_BUILD = 6.0  # measured: APPSI's set_instance takes ~5-6x the Pyomo build of the copy model
+MIN_SOLVE_S = 1.0
+GREEDY_ORDERS = ("given", "reversed", "nearest first", "farthest first")
+GREEDY_SHARE = 0.35  # of the time left, for trying further greedy orders
+MTEG_SHARE = 0.2  # of the time left, for MTEG's trees as a second upper bound
 MAX_VARIABLES = 250_000  # beyond this Pyomo + APPSI setup alone takes minutes (extra["max_variables"])
 SETUP_S_PER_VARIABLE = 2e-4  # measured build + hand-over time per variable on a loaded 2-core machine  # a longer LP horizon is solved on epochs lengthened by a whole factor
 
@@ -81,12 +87,18 @@ class EpochSolver:
         self.gap = options.gap if options.gap is not None else DEFAULT_GAP
         self.buffer_limit = options.extra.get("buffer_limit")
         self.notes = list(self.grid.notes)
+        self.mirrored = mirrored_from is not None
+        self.proven_lower: int | None = None  # epochs no schedule can beat in this grid, once solve() ran
 
     def solve(self) -> EpochPlan:
         lower = EpochLowerBound(self.topology, self.grid, self.commodities, fractional=not self.use_copy).value()
-        greedy = self.greedy_plan()
+        self.proven_lower = lower
+        greedy = self.best_greedy(lower)
+        tree = self.mteg_plan() if greedy.epochs > lower else None
+        if tree is not None and tree.epochs < greedy.epochs:
+            greedy = tree
         self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
-                          f"lower bound {lower} epochs, greedy {greedy.epochs} epochs")
+                          f"lower bound {lower} epochs, {greedy.notes[0]} {greedy.epochs} epochs")
         if self.options.epochs is not None:
             return self.solve_fixed_horizon(int(self.options.epochs), lower, greedy)
         if greedy.epochs <= lower and self.buffer_limit is None:
@@ -98,13 +110,89 @@ class EpochSolver:
         return self.search_horizon(lower, greedy)
 
     # An upper bound that fits the epoch model exactly (and the fallback schedule).
-    def greedy_plan(self) -> EpochPlan:
-        chunks = self.collective.chunks
-        demanded = [c for c in chunks if c.post - c.pre]
+    def greedy_plan(self, order: str = "given") -> EpochPlan:
+        """The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS)."""
+        demanded = self.chunk_order(order)
         sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
                                       [c.post for c in demanded]).run()
         hops = [(demanded[c].id, i, j, k) for c, i, j, k in sends]
-        return EpochPlan(hops, makespan, "feasible", None, ["epoch greedy"])
+        return EpochPlan(hops, makespan, "feasible", None, [f"epoch greedy ({order} order)"])
+
+    def chunk_order(self, order: str) -> list[Chunk]:
+        demanded = [c for c in self.collective.chunks if c.post - c.pre]
+        if order == "given":
+            return demanded
+        if order == "reversed":
+            return demanded[::-1]
+        offsets = {key: link.offset for key, link in self.grid.links.items()}
+        reach = {c.id: max(earliest_arrivals(self.topology, dict.fromkeys(c.pre, 0), offsets).get(d, math.inf)
+                           for d in c.post) for c in demanded}
+        sign = 1 if order == "nearest first" else -1
+        return sorted(demanded, key=lambda c: sign * reach[c.id])
+
+    def best_greedy(self, lower: int) -> EpochPlan:
+        """The best of the greedy's chunk orders, tried until one meets the bound or the greedy share is spent.
+
+        The order in which chunks take turns decides who waits at a busy link; which order wins depends on
+        the fabric (on DGX2 at 1 MB chunks that can leave the chassis at once must go first, at 1 KB the
+        reverse), so a few cheap orders are tried instead of one.
+        """
+        until = time.perf_counter() + GREEDY_SHARE * max(0.0, self.deadline - time.perf_counter())
+        best: EpochPlan | None = None
+        for order in GREEDY_ORDERS:
+            if best is not None and (best.epochs <= lower or self.buffer_limit is not None
+                                     or time.perf_counter() >= until or self.options.stopped()):
+                break
+            plan = self.greedy_plan(order)
+            if best is None or plan.epochs < best.epochs:
+                best = plan
+        return best
+
+    def mteg_plan(self) -> EpochPlan | None:
+        """MTEG's Steiner-tree schedule on this grid, when it fits the epoch model: a second upper bound.
+
+        MTEG rounds links to slots with the same rule (``Topology.delay_epochs``), so with slot = epoch its
+        schedule is usually a valid epoch plan; it is checked before use. On alpha-dominated instances
+        (small buffers) its trees often meet the lower bound where the chunk-by-chunk greedy does not.
+        """
+        if not self.use_copy or self.mirrored or self.buffer_limit is not None:
+            return None
+        from ccviz.synth.budget import Budget
+        from ccviz.synth.mteg import mteg_schedule  # mteg does not import teccl; kept local to stay so
+
+        share = max(0.1, MTEG_SHARE * (self.deadline - time.perf_counter()))
+        budget = Budget(replace(self.options, time_limit=share, progress=None))  # stop event kept
+        try:
+            schedule = mteg_schedule(self.topology, self.collective, self.grid.tau_s, budget=budget)
+        except CcvizError:
+            return None
+        hops = [(t.chunk, t.src, t.dst, int(t.step)) for t in schedule.transfers]
+        if not self.fits_epoch_model(hops):
+            return None
+        return EpochPlan(hops, self.epochs_used(hops), "feasible", None, ["MTEG trees"])
+
+    def fits_epoch_model(self, hops: list[Hop]) -> bool:
+        """Every send has its chunk in time, switches forward what arrives, windows hold, demands are met."""
+        links = self.grid.links
+        if any((i, j) not in links for _, i, j, _ in hops):
+            return False
+        landing: dict[tuple[int, int], list[int]] = {}
+        for c, i, j, k in hops:
+            landing.setdefault((c, j), []).append(k + links[(i, j)].offset)
+        pre = {c.id: c.pre for c in self.collective.chunks}
+        forwarded: dict[tuple[int, int, int], int] = {}
+        for c, i, _, k in hops:
+            if self.topology.is_switch(i):
+                if k not in landing.get((c, i), ()):
+                    return False
+                forwarded[(c, i, k)] = forwarded.get((c, i, k), 0) + 1
+            elif i not in pre[c] and min(landing.get((c, i), [k + 1])) > k:
+                return False
+        for (c, n, k), count in forwarded.items():
+            if not self.topology.nodes[n].copy and count > landing[(c, n)].count(k):
+                return False
+        met = all((c.id, d) in landing for c in self.collective.chunks for d in c.post - c.pre)
+        return met and not self.overloaded_windows(hops)
 
     # The user fixed K: solve at exactly that horizon.
     def solve_fixed_horizon(self, horizon: int, lower: int, greedy: EpochPlan) -> EpochPlan:
@@ -149,6 +237,7 @@ class EpochSolver:
                 break  # time limit or stop without a solution at this horizon
             if plan is None:
                 lower = horizon + 1  # proven: nothing fits in this horizon
+                self.proven_lower = lower
             if best is None:
                 if horizon >= 2 * greedy.epochs + 2:
                     break
@@ -190,7 +279,14 @@ class EpochSolver:
         watch, describe, finish_when = self.incumbent_watch(model, teg, lower)
         warm = (self.use_copy and self.buffer_limit is None and horizon >= greedy.epochs
                 and self.warm_start(model, teg, greedy))
-        budget = (self.deadline - time.perf_counter()) * share
+        # Handing the model to HiGHS (APPSI's set_instance) takes several times the Pyomo build and is not
+        # covered by HiGHS's own time limit: leave it out of the solve's budget, or skip the solve.
+        handover_s = HANDOVER_PER_BUILD * build_s
+        budget = (self.deadline - time.perf_counter()) * share - handover_s
+        if budget < MIN_SOLVE_S:
+            self.notes.append(f"horizon {horizon}: {teg.size()} built in {build_s:.1f} s; handing it to HiGHS "
+                              f"(~{handover_s:.0f} s) and solving does not fit the time left; give more time")
+            return None, SolveResult("too_large", False, None, None, None, time.perf_counter() - t0)
         run = HighsRun(model, self.options, budget, self.gap, self.started,
                        describe, finish_when, watch, bound_s=lower * self.grid.tau_s)
         result = run.solve(warm_start=warm)
@@ -311,10 +407,11 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
         candidates.append((coarse_plan, coarse))
     best: tuple[float, Schedule] | None = None
     for candidate, owner in candidates:
-        attempts = (candidate, owner.greedy_plan())
-        for attempt in attempts:
+        for attempt in (candidate, None):  # the greedy schedule only if the candidate fails the simulator
+            attempt = attempt or owner.greedy_plan()
             schedule = plan_schedule(topology, collective, attempt, owner.grid)
             schedule.notes = owner.notes + schedule.notes
+            schedule.bound_epochs = owner.proven_lower
             timeline = simulate(schedule)
             if timeline.verified and (best is None or timeline.finish_time_s < best[0] - 1e-15):
                 best = (timeline.finish_time_s, schedule)
