@@ -20,6 +20,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from ccviz.collectives import Collective
+from ccviz.errors import CcvizError
 from ccviz.simulate import Timeline
 
 
@@ -117,6 +118,9 @@ def _buffer_layout(coll: Collective) -> tuple[dict[tuple[int, int], tuple[str, i
 def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
     """The schedule as an MSCCL algorithm XML (one channel, Simple protocol)."""
     coll = timeline.collective
+    if any(t.op == "relay" for t in timeline.schedule.transfers):
+        raise CcvizError("schedule: it relays partial sums through GPUs (op 'relay'), which this one-buffer MSCCL "
+                         "export cannot express; export the JSON schedule instead", "schedule")
     hops = gpu_hops(timeline)
     place, i_chunks, o_chunks = _buffer_layout(coll)
     scratch: dict[tuple[int, int], int] = {}

@@ -19,7 +19,7 @@ from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.topology import Topology
 
-Op = Literal["copy", "reduce"]
+Op = Literal["copy", "reduce", "relay"]  # relay: in transit, see ccviz.simulate.relay_continuations
 Status = Literal["optimal", "feasible", "time_limit", "heuristic", "infeasible"]
 Release = Literal["asap", "epoch"]
 STATUSES = ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
@@ -27,7 +27,8 @@ FORMAT_TAG = "ccviz-schedule/1"
 
 
 class Transfer(NamedTuple):
-    """One chunk crossing one link. ``op='reduce'`` adds the sender's partial to the receiver's."""
+    """One chunk crossing one link. ``op='reduce'`` adds the sender's partial to the receiver's;
+    ``op='relay'`` leaves the receiver's own value alone and the next transfer carries the value on."""
 
     chunk: int
     src: int

@@ -139,7 +139,7 @@ class Timeline:
             if self.arrival_s[i] > time_s * (1 + REL_TOL) + ABS_TOL:
                 break
             t = tr[i]
-            if t.dst in held:
+            if t.dst in held and t.op != RELAY:  # a parked value in transit is not the receiver's
                 held[t.dst][t.chunk] = float(self.held_fraction[i])
         return held
 
@@ -176,6 +176,7 @@ def assign_times(schedule: Schedule) -> Schedule:
     epoch = _epoch_release(schedule)
     steps = np.fromiter((t.step for t in transfers), dtype=float, count=len(transfers))
     order = np.argsort(steps, kind="stable").tolist()
+    relayed_from = relay_continuations(transfers)
     available: dict[int, float] = {}  # node * n_chunks + chunk -> latest arrival of an earlier step
     link_free: dict[tuple[int, int], Any] = {}
     start_of = [0.0] * len(transfers)
@@ -187,7 +188,8 @@ def assign_times(schedule: Schedule) -> Schedule:
         if step != current_step:
             _commit(available, pending)
             current_step = step
-        ready = available.get(src * n_chunks + chunk, 0.0)
+        j = relayed_from.get(i)
+        ready = arrival_of[j] if j is not None else available.get(src * n_chunks + chunk, 0.0)
         if epoch and math.floor(step + 1e-9) * epoch > ready:  # epoch-synchronous: wait for the epoch to open
             ready = math.floor(step + 1e-9) * epoch
         cost = costs.get((src, dst))
@@ -205,13 +207,36 @@ def assign_times(schedule: Schedule) -> Schedule:
             heapq.heappush(heap, start + occupancy)
         start_of[i] = start
         arrival_of[i] = arrival = start + delay
-        pending.append((dst * n_chunks + chunk, arrival))
+        if transfers[i][5] != RELAY:  # a parked value is not the receiver's to send on its own
+            pending.append((dst * n_chunks + chunk, arrival))
     make = tuple.__new__
     timed = [
         make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
         for t, s, e in zip(transfers, start_of, arrival_of, strict=True)
     ]
     return schedule.with_transfers(timed)
+
+
+# ------------------------------------------------------------------ relay rule
+RELAY = "relay"
+
+
+def relay_continuations(transfers: list[Transfer]) -> dict[int, int]:
+    """The relay rule: continuation transfer index -> the relay transfer whose value it carries on.
+
+    A transfer with ``op="relay"`` delivers a value *in transit*: the receiver (GPU or switch) parks it
+    without merging it into, or overwriting, its own holding of the chunk, and the schedule's very next
+    transfer (same chunk, leaving that receiver) carries exactly that value on. This is how a partial
+    sum crosses GPUs that still hold their own partial of the same chunk (rhd partners that are not
+    neighbours). A relay not followed by such a transfer is flagged by the verifier.
+    """
+    out: dict[int, int] = {}
+    for i, t in enumerate(transfers):
+        if t[5] == RELAY and i + 1 < len(transfers):
+            nxt = transfers[i + 1]
+            if nxt[0] == t[0] and nxt[1] == t[2]:
+                out[i + 1] = i
+    return out
 
 
 def _epoch_release(schedule: Schedule) -> float | None:
@@ -311,7 +336,7 @@ class _Verifier:
         n_chunks = len(self.coll.chunks)
         bad_chunk = (chunk < 0) | (chunk >= n_chunks)
         is_reduce = ops == "reduce"
-        bad_op = ~bad_chunk & ~((ops == "copy") | is_reduce)
+        bad_op = ~bad_chunk & ~((ops == "copy") | is_reduce | (ops == RELAY))
         bad_reduce = ~bad_chunk & is_reduce & ~reducible[np.where(bad_chunk, n_chunks, chunk)]
         early = self.start < -ABS_TOL
         too_fast = claimed_end < self.arrival - (ABS_TOL + REL_TOL * np.abs(self.arrival))  # nan compares False
@@ -321,7 +346,7 @@ class _Verifier:
             if bad_chunk[i]:
                 self.flag("bad_transfer", f"transfer #{i}: chunk {t.chunk} does not exist (0..{n_chunks - 1})", i)
             elif bad_op[i]:
-                self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy' or 'reduce'", i)
+                self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy', 'reduce' or 'relay'", i)
             elif bad_reduce[i]:
                 self.flag("bad_reduce", f"transfer #{i}: reduces chunk {t.chunk}, which is not a reduction chunk", i)
             if not has_link[i]:
@@ -424,6 +449,8 @@ class _Verifier:
         landing_at_departure: set[int] = set()  # arrivals passed over before their transfer departed
         arrival_times = self.arrival.tolist()
         start_times = self.start.tolist()
+        relayed_from = relay_continuations(transfers)
+        parked = self._check_relays_continue(transfers, relayed_from)  # relay index -> value once it lands
         n_arr = len(arrivals)
         a = 0
 
@@ -431,6 +458,10 @@ class _Verifier:
             chunk, _, dst, _, _, op, _ = transfers[j]
             value = sent_value[j]
             if not value:
+                return
+            if op == RELAY:
+                parked[j] = value
+                held_fraction[j] = value.bit_count() / n_contrib[chunk]
                 return
             if is_switch[dst]:
                 tokens[(dst, chunk)].append([value, False])
@@ -464,7 +495,11 @@ class _Verifier:
                 a += 1
             departed[i] = True
             t = transfers[i]
-            if is_switch[t.src]:
+            if i in relayed_from:
+                sent_value[i] = parked.pop(relayed_from[i], 0)
+                if not sent_value[i]:
+                    self._flag_not_held(i, t)
+            elif is_switch[t.src]:
                 sent_value[i] = self._take_from_switch(i, t, tokens)
             else:
                 value = held.get(t.src * n_chunks + t.chunk, 0)
@@ -479,6 +514,15 @@ class _Verifier:
         self.held_fraction[:] = held_fraction
         self.final_held, self.n_chunk_keys = held, n_chunks  # read only if a postcondition fails
         return completion
+
+    def _check_relays_continue(self, transfers: list[Transfer], relayed_from: dict[int, int]) -> dict[int, int]:
+        """Relay rule: every relay must be carried on by the next transfer (see ``relay_continuations``)."""
+        continued = set(relayed_from.values())
+        for i, t in enumerate(transfers):
+            if t.op == RELAY and i not in continued and self.valid[i]:
+                self.flag("bad_transfer", f"transfer #{i}: relays chunk {t.chunk} to {t.dst}, but the next transfer "
+                          f"does not carry it on from {t.dst}; a relay must be followed by its continuation", i)
+        return {}
 
     def _take_from_switch(self, i: int, t: Transfer, tokens: dict) -> int:
         """A switch forwards an arrival: once if it cannot copy, any number of times if it can."""
