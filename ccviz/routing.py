@@ -269,10 +269,32 @@ class Layout:
         self.router = router_for(topology, collective.chunk_bytes)
         self.sends: list[LogicalSend] = []
         self.rounds: list[int] = []  # per emitted transfer: the logical step of the send it belongs to
+        self.labels: dict[int, str] = {}  # logical step -> what the algorithm does in it
 
     def send(self, chunk: int, src: int, dst: int, step: int, op: Op = "copy") -> None:
         if src != dst:
             self.sends.append(LogicalSend(chunk, src, dst, step, op))
+
+    def label(self, step: int, text: str) -> None:
+        """Name what the algorithm does at a logical step ("reduce-scatter, distance 2")."""
+        self.labels.setdefault(step, text)
+
+    def numbered_rounds(self) -> tuple[list[int], list[str]]:
+        """After ``transfers()``: each transfer's 1-based round (used steps renumbered densely) and the
+        label of every round (the algorithm's, else a phase name read from the sends)."""
+        steps = sorted(set(self.rounds))
+        number = {step: k + 1 for k, step in enumerate(steps)}
+        ops = defaultdict(set)
+        for s in self.sends:
+            ops[s.step].add(s.op)
+        labels = [self.labels.get(step) or self._phase(ops[step]) for step in steps]
+        return [number[step] for step in self.rounds], labels
+
+    def _phase(self, ops: set[str]) -> str:
+        name = self.collective.name
+        if "reduce" in ops:
+            return "reduce" if name == "reduce" else "reduce-scatter"
+        return {"allreduce": "all-gather", "reducescatter": "reduce-scatter"}.get(name, name.replace("all", "all-"))
 
     def hint(self) -> str:
         return (f"{self.collective.name} on {self.topology.name!r} needs another algorithm "

@@ -58,6 +58,14 @@ class Schedule:
     # How the simulator times an untimed schedule: "asap", or "epoch" (no transfer starts before its
     # epoch, floor(step) * epoch_s: the epoch-synchronous execution TE-CCL prescribes).
     release: Release = "asap"
+    # Textbook algorithms: per transfer, the 1-based logical round it belongs to (a relayed send's hops
+    # share one round), and one label per round ("reduce-scatter, distance 2"). None for other schedules.
+    rounds: list[int] | None = None
+    round_labels: list[str] = field(default_factory=list)
+
+    @property
+    def n_rounds(self) -> int:
+        return max(self.rounds, default=0) if self.rounds else 0
 
     @property
     def is_timed(self) -> bool:
@@ -72,11 +80,13 @@ class Schedule:
         return Schedule(
             self.topology, self.collective, transfers, self.algorithm, dict(self.options), self.status,
             self.mip_gap, self.synth_time_s, self.epoch_s, self.epochs, self.estimated_finish_s, list(self.notes),
-            self.release,
+            self.release, list(self.rounds) if self.rounds and len(self.rounds) == len(transfers) else None,
+            list(self.round_labels),
         )
 
     # ------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:
+        rounds = {"rounds": self.rounds, "round_labels": self.round_labels} if self.rounds else {}
         return {
             "format": FORMAT_TAG,
             "algorithm": self.algorithm,
@@ -93,6 +103,7 @@ class Schedule:
             "collective": self.collective.to_dict(),
             "transfer_fields": list(Transfer._fields),
             "transfers": [list(t) for t in self.transfers],
+            **rounds,
         }
 
     @classmethod
@@ -119,6 +130,9 @@ class Schedule:
         release = d.get("release", "asap")
         if release not in ("asap", "epoch"):
             raise CcvizError(f"release: {release!r} is not 'asap' or 'epoch'", "release")
+        rounds = d.get("rounds")
+        if rounds is not None and (not isinstance(rounds, list) or len(rounds) != len(transfers)):
+            raise CcvizError("rounds: needs one round number per transfer (or leave it out)", "rounds")
         status = d.get("status", "heuristic")
         if status not in STATUSES:
             raise CcvizError(f"status: {status!r} is not one of {', '.join(STATUSES)}", "status")
@@ -136,6 +150,8 @@ class Schedule:
             d.get("estimated_finish_s"),
             list(d.get("notes") or []),
             release,
+            [int(r) for r in rounds] if rounds is not None else None,
+            [str(label) for label in d.get("round_labels") or []],
         )
 
     def to_json(self) -> str:

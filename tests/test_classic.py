@@ -196,3 +196,30 @@ def test_a_relay_without_its_continuation_is_flagged() -> None:
     dangling = [Transfer(0, 1, 2, None, None, "reduce", 1), Transfer(0, 0, 1, None, None, "relay", 0)]
     rules = {v.rule for v in ccviz.simulate(_line_reduce(dangling)).violations}
     assert "bad_transfer" in rules
+
+
+# ------------------------------------------------------------------ logical rounds
+TEXTBOOK_ROUNDS = {  # (algorithm, collective) -> rounds on N = 8 ranks
+    ("ring", "allreduce"): 2 * 7, ("ring", "allgather"): 7, ("ring", "reducescatter"): 7,
+    ("rhd", "allreduce"): 2 * 3, ("rhd", "allgather"): 3, ("rhd", "reducescatter"): 3,
+    ("tree", "allreduce"): 2 * 3, ("tree", "broadcast"): 3, ("tree", "reduce"): 3,
+    ("direct", "allgather"): 1, ("direct", "allreduce"): 2, ("bruck", "allgather"): 3, ("bruck", "alltoall"): 3,
+}
+
+
+@pytest.mark.parametrize(("algorithm", "collective"), sorted(TEXTBOOK_ROUNDS))
+@pytest.mark.parametrize("fabric", ["ring:n=8", "hypercube:n=8", "star:n=8"])
+def test_textbook_algorithms_label_their_rounds(fabric: str, algorithm: str, collective: str) -> None:
+    schedule, timeline = run(fabric, collective, algorithm)
+    assert timeline.verified
+    assert schedule.n_rounds == TEXTBOOK_ROUNDS[(algorithm, collective)]
+    assert len(schedule.round_labels) == schedule.n_rounds
+    back = ccviz.Schedule.from_dict(schedule.to_dict())
+    assert back.rounds == schedule.rounds and back.round_labels == schedule.round_labels
+
+
+def test_schedules_without_rounds_keep_their_old_json() -> None:
+    schedule, _ = run("ring:n=4", "allgather", "ring")
+    schedule.rounds = None
+    assert "rounds" not in schedule.to_dict()
+    assert ccviz.Schedule.from_dict(schedule.to_dict()).rounds is None
