@@ -118,10 +118,12 @@ def _sentence(timeline: Timeline, label: str, sends: list[Send], reached: list[i
     topo = timeline.topology
     gpu_hops = [sum(1 for node in s.path[1:-1] if not topo.is_switch(node)) for s in sends]
     relayed = sum(1 for h in gpu_hops if h)
+    messages = len({(s.path[0], s.path[-1]) for s in sends})
     parts = [f"{label[:1].upper()}{label[1:]}." if label else "",
-             f"{len(sends)} send{'s' if len(sends) != 1 else ''} in this round"]
+             f"{messages} message{'s' if messages != 1 else ''} in this round"
+             + (f" ({len(sends)} chunk sends)" if len(sends) != messages else "")]
     if relayed:
-        parts[-1] += (f"; {relayed} of them relayed through up to {max(gpu_hops)} other GPU"
+        parts[-1] += (f"; {relayed} chunk sends relayed through up to {max(gpu_hops)} other GPU"
                       f"{'s' if max(gpu_hops) > 1 else ''} on this fabric, because the partners are not neighbours")
         if any(s.op == "reduce" and h for s, h in zip(sends, gpu_hops, strict=True)):
             parts[-1] += " (a relay carries a partial sum on without touching the relaying GPU's own)"
