@@ -85,3 +85,37 @@ def test_learn_side_by_side_marks_a_handover(learn: AppTest) -> None:
     assert {"ring", "rhd", "tree", "direct"} <= set(table["algorithm"])
     assert set(table.columns) >= {"rounds", "α terms", "bytes per GPU", "simulated", "formula"}
     at.toggle(key="learn_compare").set_value(False).run()
+
+
+def _timeline(fabric: str, collective: str, algorithm: str, size: float = 1e6):
+    import ccviz
+
+    topo = ccviz.load_topology(fabric)
+    schedule = ccviz.synthesize(topo, ccviz.make_collective(collective, topo, size), algorithm)
+    return ccviz.simulate(schedule)
+
+
+def test_rhd_rounds_double_the_ranks_each_partial_sum_covers() -> None:
+    from ccviz.viz.rounds import round_frames, rounds
+
+    story = rounds(_timeline("ring:n=8", "allreduce", "rhd"))
+    assert [r.number for r in story] == [1, 2, 3, 4, 5, 6]
+    assert ["cover 2 of 8", "cover 4 of 8", "cover 8 of 8"] == [
+        next(p for p in ("cover 2 of 8", "cover 4 of 8", "cover 8 of 8") if p in r.sentence) for r in story[:3]]
+    assert "distance 2" in story[1].label and "relayed through up to 1 other GPU" in story[1].sentence
+    assert all(len(s.path) == 2 for s in story[2].sends)  # distance 1: neighbours, no relay
+    assert story[-1].delivered == 64 and "every GPU holds its result" in story[-1].sentence
+    frames = round_frames(_timeline("ring:n=8", "allreduce", "rhd"))
+    assert frames[0]["title"] == "Before round 1 (of 6)" and frames[-1]["title"] == "Round 6 of 6 — finished"
+
+
+def test_formula_gap_names_relays_and_stays_quiet_when_they_agree() -> None:
+    from ccviz.cost import schedule_formula
+    from ccviz.viz.narration import formula_gap
+
+    for algorithm, expect in (("rhd", "relayed"), ("ring", None)):
+        timeline = _timeline("ring:n=8", "allreduce", algorithm)
+        used = {(t.src, t.dst) for t in timeline.schedule.transfers}
+        f = schedule_formula(timeline.topology, timeline.collective, algorithm, used)
+        gap = formula_gap(timeline, f)
+        assert (gap is None) if expect is None else (expect in gap and "slower than the formula" in gap)
