@@ -223,3 +223,10 @@ def test_schedules_without_rounds_keep_their_old_json() -> None:
     schedule.rounds = None
     assert "rounds" not in schedule.to_dict()
     assert ccviz.Schedule.from_dict(schedule.to_dict()).rounds is None
+
+
+def test_rounds_that_no_longer_match_the_transfers_are_dropped_on_load() -> None:
+    schedule, _ = run("ring:n=4", "allgather", "ring")
+    data = schedule.to_dict()
+    data["transfers"] = data["transfers"][1:]  # a hand-edited file
+    assert ccviz.Schedule.from_dict(data).rounds is None
