@@ -248,7 +248,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     if not (0 <= args.alpha < math.inf):
         raise CcvizError(f"--alpha: must be a finite number >= 0 microseconds, got {args.alpha}", "alpha")
     result = formula(normalize_name(args.collective), args.algorithm, args.n, parse_size(args.size), args.alpha,
-                     args.bw)
+                     args.bw, segments=args.segments)
     out = {
         "collective": normalize_name(args.collective), "algorithm": args.algorithm, "n": args.n,
         "size_bytes": parse_size(args.size), "alpha_us": args.alpha, "bw_GBps": args.bw,
@@ -413,6 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--size", required=True)
     c.add_argument("--alpha", type=float, default=0.5, help="per-message latency in microseconds")
     c.add_argument("--bw", type=float, default=50.0, help="link bandwidth in GB/s")
+    c.add_argument("--segments", type=int, default=None,
+                   help="pipelining depth S of pipelined formulas (a schedule's --chunks); default: the best S")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_cost)
 

@@ -259,8 +259,9 @@ class _Formula:
     """One textbook cost: coefficients as a function of (n, beta) plus its expression."""
 
     expression: str
-    coefficients: Callable[[int, float, float], tuple[float, float]]  # (n, alpha_s, beta_s) -> (n_alpha, n_beta)
+    coefficients: Callable[..., tuple[float, float]]  # (n, alpha_s, beta_s[, segments]) -> (n_alpha, n_beta)
     power_of_two: bool = False
+    pipelined: bool = False  # coefficients take the segment count S (None = the best S)
 
 
 def _log2(n: int) -> int:
@@ -281,23 +282,27 @@ def _best_segments(depth: int, alpha_s: float, beta_s: float) -> int:
     return max(1, min(4096, round(math.sqrt((depth - 1) * beta_s / alpha_s))))
 
 
-def _pipelined(depth: int, share: float) -> Callable[[int, float, float], tuple[float, float]]:
-    """Pipelined chain/tree of ``depth`` hops carrying ``share`` of the buffer in S segments."""
+def _pipelined(depth: int, share: float) -> Callable[..., tuple[float, float]]:
+    """Pipelined chain/tree of ``depth`` hops carrying ``share`` of the buffer in S segments (None: best S)."""
 
-    def coefficients(n: int, alpha_s: float, beta_s: float) -> tuple[float, float]:
+    def coefficients(n: int, alpha_s: float, beta_s: float, segments: int | None = None) -> tuple[float, float]:
         d = depth if depth > 0 else 1
-        s = _best_segments(d, alpha_s, beta_s * share)
+        s = segments or _best_segments(d, alpha_s, beta_s * share)
         return d + s - 1, (d + s - 1) * share / s
 
     return coefficients
 
 
 def _pipelined_by_n(depth_of: Callable[[int], int], share: float, phases: int = 1):
-    def coefficients(n: int, alpha_s: float, beta_s: float) -> tuple[float, float]:
-        a, b = _pipelined(depth_of(n), share)(n, alpha_s, beta_s)
+    def coefficients(n: int, alpha_s: float, beta_s: float, segments: int | None = None) -> tuple[float, float]:
+        a, b = _pipelined(depth_of(n), share)(n, alpha_s, beta_s, segments)
         return phases * a, phases * b
 
     return coefficients
+
+
+def _piped(expression: str, depth_of: Callable[[int], int], share: float, phases: int = 1) -> _Formula:
+    return _Formula(expression, _pipelined_by_n(depth_of, share, phases), pipelined=True)
 
 
 def _bruck_alltoall(n: int, alpha_s: float, beta_s: float) -> tuple[float, float]:
@@ -324,6 +329,10 @@ FORMULAS: dict[tuple[str, str], _Formula] = {
     ("allgather", "direct"): _Formula("(N-1)(a + M/(N BW))  (pairwise exchange)",
                                       _linear(lambda n: n - 1, _FRACTION)),
     ("allgather", "rd"): _Formula("log2(N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION), power_of_two=True),
+    ("allgather", "rhd"): _Formula("log2(N) a + (N-1)/N M/BW  (recursive doubling)", _linear(_LOG, _FRACTION),
+                                   power_of_two=True),
+    ("allgather", "tree"): _Formula("2 ceil(log2 N) a + ((N-1)/N + ceil(log2 N)) M/BW  (gather + broadcast)",
+                                    _linear(lambda n: 2 * _log2(n), lambda n: _FRACTION(n) + _log2(n))),
     ("allgather", "bruck"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
     # ------------------------------------------------------------- reducescatter
     ("reducescatter", "ring"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
@@ -341,19 +350,17 @@ FORMULAS: dict[tuple[str, str], _Formula] = {
     ("allreduce", "rd"): _Formula("log2(N) (a + M/BW)", _linear(_LOG, _LOG), power_of_two=True),
     ("allreduce", "tree"): _Formula("2 ceil(log2 N) (a + M/BW)  (binomial reduce + broadcast)",
                                     _linear(lambda n: 2 * _log2(n), lambda n: 2 * _log2(n))),
-    ("allreduce", "pipelined-tree"): _Formula(
-        "2 (d+S-1)(a + M/(S BW)), d = floor(log2 N), best S", _pipelined_by_n(_tree_depth, 1.0, 2)),
-    ("allreduce", "dbt"): _Formula(
-        "2 (d+S-1)(a + M/(2 S BW)), two trees with half the buffer each, best S",
-        _pipelined_by_n(_tree_depth, 0.5, 2)),
+    ("allreduce", "pipelined-tree"): _piped("2 (d+S-1)(a + M/(S BW)), d = floor(log2 N), S segments",
+                                            _tree_depth, 1.0, 2),
+    ("allreduce", "dbt"): _piped("2 (d+S-1)(a + M/(2 S BW)), two trees with half the buffer each, S segments",
+                                 _tree_depth, 0.5, 2),
     # ----------------------------------------------------------------- broadcast
     ("broadcast", "tree"): _Formula("ceil(log2 N)(a + M/BW)", _linear(_LOG, _LOG)),
-    ("broadcast", "pipelined-tree"): _Formula("(d+S-1)(a + M/(S BW)), d = floor(log2 N), best S",
-                                              _pipelined_by_n(_tree_depth, 1.0)),
-    ("broadcast", "dbt"): _Formula("(d+S-1)(a + M/(2 S BW)), two trees with half the buffer each, best S",
-                                   _pipelined_by_n(_tree_depth, 0.5)),
-    ("broadcast", "ring"): _Formula("(N-1+S-1)(a + M/(S BW)), pipelined chain, best S",
-                                    _pipelined_by_n(lambda n: n - 1, 1.0)),
+    ("broadcast", "pipelined-tree"): _piped("(d+S-1)(a + M/(S BW)), d = floor(log2 N), S segments",
+                                            _tree_depth, 1.0),
+    ("broadcast", "dbt"): _piped("(d+S-1)(a + M/(2 S BW)), two trees with half the buffer each, S segments",
+                                 _tree_depth, 0.5),
+    ("broadcast", "ring"): _piped("(N-1+S-1)(a + M/(S BW)), pipelined chain, S segments", lambda n: n - 1, 1.0),
     ("broadcast", "rhd"): _Formula("2 log2(N) a + 2(N-1)/N M/BW  (scatter + allgather)",
                                    _linear(lambda n: 2 * _log2(n), lambda n: 2 * (n - 1) / n), power_of_two=True),
     ("broadcast", "direct"): _Formula("(N-1)(a + M/BW)  (root sends to each)",
@@ -368,6 +375,8 @@ FORMULAS: dict[tuple[str, str], _Formula] = {
     # ------------------------------------------------------------ gather/scatter
     ("scatter", "tree"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
     ("scatter", "direct"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
+    ("scatter", "ring"): _Formula("(N-1)(a + M/(N BW))  (blocks stream down the chain, farthest first)",
+                                  _linear(lambda n: n - 1, _FRACTION)),
 }
 
 def _mirrored(formulas: dict[tuple[str, str], _Formula]) -> dict[tuple[str, str], _Formula]:
@@ -390,13 +399,32 @@ def _mirrored(formulas: dict[tuple[str, str], _Formula]) -> dict[tuple[str, str]
 
 FORMULAS.update(_mirrored(FORMULAS))
 
-ALGORITHM_NAMES = ("ring", "tree", "pipelined-tree", "dbt", "rd", "rhd", "direct", "bruck")
+
+def _both_ways(f: _Formula) -> _Formula:
+    """ring-bidir: the ring's rounds, each direction carrying half the chunks once there are 2+ segments."""
+
+    def coefficients(n: int, alpha_s: float, beta_s: float, segments: int | None = None) -> tuple[float, float]:
+        a, b = f.coefficients(n, alpha_s, beta_s, segments) if f.pipelined else f.coefficients(n, alpha_s, beta_s)
+        return a, b / 2 if (segments or 2) >= 2 else b
+
+    return _Formula(f"{f.expression}, with M/BW halved by the two directions (2+ chunks per GPU)", coefficients,
+                    f.power_of_two, pipelined=True)
+
+
+FORMULAS.update({(c, "ring-bidir"): _both_ways(f) for (c, a), f in list(FORMULAS.items()) if a == "ring"})
+
+ALGORITHM_NAMES = ("ring", "ring-bidir", "tree", "pipelined-tree", "dbt", "rd", "rhd", "direct", "bruck")
 
 
 def formula(
-    collective: str, algorithm: str, n: int, size_bytes: float, alpha_us: float, bw_GBps: float
+    collective: str, algorithm: str, n: int, size_bytes: float, alpha_us: float, bw_GBps: float,
+    segments: int | None = None,
 ) -> CostResult:
-    """The textbook alpha-beta cost of ``algorithm`` for ``collective`` over ``n`` ranks."""
+    """The textbook alpha-beta cost of ``algorithm`` for ``collective`` over ``n`` ranks.
+
+    ``segments`` is the pipelining depth S of the pipelined formulas (a schedule's chunks per GPU);
+    None picks the best S, as the textbook does.
+    """
     algorithm = str(algorithm).strip().lower()
     key = (collective, algorithm)
     if key not in FORMULAS:
@@ -417,10 +445,14 @@ def formula(
         raise CcvizError(f"n: {algorithm} {collective} needs a power-of-two rank count, got {n}", "n")
     alpha_s = alpha_us * 1e-6
     beta_s = size_bytes / (bw_GBps * 1e9)
-    n_alpha, n_beta = f.coefficients(n, alpha_s, beta_s)
+    if segments is not None and (not isinstance(segments, int) or segments < 1):
+        raise CcvizError(f"segments: the pipelining depth must be a whole number >= 1, got {segments!r}", "segments")
+    n_alpha, n_beta = f.coefficients(n, alpha_s, beta_s, segments) if f.pipelined else f.coefficients(n, alpha_s,
+                                                                                                      beta_s)
     time_s = n_alpha * alpha_s + n_beta * beta_s
+    s_text = f", S={segments}" if f.pipelined and segments else ""
     text = (f"{algorithm} {collective}: {f.expression} = {n_alpha:g} a + {n_beta:.6g} M/BW "
-            f"(N={n}, a={alpha_us:g} us, M={size_bytes:g} B, BW={bw_GBps:g} GB/s)")
+            f"(N={n}, a={alpha_us:g} us, M={size_bytes:g} B, BW={bw_GBps:g} GB/s{s_text})")
     return CostResult(float(time_s), float(n_alpha), float(n_beta), text)
 
 
@@ -438,3 +470,24 @@ def formula_table() -> list[FormulaRow]:
         FormulaRow(collective=c, algorithm=a, formula=f.expression, power_of_two=f.power_of_two)
         for (c, a), f in FORMULAS.items()
     ]
+
+
+def used_link_parameters(topology: Topology, links: Iterable[tuple[int, int]]) -> tuple[float, float]:
+    """(alpha_us, bandwidth_GBps) a formula should use for a schedule: the largest alpha and the slowest
+    bandwidth among the links it actually uses (all links when it uses none)."""
+    used = [topology.links[key] for key in set(links) if key in topology.links] or list(topology.links.values())
+    return max(link.alpha_us for link in used), min(link.bandwidth_GBps for link in used)
+
+
+def schedule_formula(topology: Topology, collective: Collective, algorithm: str,
+                     links: Iterable[tuple[int, int]]) -> CostResult | None:
+    """The textbook cost evaluated for exactly one schedule: its rank count, buffer, chunks per GPU as the
+    pipelining depth S, and the links it uses. None when the algorithm has no closed form."""
+    if (collective.name, algorithm) not in FORMULAS:
+        return None
+    alpha_us, bw = used_link_parameters(topology, links)
+    try:
+        return formula(collective.name, algorithm, collective.n_ranks, collective.size_bytes, alpha_us, bw,
+                       segments=collective.chunks_per_rank)
+    except CcvizError:  # e.g. a power-of-two formula on another rank count
+        return None

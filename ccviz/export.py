@@ -433,6 +433,9 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
     than GPU 0, or more channels than the runtime has.
     """
     coll = timeline.collective
+    if any(t.op == "relay" for t in timeline.schedule.transfers):
+        raise CcvizError("msccl: this schedule relays partial sums through GPUs (op 'relay'), which the MSCCL "
+                         "export cannot express yet; export the JSON schedule instead", "msccl")
     hops, copies = _collapse(timeline)
     if copies:
         switch, chunk, n = copies[0]

@@ -8,11 +8,11 @@ an *untimed* schedule: hop h of a send at logical step s gets step
 untimed rule), and only the last hop carries the logical op.
 
 Why relays need care: the simulator's ``copy`` overwrites the receiver's
-value. A GPU that still has to contribute its own partial of a reducing chunk
-must never relay someone else's partial of that chunk, and a switch (which
-holds no buffer and cannot tell two partials apart) must never carry two
-partials of one chunk unless they are causally ordered. ``Layout`` enforces
-both rules and raises ``CcvizError`` when an algorithm cannot be laid soundly.
+value, so a partial sum crossing a GPU that still holds its own partial of
+the chunk (rhd partners that are not neighbours) would destroy it. Every hop
+of a partial sum but the last is therefore a ``relay`` (the receiver parks
+the value and the next transfer carries it on, ``ccviz.simulate``), and only
+the last hop adds it into the destination.
 """
 
 from __future__ import annotations
@@ -268,77 +268,48 @@ class Layout:
         self.collective = collective
         self.router = router_for(topology, collective.chunk_bytes)
         self.sends: list[LogicalSend] = []
+        self.rounds: list[int] = []  # per emitted transfer: the logical step of the send it belongs to
+        self.labels: dict[int, str] = {}  # logical step -> what the algorithm does in it
 
     def send(self, chunk: int, src: int, dst: int, step: int, op: Op = "copy") -> None:
         if src != dst:
             self.sends.append(LogicalSend(chunk, src, dst, step, op))
 
+    def label(self, step: int, text: str) -> None:
+        """Name what the algorithm does at a logical step ("reduce-scatter, distance 2")."""
+        self.labels.setdefault(step, text)
+
+    def numbered_rounds(self) -> tuple[list[int], list[str]]:
+        """After ``transfers()``: each transfer's 1-based round (used steps renumbered densely) and the
+        label of every round (the algorithm's, else a phase name read from the sends)."""
+        steps = sorted(set(self.rounds))
+        number = {step: k + 1 for k, step in enumerate(steps)}
+        ops = defaultdict(set)
+        for s in self.sends:
+            ops[s.step].add(s.op)
+        labels = [self.labels.get(step) or self._phase(ops[step]) for step in steps]
+        return [number[step] for step in self.rounds], labels
+
+    def _phase(self, ops: set[str]) -> str:
+        name = self.collective.name
+        if "reduce" in ops:
+            return "reduce" if name == "reduce" else "reduce-scatter"
+        return {"allreduce": "all-gather", "reducescatter": "reduce-scatter"}.get(name, name.replace("all", "all-"))
+
     def hint(self) -> str:
         return (f"{self.collective.name} on {self.topology.name!r} needs another algorithm "
                 "(ring over a cycle of neighbouring GPUs is the most widely applicable)")
 
-    # Step 1: pick every send's route, keeping partial sums away from GPUs that still need their own.
+    # Step 1: every send takes its shortest route; a partial sum crosses other GPUs as a relay.
     def routes(self) -> list[list[int]]:
-        chains = self._reduction_chains()
-        routes = []
         route_of = self.router.route
+        routes = []
         for s in self.sends:
-            relay_ok = self._relay_filter(s, chains) if s.op == "reduce" else None
-            route = route_of(s.src, s.dst, relay_ok)
+            route = route_of(s.src, s.dst)
             if route is None:
-                raise CcvizError(
-                    f"topology: no route from GPU {s.src} to GPU {s.dst} for a partial sum of chunk {s.chunk} "
-                    f"that avoids GPUs still holding their own partial of it (a relay would overwrite it): "
-                    f"{self.hint()}",
-                    "topology",
-                )
+                raise CcvizError(f"topology: no route from GPU {s.src} to GPU {s.dst}: {self.hint()}", "topology")
             routes.append(route)
-        self._check_switch_passes(routes, chains)
         return routes
-
-    def _reduction_chains(self) -> dict[int, dict[int, int]]:
-        """Per reducing chunk whose partial sums move as one chain: rank -> its position in the chain."""
-        by_chunk: dict[int, list[LogicalSend]] = defaultdict(list)
-        for s in self.sends:
-            if s.op == "reduce":
-                by_chunk[s.chunk].append(s)
-        chains: dict[int, dict[int, int]] = {}
-        for chunk, sends in by_chunk.items():
-            sends.sort(key=lambda s: s.step)
-            linked = all(
-                b.src == a.dst and b.step > a.step for a, b in zip(sends, sends[1:], strict=False)
-            )
-            if linked:
-                chains[chunk] = {s.src: i for i, s in enumerate(sends)}
-        return chains
-
-    def _relay_filter(self, s: LogicalSend, chains: dict[int, dict[int, int]]) -> RelayFilter | None:
-        """Which GPUs may relay this send (None = any)."""
-        if s.op != "reduce":
-            return None
-        chain = chains.get(s.chunk)
-        if chain is None:
-            return lambda _gpu: False
-        here = chain[s.src]
-        # A GPU earlier in the chain has already passed its partial on; overwriting it is harmless.
-        return lambda gpu: chain.get(gpu, here) < here
-
-    def _check_switch_passes(self, routes: list[list[int]], chains: dict[int, dict[int, int]]) -> None:
-        """Two unordered partial sums of one chunk through one switch would be confused there."""
-        seen: dict[tuple[int, int], int] = {}
-        for s, route in zip(self.sends, routes, strict=True):
-            if s.op != "reduce" or s.chunk in chains:
-                continue
-            for node in route[1:-1]:
-                if self.topology.is_switch(node):
-                    if (node, s.chunk) in seen:
-                        raise CcvizError(
-                            f"topology: partial sums of chunk {s.chunk} from GPUs {seen[(node, s.chunk)]} and "
-                            f"{s.src} would both cross switch {node}, which holds no buffer and cannot keep "
-                            f"them apart: {self.hint()}",
-                            "topology",
-                        )
-                    seen[(node, s.chunk)] = s.src
 
     # Step 2: expand routes into per-hop transfers with increasing steps; shared copy hops are sent once.
     def transfers(self) -> list[Transfer]:
@@ -359,5 +330,7 @@ class Layout:
                 if key in emitted and logical_op == "copy" and v not in plain_switches:
                     continue  # a multicast already carries this chunk over this hop at this step
                 emitted.add(key)
-                out.append(Transfer(chunk, u, v, None, None, logical_op if h == last else "copy", float(base + h)))
+                hop_op = logical_op if h == last else "relay" if logical_op == "reduce" else "copy"
+                out.append(Transfer(chunk, u, v, None, None, hop_op, float(base + h)))
+                self.rounds.append(logical_step)
         return out

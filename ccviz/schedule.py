@@ -20,7 +20,7 @@ from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.topology import Topology
 
-Op = Literal["copy", "reduce"]
+Op = Literal["copy", "reduce", "relay"]  # relay: in transit, see ccviz.simulate.relay_continuations
 Status = Literal["optimal", "feasible", "time_limit", "heuristic", "infeasible"]
 Release = Literal["asap", "epoch"]
 STATUSES = ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
@@ -28,7 +28,8 @@ FORMAT_TAG = "ccviz-schedule/1"
 
 
 class Transfer(NamedTuple):
-    """One chunk crossing one link. ``op='reduce'`` adds the sender's partial to the receiver's."""
+    """One chunk crossing one link. ``op='reduce'`` adds the sender's partial to the receiver's;
+    ``op='relay'`` leaves the receiver's own value alone and the next transfer carries the value on."""
 
     chunk: int
     src: int
@@ -61,6 +62,14 @@ class Schedule:
     # Epoch-model synthesizers: the proven lower bound on epochs (epochs == bound_epochs is the certificate
     # of optimality in that model; it says nothing about continuous time, where replays can be faster).
     bound_epochs: int | None = None
+    # Textbook algorithms: per transfer, the 1-based logical round it belongs to (a relayed send's hops
+    # share one round), and one label per round ("reduce-scatter, distance 2"). None for other schedules.
+    rounds: list[int] | None = None
+    round_labels: list[str] = field(default_factory=list)
+
+    @property
+    def n_rounds(self) -> int:
+        return max(self.rounds, default=0) if self.rounds else 0
 
     @property
     def is_timed(self) -> bool:
@@ -76,10 +85,13 @@ class Schedule:
             self.topology, self.collective, transfers, self.algorithm, dict(self.options), self.status,
             self.mip_gap, self.synth_time_s, self.epoch_s, self.epochs, self.estimated_finish_s, list(self.notes),
             self.release, self.bound_epochs,
+            list(self.rounds) if self.rounds and len(self.rounds) == len(transfers) else None,
+            list(self.round_labels),
         )
 
     # ------------------------------------------------------------ serialization
     def to_dict(self) -> dict[str, Any]:
+        rounds = {"rounds": self.rounds, "round_labels": self.round_labels} if self.rounds else {}
         return {
             "format": FORMAT_TAG,
             "algorithm": self.algorithm,
@@ -97,6 +109,7 @@ class Schedule:
             "collective": self.collective.to_dict(),
             "transfer_fields": list(Transfer._fields),
             "transfers": [list(t) for t in self.transfers],
+            **rounds,
         }
 
     @classmethod
@@ -119,6 +132,12 @@ class Schedule:
         release = d.get("release", "asap")
         if release not in ("asap", "epoch"):
             raise CcvizError(f"release: {release!r} is not 'asap' or 'epoch'", "release")
+        rounds = d.get("rounds")
+        if not isinstance(rounds, list) or len(rounds) != len(transfers):
+            rounds = None  # labels for other transfers (a hand-edited file): show it without rounds
+        else:
+            rounds = [v.integer(r, f"rounds[{i}]", lo=1) for i, r in enumerate(rounds)]
+        bound_epochs = d.get("bound_epochs")
         status = d.get("status", "heuristic")
         if status not in STATUSES:
             raise CcvizError(f"status: {status!r} is not one of {', '.join(STATUSES)}", "status")
@@ -141,7 +160,9 @@ class Schedule:
             v.optional_number(d.get("estimated_finish_s"), "estimated_finish_s"),
             [str(n) for n in v.sequence(d.get("notes") or [], "notes")],
             release,
-            d.get("bound_epochs"),
+            None if bound_epochs is None else v.integer(bound_epochs, "bound_epochs", lo=0),
+            rounds,
+            [str(label) for label in v.sequence(d.get("round_labels") or [], "round_labels")],
         )
 
     def to_json(self) -> str:

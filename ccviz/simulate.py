@@ -32,6 +32,7 @@ from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule, Transfer
 
 REL_TOL = 1e-9
+RELAY = "relay"  # op of a hop that carries a value in transit (see relay_continuations)
 ABS_TOL = 1e-13
 
 
@@ -142,7 +143,7 @@ class Timeline:
             if self.arrival_s[i] > time_s * (1 + REL_TOL) + ABS_TOL:
                 break
             t = tr[i]
-            if t.dst in held:
+            if t.dst in held and t.op != RELAY:  # a parked value in transit is not the receiver's
                 held[t.dst][t.chunk] = float(self.held_fraction[i])
         return held
 
@@ -195,6 +196,7 @@ def assign_times(schedule: Schedule) -> Schedule:
     fed = {j for js in forwards.values() for j in js}
     steps = np.fromiter((t.step for t in transfers), dtype=float, count=len(transfers))
     order = np.argsort(steps, kind="stable").tolist()
+    relayed_from = relay_continuations(transfers)
     available: dict[int, float] = {}  # node * n_chunks + chunk -> latest arrival of an earlier step
     link_free: dict[tuple[int, int], Any] = {}
     start_of = [0.0] * len(transfers)
@@ -223,7 +225,8 @@ def assign_times(schedule: Schedule) -> Schedule:
         if step != current_step:
             _commit(available, pending)
             current_step = step
-        ready = available.get(src * n_chunks + chunk, 0.0)
+        j = relayed_from.get(i)
+        ready = arrival_of[j] if j is not None else available.get(src * n_chunks + chunk, 0.0)
         if epoch and math.floor(step + 1e-9) * epoch > ready:  # epoch-synchronous: wait for the epoch to open
             ready = math.floor(step + 1e-9) * epoch
         chain = _chain(i, forwards, transfers, costs)
@@ -245,7 +248,8 @@ def assign_times(schedule: Schedule) -> Schedule:
             occupy((t.src, t.dst), lanes, s_j, occupancy)
             start_of[j] = s_j
             arrival_of[j] = arrival_at[j] = s_j + delay
-            pending.append((t.dst * n_chunks + t.chunk, s_j + delay))
+            if t.op != RELAY:  # a parked value is not the receiver's to send on its own
+                pending.append((t.dst * n_chunks + t.chunk, s_j + delay))
     make = tuple.__new__
     timed = [
         make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
@@ -316,6 +320,25 @@ def _parent(j: int, chain: list[tuple[int, float]], forwards: dict[int, list[int
         if j in forwards.get(i, ()):
             return i
     raise AssertionError("a chain hop without its feeding hop")
+
+
+# ------------------------------------------------------------------ relay rule
+def relay_continuations(transfers: list[Transfer]) -> dict[int, int]:
+    """The relay rule: continuation transfer index -> the relay transfer whose value it carries on.
+
+    A transfer with ``op="relay"`` delivers a value *in transit*: the receiver (GPU or switch) parks it
+    without merging it into, or overwriting, its own holding of the chunk, and the schedule's very next
+    transfer (same chunk, leaving that receiver) carries exactly that value on. This is how a partial
+    sum crosses GPUs that still hold their own partial of the same chunk (rhd partners that are not
+    neighbours). A relay not followed by such a transfer is flagged by the verifier.
+    """
+    out: dict[int, int] = {}
+    for i, t in enumerate(transfers):
+        if t[5] == RELAY and i + 1 < len(transfers):
+            nxt = transfers[i + 1]
+            if nxt[0] == t[0] and nxt[1] == t[2]:
+                out[i + 1] = i
+    return out
 
 
 def _epoch_release(schedule: Schedule) -> float | None:
@@ -420,7 +443,7 @@ class _Verifier:
         n_chunks = len(self.coll.chunks)
         bad_chunk = (chunk < 0) | (chunk >= n_chunks)
         is_reduce = ops == "reduce"
-        bad_op = ~bad_chunk & ~((ops == "copy") | is_reduce)
+        bad_op = ~bad_chunk & ~((ops == "copy") | is_reduce | (ops == RELAY))
         bad_reduce = ~bad_chunk & is_reduce & ~reducible[np.where(bad_chunk, n_chunks, chunk)]
         early = self.start < -ABS_TOL
         unfinite = ~np.isfinite(self.start) | np.isinf(claimed_end)  # end nan = no claim
@@ -439,7 +462,7 @@ class _Verifier:
             elif bad_chunk[i]:
                 self.flag("bad_transfer", f"transfer #{i}: chunk {t.chunk} does not exist (0..{n_chunks - 1})", i)
             elif bad_op[i]:
-                self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy' or 'reduce'", i)
+                self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy', 'reduce' or 'relay'", i)
             elif bad_reduce[i]:
                 self.flag("bad_reduce", f"transfer #{i}: reduces chunk {t.chunk}, which is not a reduction chunk", i)
             if known[i] and not has_link[i]:
@@ -542,6 +565,8 @@ class _Verifier:
         landing_at_departure: set[int] = set()  # arrivals passed over before their transfer departed
         arrival_times = self.arrival.tolist()
         start_times = self.start.tolist()
+        relayed_from = relay_continuations(transfers)
+        parked = self._check_relays_continue(transfers, relayed_from)  # relay index -> value once it lands
         n_arr = len(arrivals)
         a = 0
 
@@ -549,6 +574,10 @@ class _Verifier:
             chunk, _, dst, _, _, op, _ = transfers[j]
             value = sent_value[j]
             if not value:
+                return
+            if op == RELAY:
+                parked[j] = value
+                held_fraction[j] = value.bit_count() / n_contrib[chunk]
                 return
             if is_switch[dst]:
                 tokens[(dst, chunk)].append([value, False, arrival_times[j]])
@@ -582,7 +611,11 @@ class _Verifier:
                 a += 1
             departed[i] = True
             t = transfers[i]
-            if is_switch[t.src]:
+            if i in relayed_from:
+                sent_value[i] = parked.pop(relayed_from[i], 0)
+                if not sent_value[i]:
+                    self._flag_not_held(i, t)
+            elif is_switch[t.src]:
                 sent_value[i] = self._take_from_switch(i, t, tokens)
             else:
                 value = held.get(t.src * n_chunks + t.chunk, 0)
@@ -597,6 +630,15 @@ class _Verifier:
         self.held_fraction[:] = held_fraction
         self.final_held, self.n_chunk_keys = held, n_chunks  # read only if a postcondition fails
         return completion
+
+    def _check_relays_continue(self, transfers: list[Transfer], relayed_from: dict[int, int]) -> dict[int, int]:
+        """Relay rule: every relay must be carried on by the next transfer (see ``relay_continuations``)."""
+        continued = set(relayed_from.values())
+        for i, t in enumerate(transfers):
+            if t.op == RELAY and i not in continued and self.valid[i]:
+                self.flag("bad_transfer", f"transfer #{i}: relays chunk {t.chunk} to {t.dst}, but the next transfer "
+                          f"does not carry it on from {t.dst}; a relay must be followed by its continuation", i)
+        return {}
 
     def _take_from_switch(self, i: int, t: Transfer, tokens: dict) -> int:
         """A switch forwards an arrival: once if it cannot copy, any number of times if it can."""

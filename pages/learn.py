@@ -1,15 +1,17 @@
-"""Learn: a textbook algorithm on a small ring or torus, one sentence per step, beside its alpha-beta formula."""
+"""Learn: a textbook algorithm on a teaching fabric, stepped by its own rounds, beside its formula."""
 
 import streamlit as st
 
 from ccviz import app_ui
 from ccviz.app_runs import RunRequest, SynthesisJob
 from ccviz.app_state import user_errors
-from ccviz.compare import textbook_formula, textbook_link
+from ccviz.cost import schedule_formula
 from ccviz.loading import load_topology
 from ccviz.synth.registry import REGISTRY
 from ccviz.units import format_size, format_time
-from ccviz.viz import frame_snapshot, frame_windows, narrate
+from ccviz.viz.lesson import LESSON_SIZES, lesson_figure, lesson_summary, lesson_table, textbook_unavailable
+from ccviz.viz.narration import formula_gap
+from ccviz.viz.rounds import rounds_html
 
 app_ui.configure_page()
 
@@ -19,52 +21,127 @@ TEACHING_TOPOLOGIES = {
     "2x2 torus": "torus2d:dims=2x2",
     "3x3 torus": "torus2d:dims=3x3",
     "4x4 torus": "torus2d:dims=4x4",
+    "hypercube of 8 GPUs": "hypercube:n=8",
+    "8 GPUs fully connected": "fully_connected:n=8",
+    "star of 8 GPUs (one switch)": "star:n=8",
+    "DGX-1 (8 V100, NVLink)": "dgx1",
 }
-TEACHING_COLLECTIVES = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce", "alltoall")
+TEACHING_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather",
+                        "scatter")
+TEXTBOOK = ("ring", "ring-bidir", "tree", "dbt", "rhd", "direct", "bruck")
 RUN_WAIT_S = 60.0
 
-st.title("Learn: how collective algorithms move data")
-st.markdown("Pick a textbook algorithm and a small fabric; step through the schedule and read what happens "
-            "at each step and why. The simulated time sits beside the algorithm's alpha-beta formula.")
-c1, c2, c3, c4 = st.columns(4)
-topo_label = c1.selectbox("fabric", list(TEACHING_TOPOLOGIES), key="learn_topology")
-collective = c2.selectbox("collective", TEACHING_COLLECTIVES, key="learn_collective")
-textbook = sorted(name for name, alg in REGISTRY.items() if alg.kind == "classic" and alg.supports(collective))
-algorithm = app_ui.algorithm_picker(c3, textbook, collective, "learn_algorithm")
-with c4:
-    size = app_ui.size_picker("size per rank", "learn_size", default=1e6)
+GLOSSARY = {
+    "α (alpha)": "latency: the fixed cost of one message on a link, whatever its size",
+    "β (beta)": "the cost per byte on a link, 1/bandwidth; M·β is the time to push the whole buffer",
+    "chunk": "the piece of a GPU's data that moves as one transfer; more chunks per GPU = more pipelining",
+    "round": "one logical step of the algorithm: every GPU sends (at most) one message to its partner",
+    "epoch": "a fixed time slot in which synthesizers like TE-CCL schedule transfers",
+    "algbw": "algorithm bandwidth: buffer size / time",
+    "busbw": "bus bandwidth: algbw scaled by the collective's factor, comparable with link speed",
+    "lower bound": "no schedule on this fabric can finish sooner (cut and latency arguments)",
+    "partial sum": "a reduction of some ranks' contributions, still missing the others'",
+}
+INTROS = {
+    "ring": "Ring: every GPU talks only to its neighbour. It optimises bandwidth — each GPU sends just "
+            "(N-1)/N of the buffer per phase — but pays N-1 latencies per phase: AllReduce costs "
+            "2(N-1)α + 2(N-1)/N·M·β.",
+    "ring-bidir": "Bidirectional ring: two rings in opposite directions, each carrying half of the chunks, so "
+                  "both directions of every cable work. Same rounds as the ring, half the bytes per direction "
+                  "(needs 2+ chunks per GPU to split).",
+    "rhd": "Recursive halving-doubling (Rabenseifner): partners at distance N/2, N/4, …, 1 exchange half of "
+           "what they hold, then the reverse. It optimises latency — only 2·log2 N rounds — while keeping the "
+           "ring's bytes: 2·log2(N)α + 2(N-1)/N·M·β. Partners are not neighbours on a ring, so sends relay.",
+    "tree": "Binomial tree: reduce up to a root, then broadcast down, log2 N rounds each. Few rounds "
+            "(latency), but the whole buffer crosses every level: 2⌈log2 N⌉(α + M·β).",
+    "dbt": "Double binary tree (NCCL): two complementary trees, each carrying half the data, pipelined over "
+           "the chunks: 2(d+S-1)(α + M/(2S)·β) with depth d = ⌊log2 N⌋ and S chunks.",
+    "direct": "Direct: every GPU sends straight to every other (through the fabric's routes). One or two "
+              "rounds, but each GPU pushes N-1 messages: (N-1)(α + M/N·β) per phase.",
+    "bruck": "Bruck: ⌈log2 N⌉ rounds at distances 1, 2, 4, … for any N. Latency-optimal AllGather: "
+             "⌈log2 N⌉α + (N-1)/N·M·β.",
+}
 
+st.title("Learn: how collective algorithms move data")
+st.markdown("Pick a textbook algorithm and a small fabric; step through its **rounds** (buttons, Play, or the "
+            "← → keys) and read what each round does. The simulated time sits beside the algorithm's "
+            "alpha-beta formula, and *Why one wins* compares them all.")
+st.markdown("Words: " + " · ".join(f'<abbr title="{text}">{term}</abbr>' for term, text in GLOSSARY.items())
+            + " <small>(hover a word)</small>", unsafe_allow_html=True)
+
+c1, c2, c3, c4, c5 = st.columns([3, 2, 3, 3, 2])
+topo_label = c1.selectbox("fabric", list(TEACHING_TOPOLOGIES), index=1, key="learn_topology")
+collective = c2.selectbox("collective", TEACHING_COLLECTIVES, key="learn_collective",
+                          help="allreduce = reduce-scatter + all-gather")
 with user_errors("learn"):
     topology = load_topology(TEACHING_TOPOLOGIES[topo_label])
-    request = RunRequest.make(topology, collective, algorithm, size)
+n_gpus = topology.n_gpus
+listed = [a for a in TEXTBOOK if a in REGISTRY and REGISTRY[a].supports(collective)]
+why_not = {a: textbook_unavailable(a, n_gpus) for a in listed}
+algorithm = c3.selectbox(
+    "algorithm", listed, key="learn_algorithm",
+    format_func=lambda a: f"{a} — unavailable: {why_not[a]}" if why_not[a] else a,
+    help="Algorithms marked unavailable cannot run on this fabric; the reason is beside the name.")
+chunks = c4.select_slider("chunks per GPU (segments)", options=[1, 2, 4, 8], value=1, key="learn_chunks",
+                          help="More chunks let pipelined algorithms (dbt, ring broadcast) overlap their rounds "
+                               "and let ring-bidir split data between directions.")
+with c5:
+    size = app_ui.size_picker("buffer size", "learn_size", default=1e6)
+
+st.info(INTROS.get(algorithm, REGISTRY[algorithm].description))
+if why_not[algorithm]:
+    st.warning(f"{algorithm} is unavailable here: it {why_not[algorithm]}. Pick another algorithm or a fabric "
+               "with 4, 8 or 16 GPUs.")
+    st.stop()
+
+with user_errors("learn"):
+    request = RunRequest.make(topology, collective, algorithm, size, chunks)
     job = SynthesisJob(request, topology)
     job.wait(RUN_WAIT_S)
     if job.error or job.entry is None:
         st.error(f"{algorithm}: {job.error or 'did not finish in time; try a smaller fabric'}")
         st.stop()
     entry = job.entry
-    timeline = entry.result.timeline
-    windows = entry.figure("windows", lambda: frame_windows(timeline))
-    stories = entry.figure("stories", lambda: narrate(timeline, windows))
+    result = entry.result
+    timeline = result.timeline
+    schedule = timeline.schedule
+    used = {(t.src, t.dst) for t in schedule.transfers}
+    formula = schedule_formula(topology, timeline.collective, algorithm, used)
 
-    st.info(f"**{algorithm}** — {REGISTRY[algorithm].description}")
-    formula = textbook_formula(collective, algorithm, topology, size)
-    alpha_us, bw = textbook_link(topology)
-    m1, m2, m3 = st.columns(3)
-    m1.metric("simulated finish", format_time(timeline.finish_time_s))
-    m2.metric("alpha-beta formula", format_time(formula.time_s) if formula else "n/a")
-    m3.metric("lower bound", format_time(entry.result.lower_bound_s))
-    if formula is not None:
-        st.markdown(f"Formula ({topology.n_gpus} GPUs, α = {alpha_us:g} us, β = 1/{bw:g} GB/s, "
-                    f"{format_size(size)}): `{formula.text}`")
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("simulated finish", format_time(timeline.finish_time_s), help="the simulator's verdict")
+    m2.metric("alpha-beta formula", format_time(formula.time_s) if formula else "n/a",
+              help="evaluated for this schedule: its chunks and the links it uses")
+    m3.metric("lower bound", format_time(result.lower_bound_s), help=GLOSSARY["lower bound"])
+    m4.metric("verified", "yes" if timeline.verified else "NO", help="every GPU ends with what it must hold")
+    st.caption(f"{schedule.n_rounds} rounds · {len(schedule.transfers)} link transfers · "
+               f"{format_size(timeline.collective.chunk_bytes)} per chunk")
+    if formula is None:
+        st.markdown(f"No closed form for {algorithm} {collective} on {n_gpus} GPUs.")
+    else:
+        st.markdown(f"Formula: `{formula.text}`")
+        gap = formula_gap(timeline, formula, result.lower_bound_s)
+        if gap:
+            st.markdown(f"**Why they differ:** {gap}")
+    if schedule.notes:
+        st.caption(" · ".join(schedule.notes))
 
-    k = app_ui.frame_stepper("learn_step", len(windows), "learn", ("◀ back", "step ▶"), reset_for=request)
-    story = stories[k]
-    st.markdown(f"#### Step {k + 1} of {len(windows)}")
-    st.markdown(story.sentence)
-    st.progress(story.delivered / story.demands if story.demands else 1.0,
-                text=f"{story.delivered}/{story.demands} deliveries done")
-    app_ui.plot(frame_snapshot(timeline, k, windows), key="learn_snapshot")
-    with st.expander("all steps"):
-        for s in stories:
-            st.markdown(f"{s.window.index + 1}. {s.sentence}")
+    html = entry.figure("rounds_html", lambda: rounds_html(timeline))
+    frame_height = 560 + 18 * min(n_gpus, 20)  # the coverage table grows with the GPUs
+    st.iframe(html, height=frame_height)
+
+    st.subheader("Why one wins")
+    if st.toggle("Compare every textbook algorithm for this collective and fabric (1 KB to 1 GB)",
+                 key="learn_compare"):
+        runnable = [a for a in listed if not why_not[a]]
+        sizes = tuple(sorted(set(LESSON_SIZES) | {float(size)}))
+        key = ("lesson", TEACHING_TOPOLOGIES[topo_label], collective, chunks, sizes)
+        if key not in st.session_state:
+            with st.spinner(f"simulating {len(runnable)} algorithms at {len(sizes)} sizes"):
+                st.session_state[key] = lesson_table(topology, collective, runnable, sizes, chunks)
+        table = st.session_state[key]
+        app_ui.plot(lesson_figure(table), key="learn_lesson")
+        st.dataframe(lesson_summary(table, float(size)), hide_index=True)
+        failed = table[table["error"] != ""]
+        for row in failed.itertuples():
+            st.caption(f"{row.algorithm} at {format_size(row.size_bytes)}: {row.error}")

@@ -6,6 +6,7 @@ Screenshots land in the test's temporary folder.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -65,14 +66,27 @@ def app_url(tmp_path_factory):
         log.close()
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium not installed at {CHROMIUM} "
-                    "(apt-get install chromium); CI installs it")
-def test_synthesize_and_play_animation(app_url, tmp_path):
+needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium not installed at "
+                                    f"{CHROMIUM} (apt-get install chromium); CI installs it")
+
+
+@contextlib.contextmanager
+def browser_page(height: int = 1000, timeout_ms: int = 45_000):
+    """A page in Debian's chromium (Playwright, never a downloaded browser); closed on the way out."""
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(45_000)
+        page = browser.new_page(viewport={"width": 1400, "height": height})
+        page.set_default_timeout(timeout_ms)
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+@needs_chromium
+def test_synthesize_and_play_animation(app_url, tmp_path):
+    with browser_page() as page:
         page.goto(app_url)
         page.get_by_role("heading", name="Synthesize a schedule").wait_for()
         assert "dgx1" in page.get_by_text("Topology dgx1", exact=False).first.inner_text()
@@ -97,8 +111,35 @@ def test_synthesize_and_play_animation(app_url, tmp_path):
             page.get_by_role("button", name="Animation HTML").click()
         saved = tmp_path / "animation.html"
         download.value.save_as(saved)
-        browser.close()
     html = saved.read_text()
     assert "plotly.js" in html and '"traces"' in html  # self-contained: plotly.js and the animation frames
     assert before.startswith("frame:")
     assert after != before, f"the animation did not advance (slider still at {before!r})"
+
+
+@needs_chromium
+def test_learn_steps_rhd_rounds_with_the_arrow_keys(app_url, tmp_path):
+    with browser_page(height=1200, timeout_ms=60_000) as page:
+        page.goto(app_url + "/learn")
+        page.get_by_role("heading", name="Learn: how collective algorithms move data").wait_for()
+        assert page.get_by_role("combobox", name="fabric").input_value() == "ring of 8 GPUs"  # the default
+        assert page.get_by_role("combobox", name="collective").input_value() == "allreduce"
+        page.get_by_role("combobox", name="algorithm").click()
+        page.get_by_role("option", name="rhd", exact=True).click()
+        page.get_by_text("Recursive halving-doubling (Rabenseifner)").wait_for()
+        frame = page.frame_locator("iframe").first
+        title = frame.locator("#title")
+        title.filter(has_text="Before round 1 (of 6)").wait_for()
+        page.screenshot(path=str(tmp_path / "learn_0.png"), full_page=True)
+        page.locator("h1").first.click()  # focus the page, not the figure: the page's arrows drive it
+        seen = []
+        for step in range(1, 7):
+            t0 = time.perf_counter()
+            page.keyboard.press("ArrowRight")
+            title.filter(has_text=f"Round {step} of 6").wait_for()
+            seen.append(title.inner_text())
+            print(f"arrow {step}: {(time.perf_counter() - t0) * 1e3:.1f} ms round trip -> {seen[-1]!r}")
+        sentence = frame.locator("#sentence").inner_text()
+        page.screenshot(path=str(tmp_path / "learn_6.png"), full_page=True)
+    assert seen[-1] == "Round 6 of 6 — finished"
+    assert "Finished" in sentence and "every GPU holds its result" in sentence

@@ -160,3 +160,22 @@ def test_console_script_entry_point_runs_in_a_subprocess():
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["verified"] is True
+
+
+def test_cost_answers_rhd_allgather_and_takes_the_segments(capsys):
+    code, stdout, _ = run_cli(capsys, "cost", "--algorithm", "rhd", "--collective", "allgather", "--n", "8",
+                              "--size", "1MB", "--json")
+    assert code == 0 and json.loads(stdout)["n_alpha"] == 3
+    code, stdout, _ = run_cli(capsys, "cost", "--algorithm", "ring", "--collective", "broadcast", "--n", "16",
+                              "--size", "1GB", "--segments", "1", "--json")
+    assert code == 0 and json.loads(stdout)["n_beta"] == 15
+    code, _, err = run_cli(capsys, "cost", "--algorithm", "ring", "--collective", "broadcast", "--n", "16",
+                           "--size", "1GB", "--segments", "0")
+    assert code == 2 and "segments" in err
+
+
+@pytest.mark.parametrize("algorithm", ["rhd", "tree", "direct"])
+def test_textbook_allreduce_on_a_ring_of_8_verifies(capsys, algorithm):
+    code, stdout, _ = run_cli(capsys, "synth", "ring:n=8", "--collective", "allreduce", "--algorithm", algorithm,
+                              "--size", "1MB", "--json")
+    assert code == 0 and json.loads(stdout)["verified"] is True

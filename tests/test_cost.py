@@ -142,3 +142,43 @@ def test_every_classic_schedule_is_no_faster_than_the_bound(spec) -> None:
                     continue
                 assert timeline.verified, (algorithm, name, timeline.violations[:2])
                 assert timeline.finish_time_s >= bound * (1 - 1e-9), (algorithm, name)
+
+
+# ------------------------------------------------------------------ textbook naming and schedule parameters
+def test_every_textbook_algorithm_and_collective_it_lists_has_a_formula() -> None:
+    from ccviz.cost import FORMULAS
+    from ccviz.synth.registry import REGISTRY
+
+    listed = {(c, name) for name, alg in REGISTRY.items() if alg.kind == "classic" for c in alg.collectives}
+    assert listed and listed <= set(FORMULAS), sorted(listed - set(FORMULAS))
+
+
+def test_rhd_allgather_is_found_under_its_own_name() -> None:
+    from ccviz.cost import formula
+
+    rhd = formula("allgather", "rhd", 8, 1e6, 0.5, 50.0)
+    assert rhd.n_alpha == 3 and rhd.n_beta == pytest.approx(7 / 8)
+    assert rhd.time_s == formula("allgather", "rd", 8, 1e6, 0.5, 50.0).time_s
+
+
+def test_pipelined_formulas_use_the_schedules_segments() -> None:
+    import ccviz
+    from ccviz.cost import formula, schedule_formula
+
+    best = formula("broadcast", "ring", 16, 1e9, 0.5, 50.0)
+    one = formula("broadcast", "ring", 16, 1e9, 0.5, 50.0, segments=1)
+    assert one.n_alpha == 15 and one.n_beta == 15 and best.time_s < one.time_s
+    topo = ccviz.load_topology("torus2d:dims=4x4")
+    coll = ccviz.make_collective("broadcast", topo, 1e9)
+    schedule = ccviz.synthesize(topo, coll, "ring")
+    used = schedule_formula(topo, coll, "ring", {(t.src, t.dst) for t in schedule.transfers})
+    assert used is not None and used.time_s == pytest.approx(one.time_s)
+    assert ccviz.simulate(schedule).finish_time_s == pytest.approx(used.time_s, rel=0.05)
+
+
+def test_bidirectional_ring_halves_the_bytes_only_with_two_or_more_chunks() -> None:
+    from ccviz.cost import formula
+
+    ring = formula("allgather", "ring", 8, 1e6, 0.5, 50.0)
+    assert formula("allgather", "ring-bidir", 8, 1e6, 0.5, 50.0, segments=1).n_beta == ring.n_beta
+    assert formula("allgather", "ring-bidir", 8, 1e6, 0.5, 50.0, segments=2).n_beta == ring.n_beta / 2

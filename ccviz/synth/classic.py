@@ -41,7 +41,10 @@ class ClassicAlgorithm:
     def __call__(self, topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
         layout = Layout(topology, collective)
         notes = self.plan(layout, topology, collective) or []
-        return Schedule(topology, collective, layout.transfers(), self.name, status="heuristic", notes=notes)
+        transfers = layout.transfers()
+        rounds, labels = layout.numbered_rounds()
+        return Schedule(topology, collective, transfers, self.name, status="heuristic", notes=notes, rounds=rounds,
+                        round_labels=labels)
 
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str] | None:
         """Add the algorithm's logical sends to ``layout``; may return notes for the user."""
@@ -115,6 +118,9 @@ class Ring(ClassicAlgorithm):
         reach = max(((position[t] - p) % n for t in targets), default=0)
         for k in range(reach):
             layout.send(c.id, order[(p + k) % n], order[(p + k + 1) % n], first_step + k)
+            if c.reduce:
+                layout.label(first_step + k, "all-gather: every GPU passes the finished sum it received to its "
+                                             "ring neighbour")
 
     # Partial sums go round once ending at the owner (reduce-scatter), then the sum goes round (allgather).
     def reduce_around(self, layout: Layout, order: list[int], position: dict[int, int], n: int, c: Chunk) -> None:
@@ -124,6 +130,8 @@ class Ring(ClassicAlgorithm):
         contributors = [r for r in contributors if r in c.pre or r == owner]
         for k, (a, b) in enumerate(zip(contributors, contributors[1:], strict=False)):
             layout.send(c.id, a, b, k, op="reduce")
+            layout.label(k, "reduce-scatter: every GPU adds its own partial to the partial sum arriving from its "
+                            "ring neighbour and passes it on")
         others = c.post - {owner}
         if others:
             self.carry_forward(layout, order, position, n, c, owner, others, len(contributors) - 1)
@@ -187,12 +195,16 @@ class Tree:
     def reduce_up(self, layout: Layout, chunk: int, first_step: int = 0) -> int:
         for v, p in self.parent.items():
             layout.send(chunk, v, p, first_step + self.height[v], op="reduce")
+            layout.label(first_step + self.height[v], "reduce up the tree: every GPU whose subtree is done adds "
+                                                      "its partial sum into its parent's")
         return first_step + self.height[self.root]
 
     # Broadcast: each edge carries the chunk down one level per step.
     def broadcast_down(self, layout: Layout, chunk: int, first_step: int = 0) -> int:
         for v, p in self.parent.items():
             layout.send(chunk, p, v, first_step + self.depth[v] - 1)
+            layout.label(first_step + self.depth[v] - 1, "down the tree: every GPU that has the data passes it to "
+                                                         "its children")
         return first_step + self.height[self.root]
 
     # Gather: a chunk climbs from its holder to the root, leaving each node when its subtree is done.
@@ -353,6 +365,8 @@ class RecursiveHalvingDoubling(ClassicAlgorithm):
         done_mask = 0
         for s in range(stages):
             bit = 1 << (stages - 1 - s)
+            layout.label(s, f"reduce-scatter (recursive halving), distance {bit}: every GPU sends its partner "
+                            f"{bit} away the half of its partial sums that the partner's side owns")
             for i, rank in enumerate(ranks):
                 for c in chunks:
                     o = owner_pos[c.id]
@@ -368,6 +382,8 @@ class RecursiveHalvingDoubling(ClassicAlgorithm):
         for s in range(stages):
             bit = 1 << s
             known = ~((1 << s) - 1)  # a rank holds chunks whose owner agrees with it above the low s bits
+            layout.label(first_step + s, f"all-gather (recursive doubling), distance {bit}: every GPU sends its "
+                                         f"partner {bit} away everything it holds so far")
             for i, rank in enumerate(ranks):
                 for c in chunks:
                     if (i ^ owner_pos[c.id]) & known == 0:
@@ -415,6 +431,10 @@ class Bruck(ClassicAlgorithm):
         ranks = list(collective.ranks)
         n = len(ranks)
         stages = (n - 1).bit_length()
+        for k in range(stages):
+            layout.label(k, f"distance {1 << k}: every GPU sends to the GPU {1 << k} ranks away "
+                            + ("the blocks whose distance has this bit set" if collective.name == "alltoall"
+                               else "every block it holds that the receiver still lacks"))
         for c in collective.chunks:
             src = ranks.index(_holder(c))
             if collective.name == "alltoall":

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ccviz.cost import CostResult
 from ccviz.simulate import Timeline
 from ccviz.units import format_time
 from ccviz.viz.animation import FrameWindow, frame_windows
@@ -83,3 +84,70 @@ def _why(newly: int, delivered: int, total: int, active: int, n_links: int) -> s
         return (f"Why: {newly} more chunk deliveries complete ({delivered}/{total} done); "
                 f"{use}, and the more links work at once, the sooner it ends.")
     return f"Why: these sends set up later deliveries ({delivered}/{total} done so far); {use}."
+
+
+def formula_gap(timeline: Timeline, formula: CostResult, lower_bound_s: float | None = None,
+                tolerance: float = 0.05) -> str | None:
+    """One computed sentence on why the simulated time and the textbook formula differ (None within 5%).
+
+    The reasons are read from the schedule and the simulation: sends relayed over extra hops, links shared
+    within a round (contention), links faster than the slowest one the formula prices, pipelining, and a
+    formula below the fabric's lower bound.
+    """
+    from ccviz.cost import formula as textbook
+    from ccviz.cost import used_link_parameters
+    from ccviz.viz.rounds import rounds
+
+    sim, est = timeline.finish_time_s, formula.time_s
+    below_bound = lower_bound_s is not None and est < lower_bound_s * (1 - 1e-9)
+    if est <= 0 or (abs(sim / est - 1) <= tolerance and not below_bound):
+        return None
+    topo, coll, schedule = timeline.topology, timeline.collective, timeline.schedule
+    reasons: list[str] = []
+    story = rounds(timeline)
+    gpu_hops = [sum(1 for n in s.path[1:-1] if not topo.is_switch(n)) for r in story for s in r.sends]
+    relayed = [h for h in gpu_hops if h]
+    if relayed:
+        reasons.append(f"{len(relayed)} of {len(gpu_hops)} sends are relayed over up to {max(relayed) + 1} links "
+                       "because the partners are not neighbours here, while the formula assumes one hop each")
+    worst = (0, None, 0)
+    for i_round, r in enumerate(story, start=1):
+        pairs: dict[tuple[int, int], set[tuple[int, int]]] = {}  # link -> the (sender, receiver) pairs on it
+        for s in r.sends:
+            for u, v in zip(s.path, s.path[1:], strict=False):
+                pairs.setdefault((u, v), set()).add((s.path[0], s.path[-1]))
+        for link, users in pairs.items():
+            if len(users) > worst[0]:
+                worst = (len(users), link, i_round)
+    if worst[1] is not None and worst[0] > 1:
+        (u, v), r = worst[1], worst[2]
+        reasons.append(f"contention: in round {r}, link {u}→{v} is shared by {worst[0]} sender-receiver pairs, "
+                       "whose messages queue one after another")
+    used = {(t.src, t.dst) for t in schedule.transfers}
+    alpha_us, slow = used_link_parameters(topo, used)
+    fast = max((topo.links[k].bandwidth_GBps for k in used if k in topo.links), default=slow)
+    if fast > slow * 1.05:
+        reasons.append(f"the formula prices every send at the slowest link used ({slow:g} GB/s) but some links "
+                       f"carry {fast:g} GB/s")
+    if coll.chunks_per_rank > 1 and "S segments" not in formula.text:
+        reasons.append(f"each of the {coll.chunks_per_rank} chunks per GPU pays its own α, which the formula "
+                       "counts once per round")
+    if "S segments" in formula.text:
+        try:
+            best = textbook(coll.name, schedule.algorithm, coll.n_ranks, coll.size_bytes, alpha_us, slow)
+        except Exception:  # noqa: BLE001 - a hint only
+            best = None
+        if best is not None and best.time_s < est * 0.95:
+            reasons.append(f"it is pipelined over {coll.chunks_per_rank} chunk(s) per GPU; the formula's best "
+                           f"segment count would need {format_time(best.time_s)} (raise the chunks control)")
+    if below_bound:
+        reasons.append(f"the formula ({format_time(est)}) is below this fabric's lower bound "
+                       f"({format_time(lower_bound_s)}): it assumes a fabric where every pair of ranks is "
+                       "directly linked, which this one is not")
+    if not reasons:
+        reasons.append("the simulator starts each send as soon as its data and link are ready, so rounds "
+                       "overlap or wait on each other where the formula assumes lock-step rounds")
+    direction = "slower" if sim > est else "faster"
+    pct = abs(sim / est - 1) * 100
+    return (f"Simulated {format_time(sim)} is {pct:.0f}% {direction} than the formula's {format_time(est)} "
+            f"because " + "; ".join(reasons) + ".")
