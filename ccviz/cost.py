@@ -20,8 +20,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-import networkx as nx
-
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.routing import earliest_arrivals
@@ -175,6 +173,8 @@ def _min_cuts(topology: Topology, count: int) -> Iterable[tuple[str, frozenset[i
     """Source sides of min cuts (capacity = bandwidth) from the first GPU to a few spread-out GPUs."""
     if len(topology.nodes) > 600:
         return
+    import networkx as nx  # imported where used: the CLI starts without it
+
     g = nx.DiGraph()
     for (u, v), link in topology.links.items():
         g.add_edge(u, v, capacity=link.bandwidth_GBps * link.lanes)
