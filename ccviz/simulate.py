@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer
+from ccviz.schedule import Schedule, Transfer, gc_paused
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-13
@@ -155,8 +155,20 @@ class Timeline:
 
 # --------------------------------------------------------------------------- API
 def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
-    """Time (if needed) and verify a schedule; the result is the only source of truth."""
+    """Time (if needed) and verify a schedule; the result is the only source of truth.
+
+    Plain schedules take the array fast path (``ccviz.simulate_fast``); whatever it does not model,
+    and every schedule with a violation, is replayed by the reference below, which names each fault.
+    """
+    from ccviz import simulate_fast
+
     timed = schedule if schedule.is_timed else assign_times(schedule)
+    return simulate_fast.verify(timed) or _Verifier(timed, max_violations).run()
+
+
+def reference_simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
+    """The straightforward judge (event replay), kept as the fast path's reference."""
+    timed = schedule if schedule.is_timed else reference_assign_times(schedule)
     return _Verifier(timed, max_violations).run()
 
 
@@ -167,6 +179,16 @@ def verify(schedule: Schedule) -> list[Violation]:
 
 def assign_times(schedule: Schedule) -> Schedule:
     """Give an untimed schedule real times: ASAP under step-ordered FCFS link contention."""
+    from ccviz import simulate_fast
+
+    times = simulate_fast.assign_times(schedule)
+    if times is None:
+        return reference_assign_times(schedule)
+    return _with_times(schedule, *times)
+
+
+def reference_assign_times(schedule: Schedule) -> Schedule:
+    """``assign_times`` one transfer at a time in step order (the fast path's reference)."""
     transfers = schedule.transfers
     if any(t.start_s is not None for t in transfers) and not schedule.is_timed:
         raise CcvizError("transfers: either every transfer has a start time or none has; mixing is ambiguous",
@@ -206,11 +228,17 @@ def assign_times(schedule: Schedule) -> Schedule:
         start_of[i] = start
         arrival_of[i] = arrival = start + delay
         pending.append((dst * n_chunks + chunk, arrival))
+    return _with_times(schedule, start_of, arrival_of)
+
+
+def _with_times(schedule: Schedule, start_of: list[float], arrival_of: list[float]) -> Schedule:
+    """The schedule with each transfer's start and arrival filled in."""
     make = tuple.__new__
-    timed = [
-        make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
-        for t, s, e in zip(transfers, start_of, arrival_of, strict=True)
-    ]
+    with gc_paused():
+        timed = [
+            make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
+            for t, s, e in zip(schedule.transfers, start_of, arrival_of, strict=True)
+        ]
     return schedule.with_transfers(timed)
 
 

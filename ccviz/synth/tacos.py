@@ -22,17 +22,15 @@ time; AllReduce is ReduceScatter then AllGather.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer
+from ccviz.schedule import Schedule, Transfer, gc_paused
 from ccviz.synth.budget import Budget
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import (
@@ -371,19 +369,6 @@ def _link_hold(options: SynthOptions) -> str:
     return hold
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """A run allocates a million small tuples that never form cycles; the cyclic collector
-    rescanning them costs ~30% of the run for nothing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _patience(options: SynthOptions) -> str:
     patience = options.extra.get("patience", "on")
     if patience not in PATIENCE:
@@ -429,7 +414,7 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
                           (k + fraction) / restarts, incumbent_s=incumbent)
             return budget.ends(done)
 
-        with _gc_paused():
+        with gc_paused():
             run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient).run(check)
         if run is None:
             break
@@ -470,7 +455,7 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
     reversed_topology, mirrored = topology.reversed(), mirror_collective(collective)
     run, done = best_copy_run(reversed_topology, mirrored, options, budget=budget)
     forward = as_schedule(reversed_topology, mirrored, run, options, done, budget)
-    with _gc_paused():
+    with gc_paused():
         return reverse_schedule(forward, topology, collective, run.feeders)
 
 
