@@ -79,8 +79,10 @@ class _Columns:
             self.only_copies = set(map(itemgetter(5), transfers)) == {"copy"}
         else:
             self.step = column(6, float)
-        gpus = np.array(sorted(topo.gpus), dtype=np.int64)
-        if not (np.isin(self.src, gpus).all() and np.isin(self.dst, gpus).all()):
+        span = int(max(max(topo.nodes), self.src.max(), self.dst.max())) + 1
+        is_gpu = np.zeros(span, dtype=bool)
+        is_gpu[topo.gpus] = True
+        if min(self.src.min(), self.dst.min()) < 0 or not (is_gpu[self.src].all() and is_gpu[self.dst].all()):
             return  # switches, or nodes the topology lacks: the reference judges them
         link = _link_index(topo, self.src, self.dst)
         if link is None:
@@ -92,7 +94,7 @@ class _Columns:
         used[link] = True
         if (lanes[used] != 1).any() or not (np.isfinite(occupancy[used]).all() and np.isfinite(delay[used]).all()):
             return
-        self.key_span = int(max(max(topo.nodes), self.src.max(), self.dst.max())) + 1
+        self.key_span = span
         self.ok = True
 
 
