@@ -17,6 +17,8 @@ command line does not pay for numpy, networkx or the solvers before it needs the
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -55,6 +57,19 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_HOME})
+
+
+class _Package(types.ModuleType):
+    """Keeps ``ccviz.simulate`` the function: importing the submodule of the same name would otherwise
+    overwrite the package attribute with the module (eager imports used to rebind it afterwards)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _HOME and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports

@@ -178,3 +178,9 @@ def test_lazy_package_keeps_its_public_api():
     assert set(ccviz.__all__) <= set(dir(ccviz))
     with pytest.raises(AttributeError):
         ccviz.no_such_name  # noqa: B018
+    assert set(ccviz.__all__) == set(ccviz._HOME)
+
+
+def test_a_submodule_import_does_not_shadow_the_function_of_the_same_name():
+    probe = "import ccviz.simulate, ccviz; assert callable(ccviz.simulate), ccviz.simulate; print('ok')"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "ok"
