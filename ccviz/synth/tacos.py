@@ -7,6 +7,13 @@ in-routes, fastest first, and pulls a chunk the route's source already holds
 (strictly causal: only chunks that have *arrived*). The result is a timed
 schedule; its finish time is the last arrival.
 
+Which chunk a free link pulls (``pick``): the paper picks at random. With ``spread`` (the default) a
+link first looks at the chunks that none of the rank's *later* free links could bring and picks one
+of those at random when there are any, so the rank's free links bring as many distinct chunks as
+they can (on tori random picks collide often). The official TACOS gets a similar effect by
+shuffling all unmet (chunk, destination) pairs and giving each the earliest-arriving source; spread
+matches its 16x16 and 8x8x8 torus times at every seed tried (bench/scale.py).
+
 Why it scales: every node keeps bitsets (Python ints) of the chunks it holds
 and the chunks it still wants (missing and not in flight), so a route's
 candidates are one AND, ``held[src] & want[dst]``, and only ranks touched by
@@ -44,6 +51,7 @@ from ccviz.topology import Topology
 
 LINK_HOLDS = ("arrival", "serialization")
 PATIENCE = ("on", "off", "alternate")
+PICKS = ("spread", "random")
 SLOW_ROUTE = 2.0  # patience: a route this many times slower than a rank's fastest in-route is "slow"
 # A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of
 # hop delays; this slack (far inside the simulator's tolerance) keeps that revisit from missing it.
@@ -148,9 +156,10 @@ class Matcher:
     """
 
     def __init__(self, topology: Topology, collective: Collective, routes: Routes, seed: int,
-                 start_s: float = 0.0, patient: bool = True) -> None:
+                 start_s: float = 0.0, patient: bool = True, spread: bool = True) -> None:
         self.collective = collective
         self.patient = patient
+        self.spread = spread
         self.routes = routes
         self.rng = random.Random(seed)
         self.start_s = start_s
@@ -272,16 +281,28 @@ class Matcher:
         want, held, in_routes, free_at = self.want, self.held, self.in_routes, self.link_free_at
         randbits, n_chunks, chunk_ids = self.rng.getrandbits, self.n_chunks, self.chunk_ids
         record, new = self.transfers.append, tuple.__new__
+        spread = self.spread
         for dst in order:
             wanted = want.get(dst, 0)
             if not wanted:
                 continue
             nearby = -1  # chunks a fast route could bring (computed on first need)
             landing_time, landing = -1.0, 0
-            for r, src, link, delay, hold, slow in in_routes[dst]:
+            routes = in_routes[dst]
+            later = None  # per route, the chunks the free direct routes after it could bring instead
+            if spread:
+                free = [k for k, route in enumerate(routes) if route[2] >= 0 and free_at[route[2]] <= t]
+                if len(free) > 1:
+                    later, after = [0] * len(routes), 0
+                    for k in reversed(free):
+                        later[k] = after
+                        after |= held[routes[k][1]]
+            for k, (r, src, link, delay, hold, slow) in enumerate(routes):
                 if link >= 0 and free_at[link] > t:
                     continue
                 candidates = held[src] & wanted
+                if later is not None and link >= 0 and candidates & ~later[k]:
+                    candidates &= ~later[k]  # chunks only this route can bring; later routes keep theirs
                 if slow and candidates:
                     if nearby < 0:
                         nearby = self.nearby(dst)
@@ -369,6 +390,15 @@ def _link_hold(options: SynthOptions) -> str:
     return hold
 
 
+def _pick(options: SynthOptions) -> str:
+    pick = options.extra.get("pick", "spread")
+    if pick not in PICKS:
+        raise CcvizError(f"pick: {pick!r} is not one of {', '.join(PICKS)}; 'spread' gives each free link a chunk "
+                         "the rank's later free links cannot bring (when it has one), 'random' any chunk its "
+                         "source holds", "pick")
+    return pick
+
+
 def _patience(options: SynthOptions) -> str:
     patience = options.extra.get("patience", "on")
     if patience not in PATIENCE:
@@ -396,7 +426,7 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
         raise CcvizError(f"restarts: need at least 1 run, got {options.restarts}", "restarts")
     budget = budget or Budget(options)
     routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
-    patience = _patience(options)
+    patience, spread = _patience(options), _pick(options) == "spread"
     base = 0 if options.seed is None else int(options.seed)
     restarts = options.restarts
     best: Run | None = None
@@ -415,7 +445,7 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
             return budget.ends(done)
 
         with gc_paused():
-            run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient).run(check)
+            run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient, spread).run(check)
         if run is None:
             break
         done += 1
@@ -430,13 +460,13 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
 
 def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions,
                 done: int | None = None, budget: Budget | None = None) -> Schedule:
-    hold, patience = _link_hold(options), _patience(options)
+    hold, patience, pick = _link_hold(options), _patience(options), _pick(options)
     done = options.restarts if done is None else done
-    notes = [f"best of {done} seeded TACOS runs (link held until {hold}, patience {patience})"]
+    notes = [f"best of {done} seeded TACOS runs (link held until {hold}, patience {patience}, pick {pick})"]
     cut = budget.note("TACOS", done, options.restarts) if budget is not None else None
     if cut:
         notes.append(cut)
-    return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold, "patience": patience},
+    return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold, "patience": patience, "pick": pick},
                     "heuristic", estimated_finish_s=run.finish_s, notes=notes)
 
 
