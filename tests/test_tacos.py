@@ -269,3 +269,15 @@ def test_every_schedule_verifies(topology: Topology, name: str, chunks: int, see
     timeline = simulate(schedule)
     assert timeline.verified, timeline.violations[:3]
     assert math.isclose(timeline.finish_time_s, schedule.estimated_finish_s, rel_tol=1e-9)
+
+
+def test_restarts_in_parallel_processes_keep_the_sequential_answer() -> None:
+    topology = load_topology("torus2d:dims=4x4")
+    coll = make_collective("allgather", topology, 1e6)
+    sequential = synthesize(topology, coll, "tacos", SynthOptions(seed=3, restarts=4, extra={"pick": "random"}))
+    parallel = synthesize(topology, coll, "tacos",
+                          SynthOptions(seed=3, restarts=4, extra={"pick": "random", "workers": 2}))
+    assert parallel.transfers == sequential.transfers
+    assert simulate(parallel).verified
+    with pytest.raises(CcvizError, match="workers"):
+        synthesize(topology, coll, "tacos", SynthOptions(extra={"workers": 0}))

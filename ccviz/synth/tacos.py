@@ -157,6 +157,7 @@ class Matcher:
 
     def __init__(self, topology: Topology, collective: Collective, routes: Routes, seed: int,
                  start_s: float = 0.0, patient: bool = True, spread: bool = True) -> None:
+        self.topology = topology
         self.collective = collective
         self.patient = patient
         self.spread = spread
@@ -429,6 +430,11 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
     patience, spread = _patience(options), _pick(options) == "spread"
     base = 0 if options.seed is None else int(options.seed)
     restarts = options.restarts
+    workers = min(_workers(options), restarts)
+    if workers > 1:
+        jobs = [(base * 1_000_003 + k, patience == "on" or (patience == "alternate" and k % 2 == 1))
+                for k in range(restarts)]
+        return _parallel_runs(Matcher(topology, collective, routes, 0, start_s, True, spread), jobs, workers, budget)
     best: Run | None = None
     progress: list[float] = [0.0]  # fraction of the current run's demands delivered (for the error message)
     done = 0
@@ -456,6 +462,59 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
     if best is None:
         raise budget.exhausted("TACOS", f"{progress[0]:.0%} of its demands delivered")
     return best, done
+
+
+def _workers(options: SynthOptions) -> int:
+    workers = options.extra.get("workers", 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise CcvizError(f"workers: {workers!r} is not a whole number >= 1; restarts run in this many processes",
+                         "workers")
+    return workers
+
+
+_TEMPLATE: Matcher | None = None  # the run every forked worker copies (set just before the pool forks)
+
+
+def _one_run(job: tuple[int, bool]) -> tuple[float, int, Run]:
+    """One seeded run in a worker process (a fresh Matcher built like the template)."""
+    seed, patient = job
+    t = _TEMPLATE
+    with gc_paused():
+        run = Matcher(t.topology, t.collective, t.routes, seed, t.start_s, patient, t.spread).run()
+    return run.finish_s, seed, run
+
+
+def _parallel_runs(template: Matcher, jobs: list[tuple[int, bool]], workers: int,
+                   budget: Budget) -> tuple[Run, int]:
+    """Restarts in ``workers`` forked processes; the best run wins, ties to the earliest seed as in the
+    sequential loop, so the answer does not depend on the number of workers. A stop or an expired limit
+    terminates the workers; the best complete run so far is the answer."""
+    import multiprocessing
+
+    global _TEMPLATE
+    _TEMPLATE = template
+    order = {seed: k for k, (seed, _) in enumerate(jobs)}
+    best: tuple[float, int, Run] | None = None
+    done = 0
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        results = pool.imap_unordered(_one_run, jobs)
+        while done < len(jobs):
+            try:
+                finish, seed, run = results.next(timeout=0.1)
+            except multiprocessing.TimeoutError:
+                if budget.ends(done):
+                    pool.terminate()
+                    break
+                continue
+            done += 1
+            if best is None or (finish, order[seed]) < (best[0], best[1]):
+                best = (finish, order[seed], run)
+            budget.report(f"TACOS run {done}/{len(jobs)} done ({workers} processes)", done / len(jobs),
+                          incumbent_s=best[0], force=True)
+    _TEMPLATE = None
+    if best is None:
+        raise budget.exhausted("TACOS", f"none of {len(jobs)} parallel runs completed")
+    return best[2], done
 
 
 def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions,
@@ -520,4 +579,4 @@ register(Algorithm(
     "reductions by time reversal on the reversed topology",
     kind="heuristic",
     options_used=("seed", "restarts", "time_limit", "progress", "stop"),
-))
+))  # --opt: link_hold, patience, pick, workers (restarts in parallel processes)
