@@ -43,7 +43,7 @@ lint: install-test
 
 bench: install
 	$(BIN)/python bench/simulator.py
-	@for b in bench/tacos.py bench/mteg.py bench/teccl.py; do [ -f $$b ] && $(BIN)/python $$b || true; done
+	@for b in bench/scale.py bench/tacos.py bench/mteg.py bench/teccl.py; do [ -f $$b ] && $(BIN)/python $$b || true; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build *.egg-info

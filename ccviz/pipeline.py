@@ -11,6 +11,7 @@ from typing import Any
 
 from ccviz.collectives import Collective, make_collective
 from ccviz.cost import LowerBound, lower_bound
+from ccviz.footprint import check_fits
 from ccviz.schedule import Schedule
 from ccviz.simulate import Timeline, simulate
 from ccviz.synth.registry import SynthOptions, synthesize
@@ -129,6 +130,7 @@ def run(
         if size_bytes is None:
             raise ValueError("run: size_bytes is required when the collective is given by name")
         collective = make_collective(collective, topology, size_bytes, chunks, root)
+    check_fits(collective, topology.n_gpus)  # refuse up front what could not fit in memory
     schedule = synthesize(topology, collective, algorithm, options)
     timeline = simulate(schedule)
     return RunResult(topology, collective, schedule, timeline, bound or lower_bound(topology, collective))

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer
+from ccviz.schedule import Schedule, Transfer, gc_paused
 
 REL_TOL = 1e-9
 RELAY = "relay"  # op of a hop that carries a value in transit (see relay_continuations)
@@ -159,9 +159,21 @@ class Timeline:
 
 # --------------------------------------------------------------------------- API
 def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
-    """Time (if needed) and verify a schedule; the result is the only source of truth."""
+    """Time (if needed) and verify a schedule; the result is the only source of truth.
+
+    Plain schedules take the array fast path (``ccviz.simulate_fast``); whatever it does not model,
+    and every schedule with a violation, is replayed by the reference below, which names each fault.
+    """
+    from ccviz import simulate_fast
+
     check_sizes(schedule)
     timed = schedule if schedule.is_timed else assign_times(schedule)
+    return simulate_fast.verify(timed) or _Verifier(timed, max_violations).run()
+
+
+def reference_simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
+    """The straightforward judge (event replay), kept as the fast path's reference."""
+    timed = schedule if schedule.is_timed else reference_assign_times(schedule)
     return _Verifier(timed, max_violations).run()
 
 
@@ -185,6 +197,16 @@ def assign_times(schedule: Schedule) -> Schedule:
     hop into a switch and the hops that forward it (a chain, a tree on copy switches) are timed as one
     unit, started when every link of the chain is free at the moment the chunk reaches it.
     """
+    from ccviz import simulate_fast
+
+    times = simulate_fast.assign_times(schedule)
+    if times is None:
+        return reference_assign_times(schedule)
+    return _with_times(schedule, *times)
+
+
+def reference_assign_times(schedule: Schedule) -> Schedule:
+    """``assign_times`` one transfer at a time in step order (the fast path's reference)."""
     transfers = schedule.transfers
     if any(t.start_s is not None for t in transfers) and not schedule.is_timed:
         raise CcvizError("transfers: either every transfer has a start time or none has; mixing is ambiguous",
@@ -250,11 +272,17 @@ def assign_times(schedule: Schedule) -> Schedule:
             arrival_of[j] = arrival_at[j] = s_j + delay
             if t.op != RELAY:  # a parked value is not the receiver's to send on its own
                 pending.append((t.dst * n_chunks + t.chunk, s_j + delay))
+    return _with_times(schedule, start_of, arrival_of)
+
+
+def _with_times(schedule: Schedule, start_of: list[float], arrival_of: list[float]) -> Schedule:
+    """The schedule with each transfer's start and arrival filled in."""
     make = tuple.__new__
-    timed = [
-        make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
-        for t, s, e in zip(transfers, start_of, arrival_of, strict=True)
-    ]
+    with gc_paused():
+        timed = [
+            make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
+            for t, s, e in zip(schedule.transfers, start_of, arrival_of, strict=True)
+        ]
     return schedule.with_transfers(timed)
 
 

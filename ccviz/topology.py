@@ -14,12 +14,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any, Literal
 
 from ccviz import validate as check
 from ccviz.errors import CcvizError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 NodeKind = Literal["gpu", "switch"]
 SwitchHop = Literal["paid", "teccl", "free"]
@@ -175,6 +176,8 @@ class Topology:
     @cached_property
     def graph(self) -> nx.DiGraph:
         """A networkx view (node attrs kind/label/group/pos/copy; edge attrs bandwidth/alpha)."""
+        import networkx as nx  # imported where used: the CLI starts without it
+
         g = nx.DiGraph(name=self.name)
         for n, node in self.nodes.items():
             g.add_node(n, kind=node.kind, label=node.label, group=node.group, pos=node.pos, copy=node.copy)
@@ -296,13 +299,15 @@ class Topology:
         self._check_gpu_reachability()
 
     def _check_gpu_reachability(self) -> None:
-        g = nx.DiGraph()
-        g.add_nodes_from(self.nodes)
-        g.add_edges_from(self.links)
+        forward: dict[int, list[int]] = {n: [] for n in self.nodes}
+        backward: dict[int, list[int]] = {n: [] for n in self.nodes}
+        for u, v in self.links:
+            forward[u].append(v)
+            backward[v].append(u)
         gpus = set(self.gpus)
         first = self.gpus[0]
-        reach_fwd = nx.descendants(g, first) & gpus
-        reach_back = nx.ancestors(g, first) & gpus
+        reach_fwd = _reachable(forward, first) & gpus
+        reach_back = _reachable(backward, first) & gpus
         missing = (gpus - {first}) - (reach_fwd & reach_back)
         if missing:
             other = min(missing)
@@ -456,3 +461,15 @@ def _link_from_dict(d: Any, index: int) -> Link:
         check.number(d.get("alpha_us", 0.0), f"{where}.alpha_us", nonnegative=True),
         check.integer(d.get("lanes", 1), f"{where}.lanes", lo=1, hi=1024),
     )
+
+
+def _reachable(adjacency: dict[int, list[int]], start: int) -> set[int]:
+    """Nodes reachable from ``start`` (excluding it unless on a cycle), by an iterative search."""
+    seen: set[int] = set()
+    stack = list(adjacency.get(start, ()))
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(adjacency.get(node, ()))
+    return seen

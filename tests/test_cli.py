@@ -179,3 +179,41 @@ def test_textbook_allreduce_on_a_ring_of_8_verifies(capsys, algorithm):
     code, stdout, _ = run_cli(capsys, "synth", "ring:n=8", "--collective", "allreduce", "--algorithm", algorithm,
                               "--size", "1MB", "--json")
     assert code == 0 and json.loads(stdout)["verified"] is True
+
+
+HEAVY = ("pyomo", "plotly", "pandas", "streamlit")
+
+
+def _modules_after(code: str) -> set[str]:
+    """Top-level packages loaded by running ``code`` in a fresh interpreter."""
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return set(json.loads(out.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("code", [
+    "import ccviz.cli",
+    "import ccviz",
+    "from ccviz.cli import main; main(['list'])",
+    "from ccviz.cli import main; main(['cost', '--collective', 'allgather', '--algorithm', 'ring', '--n', '8', "
+    "'--size', '1GB'])",
+])
+def test_the_command_line_starts_without_heavy_libraries(code):
+    loaded = _modules_after(code)
+    assert not loaded & set(HEAVY), f"{code!r} imported {sorted(loaded & set(HEAVY))}"
+
+
+def test_lazy_package_keeps_its_public_api():
+    import ccviz
+
+    for name in ccviz.__all__:
+        assert getattr(ccviz, name) is not None, name
+    assert set(ccviz.__all__) <= set(dir(ccviz))
+    with pytest.raises(AttributeError):
+        ccviz.no_such_name  # noqa: B018
+    assert set(ccviz.__all__) == set(ccviz._HOME)
+
+
+def test_a_submodule_import_does_not_shadow_the_function_of_the_same_name():
+    probe = "import ccviz.simulate, ccviz; assert callable(ccviz.simulate), ccviz.simulate; print('ok')"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "ok"

@@ -67,7 +67,6 @@ from dataclasses import dataclass, field, replace
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule, Transfer
-from ccviz.simulate import simulate
 from ccviz.synth.budget import Budget
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import concatenate, mirror_collective, reverse_schedule
@@ -540,6 +539,8 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
 
     Switches may not multicast in the forward schedule: reversed, a switch would have to add partials.
     """
+    from ccviz.simulate import simulate  # numpy loads on first use: `ccviz list` stays instant
+
     forward = mteg_schedule(topology.reversed(), mirror_collective(collective), options.epoch,
                             options.restarts, options.seed, switch_copy=False, budget=budget)
     timeline = simulate(forward)
@@ -565,6 +566,8 @@ def allreduce_schedule(topology: Topology, collective: Collective, options: Synt
     With a budget the halves share progress 0..0.5 and 0.5..1; once the ReduceScatter half has an
     attempt, the AllGather half completes its first attempt even after a stop (a whole AllReduce).
     """
+    from ccviz.simulate import simulate
+
     rs_part, ag_part = allreduce_parts(collective)
     rs = reduction_schedule(topology, rs_part, options, budget.phase(0.0, 0.5) if budget else None)
     ag = simulate(mteg_schedule(topology, ag_part, options.epoch, options.restarts, options.seed,

@@ -7,6 +7,13 @@ in-routes, fastest first, and pulls a chunk the route's source already holds
 (strictly causal: only chunks that have *arrived*). The result is a timed
 schedule; its finish time is the last arrival.
 
+Which chunk a free link pulls (``pick``): the paper picks at random. With ``spread`` (the default) a
+link first looks at the chunks that none of the rank's *later* free links could bring and picks one
+of those at random when there are any, so the rank's free links bring as many distinct chunks as
+they can (on tori random picks collide often). The official TACOS gets a similar effect by
+shuffling all unmet (chunk, destination) pairs and giving each the earliest-arriving source; spread
+matches its 16x16 and 8x8x8 torus times at every seed tried (bench/scale.py).
+
 Why it scales: every node keeps bitsets (Python ints) of the chunks it holds
 and the chunks it still wants (missing and not in flight), so a route's
 candidates are one AND, ``held[src] & want[dst]``, and only ranks touched by
@@ -22,17 +29,15 @@ time; AllReduce is ReduceScatter then AllGather.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import random
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer
+from ccviz.schedule import Schedule, Transfer, gc_paused
 from ccviz.synth.budget import Budget
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import (
@@ -46,6 +51,7 @@ from ccviz.topology import Topology
 
 LINK_HOLDS = ("arrival", "serialization")
 PATIENCE = ("on", "off", "alternate")
+PICKS = ("spread", "random")
 SLOW_ROUTE = 2.0  # patience: a route this many times slower than a rank's fastest in-route is "slow"
 # A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of
 # hop delays; this slack (far inside the simulator's tolerance) keeps that revisit from missing it.
@@ -150,9 +156,11 @@ class Matcher:
     """
 
     def __init__(self, topology: Topology, collective: Collective, routes: Routes, seed: int,
-                 start_s: float = 0.0, patient: bool = True) -> None:
+                 start_s: float = 0.0, patient: bool = True, spread: bool = True) -> None:
+        self.topology = topology
         self.collective = collective
         self.patient = patient
+        self.spread = spread
         self.routes = routes
         self.rng = random.Random(seed)
         self.start_s = start_s
@@ -274,16 +282,28 @@ class Matcher:
         want, held, in_routes, free_at = self.want, self.held, self.in_routes, self.link_free_at
         randbits, n_chunks, chunk_ids = self.rng.getrandbits, self.n_chunks, self.chunk_ids
         record, new = self.transfers.append, tuple.__new__
+        spread = self.spread
         for dst in order:
             wanted = want.get(dst, 0)
             if not wanted:
                 continue
             nearby = -1  # chunks a fast route could bring (computed on first need)
             landing_time, landing = -1.0, 0
-            for r, src, link, delay, hold, slow in in_routes[dst]:
+            routes = in_routes[dst]
+            later = None  # per route, the chunks the free direct routes after it could bring instead
+            if spread:
+                free = [k for k, route in enumerate(routes) if route[2] >= 0 and free_at[route[2]] <= t]
+                if len(free) > 1:
+                    later, after = [0] * len(routes), 0
+                    for k in reversed(free):
+                        later[k] = after
+                        after |= held[routes[k][1]]
+            for k, (r, src, link, delay, hold, slow) in enumerate(routes):
                 if link >= 0 and free_at[link] > t:
                     continue
                 candidates = held[src] & wanted
+                if later is not None and link >= 0 and candidates & ~later[k]:
+                    candidates &= ~later[k]  # chunks only this route can bring; later routes keep theirs
                 if slow and candidates:
                     if nearby < 0:
                         nearby = self.nearby(dst)
@@ -371,17 +391,13 @@ def _link_hold(options: SynthOptions) -> str:
     return hold
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """A run allocates a million small tuples that never form cycles; the cyclic collector
-    rescanning them costs ~30% of the run for nothing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+def _pick(options: SynthOptions) -> str:
+    pick = options.extra.get("pick", "spread")
+    if pick not in PICKS:
+        raise CcvizError(f"pick: {pick!r} is not one of {', '.join(PICKS)}; 'spread' gives each free link a chunk "
+                         "the rank's later free links cannot bring (when it has one), 'random' any chunk its "
+                         "source holds", "pick")
+    return pick
 
 
 def _patience(options: SynthOptions) -> str:
@@ -411,9 +427,14 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
         raise CcvizError(f"restarts: need at least 1 run, got {options.restarts}", "restarts")
     budget = budget or Budget(options)
     routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
-    patience = _patience(options)
+    patience, spread = _patience(options), _pick(options) == "spread"
     base = 0 if options.seed is None else int(options.seed)
     restarts = options.restarts
+    workers = min(_workers(options), restarts)
+    if workers > 1:
+        jobs = [(base * 1_000_003 + k, patience == "on" or (patience == "alternate" and k % 2 == 1))
+                for k in range(restarts)]
+        return _parallel_runs(Matcher(topology, collective, routes, 0, start_s, True, spread), jobs, workers, budget)
     best: Run | None = None
     progress: list[float] = [0.0]  # fraction of the current run's demands delivered (for the error message)
     done = 0
@@ -429,8 +450,8 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
                           (k + fraction) / restarts, incumbent_s=incumbent)
             return budget.ends(done)
 
-        with _gc_paused():
-            run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient).run(check)
+        with gc_paused():
+            run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient, spread).run(check)
         if run is None:
             break
         done += 1
@@ -443,15 +464,68 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
     return best, done
 
 
+def _workers(options: SynthOptions) -> int:
+    workers = options.extra.get("workers", 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise CcvizError(f"workers: {workers!r} is not a whole number >= 1; restarts run in this many processes",
+                         "workers")
+    return workers
+
+
+_TEMPLATE: Matcher | None = None  # the run every forked worker copies (set just before the pool forks)
+
+
+def _one_run(job: tuple[int, bool]) -> tuple[float, int, Run]:
+    """One seeded run in a worker process (a fresh Matcher built like the template)."""
+    seed, patient = job
+    t = _TEMPLATE
+    with gc_paused():
+        run = Matcher(t.topology, t.collective, t.routes, seed, t.start_s, patient, t.spread).run()
+    return run.finish_s, seed, run
+
+
+def _parallel_runs(template: Matcher, jobs: list[tuple[int, bool]], workers: int,
+                   budget: Budget) -> tuple[Run, int]:
+    """Restarts in ``workers`` forked processes; the best run wins, ties to the earliest seed as in the
+    sequential loop, so the answer does not depend on the number of workers. A stop or an expired limit
+    terminates the workers; the best complete run so far is the answer."""
+    import multiprocessing
+
+    global _TEMPLATE
+    _TEMPLATE = template
+    order = {seed: k for k, (seed, _) in enumerate(jobs)}
+    best: tuple[float, int, Run] | None = None
+    done = 0
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        results = pool.imap_unordered(_one_run, jobs)
+        while done < len(jobs):
+            try:
+                finish, seed, run = results.next(timeout=0.1)
+            except multiprocessing.TimeoutError:
+                if budget.ends(done):
+                    pool.terminate()
+                    break
+                continue
+            done += 1
+            if best is None or (finish, order[seed]) < (best[0], best[1]):
+                best = (finish, order[seed], run)
+            budget.report(f"TACOS run {done}/{len(jobs)} done ({workers} processes)", done / len(jobs),
+                          incumbent_s=best[0], force=True)
+    _TEMPLATE = None
+    if best is None:
+        raise budget.exhausted("TACOS", f"none of {len(jobs)} parallel runs completed")
+    return best[2], done
+
+
 def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions,
                 done: int | None = None, budget: Budget | None = None) -> Schedule:
-    hold, patience = _link_hold(options), _patience(options)
+    hold, patience, pick = _link_hold(options), _patience(options), _pick(options)
     done = options.restarts if done is None else done
-    notes = [f"best of {done} seeded TACOS runs (link held until {hold}, patience {patience})"]
+    notes = [f"best of {done} seeded TACOS runs (link held until {hold}, patience {patience}, pick {pick})"]
     cut = budget.note("TACOS", done, options.restarts) if budget is not None else None
     if cut:
         notes.append(cut)
-    return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold, "patience": patience},
+    return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold, "patience": patience, "pick": pick},
                     "heuristic", estimated_finish_s=run.finish_s, notes=notes)
 
 
@@ -470,7 +544,7 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
     reversed_topology, mirrored = topology.reversed(), mirror_collective(collective)
     run, done = best_copy_run(reversed_topology, mirrored, options, budget=budget)
     forward = as_schedule(reversed_topology, mirrored, run, options, done, budget)
-    with _gc_paused():
+    with gc_paused():
         return reverse_schedule(forward, topology, collective, run.feeders)
 
 
@@ -505,5 +579,5 @@ register(Algorithm(
     "reductions by time reversal on the reversed topology",
     kind="heuristic",
     options_used=("seed", "restarts", "time_limit", "progress", "stop"),
-    extra_keys=("link_hold", "patience"),
+    extra_keys=("link_hold", "patience", "pick", "workers"),  # workers: restarts in parallel processes
 ))

@@ -7,21 +7,23 @@ upper bound and MIP start), ``model`` (the MILP and the LP), ``solve``
 (HiGHS with limits, callbacks, progress), ``extract`` (pruning, LP path
 decomposition, transfers), ``synthesizer`` (horizon search), ``reductions``
 (ReduceScatter/Reduce by reversal, AllReduce = RS + AG), ``astar`` (rounds).
-Registers ``teccl`` and ``teccl-astar``.
+Registers ``teccl`` and ``teccl-astar``; the solver modules (Pyomo, HiGHS) load on first use, so
+listing algorithms stays instant.
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule
 from ccviz.synth.registry import Algorithm, SynthOptions, register
-from ccviz.synth.teccl.astar import solve_astar
-from ccviz.synth.teccl.reductions import ForwardSolver, allreduce, reduce_by_reversal
-from ccviz.synth.teccl.synthesizer import DEFAULT_TIME_LIMIT_S, solve_copy_or_flow
 from ccviz.topology import Topology
+
+if TYPE_CHECKING:
+    from ccviz.synth.teccl.reductions import ForwardSolver
 
 SUPPORTED = frozenset({"allgather", "broadcast", "alltoall", "gather", "scatter", "custom",
                        "reducescatter", "reduce", "allreduce"})
@@ -47,6 +49,9 @@ def replay_mode(options: SynthOptions) -> str:
 
 def _run(topology: Topology, collective: Collective, options: SynthOptions, solve_forward: ForwardSolver
          ) -> Schedule:
+    from ccviz.synth.teccl.reductions import allreduce, reduce_by_reversal
+    from ccviz.synth.teccl.synthesizer import DEFAULT_TIME_LIMIT_S
+
     started = time.perf_counter()
     deadline = started + (options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT_S)
     mode = replay_mode(options)
@@ -62,11 +67,15 @@ def _run(topology: Topology, collective: Collective, options: SynthOptions, solv
 
 def synthesize_teccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """TE-CCL: the MILP where copies help, the LP where they cannot; reductions by reversal."""
+    from ccviz.synth.teccl.synthesizer import solve_copy_or_flow
+
     return _run(topology, collective, options, solve_copy_or_flow)
 
 
 def synthesize_teccl_astar(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """TE-CCL A*: successive small MILP rounds (faster, not optimal)."""
+    from ccviz.synth.teccl.astar import solve_astar
+
     return _run(topology, collective, options, solve_astar)
 
 

@@ -1,0 +1,251 @@
+"""The judge's fast path: the same timing and verdict as ``ccviz.simulate``'s reference, in array work.
+
+A 1024-GPU schedule has a million transfers; replaying them one event at a time in Python costs
+seconds. Most schedules are plain: copies between GPUs over single-lane links with positive delays.
+For those the rules reduce to sorts and searches:
+
+* links: sort by (link, start); a transfer overlaps when its predecessor on the link is still busy
+  (one link's occupancy is constant, so busy-until is monotone in start: the predecessor is the
+  busiest earlier transfer);
+* holdings: the earliest arrival of each (node, chunk), found by sorting arrivals; a sender holds a
+  chunk if it started with it or the earliest arrival lands by its start (within the tolerance).
+  If every sender holds what it sends under "every transfer delivers", each does in the event
+  replay as well (induct over departures in time order), so the verdict is the replay's;
+* timing: step groups in order, each group one vectorised update (links used twice in one group are
+  served in rounds, which keeps first-come-first-served order exact).
+
+Anything else (reductions, switches, lanes, zero-delay hops, odd values) and *any* fault found
+returns ``None``: the reference then replays the schedule and names every violation, so verdicts,
+violations and times are the reference's by construction. ``tests/test_simulate_fast.py`` runs both
+on random schedules, valid and with planted faults, and requires identical results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from functools import cached_property
+from operator import itemgetter
+
+import numpy as np
+
+from ccviz.schedule import Schedule, gc_paused
+from ccviz.simulate import ABS_TOL, REL_TOL, Timeline, _epoch_release, _link_costs
+
+DENSE_LINK_TABLE = 1 << 22  # link lookup by a table of nodes^2 entries up to this size, else a binary search
+MIN_GROUP = 40  # timing: below this mean step-group size, per-group array calls cost more than the replay
+
+
+class Completion(Mapping):
+    """(chunk, rank) -> when its postcondition first held, kept as arrays; a dict is built on first lookup."""
+
+    def __init__(self, chunk: np.ndarray, rank: np.ndarray, time_s: np.ndarray) -> None:
+        self.chunk, self.rank, self.time_s = chunk, rank, time_s
+
+    @cached_property
+    def _dict(self) -> dict[tuple[int, int], float]:
+        return dict(zip(zip(self.chunk.tolist(), self.rank.tolist(), strict=True), self.time_s.tolist(), strict=True))
+
+    def __getitem__(self, key: tuple[int, int]) -> float:
+        return self._dict[key]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter(self._dict)
+
+    def __len__(self) -> int:
+        return len(self.time_s)
+
+    def values(self):  # noqa: ANN201 - the dict's view
+        return self._dict.values()
+
+
+class _Columns:
+    """A schedule's transfers as arrays, or ``ok = False`` when the fast path does not model them."""
+
+    def __init__(self, schedule: Schedule, timed: bool) -> None:
+        transfers = schedule.transfers
+        topo, coll = schedule.topology, schedule.collective
+        self.ok = False
+        self.n = n = len(transfers)
+        chunks = coll.chunks
+        self.n_chunks = n_chunks = len(chunks)
+        if n == 0 or n_chunks == 0 or any(c.id != k for k, c in enumerate(chunks)):
+            return
+        column = _column_reader(transfers)
+        self.chunk, self.src, self.dst = column(0, np.int64), column(1, np.int64), column(2, np.int64)
+        if self.chunk.min() < 0 or self.chunk.max() >= n_chunks:
+            return
+        if timed:
+            self.start, self.claimed_end = column(3, float), column(4, float)
+            self.only_copies = set(map(itemgetter(5), transfers)) == {"copy"}
+        else:
+            self.step = column(6, float)
+        span = int(max(max(topo.nodes), self.src.max(), self.dst.max())) + 1
+        is_gpu = np.zeros(span, dtype=bool)
+        is_gpu[topo.gpus] = True
+        if min(self.src.min(), self.dst.min()) < 0 or not (is_gpu[self.src].all() and is_gpu[self.dst].all()):
+            return  # switches, or nodes the topology lacks: the reference judges them
+        link = _link_index(topo, self.src, self.dst)
+        if link is None:
+            return
+        costs = _link_costs(topo, coll.chunk_bytes)
+        occupancy, delay, lanes = (np.array(c, dtype=float) for c in zip(*costs.values(), strict=True))
+        self.link, self.occupancy, self.delay = link, occupancy, delay
+        used = np.zeros(len(lanes), dtype=bool)
+        used[link] = True
+        if (lanes[used] != 1).any() or not (np.isfinite(occupancy[used]).all() and np.isfinite(delay[used]).all()):
+            return
+        self.key_span = span
+        self.ok = True
+
+
+def _column_reader(transfers: list):
+    """``column(k, dtype)``: field k of every transfer as an array (None -> nan for floats)."""
+    n = len(transfers)
+
+    def column(k: int, dtype: type) -> np.ndarray:
+        with gc_paused():
+            try:
+                return np.fromiter(map(itemgetter(k), transfers), dtype=dtype, count=n)
+            except TypeError:  # None in a float column (no claimed end), or a value of the wrong type
+                return np.array(list(map(itemgetter(k), transfers)), dtype=dtype)
+
+    return column
+
+
+def _link_index(topo, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
+    """Each transfer's position in ``topo.links`` (insertion order), or None if some link is missing."""
+    k = int(max(max(topo.nodes), src.max(), dst.max())) + 1
+    keys = np.array([u * k + v for u, v in topo.links], dtype=np.int64)
+    want = src * k + dst
+    if k * k <= DENSE_LINK_TABLE:
+        table = np.full(k * k, -1, dtype=np.int64)
+        table[keys] = np.arange(len(keys))
+        link = table[want]
+        return None if (link < 0).any() else link
+    order = np.argsort(keys)
+    pos = np.minimum(np.searchsorted(keys[order], want), len(keys) - 1)
+    if not (keys[order][pos] == want).all():
+        return None
+    return order[pos]
+
+
+def assign_times(schedule: Schedule) -> tuple[list[float], list[float]] | None:
+    """Start and arrival of every transfer of an untimed schedule (as the reference computes them),
+    or None when the fast path does not model the schedule."""
+    if list(map(itemgetter(3), schedule.transfers)).count(None) != len(schedule.transfers):
+        return None  # timed or mixed: the reference decides
+    if any(t[5] == "relay" for t in schedule.transfers):
+        return None  # a relayed value leaves when its relay arrives: the reference's relay rule times it
+    c = _Columns(schedule, timed=False)
+    if not c.ok or (c.delay[c.link] <= 0).any():
+        return None
+    order = np.argsort(c.step, kind="stable")
+    steps = c.step[order]
+    cuts = np.flatnonzero(steps[1:] != steps[:-1]) + 1
+    if (len(cuts) + 1) * MIN_GROUP > c.n:
+        return None
+    epoch = _epoch_release(schedule)
+    (read_key, write_key), size = _dense_keys(c.key_span * c.n_chunks, c.src * c.n_chunks + c.chunk,
+                                              c.dst * c.n_chunks + c.chunk)
+    available = np.zeros(size)  # latest arrival of an earlier step per (node, chunk)
+    link_free = np.zeros(len(c.occupancy))
+    start = np.empty(c.n)
+    arrival = np.empty(c.n)
+    bounds = np.concatenate(([0], cuts, [c.n]))
+    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        group = order[a:b]
+        ready = available[read_key[group]]
+        if epoch:
+            opens = np.floor(steps[a] + 1e-9) * epoch
+            ready = np.where(opens > ready, opens, ready)
+        for part, part_ready in _rounds(group, ready, c.link):
+            lk = c.link[part]
+            s = np.maximum(part_ready, link_free[lk])
+            link_free[lk] = s + c.occupancy[lk]
+            start[part] = s
+            arrival[part] = s + c.delay[lk]
+        np.maximum.at(available, write_key[group], arrival[group])
+    return start.tolist(), arrival.tolist()
+
+
+def _rounds(group: np.ndarray, ready: np.ndarray, link: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """A step group split so that no link appears twice in a part; the k-th use of a link is in part k."""
+    lk = link[group]
+    if np.bincount(lk).max() <= 1:
+        yield group, ready
+        return
+    by_link = np.argsort(lk, kind="stable")
+    sorted_lk = lk[by_link]
+    first = np.flatnonzero(np.concatenate(([True], sorted_lk[1:] != sorted_lk[:-1])))
+    run_start = np.repeat(first, np.diff(np.concatenate((first, [len(lk)]))))
+    use = np.empty(len(lk), dtype=np.int64)
+    use[by_link] = np.arange(len(lk)) - run_start
+    for k in range(int(use.max()) + 1):
+        mask = use == k
+        yield group[mask], ready[mask]
+
+
+def _dense_keys(span: int, *keys: np.ndarray) -> tuple[list[np.ndarray], int]:
+    """(node, chunk) keys (node * chunks + chunk, all below ``span``) as indices into a dense array:
+    the keys themselves when the span is small, else their ranks among the distinct keys."""
+    total = sum(len(k) for k in keys)
+    if span <= 4 * total + 4096:
+        return list(keys), span
+    distinct = np.unique(np.concatenate(keys))
+    return [np.searchsorted(distinct, k) for k in keys], len(distinct)
+
+
+def verify(schedule: Schedule) -> Timeline | None:
+    """The reference's Timeline for a valid plain schedule; None when it needs the event replay
+    (something the fast path does not model, or any violation to name)."""
+    coll = schedule.collective
+    if any(c.reduce for c in coll.chunks):
+        return None
+    c = _Columns(schedule, timed=True)
+    if not (c.ok and c.only_copies):
+        return None
+    start, claimed = c.start, c.claimed_end
+    if not np.isfinite(start).all() or np.isinf(claimed).any() or (
+            np.isnan(claimed).any() and np.isnan(claimed).sum() != sum(t.end_s is None for t in schedule.transfers)):
+        return None
+    delay = c.delay[c.link]
+    arrival = start + delay
+    busy_until = start + c.occupancy[c.link]
+    if (start < -ABS_TOL).any() or (claimed < arrival - (ABS_TOL + REL_TOL * np.abs(arrival))).any():
+        return None
+    if delay.min() <= 2 * (ABS_TOL + REL_TOL * float(np.abs(arrival).max())):
+        return None  # a hop that lands as it leaves: the replay's same-instant ordering decides
+    if _overlaps(c.link, start, busy_until):
+        return None
+    coll, n_chunks = schedule.collective, c.n_chunks
+    gpus = set(schedule.topology.gpus)
+    if any(not (ch.pre <= gpus and ch.post <= gpus) for ch in coll.chunks):
+        return None  # the reference names a switch or an unknown node in a pre/postcondition
+    post_chunk = np.array([ch.id for ch in coll.chunks for _ in ch.post], dtype=np.int64)
+    post_rank = np.array([r for ch in coll.chunks for r in sorted(ch.post)], dtype=np.int64)
+    pre_key = np.array([r * n_chunks + ch.id for ch in coll.chunks for r in ch.pre], dtype=np.int64)
+    (landed, sent, pre, post), size = _dense_keys(
+        c.key_span * n_chunks, c.dst * n_chunks + c.chunk, c.src * n_chunks + c.chunk, pre_key,
+        post_rank * n_chunks + post_chunk)
+    earliest = np.full(size, np.inf)  # per (node, chunk): its first arrival
+    np.minimum.at(earliest, landed, arrival)
+    at_start = np.zeros(size, dtype=bool)
+    at_start[pre] = True
+    # A sender holds what it sends if it started with it or its first arrival lands by the send.
+    if not (at_start[sent] | (earliest[sent] <= start + ABS_TOL + REL_TOL * start)).all():
+        return None
+    # Each (chunk, post rank) completes at 0 if it held the chunk from the start, else at its first arrival.
+    completed = np.where(at_start[post], 0.0, earliest[post])
+    if np.isinf(completed).any():
+        return None  # missing: the reference names it
+    completion = Completion(post_chunk, post_rank, completed)
+    finish = float(completed.max()) if len(completed) else float(arrival.max())
+    return Timeline(schedule, start, arrival, busy_until, np.ones(c.n), finish, completion, [])
+
+
+def _overlaps(link: np.ndarray, start: np.ndarray, busy_until: np.ndarray) -> bool:
+    """Does any transfer start before its predecessor on the same link is done (beyond the tolerance)?"""
+    order = np.lexsort((start, link))
+    same = link[order][1:] == link[order][:-1]
+    s = start[order][1:]
+    return bool((same & (busy_until[order][:-1] - s > ABS_TOL + REL_TOL * np.abs(s))).any())
