@@ -1,0 +1,433 @@
+"""ForestColl: spanning-tree packing that reaches the fabric's limit, pipelined in pieces.
+
+Zhao et al., "ForestColl: Throughput-Optimal Collective Communications on Heterogeneous Network
+Fabrics" (arXiv 2402.06787). The AllGather limit (``ccviz.limit``) is reached by k out-trees rooted
+at every GPU, each carrying 1/k of its root's shard, packed so that no link carries more than the
+limit allows. This module packs them and schedules them:
+
+* Packing. Switches are taken out the way ForestColl's edge splitting does: a tree edge u -> x is a
+  GPU-to-GPU route through switches (``RouteClosure``), so a switch never has to copy. Trees are
+  added by multiplicative weights: each new tree is the cheapest arborescence (Chu-Liu/Edmonds) under
+  link lengths that grow exponentially with the link's load relative to the limit; then every tree is
+  ripped up and re-laid a few times. ForestColl builds an exactly optimal packing with integer
+  capacities; this is the practical approximation, reported as the packing's congestion (1.0 = at
+  the limit). ``--opt trees=k`` fixes k; by default k = 1..8 are tried and the best kept.
+* Pipelining. Each tree's share is cut into pieces (the collective's chunks: k x pieces per rank)
+  and sent down its tree as soon as a piece arrives, links serving routes first come first served;
+  a route through switches is booked as a whole, each hop starting as the previous one arrives, so
+  switches store nothing. ``--chunks C`` (C > 1) fixes the chunks per rank; by default the piece
+  count is chosen by this scheduler's own estimate.
+
+ReduceScatter is the AllGather of the reversed fabric reversed in time (``ccviz.synth.reversal``);
+AllReduce is ReduceScatter then AllGather; Broadcast packs k trees of one root; Reduce reverses it.
+The simulator judges the result like every other algorithm's.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ccviz.collectives import Collective, make_collective
+from ccviz.errors import CcvizError
+from ccviz.limit import bandwidth_limit
+from ccviz.schedule import Schedule, Transfer
+from ccviz.synth.arborescence import RouteClosure, min_arborescence
+from ccviz.synth.budget import Budget
+from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.synth.reversal import (
+    concatenate,
+    mirror_collective,
+    reverse_schedule,
+    schedule_end,
+    split_allreduce,
+)
+from ccviz.topology import Topology
+
+LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
+PIECE_COUNTS = (4, 8, 16)
+REROUTE_PASSES = 3
+MAX_TRANSFERS = 400_000  # the automatic piece count keeps a schedule below this many transfers
+STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
+
+
+# --------------------------------------------------------------------------- packing
+@dataclass
+class Tree:
+    """One out-tree: its root GPU and, per GPU, the routes (link-id lists) to its children."""
+
+    root: int
+    children: dict[int, list[tuple[int, list[int]]]]
+    links: list[int]  # every link use, with multiplicity (for loads)
+
+
+@dataclass
+class Packing:
+    """k trees per root; ``congestion`` = the busiest link's time over the limit (1.0 = optimal)."""
+
+    trees: dict[int, list[Tree]]
+    k: int
+    congestion: float
+    notes: list[str] = field(default_factory=list)
+
+
+class TreePacker:
+    """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
+
+    def __init__(self, topology: Topology, roots: list[int], unit_s: float) -> None:
+        self.topology = topology
+        self.closure = RouteClosure(topology)
+        self.roots = roots
+        links = self.closure.links
+        self.capacity = np.array([topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links])
+        self.unit_s = unit_s  # seconds a link of 1 GB/s needs for one root's whole share, over the limit
+        self.index = {g: i for i, g in enumerate(self.closure.gpus)}
+
+    def lengths(self, load: np.ndarray) -> np.ndarray:
+        exponent = np.minimum(STEEPNESS * load / self.capacity * self.unit_s, 600.0)
+        return np.exp(exponent - exponent.max()) / self.capacity
+
+    def cheapest_tree(self, root: int, load: np.ndarray) -> Tree:
+        cost, info = self.closure.costs(self.lengths(load))
+        parent = min_arborescence(cost, self.index[root])
+        gpus = self.closure.gpus
+        children: dict[int, list[tuple[int, list[int]]]] = {}
+        used: list[int] = []
+        for v, u in enumerate(parent):
+            if u < 0:
+                continue
+            route = self.closure.route(int(u), v, info)
+            children.setdefault(gpus[u], []).append((gpus[v], route))
+            used.extend(route)
+        return Tree(root, children, used)
+
+    def congestion(self, load: np.ndarray) -> float:
+        return float(np.max(load / self.capacity) * self.unit_s)
+
+    def pack(self, k: int, budget: Budget | None = None) -> Packing:
+        load = np.zeros(len(self.capacity))
+        share = 1.0 / k
+        trees: dict[int, list[Tree]] = {r: [] for r in self.roots}
+        for _ in range(k):
+            for r in self.roots:
+                tree = self.cheapest_tree(r, load)
+                np.add.at(load, tree.links, share)
+                trees[r].append(tree)
+        best = Packing({r: list(ts) for r, ts in trees.items()}, k, self.congestion(load))
+        for _ in range(REROUTE_PASSES):
+            if best.congestion <= 1.0 + 1e-9 or (budget is not None and budget.expired()):
+                break
+            for r in self.roots:
+                for j, old in enumerate(trees[r]):
+                    np.add.at(load, old.links, -share)
+                    tree = self.cheapest_tree(r, load)
+                    np.add.at(load, tree.links, share)
+                    trees[r][j] = tree
+            congestion = self.congestion(load)
+            if congestion < best.congestion:
+                best = Packing({r: list(ts) for r, ts in trees.items()}, k, congestion)
+        return best
+
+
+def tree_count(n_roots: int) -> int:
+    """Trees per root by default: 8 (close to optimal in practice) up to 64 roots, fewer beyond, so that a
+    schedule of 256 GPUs stays within reach of the simulator."""
+    return 8 if n_roots <= 64 else 4 if n_roots <= 128 else 2
+
+
+def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int | None,
+                 budget: Budget) -> Packing:
+    """The least congested packing over the tree counts tried (``trees`` fixes k)."""
+    packer = TreePacker(topology, roots, unit_s)
+    counts = (trees,) if trees else (tree_count(len(roots)) if len(roots) > 1 else 8,)
+    best: Packing | None = None
+    for i, k in enumerate(counts):
+        if best is not None and budget.expired():
+            break
+        packing = packer.pack(k, budget)
+        budget.report(f"ForestColl: {k} tree(s) per root, congestion {packing.congestion:.4f} x the limit",
+                      0.5 * (i + 1) / len(counts))
+        if best is None or packing.congestion < best.congestion - 1e-6:
+            best = packing
+        if best.congestion <= 1.0 + 1e-6:
+            break
+    assert best is not None
+    return best
+
+
+# --------------------------------------------------------------------------- pipelining
+@dataclass
+class Pipelined:
+    transfers: list[Transfer]
+    finish_s: float
+    feeders: dict[int, int]  # transfer out of a switch -> the transfer whose arrival it forwards
+
+
+class _Calendar:
+    """Busy intervals of one lane of a link out of a switch (later routes may fill the gaps)."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def conflict(self, a: float, b: float) -> float | None:
+        """None when [a, b) is free, else the end of the first busy interval overlapping it."""
+        eps = 1e-12 * max(1.0, abs(b))
+        i = bisect.bisect_right(self.ends, a + eps)
+        if i < len(self.starts) and self.starts[i] < b - eps:
+            return self.ends[i]
+        return None
+
+    def reserve(self, a: float, b: float) -> None:
+        i = bisect.bisect_right(self.starts, a)
+        self.starts.insert(i, a)
+        self.ends.insert(i, b)
+
+
+def pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float = 0.0,
+             switch_queue: bool = True) -> Pipelined:
+    """Send every chunk down its tree as it arrives; a GPU's out-link, when free, serves its most urgent
+    waiting chunk.
+
+    Chunk i of a root (its ``index``) rides tree ``i mod k``. Urgency: the earlier piece first, then the
+    deeper subtree below the receiver (its critical path is longer). Links out of switches keep
+    calendars (a later route may use a gap an earlier one left). ``switch_queue``: a chunk that reaches a
+    switch whose out-link is busy waits in the switch's queue and leaves once (as real NVSwitch / IB
+    switches buffer packets); without it a route is booked cut-through, each hop starting the instant
+    the previous one arrives, which loses throughput to crossbar conflicts on switched fabrics.
+    """
+    links = sorted(topology.links)
+    nbytes = collective.chunk_bytes
+    delay = [topology.arrival_delay(u, v, nbytes) for u, v in links]
+    hold = [topology.occupancy(u, v, nbytes) for u, v in links]
+    lanes_free: list[list[float]] = [[start_s] * topology.links[key].lanes for key in links]
+    calendars = [[_Calendar() for _ in range(topology.links[key].lanes)] if topology.is_switch(key[0]) else []
+                 for key in links]
+    k = packing.k
+    chunks = collective.chunks
+    heights = {(r, j): _heights(tree) for r, trees in packing.trees.items() for j, tree in enumerate(trees)}
+    waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, -height, seq, chunk, child, route)
+    events: list[tuple[float, int, int, int, int]] = []  # (time, kind 0 arrival / 1 link free, seq, a, b)
+    seq = 0
+    for c in chunks:
+        events.append((start_s, 0, seq, c.id, next(iter(c.pre))))
+        seq += 1
+    heapq.heapify(events)
+    transfers: list[Transfer] = []
+    feeders: dict[int, int] = {}
+    finish = start_s
+
+    def earliest(route: list[int], now: float) -> tuple[float, list[int]]:
+        """The first start >= now at which every hop finds a free lane, and the lanes."""
+        offsets, t = [], 0.0
+        for lid in route:
+            offsets.append(t)
+            t += delay[lid]
+        start = max(now, min(lanes_free[route[0]]))
+        if switch_queue:
+            return start, [lanes_free[route[0]].index(min(lanes_free[route[0]]))]
+        while True:
+            chosen, moved = [lanes_free[route[0]].index(min(lanes_free[route[0]]))], False
+            for lid, off in zip(route[1:], offsets[1:], strict=True):
+                a = start + off
+                later = []
+                for lane, cal in enumerate(calendars[lid]):
+                    end = cal.conflict(a, a + hold[lid])
+                    if end is None:
+                        chosen.append(lane)
+                        break
+                    later.append(end)
+                else:
+                    start, moved = min(later) - off, True
+                    break
+            if not moved:
+                return start, chosen
+
+    def book(first: int, now: float) -> None:
+        nonlocal seq, finish
+        heap = waiting[first]
+        looked = [heapq.heappop(heap) for _ in range(min(len(heap), LOOKAHEAD))]
+        options = [(earliest(item[-1], now), n) for n, item in enumerate(looked)]
+        (start, lanes), n = min(options, key=lambda o: (max(o[0][0], now + 1e-12 * max(1.0, now)), o[1]))
+        for m, item in enumerate(looked):
+            if m != n:
+                heapq.heappush(heap, item)
+        *_, cid, child, route = looked[n]
+        previous, t = -1, start
+        for h, (lid, lane) in enumerate(zip(route, lanes + [0] * (len(route) - len(lanes)), strict=True)):
+            if h == 0:
+                lanes_free[lid][lane] = t + hold[lid]
+            else:
+                if switch_queue:
+                    t, lane = _first_fit(calendars[lid], t, hold[lid])
+                calendars[lid][lane].reserve(t, t + hold[lid])
+                feeders[len(transfers)] = previous
+            previous = len(transfers)
+            arrival = t + delay[lid]
+            transfers.append(Transfer(cid, links[lid][0], links[lid][1], t, arrival))
+            t = arrival
+        finish = max(finish, t)
+        heapq.heappush(events, (t, 0, seq, cid, child))
+        heapq.heappush(events, (min(lanes_free[first]), 1, seq + 1, first, 0))
+        seq += 2
+
+    while events:
+        now, kind, _, a, b = heapq.heappop(events)
+        if kind == 0:  # chunk a arrived at GPU b: its tree edges out of b start waiting
+            c = chunks[a]
+            root = next(iter(c.pre))
+            j = c.index % k
+            h = heights[(root, j)]
+            for child, route in packing.trees[root][j].children.get(b, ()):
+                first = route[0]
+                heapq.heappush(waiting.setdefault(first, []), (c.index, -h[child], seq, a, child, route))
+                seq += 1
+                heapq.heappush(events, (max(now, min(lanes_free[first])), 1, seq, first, 0))
+                seq += 1
+        elif waiting.get(a) and min(lanes_free[a]) <= now + 1e-15:
+            book(a, now)
+    return Pipelined(transfers, finish, feeders)
+
+
+def _first_fit(calendars: list[_Calendar], t: float, length: float) -> tuple[float, int]:
+    """Earliest start >= t at which some lane of a link is free for ``length`` (the chunk waits at the switch)."""
+    best = (math.inf, 0)
+    for lane, cal in enumerate(calendars):
+        a = t
+        while (end := cal.conflict(a, a + length)) is not None:
+            a = end
+        best = min(best, (a, lane))
+    return best
+
+
+def _heights(tree: Tree) -> dict[int, int]:
+    """Hops from each GPU of a tree down to its deepest leaf."""
+    height: dict[int, int] = {}
+    order = [tree.root]
+    for u in order:
+        order.extend(x for x, _ in tree.children.get(u, ()))
+    for u in reversed(order):
+        height[u] = 1 + max((height[x] for x, _ in tree.children.get(u, ())), default=-1)
+    return height
+
+
+# --------------------------------------------------------------------------- synthesizer
+def _refined(topology: Topology, collective: Collective, k: int, pieces: int | None) -> list[Collective]:
+    """The collectives to try: the given one when its chunk count was chosen, else k x pieces per rank."""
+    if collective.chunks_per_rank > 1 and pieces is None:
+        return [collective]
+    counts = [pieces] if pieces else list(PIECE_COUNTS)
+    n = topology.n_gpus
+    per_chunk = n * max(1, n - 1) if collective.name not in ("broadcast", "reduce") else max(1, n - 1)
+    out = []
+    for p in counts:
+        cpr = k * p
+        if out and per_chunk * cpr * _mean_route_hops(topology) > MAX_TRANSFERS:
+            break
+        out.append(make_collective(collective.name, topology, collective.size_bytes, cpr, collective.root))
+    return out
+
+
+def _mean_route_hops(topology: Topology) -> float:
+    return 1.0 if not topology.switches else 2.0
+
+
+def _roots(collective: Collective) -> list[int]:
+    if collective.name in ("broadcast", "reduce") or collective.root is not None:
+        return [collective.root]
+    return list(collective.ranks)
+
+
+def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
+                  start_s: float = 0.0, refine: bool = True) -> tuple[Schedule, Pipelined]:
+    """AllGather or Broadcast (on ``topology``, which may be a reversed fabric) by packed trees.
+
+    ``refine=False`` keeps the collective's chunks as they are (the second half of an AllReduce).
+    """
+    name = collective.name
+    limit = bandwidth_limit(topology, name, collective.size_bytes, collective.root)
+    roots = _roots(collective)
+    slots = 1 if name == "broadcast" else int(topology.meta.get("buffer_ranks", topology.n_gpus))
+    unit_s = collective.size_bytes / slots / 1e9 / limit.limit_s  # one root's share on 1 GB/s, over the limit
+    trees = options.extra.get("trees")
+    pieces = options.extra.get("pieces")
+    switch_queue = options.extra.get("switch_queue", True)
+    if not isinstance(switch_queue, bool):
+        raise CcvizError(f"switch_queue: true or false, got {switch_queue!r}", "switch_queue")
+    for key, value in (("trees", trees), ("pieces", pieces)):
+        if value is not None and not (isinstance(value, int) and value >= 1):
+            raise CcvizError(f"{key}: must be a whole number >= 1, got {value!r}", key)
+    packing = best_packing(topology, roots, unit_s, trees, budget)
+    best: tuple[Schedule, Pipelined] | None = None
+    candidates = _refined(topology, collective, packing.k, pieces) if refine else [collective]
+    for i, refined in enumerate(candidates):
+        if best is not None and budget.expired():
+            break
+        run = pipeline(topology, refined, packing, start_s, switch_queue)
+        budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {run.finish_s * 1e6:.6g} us",
+                      0.5 + 0.5 * (i + 1) / len(candidates))
+        if best is None or run.finish_s < best[1].finish_s * (1 - 1e-9):
+            notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
+                     f"{refined.chunks_per_rank // packing.k or 1} piece(s) per tree "
+                     f"({refined.chunks_per_rank} chunks per rank)",
+                     "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches
+                     else "routes through switches booked cut-through (no switch queues)"]
+            schedule = Schedule(topology, refined, run.transfers, "forestcoll",
+                                {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank,
+                                 "switch_queue": switch_queue}, "heuristic",
+                                estimated_finish_s=run.finish_s, notes=notes)
+            best = (schedule, run)
+    assert best is not None
+    return best
+
+
+def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
+                       refine: bool = True) -> Schedule:
+    """ReduceScatter / Reduce: the mirrored copy collective packed on the reversed fabric, reversed in time."""
+    forward, run = copy_schedule(topology.reversed(), mirror_collective(collective), options, budget, refine=refine)
+    target = collective
+    if forward.collective.chunks_per_rank != collective.chunks_per_rank:
+        target = make_collective(collective.name, topology, collective.size_bytes,
+                                 forward.collective.chunks_per_rank, collective.root)
+    return reverse_schedule(forward, topology, target, run.feeders)
+
+
+def synthesize_forestcoll(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """Registry entry point: copies by packed trees, reductions by reversal, AllReduce = RS then AG.
+
+    AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them.
+    """
+    budget = Budget(options)
+    if collective.name in ("allgather", "broadcast"):
+        return copy_schedule(topology, collective, options, budget)[0]
+    if collective.name in ("reducescatter", "reduce"):
+        return reduction_schedule(topology, collective, options, budget)
+    if collective.name == "allreduce":
+        rs = reduction_schedule(topology, make_collective("reducescatter", topology, collective.size_bytes,
+                                                          collective.chunks_per_rank), options, budget.phase(0.0, 0.5))
+        cpr = rs.collective.chunks_per_rank
+        whole = collective if cpr == collective.chunks_per_rank else make_collective(
+            "allreduce", topology, collective.size_bytes, cpr)
+        gather_part = split_allreduce(whole)[1]
+        same_trees = replace(options, extra={**options.extra, "trees": int(rs.options["trees"])})
+        ag, _ = copy_schedule(topology, gather_part, same_trees, budget.phase(0.5, 1.0), start_s=schedule_end(rs),
+                              refine=False)
+        schedule = concatenate(rs, ag, whole)
+        schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
+        return schedule
+    raise CcvizError(f"collective: forestcoll does not implement {collective.name}", "collective")
+
+
+register(Algorithm(
+    "forestcoll",
+    synthesize_forestcoll,
+    frozenset({"allgather", "reducescatter", "allreduce", "broadcast", "reduce"}),
+    "ForestColl (arXiv 2402.06787): spanning trees packed up to the fabric's limit, switches turned into "
+    "routes, each tree pipelined in pieces; reductions by time reversal on the reversed fabric",
+    kind="heuristic",
+    options_used=("time_limit", "progress", "stop"),
+))
