@@ -42,7 +42,6 @@ from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import (
     concatenate,
     mirror_collective,
-    reverse_schedule,
     schedule_end,
     split_allreduce,
 )
@@ -50,6 +49,8 @@ from ccviz.topology import Topology
 
 LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
 PIECE_COUNTS = (4, 8, 16)
+ROOTED_PIECE_COUNTS = (16, 64, 256)  # one root's data: pipelines need many more pieces
+_SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 3
 MAX_TRANSFERS = 400_000  # the automatic piece count keeps a schedule below this many transfers
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
@@ -164,7 +165,6 @@ def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int
 class Pipelined:
     transfers: list[Transfer]
     finish_s: float
-    feeders: dict[int, int]  # transfer out of a switch -> the transfer whose arrival it forwards
 
 
 class _Calendar:
@@ -188,18 +188,88 @@ class _Calendar:
         self.ends.insert(i, b)
 
 
+class _OutTrees:
+    """Copies flow down out-trees: a chunk arriving at a GPU releases the tree edges out of it."""
+
+    def __init__(self, packing: Packing) -> None:
+        self.packing = packing
+        self.heights = {(r, j): _heights(t) for r, trees in packing.trees.items() for j, t in enumerate(trees)}
+
+    def starts(self, collective: Collective) -> list[tuple[int, int]]:
+        return [(c.id, next(iter(c.pre))) for c in collective.chunks]
+
+    def arrive(self, c, node: int, initial: bool) -> list[tuple[int, int, list[int]]]:
+        key = (next(iter(c.pre)), c.index % self.packing.k)
+        h = self.heights[key]
+        return [(-h[child], child, route) for child, route in self.packing.trees[key[0]][key[1]].children.get(node, ())]
+
+
+class _InTrees:
+    """Partial sums flow up in-trees: the out-trees packed on the reversed fabric, every route turned
+    around. A GPU sends its partial to its parent once every child's partial has arrived."""
+
+    def __init__(self, packing: Packing, topology: Topology, chunks) -> None:
+        self.packing = packing
+        real = {key: i for i, key in enumerate(sorted(topology.links))}
+        reversed_keys = sorted((v, u) for u, v in topology.links)  # link ids of the reversed fabric
+        self.up: dict[tuple[int, int], dict[int, tuple[int, list[int]]]] = {}
+        self.depth: dict[tuple[int, int], dict[int, int]] = {}
+        self.children: dict[tuple[int, int], dict[int, int]] = {}
+        for r, trees in packing.trees.items():
+            for j, tree in enumerate(trees):
+                up, kids, depth = {}, {}, {r: 0}
+                order = [r]
+                for u in order:
+                    for x, route in tree.children.get(u, ()):
+                        hops = [reversed_keys[i] for i in reversed(route)]  # (a, b) on reversed = b -> a real
+                        up[x] = (u, [real[(b, a)] for a, b in hops])
+                        kids[u] = kids.get(u, 0) + 1
+                        depth[x] = depth[u] + 1
+                        order.append(x)
+                self.up[(r, j)], self.children[(r, j)], self.depth[(r, j)] = up, kids, depth
+        self.pending: dict[tuple[int, int], int] = {}
+        self.chunks = chunks
+
+    def _key(self, c) -> tuple[int, int]:
+        return next(iter(c.post)), c.index % self.packing.k
+
+    def starts(self, collective: Collective) -> list[tuple[int, int]]:
+        out = []
+        for c in collective.chunks:
+            key = self._key(c)
+            out += [(c.id, x) for x in self.up[key] if not self.children[key].get(x)]
+        return out
+
+    def arrive(self, c, node: int, initial: bool) -> list[tuple[int, int, list[int]]]:
+        key = self._key(c)
+        if not initial:
+            left = self.pending.get((c.id, node), self.children[key].get(node, 0)) - 1
+            self.pending[(c.id, node)] = left
+            if left > 0:
+                return []
+        if node == key[0]:
+            return []
+        parent, route = self.up[key][node]
+        return [(-self.depth[key][node], parent, route)]
+
+
 def pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float = 0.0,
              switch_queue: bool = True) -> Pipelined:
-    """Send every chunk down its tree as it arrives; a GPU's out-link, when free, serves its most urgent
-    waiting chunk.
+    """Run every chunk through its tree; a GPU's out-link, when free, serves its most urgent waiting chunk.
 
-    Chunk i of a root (its ``index``) rides tree ``i mod k``. Urgency: the earlier piece first, then the
-    deeper subtree below the receiver (its critical path is longer). Links out of switches keep
-    calendars (a later route may use a gap an earlier one left). ``switch_queue``: a chunk that reaches a
-    switch whose out-link is busy waits in the switch's queue and leaves once (as real NVSwitch / IB
-    switches buffer packets); without it a route is booked cut-through, each hop starting the instant
-    the previous one arrives, which loses throughput to crossbar conflicts on switched fabrics.
+    Copies (AllGather, Broadcast) go down out-trees; reductions (ReduceScatter, Reduce: ``packing`` made
+    on the reversed fabric) go up the same trees turned around, every hop a ``reduce``. Chunk i of a
+    root (its ``index``) rides tree ``i mod k``. Urgency: the earlier piece first, then the longer
+    path still ahead. Links out of switches keep calendars (a later route may use a gap an earlier one
+    left). ``switch_queue``: a chunk that reaches a switch whose out-link is busy waits in the switch's
+    queue and leaves once (as real NVSwitch / IB switches buffer packets); without it a route is booked
+    cut-through, each hop starting the instant the previous one arrives, which loses throughput to
+    crossbar conflicts on switched fabrics. A copy switch forwards its latest arrival of a chunk, so
+    two partial sums of one chunk never wait in it together.
     """
+    reducing = collective.is_reducing
+    plan = _InTrees(packing, topology, collective.chunks) if reducing else _OutTrees(packing)
+    op = "reduce" if reducing else "copy"
     links = sorted(topology.links)
     nbytes = collective.chunk_bytes
     delay = [topology.arrival_delay(u, v, nbytes) for u, v in links]
@@ -207,31 +277,31 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     lanes_free: list[list[float]] = [[start_s] * topology.links[key].lanes for key in links]
     calendars = [[_Calendar() for _ in range(topology.links[key].lanes)] if topology.is_switch(key[0]) else []
                  for key in links]
-    k = packing.k
+    copy_switch = [reducing and topology.is_switch(u) and topology.nodes[u].copy for u, _ in links]
+    passes: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (copy switch, chunk) -> [(arrival, departure)]
     chunks = collective.chunks
-    heights = {(r, j): _heights(tree) for r, trees in packing.trees.items() for j, tree in enumerate(trees)}
-    waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, -height, seq, chunk, child, route)
-    events: list[tuple[float, int, int, int, int]] = []  # (time, kind 0 arrival / 1 link free, seq, a, b)
+    waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, urgency, seq, chunk, dst, route)
+    events: list[tuple[float, int, int, int, int]] = []  # (time, kind 0 arrival / 1 link free / 2 start, seq, a, b)
     seq = 0
-    for c in chunks:
-        events.append((start_s, 0, seq, c.id, next(iter(c.pre))))
+    for cid, node in plan.starts(collective):
+        events.append((start_s, 2, seq, cid, node))
         seq += 1
     heapq.heapify(events)
     transfers: list[Transfer] = []
-    feeders: dict[int, int] = {}
     finish = start_s
 
     def earliest(route: list[int], now: float) -> tuple[float, list[int]]:
-        """The first start >= now at which every hop finds a free lane, and the lanes."""
+        """The first start >= now at which every hop finds a free lane (cut-through), and the lanes."""
+        first_lane = lanes_free[route[0]].index(min(lanes_free[route[0]]))
+        start = max(now, lanes_free[route[0]][first_lane])
+        if switch_queue:
+            return start, [first_lane]
         offsets, t = [], 0.0
         for lid in route:
             offsets.append(t)
             t += delay[lid]
-        start = max(now, min(lanes_free[route[0]]))
-        if switch_queue:
-            return start, [lanes_free[route[0]].index(min(lanes_free[route[0]]))]
         while True:
-            chosen, moved = [lanes_free[route[0]].index(min(lanes_free[route[0]]))], False
+            chosen, moved = [first_lane], False
             for lid, off in zip(route[1:], offsets[1:], strict=True):
                 a = start + off
                 later = []
@@ -247,6 +317,23 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
             if not moved:
                 return start, chosen
 
+    def place(cid: int, route: list[int], start: float, lanes: list[int]) -> list[tuple[int, int, float]] | float:
+        """(link, lane, start) per hop, or a later first-hop start when a copy switch would hold two
+        partials of the chunk at once."""
+        hops, t = [], start
+        for h, lid in enumerate(route):
+            lane = lanes[h] if h < len(lanes) else 0
+            if h and switch_queue:
+                t, lane = _first_fit(calendars[lid], t, hold[lid])
+            if h and copy_switch[lid]:
+                arrival_here = hops[-1][2] + delay[route[h - 1]]
+                for a, d in passes.get((links[lid][0], cid), ()):
+                    if arrival_here <= d + _SEPARATION and t >= a - _SEPARATION:
+                        return start + (d + _SEPARATION - arrival_here) + _SEPARATION
+            hops.append((lid, lane, t))
+            t += delay[lid]
+        return hops
+
     def book(first: int, now: float) -> None:
         nonlocal seq, finish
         heap = waiting[first]
@@ -256,41 +343,35 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         for m, item in enumerate(looked):
             if m != n:
                 heapq.heappush(heap, item)
-        *_, cid, child, route = looked[n]
-        previous, t = -1, start
-        for h, (lid, lane) in enumerate(zip(route, lanes + [0] * (len(route) - len(lanes)), strict=True)):
+        *_, cid, dst, route = looked[n]
+        while not isinstance(hops := place(cid, route, start, lanes), list):
+            start = hops
+        for h, (lid, lane, t) in enumerate(hops):
             if h == 0:
                 lanes_free[lid][lane] = t + hold[lid]
             else:
-                if switch_queue:
-                    t, lane = _first_fit(calendars[lid], t, hold[lid])
                 calendars[lid][lane].reserve(t, t + hold[lid])
-                feeders[len(transfers)] = previous
-            previous = len(transfers)
-            arrival = t + delay[lid]
-            transfers.append(Transfer(cid, links[lid][0], links[lid][1], t, arrival))
-            t = arrival
+                if copy_switch[lid]:
+                    passes.setdefault((links[lid][0], cid), []).append((hops[h - 1][2] + delay[hops[h - 1][0]], t))
+            transfers.append(Transfer(cid, links[lid][0], links[lid][1], t, t + delay[lid], op))
+        t = hops[-1][2] + delay[hops[-1][0]]
         finish = max(finish, t)
-        heapq.heappush(events, (t, 0, seq, cid, child))
+        heapq.heappush(events, (t, 0, seq, cid, dst))
         heapq.heappush(events, (min(lanes_free[first]), 1, seq + 1, first, 0))
         seq += 2
 
     while events:
         now, kind, _, a, b = heapq.heappop(events)
-        if kind == 0:  # chunk a arrived at GPU b: its tree edges out of b start waiting
+        if kind != 1:  # chunk a arrived at GPU b (or starts there): the tree edges it releases start waiting
             c = chunks[a]
-            root = next(iter(c.pre))
-            j = c.index % k
-            h = heights[(root, j)]
-            for child, route in packing.trees[root][j].children.get(b, ()):
+            for urgency, dst, route in plan.arrive(c, b, kind == 2):
                 first = route[0]
-                heapq.heappush(waiting.setdefault(first, []), (c.index, -h[child], seq, a, child, route))
-                seq += 1
-                heapq.heappush(events, (max(now, min(lanes_free[first])), 1, seq, first, 0))
-                seq += 1
+                heapq.heappush(waiting.setdefault(first, []), (c.index, urgency, seq, a, dst, route))
+                heapq.heappush(events, (max(now, min(lanes_free[first])), 1, seq + 1, first, 0))
+                seq += 2
         elif waiting.get(a) and min(lanes_free[a]) <= now + 1e-15:
             book(a, now)
-    return Pipelined(transfers, finish, feeders)
+    return Pipelined(transfers, finish)
 
 
 def _first_fit(calendars: list[_Calendar], t: float, length: float) -> tuple[float, int]:
@@ -320,9 +401,10 @@ def _refined(topology: Topology, collective: Collective, k: int, pieces: int | N
     """The collectives to try: the given one when its chunk count was chosen, else k x pieces per rank."""
     if collective.chunks_per_rank > 1 and pieces is None:
         return [collective]
-    counts = [pieces] if pieces else list(PIECE_COUNTS)
+    rooted = collective.name in ("broadcast", "reduce")
+    counts = [pieces] if pieces else list(ROOTED_PIECE_COUNTS if rooted else PIECE_COUNTS)
     n = topology.n_gpus
-    per_chunk = n * max(1, n - 1) if collective.name not in ("broadcast", "reduce") else max(1, n - 1)
+    per_chunk = max(1, n - 1) * (1 if rooted else n)
     out = []
     for p in counts:
         cpr = k * p
@@ -343,13 +425,16 @@ def _roots(collective: Collective) -> list[int]:
 
 
 def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
-                  start_s: float = 0.0, refine: bool = True) -> tuple[Schedule, Pipelined]:
-    """AllGather or Broadcast (on ``topology``, which may be a reversed fabric) by packed trees.
+                  start_s: float = 0.0, refine: bool = True, pack_on: Topology | None = None,
+                  limit_collective: str | None = None) -> tuple[Schedule, Pipelined]:
+    """Any of the five collectives by packed trees (the name is historical: reductions pass ``pack_on``,
+    the reversed fabric, and the mirrored copy's name for the limit the packing aims at).
 
     ``refine=False`` keeps the collective's chunks as they are (the second half of an AllReduce).
     """
-    name = collective.name
-    limit = bandwidth_limit(topology, name, collective.size_bytes, collective.root)
+    name = limit_collective or collective.name
+    fabric = pack_on or topology
+    limit = bandwidth_limit(fabric, name, collective.size_bytes, collective.root)
     roots = _roots(collective)
     slots = 1 if name == "broadcast" else int(topology.meta.get("buffer_ranks", topology.n_gpus))
     unit_s = collective.size_bytes / slots / 1e9 / limit.limit_s  # one root's share on 1 GB/s, over the limit
@@ -361,7 +446,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     for key, value in (("trees", trees), ("pieces", pieces)):
         if value is not None and not (isinstance(value, int) and value >= 1):
             raise CcvizError(f"{key}: must be a whole number >= 1, got {value!r}", key)
-    packing = best_packing(topology, roots, unit_s, trees, budget)
+    packing = best_packing(fabric, roots, unit_s, trees, budget)
     best: tuple[Schedule, Pipelined] | None = None
     candidates = _refined(topology, collective, packing.k, pieces) if refine else [collective]
     for i, refined in enumerate(candidates):
@@ -386,14 +471,10 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
 
 
 def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
-                       refine: bool = True) -> Schedule:
-    """ReduceScatter / Reduce: the mirrored copy collective packed on the reversed fabric, reversed in time."""
-    forward, run = copy_schedule(topology.reversed(), mirror_collective(collective), options, budget, refine=refine)
-    target = collective
-    if forward.collective.chunks_per_rank != collective.chunks_per_rank:
-        target = make_collective(collective.name, topology, collective.size_bytes,
-                                 forward.collective.chunks_per_rank, collective.root)
-    return reverse_schedule(forward, topology, target, run.feeders)
+                       refine: bool = True, start_s: float = 0.0) -> Schedule:
+    """ReduceScatter / Reduce: trees packed for the mirrored copy on the reversed fabric, run upwards here."""
+    return copy_schedule(topology, collective, options, budget, start_s, refine,
+                         pack_on=topology.reversed(), limit_collective=mirror_collective(collective).name)[0]
 
 
 def synthesize_forestcoll(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
