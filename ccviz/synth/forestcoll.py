@@ -49,7 +49,8 @@ from ccviz.topology import Topology
 
 LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
 PIECE_COUNTS = (4, 8, 16)
-ROOTED_PIECE_COUNTS = (16, 64, 256)  # one root's data: pipelines need many more pieces
+ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
+ROOTED_PIECE_COUNTS = (4, 16, 64)  # one root's data: pipelines need many more pieces
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 3
 MAX_TRANSFERS = 400_000  # the automatic piece count keeps a schedule below this many transfers
@@ -144,7 +145,7 @@ def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int
                  budget: Budget) -> Packing:
     """The least congested packing over the tree counts tried (``trees`` fixes k)."""
     packer = TreePacker(topology, roots, unit_s)
-    counts = (trees,) if trees else (tree_count(len(roots)) if len(roots) > 1 else 8,)
+    counts = (trees,) if trees else (tree_count(len(roots)),) if len(roots) > 1 else ROOTED_TREE_COUNTS
     best: Packing | None = None
     for i, k in enumerate(counts):
         if best is not None and budget.expired():
