@@ -119,6 +119,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _print_summary(s: dict[str, Any], bound_text: str) -> None:
+    from ccviz.limit import limit_sentence
+
     ok = "verified" if s["verified"] else f"INVALID ({len(s['violations'])} violations)"
     lines = [
         f"{s['algorithm']} {s['collective']} on {s['topology']} ({s['n_gpus']} GPUs), size {format_size(s['size_bytes'])}, "
@@ -126,9 +128,7 @@ def _print_summary(s: dict[str, Any], bound_text: str) -> None:
         f"  finish time   {format_time(s['finish_time_s'])}  ({ok}, by the simulator)",
         f"  algbw/busbw   {s['algbw_GBps'] or 0:.3f} / {s['busbw_GBps'] or 0:.3f} GB/s",
         f"  lower bound   {format_time(s['lower_bound_s'])}  ({bound_text})",
-        "  fabric limit  " + (f"{format_time(s['limit_s'])}, the schedule runs at {s['limit_fraction']:.1%} of it "
-                               "(bandwidth only; `ccviz limit` shows the bottleneck cut)"
-                               if s["limit_s"] else "none defined for this collective"),
+        f"  fabric limit  {limit_sentence(s['finish_time_s'], s['limit_s'])}",
         f"  synthesis     {format_time(s['synth_time_s'])}, status {s['status']}"
         + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else ""),
         f"  transfers     {s['transfers']}" + (f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"

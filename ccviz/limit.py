@@ -298,3 +298,13 @@ def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: 
     if str(collective).strip().lower() == "custom" or normalize_name(collective) not in LIMITED:
         return None
     return bandwidth_limit(topology, collective, size_bytes, root)
+
+
+def limit_sentence(finish_s: float | None, limit_s: float | None) -> str:
+    """How a result compares with the fabric's limit, in one line (CLI and app)."""
+    if not limit_s:
+        return "no fabric limit is defined for this collective (AllToAll and custom demands)"
+    if not finish_s:
+        return f"the fabric's limit is {format_time(limit_s)} (bandwidth only, alpha ignored)"
+    return (f"{limit_s / finish_s:.1%} of the fabric's limit: the limit is {format_time(limit_s)} "
+            "(bandwidth only, alpha ignored; `ccviz limit` shows the bottleneck cut)")

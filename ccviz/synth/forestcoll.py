@@ -48,12 +48,12 @@ from ccviz.synth.reversal import (
 from ccviz.topology import Topology
 
 LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
-PIECE_COUNTS = (4, 8, 16)
+PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
-ROOTED_PIECE_COUNTS = (4, 16, 64)  # one root's data: pipelines need many more pieces
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
-REROUTE_PASSES = 3
-MAX_TRANSFERS = 400_000  # the automatic piece count keeps a schedule below this many transfers
+REROUTE_PASSES = 8
+STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
+MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 
 
@@ -89,12 +89,12 @@ class TreePacker:
         self.unit_s = unit_s  # seconds a link of 1 GB/s needs for one root's whole share, over the limit
         self.index = {g: i for i, g in enumerate(self.closure.gpus)}
 
-    def lengths(self, load: np.ndarray) -> np.ndarray:
-        exponent = np.minimum(STEEPNESS * load / self.capacity * self.unit_s, 600.0)
+    def lengths(self, load: np.ndarray, steepness: float = STEEPNESS) -> np.ndarray:
+        exponent = np.minimum(steepness * load / self.capacity * self.unit_s, 600.0)
         return np.exp(exponent - exponent.max()) / self.capacity
 
-    def cheapest_tree(self, root: int, load: np.ndarray) -> Tree:
-        cost, info = self.closure.costs(self.lengths(load))
+    def cheapest_tree(self, root: int, load: np.ndarray, steepness: float = STEEPNESS) -> Tree:
+        cost, info = self.closure.costs(self.lengths(load, steepness))
         parent = min_arborescence(cost, self.index[root])
         gpus = self.closure.gpus
         children: dict[int, list[tuple[int, list[int]]]] = {}
@@ -120,13 +120,14 @@ class TreePacker:
                 np.add.at(load, tree.links, share)
                 trees[r].append(tree)
         best = Packing({r: list(ts) for r, ts in trees.items()}, k, self.congestion(load))
-        for _ in range(REROUTE_PASSES):
+        for rerun in range(REROUTE_PASSES):
             if best.congestion <= 1.0 + 1e-9 or (budget is not None and budget.expired()):
                 break
+            steepness = STEEPNESS * STEEPER ** rerun  # later passes care more about the busiest links
             for r in self.roots:
                 for j, old in enumerate(trees[r]):
                     np.add.at(load, old.links, -share)
-                    tree = self.cheapest_tree(r, load)
+                    tree = self.cheapest_tree(r, load, steepness)
                     np.add.at(load, tree.links, share)
                     trees[r][j] = tree
             congestion = self.congestion(load)
@@ -135,17 +136,17 @@ class TreePacker:
         return best
 
 
-def tree_count(n_roots: int) -> int:
-    """Trees per root by default: 8 (close to optimal in practice) up to 64 roots, fewer beyond, so that a
-    schedule of 256 GPUs stays within reach of the simulator."""
-    return 8 if n_roots <= 64 else 4 if n_roots <= 128 else 2
+def tree_counts(n_roots: int) -> tuple[int, ...]:
+    """Trees per root tried by default: 8 and 12 (close to optimal in practice) up to 32 roots, fewer
+    beyond, so that a schedule of 256 GPUs stays within reach of the simulator."""
+    return (8, 12) if n_roots <= 32 else (8,) if n_roots <= 64 else (4,) if n_roots <= 128 else (2,)
 
 
 def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int | None,
                  budget: Budget) -> Packing:
     """The least congested packing over the tree counts tried (``trees`` fixes k)."""
     packer = TreePacker(topology, roots, unit_s)
-    counts = (trees,) if trees else (tree_count(len(roots)),) if len(roots) > 1 else ROOTED_TREE_COUNTS
+    counts = (trees,) if trees else tree_counts(len(roots)) if len(roots) > 1 else ROOTED_TREE_COUNTS
     best: Packing | None = None
     for i, k in enumerate(counts):
         if best is not None and budget.expired():
@@ -398,25 +399,19 @@ def _heights(tree: Tree) -> dict[int, int]:
 
 
 # --------------------------------------------------------------------------- synthesizer
-def _refined(topology: Topology, collective: Collective, k: int, pieces: int | None) -> list[Collective]:
-    """The collectives to try: the given one when its chunk count was chosen, else k x pieces per rank."""
+def _refined(topology: Topology, collective: Collective, packing: Packing, pieces: int | None) -> Collective:
+    """The collective to schedule: the given one when its chunk count was chosen (``--chunks`` > 1), else
+    k x pieces chunks per rank with the most pieces that keep the schedule under ``MAX_TRANSFERS``
+    (in this link model more pieces never hurt: alpha is paid per hop, not per byte)."""
     if collective.chunks_per_rank > 1 and pieces is None:
-        return [collective]
-    rooted = collective.name in ("broadcast", "reduce")
-    counts = [pieces] if pieces else list(ROOTED_PIECE_COUNTS if rooted else PIECE_COUNTS)
-    n = topology.n_gpus
-    per_chunk = max(1, n - 1) * (1 if rooted else n)
-    out = []
-    for p in counts:
-        cpr = k * p
-        if out and per_chunk * cpr * _mean_route_hops(topology) > MAX_TRANSFERS:
-            break
-        out.append(make_collective(collective.name, topology, collective.size_bytes, cpr, collective.root))
-    return out
-
-
-def _mean_route_hops(topology: Topology) -> float:
-    return 1.0 if not topology.switches else 2.0
+        return collective
+    if pieces is None:
+        hops_per_piece = sum(len(tree.links) for trees in packing.trees.values() for tree in trees)
+        pieces = PIECE_COUNTS[0]
+        for p in PIECE_COUNTS:
+            if hops_per_piece * p <= MAX_TRANSFERS:
+                pieces = p
+    return make_collective(collective.name, topology, collective.size_bytes, packing.k * pieces, collective.root)
 
 
 def _roots(collective: Collective) -> list[int]:
@@ -448,27 +443,18 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         if value is not None and not (isinstance(value, int) and value >= 1):
             raise CcvizError(f"{key}: must be a whole number >= 1, got {value!r}", key)
     packing = best_packing(fabric, roots, unit_s, trees, budget)
-    best: tuple[Schedule, Pipelined] | None = None
-    candidates = _refined(topology, collective, packing.k, pieces) if refine else [collective]
-    for i, refined in enumerate(candidates):
-        if best is not None and budget.expired():
-            break
-        run = pipeline(topology, refined, packing, start_s, switch_queue)
-        budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {run.finish_s * 1e6:.6g} us",
-                      0.5 + 0.5 * (i + 1) / len(candidates))
-        if best is None or run.finish_s < best[1].finish_s * (1 - 1e-9):
-            notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
-                     f"{refined.chunks_per_rank // packing.k or 1} piece(s) per tree "
-                     f"({refined.chunks_per_rank} chunks per rank)",
-                     "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches
-                     else "routes through switches booked cut-through (no switch queues)"]
-            schedule = Schedule(topology, refined, run.transfers, "forestcoll",
-                                {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank,
-                                 "switch_queue": switch_queue}, "heuristic",
-                                estimated_finish_s=run.finish_s, notes=notes)
-            best = (schedule, run)
-    assert best is not None
-    return best
+    refined = _refined(topology, collective, packing, pieces) if refine else collective
+    run = pipeline(topology, refined, packing, start_s, switch_queue)
+    budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {run.finish_s * 1e6:.6g} us", 1.0)
+    notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
+             f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per tree "
+             f"({refined.chunks_per_rank} chunks per rank)",
+             "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches
+             else "routes through switches booked cut-through (no switch queues)"]
+    schedule = Schedule(topology, refined, run.transfers, "forestcoll",
+                        {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue},
+                        "heuristic", estimated_finish_s=run.finish_s, notes=notes)
+    return schedule, run
 
 
 def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,

@@ -6,11 +6,11 @@ from ccviz.viz.gantt import gantt_figure
 from ccviz.viz.holdings import holdings_figure, holdings_matrix
 from ccviz.viz.layout import node_positions
 from ccviz.viz.narration import StepStory, narrate
-from ccviz.viz.topology_fig import topology_figure
+from ccviz.viz.topology_fig import cut_figure, topology_figure
 from ccviz.viz.utilization import bottleneck_links, busy_fraction, link_busy_bars, utilization_heatmap
 
 __all__ = [
-    "FrameWindow", "StepStory", "bottleneck_links", "busy_fraction", "comparison_figure", "finish_bars",
+    "FrameWindow", "StepStory", "bottleneck_links", "busy_fraction", "comparison_figure", "cut_figure", "finish_bars",
     "frame_snapshot", "frame_windows", "gantt_figure", "holdings_figure", "holdings_matrix", "link_busy_bars",
     "narrate", "node_positions", "schedule_animation", "topology_figure", "utilization_heatmap",
 ]
