@@ -53,7 +53,7 @@ ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-li
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 8
 STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
-MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers
+MAX_TRANSFERS = 150_000  # the automatic piece count keeps a schedule below this many transfers
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 
 
@@ -185,7 +185,17 @@ class _Calendar:
         return None
 
     def reserve(self, a: float, b: float) -> None:
+        """Book [a, b), merged with the busy intervals it touches (so a search never walks a long run)."""
+        eps = 1e-12 * max(1.0, abs(b))
         i = bisect.bisect_right(self.starts, a)
+        if i and self.ends[i - 1] >= a - eps:  # touches the previous interval
+            i -= 1
+            a = self.starts[i]
+            b = max(b, self.ends[i])
+            del self.starts[i], self.ends[i]
+        while i < len(self.starts) and self.starts[i] <= b + eps:  # and the following ones
+            b = max(b, self.ends[i])
+            del self.starts[i], self.ends[i]
         self.starts.insert(i, a)
         self.ends.insert(i, b)
 
