@@ -49,11 +49,12 @@ from ccviz.topology import Topology
 
 LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
+MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 8
 STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
-MAX_TRANSFERS = 150_000  # the automatic piece count keeps a schedule below this many transfers
+MAX_TRANSFERS = 100_000  # the automatic piece count keeps a schedule below this many transfers
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 
 
@@ -417,7 +418,7 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
         return collective
     if pieces is None:
         hops_per_piece = sum(len(tree.links) for trees in packing.trees.values() for tree in trees)
-        pieces = PIECE_COUNTS[0]
+        pieces = MIN_PIECES
         for p in PIECE_COUNTS:
             if hops_per_piece * p <= MAX_TRANSFERS:
                 pieces = p
