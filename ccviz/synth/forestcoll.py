@@ -9,17 +9,20 @@ limit allows. This module packs them and schedules them:
   GPU-to-GPU route through switches (``RouteClosure``), so a switch never has to copy. Trees are
   added by multiplicative weights: each new tree is the cheapest arborescence (Chu-Liu/Edmonds) under
   link lengths that grow exponentially with the link's load relative to the limit; then every tree is
-  ripped up and re-laid a few times. ForestColl builds an exactly optimal packing with integer
-  capacities; this is the practical approximation, reported as the packing's congestion (1.0 = at
-  the limit). ``--opt trees=k`` fixes k; by default k = 1..8 are tried and the best kept.
-* Pipelining. Each tree's share is cut into pieces (the collective's chunks: k x pieces per rank)
-  and sent down its tree as soon as a piece arrives, links serving routes first come first served;
-  a route through switches is booked as a whole, each hop starting as the previous one arrives, so
-  switches store nothing. ``--chunks C`` (C > 1) fixes the chunks per rank; by default the piece
-  count is chosen by this scheduler's own estimate.
+  ripped up and re-laid eight times with ever steeper lengths. ForestColl builds an exactly optimal
+  packing with integer capacities; this is the practical approximation, reported as the packing's
+  congestion (1.0 = at the limit). ``--opt trees=k`` fixes k; by default k = 8 and 12 are tried up to
+  32 GPUs (fewer beyond) and the less congested kept.
+* Pipelining (``pipeline``). Each tree's share is cut into pieces (the collective's chunks: k x pieces
+  per rank) and sent down its tree as pieces arrive; a GPU's free out-link sends its most urgent
+  waiting piece. A piece reaching a switch whose out-link is busy waits in the switch's queue and
+  leaves once (``--opt switch_queue=false``: routes booked cut-through instead). ``--chunks C``
+  (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule under
+  ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
 
-ReduceScatter is the AllGather of the reversed fabric reversed in time (``ccviz.synth.reversal``);
-AllReduce is ReduceScatter then AllGather; Broadcast packs k trees of one root; Reduce reverses it.
+ReduceScatter packs the trees of the mirrored AllGather on the reversed fabric and runs partial sums up
+them, turned around, on the real one; AllReduce is ReduceScatter then AllGather (``concatenate``);
+Broadcast packs 16 or 32 trees of one root; Reduce runs them upwards like ReduceScatter.
 The simulator judges the result like every other algorithm's.
 """
 
@@ -476,7 +479,7 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
 
 
 def synthesize_forestcoll(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """Registry entry point: copies by packed trees, reductions by reversal, AllReduce = RS then AG.
+    """Registry entry point: copies down packed trees, reductions up them, AllReduce = RS then AG.
 
     AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them.
     """
@@ -506,7 +509,7 @@ register(Algorithm(
     synthesize_forestcoll,
     frozenset({"allgather", "reducescatter", "allreduce", "broadcast", "reduce"}),
     "ForestColl (arXiv 2402.06787): spanning trees packed up to the fabric's limit, switches turned into "
-    "routes, each tree pipelined in pieces; reductions by time reversal on the reversed fabric",
+    "routes, each tree pipelined in pieces; reductions up the trees packed on the reversed fabric",
     kind="heuristic",
     options_used=("time_limit", "progress", "stop"),
 ))
