@@ -9,6 +9,7 @@ Library entry points (the app and the CLI call exactly these)::
     timeline = ccviz.simulate(sched)   # the judge: finish time, link use, violations
 
     result = ccviz.run(topo, "allgather", "tacos", size_bytes=1e9)   # all of it, plus the lower bound
+    limit = ccviz.bandwidth_limit(topo, "allgather", 1e9)   # the fabric's limit and its bottleneck cut
 
 The names are resolved on first use (module ``__getattr__``): ``import ccviz`` stays instant, so the
 command line does not pay for numpy, networkx or the solvers before it needs them.
@@ -27,6 +28,7 @@ _HOME = {
     "COLLECTIVES": "ccviz.collectives", "Chunk": "ccviz.collectives", "Collective": "ccviz.collectives",
     "custom_collective": "ccviz.collectives", "make_collective": "ccviz.collectives",
     "CcvizError": "ccviz.errors",
+    "BandwidthLimit": "ccviz.limit", "bandwidth_limit": "ccviz.limit",
     "load_topology": "ccviz.loading", "load_topology_file": "ccviz.loading",
     "RunResult": "ccviz.pipeline", "run": "ccviz.pipeline",
     "Schedule": "ccviz.schedule", "Transfer": "ccviz.schedule",
@@ -39,8 +41,8 @@ _HOME = {
 }
 
 __all__ = [
-    "COLLECTIVES", "REGISTRY", "CcvizError", "Chunk", "Collective", "Link", "Node", "RunResult", "Schedule", "SynthOptions",
-    "Timeline", "Topology", "Transfer", "Violation", "algorithms_for", "custom_collective", "format_size",
+    "COLLECTIVES", "REGISTRY", "BandwidthLimit", "CcvizError", "Chunk", "Collective", "Link", "Node", "RunResult", "Schedule", "SynthOptions",
+    "Timeline", "Topology", "Transfer", "Violation", "algorithms_for", "bandwidth_limit", "custom_collective", "format_size",
     "format_time", "get_algorithm", "load_topology", "load_topology_file", "make_collective", "parse_size",
     "run", "simulate", "synthesize", "verify",
 ]
@@ -75,6 +77,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from ccviz.collectives import COLLECTIVES, Chunk, Collective, custom_collective, make_collective
     from ccviz.errors import CcvizError
+    from ccviz.limit import BandwidthLimit, bandwidth_limit
     from ccviz.loading import load_topology, load_topology_file
     from ccviz.pipeline import RunResult, run
     from ccviz.schedule import Schedule, Transfer

@@ -9,6 +9,7 @@ import streamlit as st
 from ccviz import export
 from ccviz.app_runs import CachedRun
 from ccviz.app_state import current_topology, topology_source, user_errors
+from ccviz.limit import limit_sentence
 from ccviz.synth.registry import Algorithm
 from ccviz.units import format_size, format_time, size_sweep
 from ccviz.viz import schedule_animation
@@ -125,6 +126,7 @@ def results_summary(entry: CachedRun) -> None:
     if s["mip_gap"] is not None:
         details += f", MIP gap {s['mip_gap']:.3g}"
     st.markdown(details + f" · server time {format_time(entry.server_time_s)}")
+    st.markdown(f"**{limit_sentence(s['finish_time_s'], s['limit_s'])}**")
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")

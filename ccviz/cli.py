@@ -1,4 +1,4 @@
-"""The ``ccviz`` command line: synth, verify, list, cost, export, import, execute.
+"""The ``ccviz`` command line: synth, verify, list, cost, limit, export, import, execute.
 
 Contracts (DESIGN section 5): ``ccviz synth --json`` prints exactly one JSON
 object on stdout; errors exit non-zero with one clear line on stderr, never a
@@ -156,6 +156,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _print_summary(s: dict[str, Any], bound_text: str) -> None:
+    from ccviz.limit import limit_sentence
+
     ok = "verified" if s["verified"] else f"INVALID ({len(s['violations'])} violations)"
     lines = [
         f"{s['algorithm']} {s['collective']} on {s['topology']} ({s['n_gpus']} GPUs), size {format_size(s['size_bytes'])}, "
@@ -163,6 +165,7 @@ def _print_summary(s: dict[str, Any], bound_text: str) -> None:
         f"  finish time   {format_time(s['finish_time_s'])}  ({ok}, by the simulator)",
         f"  algbw/busbw   {s['algbw_GBps'] or 0:.3f} / {s['busbw_GBps'] or 0:.3f} GB/s",
         f"  lower bound   {format_time(s['lower_bound_s'])}  ({bound_text})",
+        f"  fabric limit  {limit_sentence(s['finish_time_s'], s['limit_s'])}",
         f"  synthesis     {format_time(s['synth_time_s'])}, status {s['status']}"
         + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else ""),
         f"  transfers     {s['transfers']}" + (f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"
@@ -259,6 +262,31 @@ def cmd_cost(args: argparse.Namespace) -> int:
     else:
         print(f"{out['algorithm']} {out['collective']}, N={args.n}, M={format_size(out['size_bytes'])}: "
               f"{format_time(result.time_s)} = {result.n_alpha:g} alpha + {result.n_beta:g} M/BW   [{result.text}]")
+    return 0
+
+
+def cmd_limit(args: argparse.Namespace) -> int:
+    from ccviz.limit import bandwidth_limit
+    from ccviz.loading import load_topology
+
+    topology = load_topology(args.topology)
+    limit = bandwidth_limit(topology, args.collective, parse_size(args.size), args.root)
+    out = limit.to_dict()
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    lines = [
+        f"{out['collective']} of {format_size(out['size_bytes'])} on {topology.name} ({topology.n_gpus} GPUs)",
+        f"  limit       {format_time(out['limit_s'])}  (algbw {out['algbw_GBps']:.4g} GB/s; bandwidth only, "
+        "alpha is not part of it)",
+    ]
+    for name, seconds in out.get("parts_s", {}).items():
+        lines.append(f"  {name:<11} {format_time(seconds)}")
+    lines += [
+        f"  bottleneck  {limit.cut.words}",
+        f"  cut links   {', '.join(f'{u}->{v}' for u, v in out['cut_links'])}",
+    ]
+    print("\n".join(lines))
     return 0
 
 
@@ -424,6 +452,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--time-limit", type=float, default=30.0, help="seconds per row (best so far is kept)")
     r.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
     r.set_defaults(func=cmd_reproduce)
+
+    lim = sub.add_parser("limit", help="the fabric's exact bandwidth limit for a collective and its bottleneck cut")
+    lim.add_argument("topology", help="a JSON/YAML file or a builder spec such as ring:n=8")
+    lim.add_argument("--collective", default="allgather", help="allgather, reducescatter, allreduce, broadcast, reduce")
+    lim.add_argument("--size", default="1GB", help="per-rank buffer (nccl-tests convention), e.g. 1GB")
+    lim.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce")
+    lim.add_argument("--json", action="store_true")
+    lim.set_defaults(func=cmd_limit)
 
     e = sub.add_parser("export", help="convert a schedule file (json, msccl xml)")
     e.add_argument("schedule")

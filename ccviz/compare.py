@@ -28,6 +28,7 @@ import pandas as pd
 from ccviz import cost
 from ccviz.collectives import make_collective
 from ccviz.errors import CcvizError
+from ccviz.limit import limit_or_none
 from ccviz.pipeline import run
 from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Topology
@@ -36,7 +37,7 @@ from ccviz.units import format_size
 COLUMNS = (
     "algorithm", "size_bytes", "size", "finish_time_s", "algbw_GBps", "busbw_GBps", "lower_bound_s",
     "bound_algbw_GBps", "bound_ratio", "formula_time_s", "formula_algbw_GBps", "verified", "status",
-    "synth_time_s", "error",
+    "synth_time_s", "error", "limit_s", "limit_fraction",
 )
 
 
@@ -143,9 +144,14 @@ def _ended(stop: threading.Event | None, deadline: float) -> str | None:
     return None
 
 
-def _base(topology, collective, algorithm, size, bound_s) -> dict:
+def _base(topology, collective, algorithm, size, bound_s, root: int | None = None) -> dict:
     formula_s = formula_time(collective, algorithm, topology, size)
+    try:
+        limit = limit_or_none(topology, collective, size, root)
+    except CcvizError:
+        limit = None
     return {
+        "limit_s": math.nan if limit is None else limit.limit_s,
         "algorithm": algorithm, "size_bytes": size, "size": format_size(size), "lower_bound_s": bound_s,
         "bound_algbw_GBps": size / bound_s / 1e9 if bound_s and bound_s > 0 else math.nan,
         "formula_time_s": formula_s,
@@ -156,7 +162,7 @@ def _base(topology, collective, algorithm, size, bound_s) -> dict:
 
 def _row(topology, collective, algorithm, size, chunks, root, options, bound: cost.LowerBound | None) -> dict:
     bound_s = _seconds(bound)
-    row = _base(topology, collective, algorithm, size, bound_s)
+    row = _base(topology, collective, algorithm, size, bound_s, root)
     try:
         result = run(topology, collective, algorithm, size, chunks, root, options, bound)
     except CcvizError as exc:
@@ -167,6 +173,7 @@ def _row(topology, collective, algorithm, size, chunks, root, options, bound: co
         **row,
         "finish_time_s": finish, "algbw_GBps": timeline.algbw_GBps, "busbw_GBps": timeline.busbw_GBps,
         "bound_ratio": finish / bound_s if bound_s and bound_s > 0 else math.nan,
+        "limit_fraction": row["limit_s"] / finish if finish > 0 else math.nan,
         "verified": timeline.verified, "status": result.schedule.status,
         "synth_time_s": result.schedule.synth_time_s,
     }

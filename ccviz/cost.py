@@ -31,13 +31,21 @@ from ccviz.topology import Topology
 
 @dataclass(frozen=True)
 class LowerBound:
-    """The best proven lower bound and its parts (each a valid bound on its own)."""
+    """The best proven lower bound and its parts (each a valid bound on its own).
+
+    ``bandwidth_s`` is never below the fabric's limit (``limit_s``, bandwidth alone, any chunking)
+    where that limit bounds every schedule; ``chunked_s`` is the cut bound at the collective's own
+    chunk size, which can be larger; ``chunks_to_limit`` is then a chunk count per rank at which the
+    chunked bound comes within 1 % of the limit (a schedule may approach the limit from there).
+    """
 
     time_s: float
     bandwidth_s: float
     latency_s: float
     explanation: str
-
+    limit_s: float | None = None
+    chunked_s: float | None = None
+    chunks_to_limit: int | None = None
 
 @dataclass(frozen=True)
 class _CutLink:
@@ -273,30 +281,79 @@ def _arrival_rows(topology: Topology, sources: list[int], delay: dict[tuple[int,
     return {p: dict(zip(nodes, row, strict=True)) for p, row in zip(sources, table.tolist(), strict=True)}
 
 
-def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
-    """A time no valid schedule of ``collective`` on ``topology`` can beat.
-
-    Bandwidth part: for each cut (each GPU, each chassis group, rank halves and
-    a few min cuts) the chunks that must cross it, one transfer each, over the
-    crossing links. Latency part: the farthest demand's store-and-forward
-    time. The bound is the larger of the two (adding them would not be valid).
-    """
+def _chunked_bandwidth(topology: Topology, collective: Collective, cuts: Iterable[tuple[str, frozenset[int]]]
+                       ) -> tuple[float, str, frozenset[int]]:
+    """The cut bound at the collective's chunk size over every single GPU and the given cuts."""
     cut = _CutBound(topology, collective.chunk_bytes)
     demands = _Demands(collective)
-    bandwidth, bw_what = 0.0, "no cut has to be crossed"
+    bandwidth, what, where = 0.0, "no cut has to be crossed", frozenset()
     receive, send = demands.per_rank_crossings()
     for g in topology.gpus:
         t = cut.bound(receive.get(g, 0), send.get(g, 0), frozenset([g]))
         if t > bandwidth:
-            bandwidth, bw_what = t, f"data crossing GPU {g} needs {t * 1e6:.4g} us"
-    for name, inside in _candidate_cuts(topology):
+            bandwidth, what, where = t, f"data crossing GPU {g} needs {t * 1e6:.4g} us", frozenset([g])
+    for name, inside in cuts:
         t = cut.bound(*demands.crossings(inside), inside)
         if t > bandwidth:
-            bandwidth, bw_what = t, f"data crossing {name} needs {t * 1e6:.4g} us"
-    latency, lat_what = _latency_bound(topology, demands, collective.chunk_bytes)
+            bandwidth, what, where = t, f"data crossing {name} needs {t * 1e6:.4g} us", inside
+    return bandwidth, what, where
+
+
+# The fabric's limit bounds every schedule of these (AllReduce's limit is that of ReduceScatter then
+# AllGather; a schedule reducing on the way, e.g. pipelined trees into a hub, can beat it).
+_LIMIT_BOUNDS = ("allgather", "reducescatter", "broadcast", "reduce")
+CHUNK_COUNTS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+
+
+def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,
+                     cuts: list[tuple[str, frozenset[int]]]) -> int | None:
+    """Fewest chunks per rank (from ``CHUNK_COUNTS``) whose chunked bound on the binding cuts, and whose
+    one-chunk latency, are within 1 % of the limit; None when even 64 are not."""
+    from ccviz.collectives import make_collective
+
+    for count in CHUNK_COUNTS:
+        if count <= collective.chunks_per_rank:
+            continue
+        finer = make_collective(collective.name, topology, collective.size_bytes, count, collective.root)
+        if (_chunked_bandwidth(topology, finer, cuts)[0] <= limit_s * 1.01
+                and _latency_bound(topology, _Demands(finer), finer.chunk_bytes)[0] <= limit_s * 1.01):
+            return count
+    return None
+
+
+def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
+    """A time no valid schedule of ``collective`` on ``topology`` can beat.
+
+    Bandwidth part: the fabric's limit (``ccviz.limit``, exact, any chunking) and, at the collective's
+    chunk size, for each cut (each GPU, each chassis group, rank halves, a few min cuts and the limit's
+    bottleneck) the chunks that must cross it, one transfer each, over the crossing links. Latency
+    part: the farthest demand's store-and-forward time. The bound is the larger of the two (adding
+    them would not be valid).
+    """
+    from ccviz.limit import bandwidth_limit
+
+    limit = None
+    cuts = list(_candidate_cuts(topology))
+    if collective.name in _LIMIT_BOUNDS and tuple(collective.ranks) == tuple(topology.gpus):
+        limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root)
+        cuts.append(("the fabric's bottleneck cut", limit.cut.nodes))
+    chunked, bw_what, where = _chunked_bandwidth(topology, collective, cuts)
+    bandwidth = chunked
+    if limit is not None and limit.limit_s >= chunked:
+        bandwidth, bw_what = limit.limit_s, f"the fabric's limit, {limit.cut.words}"
+    latency, lat_what = _latency_bound(topology, _Demands(collective), collective.chunk_bytes)
     binding = bw_what if bandwidth >= latency else lat_what
-    return LowerBound(max(bandwidth, latency), bandwidth, latency, f"bound set by bandwidth: {binding}"
-                      if bandwidth >= latency else f"bound set by latency: {binding}")
+    text = f"bound set by bandwidth: {binding}" if bandwidth >= latency else f"bound set by latency: {binding}"
+    hint = None
+    if limit is not None and max(bandwidth, latency) > limit.limit_s * 1.01:
+        hint = _chunks_to_limit(topology, collective, limit.limit_s,
+                                [("binding cut", where), ("the fabric's bottleneck cut", limit.cut.nodes)])
+        advice = (f"about {hint} chunks per rank would let a schedule approach it" if hint
+                  else "more than 64 chunks per rank would be needed to approach it")
+        text += (f"; at {collective.chunks_per_rank} chunk(s) per rank this is above the fabric's limit of "
+                 f"{limit.limit_s * 1e6:.4g} us (bandwidth only); {advice}")
+    return LowerBound(max(bandwidth, latency), bandwidth, latency, text,
+                      None if limit is None else limit.limit_s, chunked, hint)
 
 
 # ====================================================================== closed forms

@@ -12,6 +12,7 @@ from typing import Any
 from ccviz.collectives import Collective, make_collective
 from ccviz.cost import LowerBound, lower_bound
 from ccviz.footprint import check_fits
+from ccviz.limit import BandwidthLimit, limit_or_none
 from ccviz.schedule import Schedule
 from ccviz.simulate import Timeline, simulate
 from ccviz.synth.registry import SynthOptions, synthesize
@@ -21,7 +22,7 @@ from ccviz.units import format_time
 SUMMARY_KEYS = (
     "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",
     "busbw_GBps", "lower_bound_s", "synth_time_s", "status", "mip_gap", "epochs", "epoch_s", "transfers",
-    "verified", "violations",
+    "verified", "violations", "limit_s",
 )
 
 
@@ -34,6 +35,7 @@ class RunResult:
     schedule: Schedule  # as the synthesizer returned it
     timeline: Timeline  # the simulator's replay (timeline.schedule carries real times)
     bound: LowerBound
+    limit: BandwidthLimit | None = None  # the fabric's limit (None for AllToAll and custom demands)
 
     @property
     def lower_bound_s(self) -> float:
@@ -49,6 +51,17 @@ class RunResult:
         if not self.bound.time_s:
             return None
         return self.timeline.finish_time_s / self.bound.time_s
+
+    @property
+    def limit_s(self) -> float | None:
+        return None if self.limit is None else self.limit.limit_s
+
+    @property
+    def limit_fraction(self) -> float | None:
+        """The fabric's limit over the finish time: 1.0 = the schedule runs at the limit."""
+        if self.limit is None or not self.timeline.finish_time_s:
+            return None
+        return self.limit.limit_s / self.timeline.finish_time_s
 
     def summary(self) -> dict[str, Any]:
         """The ``ccviz synth --json`` object (DESIGN section 5); simulator values, never estimates."""
@@ -72,6 +85,8 @@ class RunResult:
             "transfers": len(s.transfers),
             "verified": t.verified,
             "violations": [v.to_dict() for v in t.violations],
+            "limit_s": self.limit_s,
+            "limit_fraction": self.limit_fraction,
             "estimated_finish_s": s.estimated_finish_s,
             "chunks_per_rank": self.collective.chunks_per_rank,
             "notes": s.notes,
@@ -132,5 +147,9 @@ def run(
         collective = make_collective(collective, topology, size_bytes, chunks, root)
     check_fits(collective, topology.n_gpus)  # refuse up front what could not fit in memory
     schedule = synthesize(topology, collective, algorithm, options)
+    if schedule.collective is not collective:  # a synthesizer that refines the chunks (forestcoll) says so
+        collective, bound = schedule.collective, None
     timeline = simulate(schedule)
-    return RunResult(topology, collective, schedule, timeline, bound or lower_bound(topology, collective))
+    limit = limit_or_none(topology, collective.name, collective.size_bytes, collective.root) \
+        if collective.name != "custom" and tuple(collective.ranks) == tuple(topology.gpus) else None
+    return RunResult(topology, collective, schedule, timeline, bound or lower_bound(topology, collective), limit)

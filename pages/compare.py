@@ -16,7 +16,8 @@ PARAMS_KEY = "cmp_params"
 JOB_KEY = "cmp_job"
 POLL_S = 0.1
 SMALL_FABRIC = 16  # GPUs
-NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "formula_us", "synth_time_s")
+NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "limit_us", "limit_pct", "formula_us",
+           "synth_time_s")
 
 
 def run_sweep(job: SweepJob) -> None:
@@ -100,9 +101,11 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                               key="cmp_bar_size")
         app_ui.plot(finish_bars(table, at), key="cmp_bars")
         shown = table.assign(finish_us=table["finish_time_s"] * 1e6, bound_us=table["lower_bound_s"] * 1e6,
-                             formula_us=table["formula_time_s"] * 1e6)
+                             formula_us=table["formula_time_s"] * 1e6, limit_us=table["limit_s"] * 1e6,
+                             limit_pct=table["limit_fraction"] * 100)
         st.dataframe(shown[["algorithm", "size", "finish_us", "algbw_GBps", "busbw_GBps", "bound_us",
-                            "bound_ratio", "formula_us", "verified", "status", "synth_time_s", "error"]],
+                            "bound_ratio", "limit_us", "limit_pct", "formula_us", "verified", "status",
+                            "synth_time_s", "error"]],
                      width="stretch", hide_index=True,
                      column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in NUMERIC})
         st.download_button("table as CSV", data=table.to_csv(index=False), file_name="comparison.csv",

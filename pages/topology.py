@@ -10,9 +10,10 @@ from ccviz.app_canvas import flow_state, structure_changed, topology_from_flow
 from ccviz.app_state import current_topology, sample_files, set_topology, topology_source, user_errors
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
+from ccviz.limit import LIMITED, bandwidth_limit
 from ccviz.topology import SWITCH_HOPS, Topology
 from ccviz.topology_tables import link_table, node_table, topology_from_tables
-from ccviz.viz import topology_figure
+from ccviz.viz import cut_figure, topology_figure
 
 app_ui.configure_page()
 
@@ -81,7 +82,15 @@ figure_col, edit_col = st.columns([3, 2])
 with figure_col:
     figure_tab, canvas_tab = st.tabs(["Figure", "Draw on a canvas"])
     with figure_tab:
-        app_ui.plot(topology_figure(topology), key="topo_figure")
+        show_cut = st.selectbox("bottleneck cut of", ["none", *LIMITED], index=1, key="topo_cut_of",
+                                help="the fabric's limit: which links bound the collective (bandwidth only)")
+        if show_cut == "none":
+            app_ui.plot(topology_figure(topology), key="topo_figure")
+        else:
+            with user_errors("limit"):
+                limit = bandwidth_limit(topology, show_cut, 1e9)
+                app_ui.plot(cut_figure(topology, limit), key="topo_figure")
+                st.caption(limit.explanation() + " Edit a link on this page and the cut is recomputed.")
     with canvas_tab:
         st.caption("Drag from a node's handle to another node to add a cable (both directions, the most common "
                    "bandwidth); right-click the canvas to add a GPU, a node or an edge to delete it. "

@@ -29,6 +29,7 @@ SAMPLES: dict[str, str] = {
     "ring8": "ring:n=8",
     "torus2x2": "torus2d:dims=2x2",
     "torus4x4": "torus2d:dims=4x4",
+    "a100_2x8": "a100:boxes=2",
 }
 # copied verbatim from the reference directory (reference format, loaded as is)
 REFERENCE_COPIES = ("ndv2_2chassis_teccl_as_run",)

@@ -275,3 +275,17 @@ def test_an_algorithm_refusing_the_topology_shows_its_fix_on_the_page():
     assert not at.exception
     assert any("power-of-two" in e.value for e in at.error), [e.value for e in at.error]
     assert not at.metric  # no stale result from another topology
+
+
+def test_results_show_the_share_of_the_fabric_limit_and_the_designer_draws_the_cut():
+    at = fresh_app()
+    synthesize(at, "ring")
+    expected = run(ccviz.load_topology("dgx1"), "allgather", "ring", 1e6)
+    assert any(f"{expected.limit_fraction:.1%} of the fabric's limit" in m.value for m in at.markdown)
+    at.switch_page("pages/topology.py").run()
+    assert_clean(at)
+    assert any("everything but GPU 0 must reach GPU 0 over its 4 links, 150 GB/s in all" in c.value
+               for c in at.caption)
+    at.selectbox(key="topo_cut_of").select("broadcast").run()
+    assert_clean(at)
+    assert any("smallest flow out of the root" in c.value for c in at.caption)

@@ -3,6 +3,7 @@
 # Each algorithm module registers itself on import (one line per module).
 from ccviz.synth import (
     classic,  # noqa: F401
+    forestcoll,  # noqa: F401
     mteg,  # noqa: F401
     tacos,  # noqa: F401
     teccl,  # noqa: F401

@@ -32,6 +32,7 @@ def topology_figure(
     highlight_links: Iterable[tuple[int, int]] = (),
     highlight_nodes: Iterable[int] = (),
     title: str | None = None,
+    highlight_name: str = "selected",
 ) -> go.Figure:
     """Nodes and links; width and colour by bandwidth, arrows where direction matters."""
     positions = positions or node_positions(topology)
@@ -51,7 +52,7 @@ def topology_figure(
     highlight = [k for k in highlight_links if k in segments]
     if highlight:
         xs, ys = segment_xy(segments[k] for k in highlight)
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="selected", hoverinfo="skip",
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=highlight_name, hoverinfo="skip",
                                  line={"color": "#E45756", "width": 7}))
     fig.add_traces(direction_traces(topology, segments))
     fig.add_trace(link_hover_trace(topology, segments))
@@ -161,4 +162,19 @@ def style_network_layout(fig: go.Figure, title: str, height: int = 520) -> None:
         plot_bgcolor="white", paper_bgcolor="white", hovermode="closest",
         legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
         xaxis={"visible": False}, yaxis={"visible": False, "scaleanchor": "x", "scaleratio": 1},
+    )
+
+
+def cut_figure(topology: Topology, limit, positions: dict[int, Position] | None = None) -> go.Figure:
+    """The fabric with its bottleneck cut (``ccviz.limit.BandwidthLimit``): the cut's links in red, the
+    GPUs on the far side ringed, the cut's bandwidth and the limit in the title."""
+    cut = limit.cut
+    far = [g for g in topology.gpus if g not in cut.nodes]
+    near = [g for g in topology.gpus if g in cut.nodes]
+    ringed = far if len(far) <= len(near) else near
+    return topology_figure(
+        topology, positions, highlight_links=cut.links, highlight_nodes=ringed,
+        title=f"bottleneck of {limit.collective}: {cut.bandwidth_GBps:g} GB/s over {len(cut.links)} link(s); "
+              f"limit {limit.limit_s * 1e6:.4g} us at {limit.size_bytes:g} B (alpha ignored)",
+        highlight_name=f"bottleneck cut ({cut.bandwidth_GBps:g} GB/s)",
     )

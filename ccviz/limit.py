@@ -1,0 +1,310 @@
+"""The fabric's limit: the exact bandwidth-bound time of a collective and the cut that sets it.
+
+AllGather of M bytes over the N GPUs of a directed fabric (switches and NICs are nodes too) can never
+finish before
+
+    T* = (M / N) * max over node sets S leaving a GPU outside of |S ∩ GPUs| / B+(S)
+
+with B+(S) the bandwidth of the links leaving S (lanes counted): the shards of the GPUs in S must all
+leave S. ForestColl (Zhao et al., arXiv 2402.06787) shows spanning-tree packings reach it, switches
+included. ReduceScatter is AllGather on the reversed fabric; AllReduce as ReduceScatter then
+AllGather is the sum; Broadcast from r is M over the smallest r->v max flow; Reduce is Broadcast on
+the reversed fabric. Alpha plays no part: the limit is what bandwidth alone allows.
+
+Computed exactly, never by enumerating cuts: Newton (Dinkelbach) iterations on the ratio. At a trial
+ratio t, give every link capacity t * bandwidth and a super-source an edge of capacity 1 to every GPU;
+some S violates ``|S ∩ GPUs| <= t B+(S)`` exactly when the min cut from the super-source to some GPU v
+is below N, and the most violated cut is the next (strictly larger) ratio. A handful of rounds of N
+max flows each settle it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+from networkx.algorithms.flow import preflow_push
+
+from ccviz.collectives import normalize_name
+from ccviz.errors import CcvizError
+from ccviz.topology import Topology
+from ccviz.units import format_size, format_time
+
+LIMITED = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")
+_SOURCE = "source"
+_REL = 1e-9  # relative tolerance of a cut "below N" (capacities are products of floats)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A bottleneck: the node set S, the links that leave it and what must cross them.
+
+    ``ratio`` is seconds per byte of the collective's buffer: time = ratio * size.
+    """
+
+    nodes: frozenset[int]
+    links: tuple[tuple[int, int], ...]
+    bandwidth_GBps: float
+    ratio: float
+    words: str
+
+
+@dataclass(frozen=True)
+class BandwidthLimit:
+    """The limit of one collective at one size, with the cut (or cuts, for AllReduce) behind it."""
+
+    collective: str
+    size_bytes: float
+    limit_s: float
+    cut: Cut
+    parts: dict[str, float] = field(default_factory=dict)  # AllReduce: reducescatter / allgather seconds
+    part_cuts: dict[str, Cut] = field(default_factory=dict)
+
+    @property
+    def algbw_GBps(self) -> float:
+        return self.size_bytes / self.limit_s / 1e9
+
+    def explanation(self) -> str:
+        """One paragraph: the limit, why, and that alpha plays no part."""
+        head = (f"{self.collective} of {format_size(self.size_bytes)} cannot finish before "
+                f"{format_time(self.limit_s)} (algbw {self.algbw_GBps:.4g} GB/s)")
+        if self.parts:
+            parts = " + ".join(f"{name} {format_time(t)}" for name, t in self.parts.items())
+            return f"{head} = {parts}: {self.cut.words}. Alpha (per-hop latency) is not part of the limit."
+        return f"{head}: {self.cut.words}. Alpha (per-hop latency) is not part of the limit."
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``ccviz limit --json`` object."""
+        out: dict[str, Any] = {
+            "limit_s": self.limit_s,
+            "algbw_GBps": self.algbw_GBps,
+            "collective": self.collective,
+            "size_bytes": self.size_bytes,
+            "cut_nodes": sorted(self.cut.nodes),
+            "cut_links": [list(link) for link in self.cut.links],
+            "cut_bandwidth_GBps": self.cut.bandwidth_GBps,
+            "cut_words": self.cut.words,
+            "explanation": self.explanation(),
+            "alpha_ignored": True,
+        }
+        if self.parts:
+            out["parts_s"] = dict(self.parts)
+        return out
+
+
+# ------------------------------------------------------------------------------ max flows
+def _capacities(topology: Topology) -> dict[tuple[int, int], float]:
+    return {key: link.bandwidth_GBps * link.lanes for key, link in topology.links.items()}
+
+
+def _leaving(topology: Topology, inside: frozenset[int]) -> list[tuple[int, int]]:
+    return sorted(key for key in topology.links if key[0] in inside and key[1] not in inside)
+
+
+class _FlowNetwork:
+    """One networkx graph reused for every max flow (only capacities change between them)."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.capacity = _capacities(topology)
+        self.graph = nx.DiGraph()
+        self.graph.add_nodes_from(topology.nodes)
+        for key, cap in self.capacity.items():
+            self.graph.add_edge(*key, capacity=cap)
+
+    def min_cut(self, source: Any, sink: int) -> tuple[float, frozenset]:
+        """Max-flow value and the largest source side of a min cut (everything that cannot reach the
+        sink in the residual graph; valid after preflow-push's first phase, as in networkx)."""
+        residual = preflow_push(self.graph, source, sink, capacity="capacity", value_only=True)
+        value = residual.graph["flow_value"]
+        reaches_sink = {sink}
+        todo = [sink]
+        pred = residual.pred
+        while todo:
+            w = todo.pop()
+            for u, attr in pred[w].items():
+                if u not in reaches_sink and attr["flow"] < attr["capacity"]:
+                    reaches_sink.add(u)
+                    todo.append(u)
+        return value, frozenset(n for n in residual if n not in reaches_sink)
+
+
+def max_gather_ratio(topology: Topology) -> tuple[float, frozenset[int]]:
+    """max over S (a GPU outside) of |S ∩ GPUs| / B+(S), in GPUs per GB/s, and the maximizing S.
+
+    Newton iterations: at ratio t the cut function N - |S ∩ GPUs| + t B+(S) is minimized by N max
+    flows (one per GPU sink); a minimum below N names an S with a larger ratio, which becomes t.
+    """
+    gpus = topology.gpus
+    n = len(gpus)
+    net = _FlowNetwork(topology)
+    g = net.graph
+    for v in gpus:
+        g.add_edge(_SOURCE, v, capacity=1.0)
+    # Start from the best "everything but one GPU" cut.
+    best_set, best_ratio = None, -1.0
+    for v in gpus:
+        inside = frozenset(topology.nodes) - {v}
+        ratio = _ratio(topology, net.capacity, inside)
+        if ratio > best_ratio:
+            best_set, best_ratio = inside, ratio
+    for _ in range(200):
+        for (u, w), cap in net.capacity.items():
+            g[u][w]["capacity"] = best_ratio * cap
+        worst_value, worst_set = n * (1 - _REL), None
+        for v in gpus:
+            value, side = net.min_cut(_SOURCE, v)
+            if value < worst_value:
+                worst_value, worst_set = value, side - {_SOURCE}
+        if worst_set is None:
+            break
+        ratio = _ratio(topology, net.capacity, frozenset(worst_set))
+        if ratio <= best_ratio * (1 + 1e-12):
+            break
+        best_set, best_ratio = frozenset(worst_set), ratio
+    return best_ratio, best_set
+
+
+def _ratio(topology: Topology, capacity: dict[tuple[int, int], float], inside: frozenset[int]) -> float:
+    out = sum(capacity[key] for key in _leaving(topology, inside))
+    count = sum(1 for g in topology.gpus if g in inside)
+    if out <= 0:
+        raise CcvizError("links: a set of nodes holding GPUs has no link leaving it; every GPU must reach every "
+                         "other GPU", "links")
+    return count / out
+
+
+def min_broadcast_cut(topology: Topology, root: int) -> tuple[float, frozenset[int]]:
+    """The smallest root->GPU max flow (GB/s) and the root side of its min cut."""
+    net = _FlowNetwork(topology)
+    best, best_side = float("inf"), frozenset()
+    for v in topology.gpus:
+        if v == root:
+            continue
+        value, side = net.min_cut(root, v)
+        if value < best:
+            best, best_side = value, side
+    return best, best_side
+
+
+# ------------------------------------------------------------------------------ the limit
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _cached(topology: Topology, key: tuple, compute):
+    per_topology = _CACHE.setdefault(topology, {})
+    if key not in per_topology:
+        per_topology[key] = compute()
+    return per_topology[key]
+
+
+def _gather_cut(topology: Topology, shard_bytes_per_size: float, reverse: bool) -> Cut:
+    """AllGather's cut (or ReduceScatter's: the same on the reversed fabric, reported in real links)."""
+    fabric = topology.reversed() if reverse else topology
+    ratio, inside = _cached(topology, ("gather", reverse), lambda: max_gather_ratio(fabric))
+    gpus_in = sorted(g for g in topology.gpus if g in inside)
+    if reverse:  # links leaving S on the reversed fabric enter S on the real one: report the complement
+        nodes = frozenset(topology.nodes) - inside
+    else:
+        nodes = inside
+    links = tuple(_leaving(topology, nodes))
+    bandwidth = sum(topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links)
+    return Cut(nodes, links, bandwidth, ratio * shard_bytes_per_size / 1e9,
+               _gather_words(topology, nodes, gpus_in, links, bandwidth, reverse))
+
+
+def _gather_words(topology: Topology, nodes: frozenset[int], gpus_in: list[int], links, bandwidth: float,
+                  reverse: bool) -> str:
+    gpus = topology.gpus
+    outside = [g for g in gpus if g not in nodes]
+    cables = f"{len(links)} link{'s' if len(links) != 1 else ''}, {bandwidth:g} GB/s in all"
+    if not reverse:
+        if len(outside) == 1:
+            return f"everything but GPU {outside[0]} must reach GPU {outside[0]} over its {cables}"
+        return (f"the shards of {_gpu_list(gpus_in)} must all leave the set {{{_node_list(topology, nodes)}}} "
+                f"over its {cables}")
+    inside = [g for g in gpus if g in nodes]
+    if len(inside) == 1:
+        return (f"GPU {inside[0]} must send its contributions to every other GPU's result over its {cables}")
+    return (f"the contributions of {_gpu_list(inside)} to the results of {_gpu_list(gpus_in)} must all leave "
+            f"the set {{{_node_list(topology, nodes)}}} over its {cables}")
+
+
+def _gpu_list(gpus: list[int]) -> str:
+    if len(gpus) == 1:
+        return f"GPU {gpus[0]}"
+    if len(gpus) <= 6:
+        return "GPUs " + ", ".join(map(str, gpus))
+    return f"{len(gpus)} GPUs"
+
+
+def _node_list(topology: Topology, nodes: frozenset[int]) -> str:
+    labels = [topology.nodes[n].label for n in sorted(nodes)]
+    if len(labels) <= 8:
+        return ", ".join(labels)
+    return ", ".join(labels[:6]) + f", ... ({len(labels)} nodes)"
+
+
+def _broadcast_cut(topology: Topology, root: int, reverse: bool) -> Cut:
+    fabric = topology.reversed() if reverse else topology
+    flow, side = _cached(topology, ("broadcast", root, reverse), lambda: min_broadcast_cut(fabric, root))
+    nodes = frozenset(topology.nodes) - side if reverse else side
+    links = tuple(_leaving(topology, nodes))
+    bandwidth = sum(topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links)
+    cut_off = sorted(g for g in topology.gpus if (g in nodes) == reverse)
+    if reverse:
+        words = (f"the partial sums for root {root} must reach it from {_gpu_list(cut_off)} over {len(links)} "
+                 f"link(s), {bandwidth:g} GB/s in all (the largest flow into the root)")
+    else:
+        words = (f"the root {root} must reach {_gpu_list(cut_off)} over {len(links)} link(s), {bandwidth:g} GB/s "
+                 "in all (the smallest flow out of the root)")
+    return Cut(nodes, links, bandwidth, 1.0 / (flow * 1e9), words)
+
+
+def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root: int | None = None
+                    ) -> BandwidthLimit:
+    """The fastest any schedule of ``collective`` (AllReduce: ReduceScatter then AllGather) can finish
+    on ``topology`` at ``size_bytes``, from bandwidth alone, with the bottleneck cut."""
+    name = normalize_name(collective)
+    if name not in LIMITED:
+        raise CcvizError(f"collective: no exact limit for {name}; the fabric's limit is defined for "
+                         f"{', '.join(LIMITED)}", "collective")
+    if not (isinstance(size_bytes, (int, float)) and size_bytes > 0):
+        raise CcvizError(f"size: the size must be a positive number of bytes, got {size_bytes!r}", "size")
+    slots = int(topology.meta.get("buffer_ranks", topology.n_gpus))
+    shard = 1.0 / slots  # shard bytes per byte of buffer
+    if name in ("allgather", "reducescatter"):
+        cut = _gather_cut(topology, shard, reverse=name == "reducescatter")
+        return BandwidthLimit(name, float(size_bytes), cut.ratio * size_bytes, cut)
+    if name == "allreduce":
+        rs = _gather_cut(topology, shard, reverse=True)
+        ag = _gather_cut(topology, shard, reverse=False)
+        parts = {"reducescatter": rs.ratio * size_bytes, "allgather": ag.ratio * size_bytes}
+        main = ag if ag.ratio >= rs.ratio else rs
+        return BandwidthLimit(name, float(size_bytes), sum(parts.values()), main, parts,
+                              {"reducescatter": rs, "allgather": ag})
+    root = topology.gpus[0] if root is None else root
+    if root not in topology.gpus:
+        raise CcvizError(f"root: root {root} is not a GPU rank; choose one of {topology.gpus}", "root")
+    cut = _broadcast_cut(topology, root, reverse=name == "reduce")
+    return BandwidthLimit(name, float(size_bytes), cut.ratio * size_bytes, cut)
+
+
+def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: int | None = None
+                  ) -> BandwidthLimit | None:
+    """The limit where one is defined (summaries show ``null`` for AllToAll and custom demands)."""
+    if str(collective).strip().lower() == "custom" or normalize_name(collective) not in LIMITED:
+        return None
+    return bandwidth_limit(topology, collective, size_bytes, root)
+
+
+def limit_sentence(finish_s: float | None, limit_s: float | None) -> str:
+    """How a result compares with the fabric's limit, in one line (CLI and app)."""
+    if not limit_s:
+        return "no fabric limit is defined for this collective (AllToAll and custom demands)"
+    if not finish_s:
+        return f"the fabric's limit is {format_time(limit_s)} (bandwidth only, alpha ignored)"
+    return (f"{limit_s / finish_s:.1%} of the fabric's limit: the limit is {format_time(limit_s)} "
+            "(bandwidth only, alpha ignored; `ccviz limit` shows the bottleneck cut)")

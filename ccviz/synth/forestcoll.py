@@ -1,0 +1,515 @@
+"""ForestColl: spanning-tree packing that reaches the fabric's limit, pipelined in pieces.
+
+Zhao et al., "ForestColl: Throughput-Optimal Collective Communications on Heterogeneous Network
+Fabrics" (arXiv 2402.06787). The AllGather limit (``ccviz.limit``) is reached by k out-trees rooted
+at every GPU, each carrying 1/k of its root's shard, packed so that no link carries more than the
+limit allows. This module packs them and schedules them:
+
+* Packing. Switches are taken out the way ForestColl's edge splitting does: a tree edge u -> x is a
+  GPU-to-GPU route through switches (``RouteClosure``), so a switch never has to copy. Trees are
+  added by multiplicative weights: each new tree is the cheapest arborescence (Chu-Liu/Edmonds) under
+  link lengths that grow exponentially with the link's load relative to the limit; then every tree is
+  ripped up and re-laid eight times with ever steeper lengths. ForestColl builds an exactly optimal
+  packing with integer capacities; this is the practical approximation, reported as the packing's
+  congestion (1.0 = at the limit). ``--opt trees=k`` fixes k; by default k = 8 and 12 are tried up to
+  32 GPUs (fewer beyond) and the less congested kept.
+* Pipelining (``pipeline``). Each tree's share is cut into pieces (the collective's chunks: k x pieces
+  per rank) and sent down its tree as pieces arrive; a GPU's free out-link sends its most urgent
+  waiting piece. A piece reaching a switch whose out-link is busy waits in the switch's queue and
+  leaves once (``--opt switch_queue=false``: routes booked cut-through instead). ``--chunks C``
+  (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule under
+  ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
+
+ReduceScatter packs the trees of the mirrored AllGather on the reversed fabric and runs partial sums up
+them, turned around, on the real one; AllReduce is ReduceScatter then AllGather (``concatenate``);
+Broadcast packs 16 or 32 trees of one root; Reduce runs them upwards like ReduceScatter.
+The simulator judges the result like every other algorithm's.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ccviz.collectives import Collective, make_collective
+from ccviz.errors import CcvizError
+from ccviz.limit import bandwidth_limit
+from ccviz.schedule import Schedule, Transfer
+from ccviz.synth.arborescence import RouteClosure, min_arborescence
+from ccviz.synth.budget import Budget
+from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.synth.reversal import (
+    concatenate,
+    mirror_collective,
+    schedule_end,
+    split_allreduce,
+)
+from ccviz.topology import Topology
+
+LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
+PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
+MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
+ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
+_SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
+REROUTE_PASSES = 8
+STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
+MAX_TRANSFERS = 100_000  # the automatic piece count keeps a schedule below this many transfers
+STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
+
+
+# --------------------------------------------------------------------------- packing
+@dataclass
+class Tree:
+    """One out-tree: its root GPU and, per GPU, the routes (link-id lists) to its children."""
+
+    root: int
+    children: dict[int, list[tuple[int, list[int]]]]
+    links: list[int]  # every link use, with multiplicity (for loads)
+
+
+@dataclass
+class Packing:
+    """k trees per root; ``congestion`` = the busiest link's time over the limit (1.0 = optimal)."""
+
+    trees: dict[int, list[Tree]]
+    k: int
+    congestion: float
+    notes: list[str] = field(default_factory=list)
+
+
+class TreePacker:
+    """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
+
+    def __init__(self, topology: Topology, roots: list[int], unit_s: float) -> None:
+        self.topology = topology
+        self.closure = RouteClosure(topology)
+        self.roots = roots
+        links = self.closure.links
+        self.capacity = np.array([topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links])
+        self.unit_s = unit_s  # seconds a link of 1 GB/s needs for one root's whole share, over the limit
+        self.index = {g: i for i, g in enumerate(self.closure.gpus)}
+
+    def lengths(self, load: np.ndarray, steepness: float = STEEPNESS) -> np.ndarray:
+        exponent = np.minimum(steepness * load / self.capacity * self.unit_s, 600.0)
+        return np.exp(exponent - exponent.max()) / self.capacity
+
+    def cheapest_tree(self, root: int, load: np.ndarray, steepness: float = STEEPNESS) -> Tree:
+        cost, info = self.closure.costs(self.lengths(load, steepness))
+        parent = min_arborescence(cost, self.index[root])
+        gpus = self.closure.gpus
+        children: dict[int, list[tuple[int, list[int]]]] = {}
+        used: list[int] = []
+        for v, u in enumerate(parent):
+            if u < 0:
+                continue
+            route = self.closure.route(int(u), v, info)
+            children.setdefault(gpus[u], []).append((gpus[v], route))
+            used.extend(route)
+        return Tree(root, children, used)
+
+    def congestion(self, load: np.ndarray) -> float:
+        return float(np.max(load / self.capacity) * self.unit_s)
+
+    def pack(self, k: int, budget: Budget | None = None) -> Packing:
+        load = np.zeros(len(self.capacity))
+        share = 1.0 / k
+        trees: dict[int, list[Tree]] = {r: [] for r in self.roots}
+        for _ in range(k):
+            for r in self.roots:
+                tree = self.cheapest_tree(r, load)
+                np.add.at(load, tree.links, share)
+                trees[r].append(tree)
+        best = Packing({r: list(ts) for r, ts in trees.items()}, k, self.congestion(load))
+        for rerun in range(REROUTE_PASSES):
+            if best.congestion <= 1.0 + 1e-9 or (budget is not None and budget.expired()):
+                break
+            steepness = STEEPNESS * STEEPER ** rerun  # later passes care more about the busiest links
+            for r in self.roots:
+                for j, old in enumerate(trees[r]):
+                    np.add.at(load, old.links, -share)
+                    tree = self.cheapest_tree(r, load, steepness)
+                    np.add.at(load, tree.links, share)
+                    trees[r][j] = tree
+            congestion = self.congestion(load)
+            if congestion < best.congestion:
+                best = Packing({r: list(ts) for r, ts in trees.items()}, k, congestion)
+        return best
+
+
+def tree_counts(n_roots: int) -> tuple[int, ...]:
+    """Trees per root tried by default: 8 and 12 (close to optimal in practice) up to 32 roots, fewer
+    beyond, so that a schedule of 256 GPUs stays within reach of the simulator."""
+    return (8, 12) if n_roots <= 32 else (8,) if n_roots <= 64 else (4,) if n_roots <= 128 else (2,)
+
+
+def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int | None,
+                 budget: Budget) -> Packing:
+    """The least congested packing over the tree counts tried (``trees`` fixes k)."""
+    packer = TreePacker(topology, roots, unit_s)
+    counts = (trees,) if trees else tree_counts(len(roots)) if len(roots) > 1 else ROOTED_TREE_COUNTS
+    best: Packing | None = None
+    for i, k in enumerate(counts):
+        if best is not None and budget.expired():
+            break
+        packing = packer.pack(k, budget)
+        budget.report(f"ForestColl: {k} tree(s) per root, congestion {packing.congestion:.4f} x the limit",
+                      0.5 * (i + 1) / len(counts))
+        if best is None or packing.congestion < best.congestion - 1e-6:
+            best = packing
+        if best.congestion <= 1.0 + 1e-6:
+            break
+    assert best is not None
+    return best
+
+
+# --------------------------------------------------------------------------- pipelining
+@dataclass
+class Pipelined:
+    transfers: list[Transfer]
+    finish_s: float
+
+
+class _Calendar:
+    """Busy intervals of one lane of a link out of a switch (later routes may fill the gaps)."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def conflict(self, a: float, b: float) -> float | None:
+        """None when [a, b) is free, else the end of the first busy interval overlapping it."""
+        eps = 1e-12 * max(1.0, abs(b))
+        i = bisect.bisect_right(self.ends, a + eps)
+        if i < len(self.starts) and self.starts[i] < b - eps:
+            return self.ends[i]
+        return None
+
+    def reserve(self, a: float, b: float) -> None:
+        """Book [a, b), merged with the busy intervals it touches (so a search never walks a long run)."""
+        eps = 1e-12 * max(1.0, abs(b))
+        i = bisect.bisect_right(self.starts, a)
+        if i and self.ends[i - 1] >= a - eps:  # touches the previous interval
+            i -= 1
+            a = self.starts[i]
+            b = max(b, self.ends[i])
+            del self.starts[i], self.ends[i]
+        while i < len(self.starts) and self.starts[i] <= b + eps:  # and the following ones
+            b = max(b, self.ends[i])
+            del self.starts[i], self.ends[i]
+        self.starts.insert(i, a)
+        self.ends.insert(i, b)
+
+
+class _OutTrees:
+    """Copies flow down out-trees: a chunk arriving at a GPU releases the tree edges out of it."""
+
+    def __init__(self, packing: Packing) -> None:
+        self.packing = packing
+        self.heights = {(r, j): _heights(t) for r, trees in packing.trees.items() for j, t in enumerate(trees)}
+
+    def starts(self, collective: Collective) -> list[tuple[int, int]]:
+        return [(c.id, next(iter(c.pre))) for c in collective.chunks]
+
+    def arrive(self, c, node: int, initial: bool) -> list[tuple[int, int, list[int]]]:
+        key = (next(iter(c.pre)), c.index % self.packing.k)
+        h = self.heights[key]
+        return [(-h[child], child, route) for child, route in self.packing.trees[key[0]][key[1]].children.get(node, ())]
+
+
+class _InTrees:
+    """Partial sums flow up in-trees: the out-trees packed on the reversed fabric, every route turned
+    around. A GPU sends its partial to its parent once every child's partial has arrived."""
+
+    def __init__(self, packing: Packing, topology: Topology, chunks) -> None:
+        self.packing = packing
+        real = {key: i for i, key in enumerate(sorted(topology.links))}
+        reversed_keys = sorted((v, u) for u, v in topology.links)  # link ids of the reversed fabric
+        self.up: dict[tuple[int, int], dict[int, tuple[int, list[int]]]] = {}
+        self.depth: dict[tuple[int, int], dict[int, int]] = {}
+        self.children: dict[tuple[int, int], dict[int, int]] = {}
+        for r, trees in packing.trees.items():
+            for j, tree in enumerate(trees):
+                up, kids, depth = {}, {}, {r: 0}
+                order = [r]
+                for u in order:
+                    for x, route in tree.children.get(u, ()):
+                        hops = [reversed_keys[i] for i in reversed(route)]  # (a, b) on reversed = b -> a real
+                        up[x] = (u, [real[(b, a)] for a, b in hops])
+                        kids[u] = kids.get(u, 0) + 1
+                        depth[x] = depth[u] + 1
+                        order.append(x)
+                self.up[(r, j)], self.children[(r, j)], self.depth[(r, j)] = up, kids, depth
+        self.pending: dict[tuple[int, int], int] = {}
+        self.chunks = chunks
+
+    def _key(self, c) -> tuple[int, int]:
+        return next(iter(c.post)), c.index % self.packing.k
+
+    def starts(self, collective: Collective) -> list[tuple[int, int]]:
+        out = []
+        for c in collective.chunks:
+            key = self._key(c)
+            out += [(c.id, x) for x in self.up[key] if not self.children[key].get(x)]
+        return out
+
+    def arrive(self, c, node: int, initial: bool) -> list[tuple[int, int, list[int]]]:
+        key = self._key(c)
+        if not initial:
+            left = self.pending.get((c.id, node), self.children[key].get(node, 0)) - 1
+            self.pending[(c.id, node)] = left
+            if left > 0:
+                return []
+        if node == key[0]:
+            return []
+        parent, route = self.up[key][node]
+        return [(-self.depth[key][node], parent, route)]
+
+
+def pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float = 0.0,
+             switch_queue: bool = True) -> Pipelined:
+    """Run every chunk through its tree; a GPU's out-link, when free, serves its most urgent waiting chunk.
+
+    Copies (AllGather, Broadcast) go down out-trees; reductions (ReduceScatter, Reduce: ``packing`` made
+    on the reversed fabric) go up the same trees turned around, every hop a ``reduce``. Chunk i of a
+    root (its ``index``) rides tree ``i mod k``. Urgency: the earlier piece first, then the longer
+    path still ahead. Links out of switches keep calendars (a later route may use a gap an earlier one
+    left). ``switch_queue``: a chunk that reaches a switch whose out-link is busy waits in the switch's
+    queue and leaves once (as real NVSwitch / IB switches buffer packets); without it a route is booked
+    cut-through, each hop starting the instant the previous one arrives, which loses throughput to
+    crossbar conflicts on switched fabrics. A copy switch forwards its latest arrival of a chunk, so
+    two partial sums of one chunk never wait in it together.
+    """
+    reducing = collective.is_reducing
+    plan = _InTrees(packing, topology, collective.chunks) if reducing else _OutTrees(packing)
+    op = "reduce" if reducing else "copy"
+    links = sorted(topology.links)
+    nbytes = collective.chunk_bytes
+    delay = [topology.arrival_delay(u, v, nbytes) for u, v in links]
+    hold = [topology.occupancy(u, v, nbytes) for u, v in links]
+    lanes_free: list[list[float]] = [[start_s] * topology.links[key].lanes for key in links]
+    calendars = [[_Calendar() for _ in range(topology.links[key].lanes)] if topology.is_switch(key[0]) else []
+                 for key in links]
+    copy_switch = [reducing and topology.is_switch(u) and topology.nodes[u].copy for u, _ in links]
+    passes: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (copy switch, chunk) -> [(arrival, departure)]
+    chunks = collective.chunks
+    waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, urgency, seq, chunk, dst, route)
+    events: list[tuple[float, int, int, int, int]] = []  # (time, kind 0 arrival / 1 link free / 2 start, seq, a, b)
+    seq = 0
+    for cid, node in plan.starts(collective):
+        events.append((start_s, 2, seq, cid, node))
+        seq += 1
+    heapq.heapify(events)
+    transfers: list[Transfer] = []
+    finish = start_s
+
+    def earliest(route: list[int], now: float) -> tuple[float, list[int]]:
+        """The first start >= now at which every hop finds a free lane (cut-through), and the lanes."""
+        first_lane = lanes_free[route[0]].index(min(lanes_free[route[0]]))
+        start = max(now, lanes_free[route[0]][first_lane])
+        if switch_queue:
+            return start, [first_lane]
+        offsets, t = [], 0.0
+        for lid in route:
+            offsets.append(t)
+            t += delay[lid]
+        while True:
+            chosen, moved = [first_lane], False
+            for lid, off in zip(route[1:], offsets[1:], strict=True):
+                a = start + off
+                later = []
+                for lane, cal in enumerate(calendars[lid]):
+                    end = cal.conflict(a, a + hold[lid])
+                    if end is None:
+                        chosen.append(lane)
+                        break
+                    later.append(end)
+                else:
+                    start, moved = min(later) - off, True
+                    break
+            if not moved:
+                return start, chosen
+
+    def place(cid: int, route: list[int], start: float, lanes: list[int]) -> list[tuple[int, int, float]] | float:
+        """(link, lane, start) per hop, or a later first-hop start when a copy switch would hold two
+        partials of the chunk at once."""
+        hops, t = [], start
+        for h, lid in enumerate(route):
+            lane = lanes[h] if h < len(lanes) else 0
+            if h and switch_queue:
+                t, lane = _first_fit(calendars[lid], t, hold[lid])
+            if h and copy_switch[lid]:
+                arrival_here = hops[-1][2] + delay[route[h - 1]]
+                for a, d in passes.get((links[lid][0], cid), ()):
+                    if arrival_here <= d + _SEPARATION and t >= a - _SEPARATION:
+                        return start + (d + _SEPARATION - arrival_here) + _SEPARATION
+            hops.append((lid, lane, t))
+            t += delay[lid]
+        return hops
+
+    def book(first: int, now: float) -> None:
+        nonlocal seq, finish
+        heap = waiting[first]
+        looked = [heapq.heappop(heap) for _ in range(min(len(heap), LOOKAHEAD))]
+        options = [(earliest(item[-1], now), n) for n, item in enumerate(looked)]
+        (start, lanes), n = min(options, key=lambda o: (max(o[0][0], now + 1e-12 * max(1.0, now)), o[1]))
+        for m, item in enumerate(looked):
+            if m != n:
+                heapq.heappush(heap, item)
+        *_, cid, dst, route = looked[n]
+        while not isinstance(hops := place(cid, route, start, lanes), list):
+            start = hops
+        for h, (lid, lane, t) in enumerate(hops):
+            if h == 0:
+                lanes_free[lid][lane] = t + hold[lid]
+            else:
+                calendars[lid][lane].reserve(t, t + hold[lid])
+                if copy_switch[lid]:
+                    passes.setdefault((links[lid][0], cid), []).append((hops[h - 1][2] + delay[hops[h - 1][0]], t))
+            transfers.append(Transfer(cid, links[lid][0], links[lid][1], t, t + delay[lid], op))
+        t = hops[-1][2] + delay[hops[-1][0]]
+        finish = max(finish, t)
+        heapq.heappush(events, (t, 0, seq, cid, dst))
+        heapq.heappush(events, (min(lanes_free[first]), 1, seq + 1, first, 0))
+        seq += 2
+
+    while events:
+        now, kind, _, a, b = heapq.heappop(events)
+        if kind != 1:  # chunk a arrived at GPU b (or starts there): the tree edges it releases start waiting
+            c = chunks[a]
+            for urgency, dst, route in plan.arrive(c, b, kind == 2):
+                first = route[0]
+                heapq.heappush(waiting.setdefault(first, []), (c.index, urgency, seq, a, dst, route))
+                heapq.heappush(events, (max(now, min(lanes_free[first])), 1, seq + 1, first, 0))
+                seq += 2
+        elif waiting.get(a) and min(lanes_free[a]) <= now + 1e-15:
+            book(a, now)
+    return Pipelined(transfers, finish)
+
+
+def _first_fit(calendars: list[_Calendar], t: float, length: float) -> tuple[float, int]:
+    """Earliest start >= t at which some lane of a link is free for ``length`` (the chunk waits at the switch)."""
+    best = (math.inf, 0)
+    for lane, cal in enumerate(calendars):
+        a = t
+        while (end := cal.conflict(a, a + length)) is not None:
+            a = end
+        best = min(best, (a, lane))
+    return best
+
+
+def _heights(tree: Tree) -> dict[int, int]:
+    """Hops from each GPU of a tree down to its deepest leaf."""
+    height: dict[int, int] = {}
+    order = [tree.root]
+    for u in order:
+        order.extend(x for x, _ in tree.children.get(u, ()))
+    for u in reversed(order):
+        height[u] = 1 + max((height[x] for x, _ in tree.children.get(u, ())), default=-1)
+    return height
+
+
+# --------------------------------------------------------------------------- synthesizer
+def _refined(topology: Topology, collective: Collective, packing: Packing, pieces: int | None) -> Collective:
+    """The collective to schedule: the given one when its chunk count was chosen (``--chunks`` > 1), else
+    k x pieces chunks per rank with the most pieces that keep the schedule under ``MAX_TRANSFERS``
+    (in this link model more pieces never hurt: alpha is paid per hop, not per byte)."""
+    if collective.chunks_per_rank > 1 and pieces is None:
+        return collective
+    if pieces is None:
+        hops_per_piece = sum(len(tree.links) for trees in packing.trees.values() for tree in trees)
+        pieces = MIN_PIECES
+        for p in PIECE_COUNTS:
+            if hops_per_piece * p <= MAX_TRANSFERS:
+                pieces = p
+    return make_collective(collective.name, topology, collective.size_bytes, packing.k * pieces, collective.root)
+
+
+def _roots(collective: Collective) -> list[int]:
+    if collective.name in ("broadcast", "reduce") or collective.root is not None:
+        return [collective.root]
+    return list(collective.ranks)
+
+
+def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
+                  start_s: float = 0.0, refine: bool = True, pack_on: Topology | None = None,
+                  limit_collective: str | None = None) -> tuple[Schedule, Pipelined]:
+    """Any of the five collectives by packed trees (the name is historical: reductions pass ``pack_on``,
+    the reversed fabric, and the mirrored copy's name for the limit the packing aims at).
+
+    ``refine=False`` keeps the collective's chunks as they are (the second half of an AllReduce).
+    """
+    name = limit_collective or collective.name
+    fabric = pack_on or topology
+    limit = bandwidth_limit(fabric, name, collective.size_bytes, collective.root)
+    roots = _roots(collective)
+    slots = 1 if name == "broadcast" else int(topology.meta.get("buffer_ranks", topology.n_gpus))
+    unit_s = collective.size_bytes / slots / 1e9 / limit.limit_s  # one root's share on 1 GB/s, over the limit
+    trees = options.extra.get("trees")
+    pieces = options.extra.get("pieces")
+    switch_queue = options.extra.get("switch_queue", True)
+    if not isinstance(switch_queue, bool):
+        raise CcvizError(f"switch_queue: true or false, got {switch_queue!r}", "switch_queue")
+    for key, value in (("trees", trees), ("pieces", pieces)):
+        if value is not None and not (isinstance(value, int) and value >= 1):
+            raise CcvizError(f"{key}: must be a whole number >= 1, got {value!r}", key)
+    packing = best_packing(fabric, roots, unit_s, trees, budget)
+    refined = _refined(topology, collective, packing, pieces) if refine else collective
+    run = pipeline(topology, refined, packing, start_s, switch_queue)
+    budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {run.finish_s * 1e6:.6g} us", 1.0)
+    notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
+             f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per tree "
+             f"({refined.chunks_per_rank} chunks per rank)",
+             "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches
+             else "routes through switches booked cut-through (no switch queues)"]
+    schedule = Schedule(topology, refined, run.transfers, "forestcoll",
+                        {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue},
+                        "heuristic", estimated_finish_s=run.finish_s, notes=notes)
+    return schedule, run
+
+
+def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
+                       refine: bool = True, start_s: float = 0.0) -> Schedule:
+    """ReduceScatter / Reduce: trees packed for the mirrored copy on the reversed fabric, run upwards here."""
+    return copy_schedule(topology, collective, options, budget, start_s, refine,
+                         pack_on=topology.reversed(), limit_collective=mirror_collective(collective).name)[0]
+
+
+def synthesize_forestcoll(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """Registry entry point: copies down packed trees, reductions up them, AllReduce = RS then AG.
+
+    AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them.
+    """
+    budget = Budget(options)
+    if collective.name in ("allgather", "broadcast"):
+        return copy_schedule(topology, collective, options, budget)[0]
+    if collective.name in ("reducescatter", "reduce"):
+        return reduction_schedule(topology, collective, options, budget)
+    if collective.name == "allreduce":
+        rs = reduction_schedule(topology, make_collective("reducescatter", topology, collective.size_bytes,
+                                                          collective.chunks_per_rank), options, budget.phase(0.0, 0.5))
+        cpr = rs.collective.chunks_per_rank
+        whole = collective if cpr == collective.chunks_per_rank else make_collective(
+            "allreduce", topology, collective.size_bytes, cpr)
+        gather_part = split_allreduce(whole)[1]
+        same_trees = replace(options, extra={**options.extra, "trees": int(rs.options["trees"])})
+        ag, _ = copy_schedule(topology, gather_part, same_trees, budget.phase(0.5, 1.0), start_s=schedule_end(rs),
+                              refine=False)
+        schedule = concatenate(rs, ag, whole)
+        schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
+        return schedule
+    raise CcvizError(f"collective: forestcoll does not implement {collective.name}", "collective")
+
+
+register(Algorithm(
+    "forestcoll",
+    synthesize_forestcoll,
+    frozenset({"allgather", "reducescatter", "allreduce", "broadcast", "reduce"}),
+    "ForestColl (arXiv 2402.06787): spanning trees packed up to the fabric's limit, switches turned into "
+    "routes, each tree pipelined in pieces; reductions up the trees packed on the reversed fabric",
+    kind="heuristic",
+    options_used=("time_limit", "progress", "stop"),
+))
