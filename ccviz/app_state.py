@@ -63,16 +63,51 @@ def set_last_run(run) -> None:
     st.session_state[RUN_KEY] = run
 
 
+ERRORS_KEY = "ccviz_errors"
+
+
 @contextmanager
-def user_errors(what: str = "") -> Iterator[None]:
-    """Turn any failure into an ``st.error`` with the fix; never a traceback on the page."""
+def user_errors(what: str = "", sticky: str | None = None) -> Iterator[None]:
+    """Turn any failure into an ``st.error`` with the fix; never a traceback on the page.
+
+    With ``sticky`` (a scope such as "topology") the message is kept in the session instead of drawn
+    once: ``show_errors(scope)`` draws it on every rerun until an action in that scope succeeds, so
+    the automatic reruns that follow a click (uploaders, canvas components) cannot wipe it.
+    """
     try:
         yield
     except CcvizError as exc:
-        st.error(f"{what + ': ' if what else ''}{exc}")
-    except Exception as exc:  # last resort: a bug, shown briefly, details in the server log
+        _fail(f"{what + ': ' if what else ''}{exc}", sticky)
+    except Exception as exc:  # last resort: a bug, shown with advice, details in the server log
         traceback.print_exc()
-        st.error(
-            f"{what + ': ' if what else ''}unexpected {type(exc).__name__}: {exc}. "
-            "Try a smaller size or another algorithm; please report this with the topology and settings."
-        )
+        _fail(f"{what + ': ' if what else ''}unexpected {type(exc).__name__}: {exc}. "
+              "Try a smaller size or another algorithm; please report this with the topology and settings.", sticky)
+    except BaseException:  # Streamlit's rerun/stop after a successful action
+        clear_errors(sticky)
+        raise
+    else:
+        clear_errors(sticky)
+
+
+def _fail(message: str, sticky: str | None) -> None:
+    if sticky is None:
+        st.error(message)
+    else:
+        st.session_state.setdefault(ERRORS_KEY, {})[sticky] = message
+
+
+def clear_errors(scope: str | None) -> None:
+    if scope is not None:
+        st.session_state.get(ERRORS_KEY, {}).pop(scope, None)
+
+
+def keep_error(scope: str, message: str) -> None:
+    """Remember an error outside a ``user_errors`` block (e.g. a background job's failure)."""
+    _fail(message, scope)
+
+
+def show_errors(scope: str) -> None:
+    """Draw the error kept for ``scope`` (if any); it stays until an action in the scope succeeds."""
+    message = st.session_state.get(ERRORS_KEY, {}).get(scope)
+    if message:
+        st.error(message, icon=":material/error:")

@@ -9,7 +9,7 @@ import streamlit as st
 from ccviz import export
 from ccviz.app_runs import CachedRun
 from ccviz.app_state import current_topology, topology_source, user_errors
-from ccviz.synth.registry import Algorithm
+from ccviz.synth.registry import Algorithm, Progress
 from ccviz.units import format_size, format_time, size_sweep
 from ccviz.viz import schedule_animation
 
@@ -51,6 +51,14 @@ def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] 
     back.button(labels[0], on_click=shift, args=(-1,), key=f"{key}_prev")
     forward.button(labels[1], on_click=shift, args=(1,), key=f"{key}_next")
     return st.session_state[state_key]
+
+
+def job_line(what: str, elapsed_s: float, progress: Progress | None, stopping: bool) -> str:
+    """The status line of a running job, in words (the same wording as the CLI's ``--progress``)."""
+    line = f"running {what} … {format_time(elapsed_s)}"
+    if progress is not None and progress.text():
+        line += " — " + progress.text()
+    return line + (" (stopping…)" if stopping else "")
 
 
 def topology_caption() -> None:

@@ -101,7 +101,7 @@ def test_compare_two_algorithms_within_the_bound():
     algorithm = other_algorithm()
     at = fresh_app()
     at.switch_page("pages/compare.py").run()
-    at.multiselect(key="cmp_algorithms").set_value(["ring", algorithm]).run()
+    at.multiselect(key="cmp_algorithms_allgather").set_value(["ring", algorithm]).run()
     at.select_slider(key="cmp_sizes").set_range(1e3, 1e6).run()
     at.button(key="cmp_run").click().run()
     assert_clean(at)
@@ -251,3 +251,32 @@ def test_an_algorithm_refusing_the_topology_shows_its_fix_on_the_page():
     assert not at.exception
     assert any("power-of-two" in e.value for e in at.error), [e.value for e in at.error]
     assert not at.metric  # no stale result from another topology
+
+
+def test_link_table_has_one_row_per_cable_and_blank_values_take_the_fabric_defaults():
+    topo = ccviz.load_topology("ring:n=4,bw=25,alpha=0.7")
+    nodes, links = node_table(topo), link_table(topo)
+    assert len(links) == len(topo.links) // 2 and set(links["direction"]) == {"both"}
+    links.loc[0, "bandwidth_GBps"] = 7.0  # one edit: both directions of that cable change
+    u, v = int(links.loc[0, "src"]), int(links.loc[0, "dst"])
+    edited = topology_from_tables(topo, nodes, links)
+    assert edited.link(u, v).bandwidth_GBps == edited.link(v, u).bandwidth_GBps == 7.0
+    per_direction = link_table(edited, per_direction=True)
+    assert len(per_direction) == len(edited.links) and set(per_direction["direction"]) == {"one way"}
+    new = pd.DataFrame([{"src": 0, "dst": 2}])  # a new cable with blank bandwidth and alpha
+    grown = topology_from_tables(topo, nodes, pd.concat([link_table(topo), new], ignore_index=True))
+    assert (grown.link(0, 2).bandwidth_GBps, grown.link(2, 0).alpha_us) == (25.0, 0.7)
+    shown = link_table(edited.with_changes(links=[*edited.links.values()][1:]))  # one direction removed
+    assert "one way" in set(shown["direction"])
+    for bad in (0.0, -3.0):
+        zero = link_table(topo)
+        zero.loc[0, "bandwidth_GBps"] = bad
+        with pytest.raises(ccviz.CcvizError, match="bandwidth_GBps: link row 1"):
+            topology_from_tables(topo, nodes, zero)
+
+
+def test_progress_text_is_in_words_and_never_shows_a_negative_gap():
+    from ccviz.synth.registry import Progress
+
+    assert "gap" not in Progress(1.0, "TE-CCL: solving", gap=-1.0).text()
+    assert Progress(1.0, "x", incumbent_s=2e-6, gap=0.25).text() == "x, best finish so far 2 us, gap 25.0%"

@@ -30,6 +30,25 @@ def source_colors(sources: list[int]) -> dict[int, str]:
     return colors
 
 
+def algorithm_colors(names: list[str]) -> dict[str, str]:
+    """One colour per algorithm, the same in every chart and every sweep (fixed by the registry's order)."""
+    from ccviz.synth.registry import REGISTRY
+
+    order = sorted(REGISTRY)
+    palette = px.colors.qualitative.D3 + px.colors.qualitative.Dark24
+    extra = [n for n in names if n not in order]
+    return {n: palette[(order.index(n) if n in order else len(order) + extra.index(n)) % len(palette)] for n in names}
+
+
+def time_unit(seconds_max: float) -> tuple[float, str]:
+    """(scale, unit) to draw times up to ``seconds_max`` on one axis: us, ms or s."""
+    if not seconds_max or seconds_max != seconds_max or seconds_max < 1e-3:
+        return 1e6, "us"
+    if seconds_max < 1:
+        return 1e3, "ms"
+    return 1.0, "s"
+
+
 def bandwidth_color(bw: float, lo: float, hi: float) -> str:
     """Colour of a bandwidth on the shared scale (equal bandwidths share a colour)."""
     fraction = 0.5 if hi <= lo else (bw - lo) / (hi - lo)

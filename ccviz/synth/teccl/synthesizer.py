@@ -30,7 +30,7 @@ from ccviz.synth.teccl.epochs import EpochGrid
 from ccviz.synth.teccl.extract import Hop, chunk_hops, prune_copy_sends, split_flows, to_transfers
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.model import copy_model, flow_model
-from ccviz.synth.teccl.solve import HighsRun, SolveResult
+from ccviz.synth.teccl.solve import HighsRun, Interrupted, SolveResult, stop_interrupts
 from ccviz.synth.teccl.time_expanded import TimeExpandedGraph, chunk_commodities, source_commodities
 from ccviz.topology import Topology
 
@@ -85,6 +85,7 @@ class EpochSolver:
         greedy = self.greedy_plan()
         self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
                           f"lower bound {lower} epochs, greedy {greedy.epochs} epochs")
+        self.say(f"the epoch greedy schedule uses {greedy.epochs} epochs", lower)
         if self.options.epochs is not None:
             return self.solve_fixed_horizon(int(self.options.epochs), lower, greedy)
         if greedy.epochs <= lower and self.buffer_limit is None:
@@ -159,6 +160,12 @@ class EpochSolver:
         self.notes.append(f"proven lower bound {lower} epochs")
         return best
 
+    def say(self, message: str, lower: int) -> None:
+        """A progress line in words with the certified bound (the figures the result will end with)."""
+        self.options.report(Progress(time.perf_counter() - self.started,
+                                     f"TE-CCL: {message}; proven at least {lower} epochs",
+                                     bound_s=lower * self.grid.tau_s))
+
     def out_of_time(self) -> bool:
         return self.options.stopped() or time.perf_counter() >= self.deadline - 0.2
 
@@ -177,19 +184,24 @@ class EpochSolver:
                               f"(~{setup_s:.0f} s just to build); try teccl-astar, coarser epochs or more time")
             return None, SolveResult("too_large", False, None, None, None, time.perf_counter() - t0)
         integral = len(teg.sends) <= INTEGRAL_FLOW_MAX_SENDS
-        model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg, integral)
-        build_s = time.perf_counter() - t0
-        watch, describe, finish_when = self.incumbent_watch(model, teg, lower)
-        warm = (self.use_copy and self.buffer_limit is None and horizon >= greedy.epochs
-                and self.warm_start(model, teg, greedy))
-        budget = (self.deadline - time.perf_counter()) * share
-        run = HighsRun(model, self.options, budget, self.gap, self.started,
-                       describe, finish_when, watch, bound_s=lower * self.grid.tau_s)
-        result = run.solve(warm_start=warm)
-        self.options.report(Progress(time.perf_counter() - self.started,
-                                     f"TE-CCL: {horizon} epochs -> {result.termination}", gap=result.gap))
+        what = f"the {'MILP' if self.use_copy else 'LP'} for {horizon} epochs"
+        self.say(f"building {what} ({teg.size()})", lower)
+        try:
+            with stop_interrupts(self.options):
+                model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg, integral)
+            build_s = time.perf_counter() - t0
+            watch, describe, finish_when = self.incumbent_watch(model, teg, lower)
+            warm = (self.use_copy and self.buffer_limit is None and horizon >= greedy.epochs
+                    and self.warm_start(model, teg, greedy))
+            budget = (self.deadline - time.perf_counter()) * share
+            run = HighsRun(model, self.options, budget, self.gap, self.started, describe, finish_when, watch,
+                           bound_s=lower * self.grid.tau_s, epoch_s=self.grid.tau_s, what=what)
+            result = run.solve(warm_start=warm)
+        except Interrupted:
+            return None, SolveResult("interrupted", False, None, None, None, time.perf_counter() - t0)
         if not result.has_solution:
             return None, result
+        self.say(f"extracting the schedule from {what}", lower)
         hops = self.extract(model, teg)
         used = self.epochs_used(hops)
         overloaded = not self.use_copy and self.overloaded_windows(hops)
@@ -203,6 +215,7 @@ class EpochSolver:
             # Whole chunks on the LP's fractional paths overload some links: the epochs are not certain.
             notes.append(f"rounding LP flows to whole chunks overloads {overloaded} link windows")
             used = horizon + 1 if used <= horizon else used
+        self.say(f"{what}: {result.termination.replace('_', ' ')}, the schedule uses {used} epochs", lower)
         return EpochPlan(hops, used, status, result.gap, notes), result
 
     def incumbent_watch(self, model, teg: TimeExpandedGraph, lower: int):
@@ -305,6 +318,10 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
     for candidate, owner in candidates:
         attempts = (candidate, owner.greedy_plan())
         for attempt in attempts:
+            if attempt is not candidate and attempt.hops == candidate.hops:
+                continue  # the plan is the greedy one already checked
+            options.report(Progress(time.perf_counter() - started, f"TE-CCL: simulating the {attempt.epochs}-epoch "
+                                    "schedule to check it"))
             schedule = plan_schedule(topology, collective, attempt, owner.grid)
             schedule.notes = owner.notes + schedule.notes
             timeline = simulate(schedule)
@@ -315,4 +332,6 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
     if best is None:
         raise CcvizError("algorithm: TE-CCL produced no schedule the simulator accepts; please report this "
                          "topology and collective", "algorithm")
+    if options.stopped() and best[1].status != "optimal":
+        best[1].notes.append(f"stopped early: the best verified schedule so far ({best[1].epochs} epochs) is returned")
     return best[1]
