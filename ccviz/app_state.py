@@ -23,6 +23,7 @@ SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_topologies"
 TOPOLOGY_KEY = "ccviz_topology"
 SOURCE_KEY = "ccviz_topology_source"
 RUN_KEY = "ccviz_last_run"
+SPEC_KEY = "ccviz_topology_spec"  # a name that rebuilds the topology (builder spec or sample), or None
 
 
 def current_topology() -> Topology:
@@ -30,7 +31,14 @@ def current_topology() -> Topology:
     if TOPOLOGY_KEY not in st.session_state:
         st.session_state[TOPOLOGY_KEY] = load_topology(DEFAULT_TOPOLOGY)
         st.session_state[SOURCE_KEY] = f"builder {DEFAULT_TOPOLOGY}"
+        st.session_state[SPEC_KEY] = DEFAULT_TOPOLOGY
     return st.session_state[TOPOLOGY_KEY]
+
+
+def topology_spec() -> str | None:
+    """The builder spec or sample name of the current topology (None once uploaded or hand-edited)."""
+    current_topology()
+    return st.session_state.get(SPEC_KEY)
 
 
 def topology_source() -> str:
@@ -38,10 +46,14 @@ def topology_source() -> str:
     return st.session_state.get(SOURCE_KEY, "")
 
 
-def set_topology(topology: Topology, source: str) -> None:
-    """Make ``topology`` current for every page; a run on another topology is dropped."""
+def set_topology(topology: Topology, source: str, spec: str | None = None) -> None:
+    """Make ``topology`` current for every page; a run on another topology is dropped.
+
+    ``spec``: the builder spec or sample name that rebuilds it (what a shared link carries).
+    """
     st.session_state[TOPOLOGY_KEY] = topology
     st.session_state[SOURCE_KEY] = source
+    st.session_state[SPEC_KEY] = spec
     run = st.session_state.get(RUN_KEY)
     if run is not None and run.result.topology.to_json() != topology.to_json():
         del st.session_state[RUN_KEY]

@@ -19,8 +19,12 @@ APP_CONTROLLED = frozenset({"progress", "stop", "extra"})  # the app wires these
 
 
 def configure_page() -> None:
-    """Title and wide layout; every page calls it so a page run on its own looks the same."""
-    st.set_page_config(page_title="ccviz workbench", page_icon=":material/hub:", layout="wide")
+    """Title and wide layout; every page calls it so a page run on its own looks the same.
+
+    The icon is an emoji: Streamlit draws it locally, where a ``:material/...:`` favicon is fetched
+    from a font host (the app must work offline).
+    """
+    st.set_page_config(page_title="ccviz workbench", page_icon="🕸️", layout="wide")
 
 
 def algorithm_picker(container: Any, choices: list[str], collective: str, key: str) -> str:
@@ -28,7 +32,9 @@ def algorithm_picker(container: Any, choices: list[str], collective: str, key: s
     if not choices:
         st.warning(f"No registered algorithm implements {collective} yet; choose another collective.")
         st.stop()
-    return container.selectbox("algorithm", choices, key=key, index=choices.index("ring") if "ring" in choices else 0)
+    if st.session_state.get(key) not in choices:  # first visit, or the collective changed: ring when it can
+        st.session_state[key] = "ring" if "ring" in choices else choices[0]
+    return container.selectbox("algorithm", choices, key=key)
 
 
 def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] = ("◀ previous", "next ▶"),
@@ -68,7 +74,8 @@ def topology_caption() -> None:
 
 
 def size_picker(label: str, key: str, default: float = 1e6) -> float:
-    return st.select_slider(label, options=SIZES, value=default, format_func=format_size, key=key)
+    st.session_state.setdefault(key, default)  # a shared link may have set it already
+    return st.select_slider(label, options=SIZES, format_func=format_size, key=key)
 
 
 def size_range_picker(label: str, key: str, default: tuple[float, float] = (1e3, 1e9)) -> list[float]:

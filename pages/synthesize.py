@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ccviz import app_ui
+from ccviz import app_ui, app_url
 from ccviz.app_runs import RunRequest, SynthesisJob
 from ccviz.app_state import (
     clear_errors,
@@ -22,6 +22,19 @@ JOB_KEY = "ccviz_job"
 POLL_S = 0.1
 
 st.title("Synthesize a schedule")
+with st.expander("**What is ccviz?** Start here", expanded=last_run() is None):
+    st.markdown("ccviz builds schedules for collective communication (AllGather, AllReduce, AllToAll, …) on a "
+                "GPU fabric, checks every schedule in a simulator, compares it with the lower bound, and shows "
+                "it moving over the links. Three ways in:")
+    teach, design, compare = st.columns(3)
+    teach.page_link("pages/learn.py", label="**Teach**: step through ring, tree and halving-doubling",
+                    icon=":material/school:")
+    design.page_link("pages/topology.py", label="**Design**: build or upload a fabric, edit its cables",
+                     icon=":material/hub:")
+    compare.page_link("pages/compare.py", label="**Compare**: algorithms over sizes against the bound",
+                      icon=":material/monitoring:")
+    st.markdown("Or stay here: pick a collective and an algorithm below and press **Synthesize** "
+                "(the fabric is DGX-1 until you choose another).")
 app_ui.topology_caption()
 topology = current_topology()
 
@@ -34,8 +47,10 @@ with right:
 alg = REGISTRY[algorithm]
 st.caption(f"**{alg.name}** ({alg.kind}): {alg.description}")
 c1, c2 = st.columns(2)
-chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, value=1, step=1, key="syn_chunks"))
+st.session_state.setdefault("syn_chunks", 1)
+chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
+app_url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks)
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = app_ui.option_inputs(alg, "syn_opt")
 

@@ -15,6 +15,7 @@ from ccviz.app_state import (
     topology_source,
     user_errors,
 )
+from ccviz.app_url import topology_from_name
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
 from ccviz.topology import Topology
@@ -46,7 +47,7 @@ if source == "builder":
     spec = name + (":" + ",".join(f"{k}={v}" for k, v in changed.items()) if changed else "")
     if st.button(f"Build {spec}", type="primary", key="topo_build"):
         with user_errors("builder", sticky="topology"):
-            set_topology(build(spec), f"builder {spec}")
+            set_topology(build(spec), f"builder {spec}", spec=spec)
             st.rerun()
 elif source == "sample file":
     samples = sample_files()
@@ -57,7 +58,7 @@ elif source == "sample file":
         pick = st.selectbox("sample", stems, index=stems.index("dgx1") if "dgx1" in stems else 0, key="topo_sample")
         if st.button(f"Load {pick}", type="primary", key="topo_load_sample"):
             with user_errors("sample", sticky="topology"):
-                set_topology(Topology.from_dict(json.loads(samples[pick].read_text()), name=pick), f"sample {pick}")
+                set_topology(*topology_from_name(pick), spec=pick)
                 st.rerun()
 else:
     upload = st.file_uploader("topology JSON (ccviz format or the papers' reference format)", type=["json"],

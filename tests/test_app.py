@@ -127,6 +127,8 @@ def test_topology_designer_sample_builder_and_inline_errors():
     assert not at.exception
     assert any("cannot read n='x'" in e.value for e in at.error)
     assert at.subheader[0].value == "ring8"  # a bad build keeps the current topology
+    at.run()  # any later rerun (a component, a widget) keeps the error on screen
+    assert any("cannot read n='x'" in e.value for e in at.error)
     at.text_input(key="topo_b_ring_n").input("5").run()
     at.button(key="topo_build").click().run()
     assert_clean(at)
@@ -280,3 +282,27 @@ def test_progress_text_is_in_words_and_never_shows_a_negative_gap():
 
     assert "gap" not in Progress(1.0, "TE-CCL: solving", gap=-1.0).text()
     assert Progress(1.0, "x", incumbent_s=2e-6, gap=0.25).text() == "x, best finish so far 2 us, gap 25.0%"
+
+
+def test_a_link_with_query_parameters_restores_topology_collective_algorithm_size_and_chunks():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "torus2d:dims=3x3", "collective": "alltoall", "algorithm": "direct",
+                            "size": "4MB", "chunks": "2"})
+    at.run()
+    assert_clean(at)
+    assert "torus2d" in at.caption[0].value
+    assert at.selectbox(key="syn_collective").value == "alltoall"
+    assert at.selectbox(key="syn_algorithm").value == "direct"
+    assert at.select_slider(key="syn_size").value == 4e6
+    assert at.number_input(key="syn_chunks").value == 2
+    at.selectbox(key="syn_algorithm").select("ring").run()  # the page writes its state back
+    assert at.query_params["algorithm"] == "ring" and at.query_params["topology"] == "torus2d:dims=3x3"
+
+
+def test_a_bad_link_says_what_is_wrong_and_applies_the_rest():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "ring:n=5", "collective": "nosuch"})
+    at.run()
+    assert not at.exception
+    assert any("collective" in e.value and "nosuch" in e.value for e in at.error)
+    assert "ring" in " ".join(c.value for c in at.caption)
