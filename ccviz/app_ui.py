@@ -67,6 +67,11 @@ def job_line(what: str, elapsed_s: float, progress: Progress | None, stopping: b
     return line + (" (stopping…)" if stopping else "")
 
 
+def plural(n: int, word: str) -> str:
+    """'1 transfer', '3 transfers'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def topology_caption() -> None:
     topo = current_topology()
     st.caption(f"Topology **{topo.name}** — {topo.summary()} · from {topology_source()} "
