@@ -87,8 +87,10 @@ def test_synthesize_with_another_algorithm_and_play_it_back():
     assert charts["Utilization"] == 2
     at.radio(key="pb_view").set_value("Step by step").run()
     at.button(key="pb_next").click().run()
-    assert at.slider(key="pb_frame").value == 1
-    assert any(m.value.startswith("**Frame 2/") for m in at.markdown)
+    assert at.slider(key="pb_frame_shown").value == 2  # frames are numbered from 1
+    assert any(m.value.startswith("**Frame 2 of ") for m in at.markdown)
+    at.slider(key="pb_frame_shown").set_value(1).run()
+    assert any(m.value.startswith("**Frame 1 of ") for m in at.markdown)
     at.radio(key="pb_view").set_value("Inspect a link or node").run()
     link = next(f"link {u}->{v}" for u, v in sorted(ccviz.load_topology("dgx1").links))
     at.selectbox(key="pb_elem").select(link).run()
