@@ -64,7 +64,7 @@ else:
     upload = st.file_uploader("topology JSON (ccviz format or the papers' reference format)", type=["json"],
                               key="topo_upload")
     if upload is not None and st.button(f"Use {upload.name}", type="primary", key="topo_use_upload"):
-        with user_errors(upload.name, sticky="topology"):
+        with user_errors("upload", sticky="topology"):
             try:
                 data = json.loads(upload.getvalue().decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -35,8 +35,21 @@ HIGHS_THREADS = 2  # a 2-core machine
 PROGRESS_EVERY_S = 0.5
 
 
-class Interrupted(Exception):
-    """The stop event fired while a model was being built or handed to HiGHS."""
+class Interrupted(BaseException):
+    """The stop event fired while a model was being built or handed to HiGHS.
+
+    A ``BaseException`` so that no ``except Exception`` inside Pyomo swallows it on the way out.
+    """
+
+
+class _QuietInterrupts(logging.Filter):
+    """Pyomo logs a component whose construction raised; a Stop is not an error worth logging."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Interrupted" not in record.getMessage()
+
+
+logging.getLogger("pyomo.core").addFilter(_QuietInterrupts())
 
 
 @contextmanager

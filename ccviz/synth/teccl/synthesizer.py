@@ -79,6 +79,7 @@ class EpochSolver:
         self.gap = options.gap if options.gap is not None else DEFAULT_GAP
         self.buffer_limit = options.extra.get("buffer_limit")
         self.notes = list(self.grid.notes)
+        self._greedy: tuple[list[Hop], int] | None = None
 
     def solve(self) -> EpochPlan:
         lower = EpochLowerBound(self.topology, self.grid, self.commodities, fractional=not self.use_copy).value()
@@ -98,12 +99,15 @@ class EpochSolver:
 
     # An upper bound that fits the epoch model exactly (and the fallback schedule).
     def greedy_plan(self) -> EpochPlan:
-        chunks = self.collective.chunks
-        demanded = [c for c in chunks if c.post - c.pre]
-        sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
-                                      [c.post for c in demanded]).run()
-        hops = [(demanded[c].id, i, j, k) for c, i, j, k in sends]
-        return EpochPlan(hops, makespan, "feasible", None, ["epoch greedy"])
+        """A fresh plan each call (callers change its status); the greedy itself runs once."""
+        if self._greedy is None:
+            chunks = self.collective.chunks
+            demanded = [c for c in chunks if c.post - c.pre]
+            sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
+                                          [c.post for c in demanded]).run()
+            self._greedy = ([(demanded[c].id, i, j, k) for c, i, j, k in sends], makespan)
+        hops, makespan = self._greedy
+        return EpochPlan(list(hops), makespan, "feasible", None, ["epoch greedy"])
 
     # The user fixed K: solve at exactly that horizon.
     def solve_fixed_horizon(self, horizon: int, lower: int, greedy: EpochPlan) -> EpochPlan:
@@ -306,7 +310,8 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
     solver = EpochSolver(topology, collective, options, deadline, started, mirrored_from)
     plan = solver.solve()
     candidates = [(plan, solver)]
-    if plan.status != "optimal" and not solver.use_copy and plan.epochs > LP_MAX_EPOCHS and options.epochs is None:
+    if (plan.status != "optimal" and not solver.use_copy and plan.epochs > LP_MAX_EPOCHS and options.epochs is None
+            and not options.stopped()):
         # The fluid LP does not need fine epochs: lengthen them by a whole factor so the horizon fits.
         factor = math.ceil(plan.epochs / LP_MAX_EPOCHS)
         coarse = EpochSolver(topology, collective, replace(options, epoch=solver.grid.tau_s * factor), deadline,
