@@ -109,12 +109,19 @@ class _Scene:
         self.show_chunks = self.topology.n_gpus <= CHUNKS_UP_TO
         self.chunks = timeline.collective.chunks
         # per GPU, sorted times at which each chunk it needs became complete there (the simulator's verdict)
-        done: dict[int, list[float]] = {r: [] for r in self.topology.gpus}
+        # (numpy over all demands at once: a 1024-GPU AllGather has a million of them)
+        demands = list(timeline.collective.demands())
+        get = timeline.completion_s.get
+        ranks = np.fromiter((r for _, r in demands), dtype=np.int64, count=len(demands))
+        times = np.fromiter((get(d, np.inf) for d in demands), dtype=float, count=len(demands))
+        order = np.lexsort((times, ranks))
+        ranks, times = ranks[order], times[order]
+        present, first, counts = np.unique(ranks, return_index=True, return_counts=True)
         self.needed = dict.fromkeys(self.topology.gpus, 0)
-        for chunk_id, rank in timeline.collective.demands():
-            self.needed[rank] = self.needed.get(rank, 0) + 1
-            done.setdefault(rank, []).append(timeline.completion_s.get((chunk_id, rank), np.inf))
-        self.completed = {r: np.sort(np.array(times)) for r, times in done.items()}
+        self.completed = {r: np.empty(0) for r in self.topology.gpus}
+        for r, at, n in zip(present.tolist(), first.tolist(), counts.tolist(), strict=True):
+            self.needed[r] = n
+            self.completed[r] = times[at:at + n]
 
     def done_window(self) -> FrameWindow:
         """The finished state: every transfer has arrived, every GPU holds what it needs."""

@@ -23,34 +23,40 @@ MAX_COLUMNS = 256  # chunks shown one by one up to this many, else one column pe
 MAX_SIDE = 128  # rows/columns of the drawn matrix; beyond, blocks of GPUs/sources are averaged
 
 
-def _snapshots(timeline: Timeline, times: np.ndarray) -> np.ndarray:
-    """(len(times), GPUs, chunks) shares held, replaying arrivals in order (``holdings_at`` for all times)."""
+def _snapshots(timeline: Timeline, times: np.ndarray, reduce) -> list[np.ndarray]:
+    """``reduce(shares)`` at each time, shares being the (GPUs, chunks) matrix ``holdings_at`` gives.
+
+    Arrivals are replayed once, in order; each snapshot is reduced at once (a 1024-GPU AllGather's
+    full matrix is a million cells, too many to keep per snapshot).
+    """
     gpus = timeline.topology.gpus
     chunks = timeline.collective.chunks
-    row = {g: k for k, g in enumerate(gpus)}
-    col = {c.id: k for k, c in enumerate(chunks)}
+    size = max(timeline.topology.nodes, default=0) + 1
+    row_of = np.full(size, -1, dtype=np.int64)
+    row_of[np.asarray(gpus, dtype=np.int64)] = np.arange(len(gpus))
+    col_of = np.full(max((c.id for c in chunks), default=0) + 1, -1, dtype=np.int64)
+    col_of[np.array([c.id for c in chunks], dtype=np.int64)] = np.arange(len(chunks))
     held = np.zeros((len(gpus), len(chunks)))
     for c in chunks:
-        for r in c.pre:
-            if r in row:
-                held[row[r], col[c.id]] = (1.0 / len(c.pre)) if c.reduce else 1.0
+        pre = [row_of[r] for r in c.pre if row_of[r] >= 0]
+        held[pre, col_of[c.id]] = (1.0 / len(c.pre)) if c.reduce else 1.0
+    frame = timeline.transfers_frame()
     arrival = np.asarray(timeline.arrival_s, dtype=float)
     order = np.argsort(arrival, kind="stable")
-    tr = timeline.schedule.transfers
-    dst = np.array([row.get(tr[i].dst, -1) for i in order], dtype=np.int64)
-    chunk = np.array([col[tr[i].chunk] for i in order], dtype=np.int64)
+    dst = row_of[frame["dst"].to_numpy(dtype=np.int64)[order]]
+    chunk = col_of[frame["chunk"].to_numpy(dtype=np.int64)[order]]
     share = np.asarray(timeline.held_fraction, dtype=float)[order]
     arrived = arrival[order]
-    out = np.empty((len(times), len(gpus), len(chunks)))
+    out = []
     done = 0
-    for k, t in enumerate(times):
+    for t in times:
         upto = max(done, int(np.searchsorted(arrived, t * (1 + REL_TOL) + ABS_TOL, side="right")))
         part = slice(done, upto)
         keep = dst[part] >= 0
         # in arrival order: numpy applies repeated indices in order, so a later arrival overwrites (as holdings_at)
         held[dst[part][keep], chunk[part][keep]] = share[part][keep]
         done = upto
-        out[k] = held
+        out.append(reduce(held))
     return out
 
 
@@ -58,17 +64,15 @@ def _blocks(n: int) -> int:
     return max(1, math.ceil(n / MAX_SIDE))
 
 
-def _block_mean(matrix: np.ndarray, axis: int, size: int) -> np.ndarray:
-    """Average consecutive groups of ``size`` along ``axis`` (the last group may be shorter)."""
-    if size == 1:
+def _group_mean(matrix: np.ndarray, axis: int, group: np.ndarray) -> np.ndarray:
+    """Mean over the entries of each group along ``axis`` (``group``: sorted group index per entry)."""
+    starts = np.flatnonzero(np.diff(group, prepend=-1))
+    if len(starts) == matrix.shape[axis]:
         return matrix
-    n = matrix.shape[axis]
-    starts = np.arange(0, n, size)
-    sums = np.add.reduceat(matrix, starts, axis=axis)
-    counts = np.diff(np.append(starts, n))
+    counts = np.diff(np.append(starts, matrix.shape[axis]))
     shape = [1] * matrix.ndim
     shape[axis] = len(counts)
-    return sums / counts.reshape(shape)
+    return np.add.reduceat(matrix, starts, axis=axis) / counts.reshape(shape)
 
 
 def _labels(names: list[str], size: int) -> list[str]:
@@ -77,25 +81,29 @@ def _labels(names: list[str], size: int) -> list[str]:
     return [f"{names[k]}…{names[min(k + size, len(names)) - 1]}" for k in range(0, len(names), size)]
 
 
-def holdings_series(timeline: Timeline, times: np.ndarray) -> tuple[list[str], list[str], np.ndarray, str]:
+def holdings_series(timeline: Timeline, times: np.ndarray) -> tuple[list[str], list[str], list[np.ndarray], str]:
     """(row labels, column labels, matrices per time, note on grouping) of what each GPU holds."""
     gpus = timeline.topology.gpus
     chunks = timeline.collective.chunks
     rows = [timeline.topology.nodes[g].label for g in gpus]
-    series = _snapshots(timeline, np.asarray(times, dtype=float))
     if len(chunks) <= MAX_COLUMNS:
         parts = timeline.collective.chunks_per_rank > 1
         cols = [f"c{c.id} from {c.source}" + (f" #{c.index}" if parts else "") for c in chunks]
-    else:
+        column = np.arange(len(chunks))
+    else:  # one column per source: the share of that source's chunks held
         sources = sorted({c.source for c in chunks}, key=lambda s: (s is None, s))
         index = {s: k for k, s in enumerate(sources)}
-        member = np.zeros((len(chunks), len(sources)))
-        for k, c in enumerate(chunks):
-            member[k, index[c.source]] = 1.0
-        series = series @ (member / member.sum(axis=0))  # share of each source's chunks held
         cols = [f"from {s}" for s in sources]
+        column = np.array([index[c.source] for c in chunks])
     row_block, col_block = _blocks(len(rows)), _blocks(len(cols))
-    series = _block_mean(_block_mean(series, 1, row_block), 2, col_block)
+    order = np.argsort(column // col_block, kind="stable")
+    col_group = (column // col_block)[order]
+    row_group = np.arange(len(rows)) // row_block
+
+    def reduce(held: np.ndarray) -> np.ndarray:
+        return _group_mean(_group_mean(held[:, order], 1, col_group), 0, row_group)
+
+    series = _snapshots(timeline, np.asarray(times, dtype=float), reduce)
     note = ""
     if row_block > 1 or col_block > 1:
         note = f" — averaged over blocks of {row_block} GPUs × {col_block} columns"
