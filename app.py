@@ -16,7 +16,7 @@ import streamlit as st
 
 from ccviz import app_url
 from ccviz.app_state import show_errors
-from ccviz.app_ui import SIZES, configure_page
+from ccviz.app_ui import configure_page
 
 configure_page()
 
@@ -29,7 +29,7 @@ PAGES = {
     "learn": st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
 }
 
-wanted = app_url.restore(SIZES)
+wanted = app_url.wanted_page()
 page = st.navigation(list(PAGES.values()))
 if wanted in PAGES and PAGES[wanted].title != page.title:
     st.switch_page(PAGES[wanted])

@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from ccviz import export
+from ccviz import app_url, export
 from ccviz.app_runs import CachedRun
 from ccviz.app_state import current_topology, topology_source, user_errors
 from ccviz.synth.registry import Algorithm, Progress
@@ -25,6 +25,7 @@ def configure_page() -> None:
     from a font host (the app must work offline).
     """
     st.set_page_config(page_title="ccviz workbench", page_icon="🕸️", layout="wide")
+    app_url.restore(SIZES)  # a shared link, applied once per session whichever page it opens
 
 
 def algorithm_picker(container: Any, choices: list[str], collective: str, key: str) -> str:

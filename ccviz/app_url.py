@@ -24,6 +24,7 @@ from ccviz.topology import Topology
 from ccviz.units import format_size, parse_size
 
 RESTORED_KEY = "ccviz_url_restored"
+PAGE_KEY = "ccviz_url_page"  # the page a link asked for, until the navigation has opened it
 # query parameter -> the Synthesize page's widget key
 WIDGETS = {"collective": "syn_collective", "algorithm": "syn_algorithm", "size": "syn_size", "chunks": "syn_chunks"}
 
@@ -36,15 +37,17 @@ def topology_from_name(name: str) -> tuple[Topology, str]:
     return build(name), f"builder {name}"
 
 
-def restore(sizes: list[float]) -> str | None:
-    """Once per session, apply the URL's parameters; the page to open (its url path) or None.
+def restore(sizes: list[float]) -> None:
+    """Once per session, apply the URL's parameters (every page calls this through ``configure_page``).
 
-    ``sizes`` are the size slider's options: a size in the URL snaps to the nearest one.
+    ``sizes`` are the size slider's options: a size in the URL snaps to the nearest one. The page
+    asked for is kept for ``wanted_page`` (Streamlit may run a deep link's page without ``app.py``).
     """
     if st.session_state.get(RESTORED_KEY):
-        return None
+        return
     st.session_state[RESTORED_KEY] = True
     params = st.query_params
+    st.session_state[PAGE_KEY] = params.get("page")
     try:
         if params.get("topology"):
             topology, source = topology_from_name(params["topology"])
@@ -72,7 +75,11 @@ def restore(sizes: list[float]) -> str | None:
             st.session_state[WIDGETS["chunks"]] = chunks
     except CcvizError as exc:
         keep_error("url", f"link: {exc} (the rest of the link was applied)")
-    return params.get("page")
+
+
+def wanted_page() -> str | None:
+    """The page a link asked for, once (None afterwards)."""
+    return st.session_state.pop(PAGE_KEY, None)
 
 
 def share(page: str, **values: object) -> None:
