@@ -26,15 +26,14 @@ with st.expander("**What is ccviz?** Start here", expanded=last_run() is None):
     st.markdown("ccviz builds schedules for collective communication (AllGather, AllReduce, AllToAll, …) on a "
                 "GPU fabric, checks every schedule in a simulator, compares it with the lower bound, and shows "
                 "it moving over the links. Three ways in:")
-    teach, design, compare = st.columns(3)
-    teach.page_link("pages/learn.py", label="**Teach**: step through ring, tree and halving-doubling",
-                    icon=":material/school:")
-    design.page_link("pages/topology.py", label="**Design**: build or upload a fabric, edit its cables",
-                     icon=":material/hub:")
-    compare.page_link("pages/compare.py", label="**Compare**: algorithms over sizes against the bound",
-                      icon=":material/monitoring:")
-    st.markdown("Or stay here: pick a collective and an algorithm below and press **Synthesize** "
-                "(the fabric is DGX-1 until you choose another).")
+    for column, (page, label, icon, text) in zip(st.columns(3), (
+            ("pages/learn.py", "Teach", ":material/school:", "step through ring, tree and halving-doubling"),
+            ("pages/topology.py", "Design", ":material/hub:", "build or upload a fabric, edit its cables"),
+            ("pages/compare.py", "Compare", ":material/monitoring:", "algorithms over sizes against the bound"),
+    ), strict=True):
+        column.page_link(page, label=f"**{label}**", icon=icon)
+        column.markdown(text)
+    st.markdown("Or stay here: pick a collective and an algorithm below and press **Synthesize**.")
 app_ui.topology_caption()
 topology = current_topology()
 

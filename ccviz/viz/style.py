@@ -17,7 +17,8 @@ UTILIZATION_BIN_COLORS = ("#C8CCD2", "#FED976", "#FD8D3C", "#E31A1C", "#800026")
 
 
 QUALITATIVE_SOURCES_UP_TO = 10  # beyond this, near-identical qualitative colours: use a continuous scale
-SOURCE_SCALE = "Turbo"
+# an explicit list: plotly.js knows no "Turbo" by name (figures here skip plotly's Python-side conversion)
+SOURCE_SCALE = [[k / (len(px.colors.sequential.Turbo) - 1), c] for k, c in enumerate(px.colors.sequential.Turbo)]
 
 
 def source_colors(sources: list[int]) -> dict[int, str]:
