@@ -1,4 +1,4 @@
-"""The ``ccviz`` command line: synth, verify, list, cost, export.
+"""The ``ccviz`` command line: synth, verify, list, cost, export, import, execute.
 
 Contracts (DESIGN section 5): ``ccviz synth --json`` prints exactly one JSON
 object on stdout; errors exit non-zero with one clear line on stderr, never a
@@ -231,6 +231,69 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    from ccviz.importers import import_schedule
+    from ccviz.msccl import check
+    from ccviz.simulate import simulate
+
+    size = parse_size(args.size) if args.size else None
+    schedule = import_schedule(args.file, args.topology, size)
+    timeline = simulate(schedule)
+    runs = check(args.file) if schedule.options.get("format") == "msccl" else []
+    if args.out:
+        from ccviz.export import write_schedule
+
+        write_schedule(timeline, args.out)
+    report = {
+        "format": schedule.options.get("format", "ccviz"),
+        "source": args.file,
+        "algorithm": schedule.algorithm,
+        "topology": schedule.topology.name,
+        "collective": schedule.collective.name,
+        "n_gpus": schedule.topology.n_gpus,
+        "size_bytes": schedule.collective.size_bytes,
+        "chunk_bytes": schedule.chunk_bytes,
+        "transfers": len(schedule.transfers),
+        **timeline.summary(),
+        "notes": schedule.notes,
+        "msccl": [r.to_dict() for r in runs],
+    }
+    ok = timeline.verified and all(r.ok for r in runs)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        for note in schedule.notes:
+            print(f"note: {note}")
+        for r in runs:
+            print(("executes: " if r.ok else "MSCCL PROBLEMS: ") + r.summary())
+        if timeline.verified:
+            print(f"valid: {len(schedule.transfers)} transfers on {schedule.topology.name}, finish "
+                  f"{format_time(timeline.finish_time_s)}, algbw {timeline.algbw_GBps:.3f} GB/s")
+        else:
+            print(f"INVALID under the link model: {len(timeline.violations)} violation(s)")
+            for v in timeline.violations[:20]:
+                print(f"  [{v.rule}] {v.message}")
+        if args.out:
+            print(f"wrote {args.out} (judge it again with `ccviz verify {args.out}`)")
+    return 0 if ok else 1
+
+
+def cmd_execute(args: argparse.Namespace) -> int:
+    from ccviz.msccl import check
+
+    if args.fifo_depth < 1 or args.max_steps < 1:
+        raise CcvizError("--fifo-depth and --max-steps must be >= 1", "fifo_depth")
+    runs = check(args.file, fifo_depth=args.fifo_depth, max_steps=args.max_steps)
+    if args.json:
+        print(json.dumps({"file": args.file, "ok": all(r.ok for r in runs), "runs": [r.to_dict() for r in runs]}))
+    else:
+        for r in runs:
+            print(("ok: " if r.ok else "FAILS: ") + r.summary())
+            for p in r.problems:
+                print(f"  [{p.kind}] {p.message}")
+    return 0 if all(r.ok for r in runs) else 1
+
+
 # ------------------------------------------------------------------------ parser
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ccviz", description="Synthesize, verify and visualize collective-communication schedules.")
@@ -280,6 +343,22 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=["json", "msccl"], default="msccl")
     e.add_argument("--out", required=True)
     e.set_defaults(func=cmd_export)
+
+    im = sub.add_parser("import", help="import an MSCCL XML or TE-CCL output as a schedule and verify it")
+    im.add_argument("file", help="MSCCL XML (msccl-tools, SCCL, ccviz export) or TE-CCL output JSON")
+    im.add_argument("--topology", default=None,
+                    help="fabric to run on (MSCCL default: fully connected; TE-CCL: the fabric it was solved on)")
+    im.add_argument("--size", default=None, help="per-rank buffer, e.g. 1MB (MSCCL default 1MB; TE-CCL required)")
+    im.add_argument("--out", help="write the imported, simulated schedule as JSON")
+    im.add_argument("--json", action="store_true", help="print one JSON object with the results")
+    im.set_defaults(func=cmd_import)
+
+    ex = sub.add_parser("execute", help="run an MSCCL XML program symbolically: deadlocks, races, postcondition")
+    ex.add_argument("file")
+    ex.add_argument("--fifo-depth", type=int, default=2, help="messages a connection buffers (default 2)")
+    ex.add_argument("--max-steps", type=int, default=64, help="steps per thread block (RCCL 64, NCCL-MSCCL 256)")
+    ex.add_argument("--json", action="store_true")
+    ex.set_defaults(func=cmd_execute)
     return p
 
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ccviz import app_ui
+from ccviz import app_import, app_ui
 from ccviz.app_runs import SweepJob, SweepRequest
 from ccviz.app_state import current_topology, user_errors
 from ccviz.collectives import COLLECTIVES, ROOTED
@@ -113,3 +113,5 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                            mime="text/csv", on_click="ignore")
 else:
     st.info("Pick algorithms and sizes, then press **Compare**.")
+
+app_import.compare_section(collective, sizes)  # uploads from Playback, replayed at the same sizes

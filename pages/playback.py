@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from ccviz import app_ui
+from ccviz import app_import, app_ui
 from ccviz.app_state import last_run, user_errors
 from ccviz.units import format_size, format_time
 from ccviz.viz import (
@@ -19,6 +19,7 @@ from ccviz.viz import (
 app_ui.configure_page()
 
 st.title("Playback")
+app_import.upload_panel()  # a schedule made elsewhere becomes the run shown here
 entry = last_run()
 if entry is None:
     st.info("No schedule yet: run one on the **Synthesize** page, then come back here.")

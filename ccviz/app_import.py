@@ -1,0 +1,129 @@
+"""The app's side of "bring your own schedule": upload on Playback, compare beside synthesized runs.
+
+An uploaded MSCCL XML, TE-CCL output or ccviz schedule JSON goes through
+``ccviz.importers`` and the simulator exactly like the CLI's ``ccviz import``;
+the result becomes the run Playback shows, and the upload is kept in the
+session so Compare can replay it at every size of a sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import streamlit as st
+
+from ccviz.app_runs import CachedRun, RunRequest
+from ccviz.app_state import current_topology, set_last_run, user_errors
+from ccviz.cost import lower_bound
+from ccviz.errors import CcvizError
+from ccviz.importers import import_text
+from ccviz.msccl import check
+from ccviz.pipeline import RunResult
+from ccviz.simulate import simulate
+from ccviz.topology import Topology
+from ccviz.units import format_size, format_time, parse_size
+
+IMPORTS_KEY = "ccviz_imports"
+ON_FULLY_CONNECTED = "fully connected (MSCCL default)"
+ON_CURRENT = "current topology"
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One uploaded file, kept so that Compare can import it again at other sizes."""
+
+    name: str
+    text: str
+    on_current_topology: bool
+    size_bytes: float
+    collective: str
+    resizable: bool  # an MSCCL program runs at any size; TE-CCL and ccviz files are fixed
+
+    def import_at(self, size_bytes: float, topology: Topology | None):
+        return import_text(self.text, self.name, topology if self.on_current_topology else None, size_bytes)
+
+
+def imported_run(upload: Upload, topology: Topology | None) -> CachedRun:
+    """Import, simulate and bound an upload: a run Playback and every figure can show."""
+    schedule = upload.import_at(upload.size_bytes, topology)
+    timeline = simulate(schedule)
+    result = RunResult(schedule.topology, schedule.collective, schedule, timeline,
+                       lower_bound(schedule.topology, schedule.collective))
+    request = RunRequest.make(schedule.topology, schedule.collective.name, schedule.algorithm,
+                              schedule.collective.size_bytes, schedule.collective.chunks_per_rank)
+    return CachedRun(request, result, server_time_s=0.0)
+
+
+def upload_panel() -> None:
+    """Playback: load a schedule made elsewhere; on success it becomes the run shown below."""
+    with st.expander("Bring your own schedule: MSCCL XML, TE-CCL output JSON or ccviz schedule JSON"):
+        file = st.file_uploader("schedule file", type=["xml", "json"], key="imp_file")
+        c1, c2 = st.columns(2)
+        where = c1.radio("run it on", [ON_FULLY_CONNECTED, ON_CURRENT], key="imp_where",
+                         help="an MSCCL program without a topology runs on a fully connected fabric of its GPUs; "
+                              "a TE-CCL output needs the fabric it was solved on (set it on the Topology page)")
+        size_text = c2.text_input("buffer size per GPU", "1MB", key="imp_size",
+                                  help="nccl-tests convention; TE-CCL outputs need the size they were solved for")
+        if file is None or not st.button("Import and play", type="primary", key="imp_go"):
+            return
+        with user_errors("import"):
+            text = file.getvalue().decode("utf-8", errors="replace")
+            size = parse_size(size_text)
+            topology = current_topology()
+            is_xml = text.lstrip().startswith("<")
+            # Only an MSCCL program can run without a fabric; a TE-CCL output names nodes of the one it was
+            # solved on (a ccviz schedule carries its own).
+            upload = Upload(file.name, text, where == ON_CURRENT or not is_xml, size, "", is_xml)
+            run = imported_run(upload, topology)
+            upload = replace(upload, collective=run.result.collective.name)
+            st.session_state.setdefault(IMPORTS_KEY, {})[file.name] = upload
+            set_last_run(run)
+            if upload.resizable:
+                for execution in check(text):
+                    (st.success if execution.ok else st.warning)(f"MSCCL executor: {execution.summary()}")
+            for note in run.result.schedule.notes:
+                st.caption(note)
+
+
+def uploads_for(collective: str) -> dict[str, Upload]:
+    return {k: u for k, u in st.session_state.get(IMPORTS_KEY, {}).items() if u.collective == collective}
+
+
+def compare_section(collective: str, sizes: list[float]) -> None:
+    """Compare: imported schedules of this collective on the current topology, at the sweep's sizes."""
+    uploads = uploads_for(collective)
+    if not uploads:
+        st.caption("Imported schedules (uploaded on the Playback page) appear here beside the synthesized ones.")
+        return
+    st.subheader("Imported schedules")
+    chosen = st.multiselect("imported", list(uploads), default=list(uploads), key="cmp_imported")
+    topology = current_topology()
+    rows = []
+    for name in chosen:
+        upload = uploads[name]
+        for size in sizes if upload.resizable else [upload.size_bytes]:
+            row = {"schedule": name, "size": format_size(size), "size_bytes": size}
+            try:
+                timeline = simulate(upload.import_at(size, topology))
+                row.update(finish_us=timeline.finish_time_s * 1e6, algbw_GBps=timeline.algbw_GBps,
+                           busbw_GBps=timeline.busbw_GBps, verified=timeline.verified,
+                           fabric=timeline.topology.name, error=None)
+            except CcvizError as exc:
+                row.update(error=str(exc))
+            rows.append(row)
+    if not rows:
+        return
+    table = pd.DataFrame(rows)
+    ok = table[table["error"].isna()] if "error" in table else table
+    if len(ok):
+        import plotly.express as px
+
+        fig = px.line(ok, x="size_bytes", y="algbw_GBps", color="schedule", markers=True, log_x=True,
+                      labels={"size_bytes": "buffer size per GPU (B)", "algbw_GBps": "algbw (GB/s)"},
+                      title="imported schedules, replayed by the simulator")
+        st.plotly_chart(fig, key="cmp_imported_plot")
+        best = ok.loc[ok["finish_us"].idxmin()]
+        st.caption(f"fastest imported point: {best['schedule']} at {best['size']}, "
+                   f"{format_time(best['finish_us'] * 1e-6)}")
+    st.dataframe(table.drop(columns=["size_bytes"]), hide_index=True, width="stretch")

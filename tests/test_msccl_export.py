@@ -1,0 +1,155 @@
+"""Every MSCCL XML ccviz writes is proven by the independent executor, and round-trips through import."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ccviz import CcvizError, load_topology, make_collective, simulate, synthesize
+from ccviz.export import msccl_xml
+from ccviz.importers import import_text
+from ccviz.msccl import MAX_STEPS_RCCL, check, parse_program
+from ccviz.synth import REGISTRY
+
+# dgx1, a ring, a torus, a fabric with (non-copying) switches; TE-CCL's MILP on a small ring only (solver time).
+FABRICS = ("dgx1", "ring:n=6", "torus2d:dims=3x3", "star:n=5,copy=false")
+CASES = [(fabric, alg, coll) for fabric in FABRICS for alg, a in REGISTRY.items() if alg != "teccl"
+         for coll in sorted(a.collectives - {"custom"})]
+CASES += [("ring:n=4", "teccl", coll) for coll in ("allgather", "allreduce", "alltoall", "reducescatter")]
+POINT_TO_POINT = ("dgx1", "ring:n=6", "torus2d:dims=3x3", "ring:n=4")
+
+
+@functools.cache
+def exported(fabric: str, alg: str, coll: str):
+    """(timeline, xml) or None when the algorithm refuses the case (a clear CcvizError at synthesis)."""
+    topo = load_topology(fabric)
+    try:
+        timeline = simulate(synthesize(topo, make_collective(coll, topo, 1e6), alg))
+    except CcvizError:
+        return None
+    assert timeline.verified, timeline.violations[:1]
+    return timeline, msccl_xml(timeline)
+
+
+@pytest.mark.parametrize(("fabric", "alg", "coll"), CASES)
+def test_export_executes_race_free_within_limits_and_meets_postcondition(fabric, alg, coll):
+    case = exported(fabric, alg, coll)
+    if case is None:
+        pytest.skip("the algorithm refuses this fabric/collective")
+    timeline, xml = case
+    program = parse_program(xml)
+    assert program.coll == coll and program.ngpus == timeline.collective.n_ranks
+    for run in check(program):
+        assert run.ok, run.summary()
+    assert max(len(tb.steps) for g in program.gpus for tb in g.tbs) <= MAX_STEPS_RCCL
+
+
+@pytest.mark.parametrize(("fabric", "alg", "coll"), [c for c in CASES if c[0] in POINT_TO_POINT])
+def test_round_trip_export_import_simulate_keeps_the_finish_time(fabric, alg, coll):
+    case = exported(fabric, alg, coll)
+    if case is None:
+        pytest.skip("the algorithm refuses this fabric/collective")
+    timeline, xml = case
+    again = simulate(import_text(xml, "export.xml", timeline.topology, timeline.collective.size_bytes))
+    assert again.verified, again.violations[:1]
+    assert again.finish_time_s == pytest.approx(timeline.finish_time_s, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("alg", ["ring", "tacos", "mteg"])
+def test_round_trip_through_switches_stays_valid(alg):
+    case = exported("star:n=5,copy=false", alg, "allgather")
+    timeline, xml = case
+    again = simulate(import_text(xml, "export.xml", timeline.topology, timeline.collective.size_bytes))
+    assert again.verified and again.finish_time_s > 0
+
+
+def test_reducescatter_layout_is_the_runtimes():
+    timeline, xml = exported("ring:n=6", "ring", "reducescatter")
+    program = parse_program(xml)
+    assert program.coll == "reducescatter" and program.inplace
+    assert {(g.i_chunks, g.o_chunks) for g in program.gpus} == {(6, 1)}
+
+
+def test_alltoall_is_out_of_place_with_the_local_copy():
+    timeline, xml = exported("ring:n=6", "direct", "alltoall")
+    program = parse_program(xml)
+    assert not program.inplace and program.outofplace
+    copies = [s for g in program.gpus for tb in g.tbs for s in tb.steps if s.type == "cpy"]
+    assert len(copies) == 6
+
+
+def test_reductions_wait_for_the_slot_with_nop_steps_for_extra_dependencies():
+    timeline, xml = exported("dgx1", "tacos", "allreduce")
+    program = parse_program(xml)
+    kinds = {s.type for g in program.gpus for tb in g.tbs for s in tb.steps}
+    assert {"rrc", "s", "r"} <= kinds
+    assert any(s.depid >= 0 for g in program.gpus for tb in g.tbs for s in tb.steps if s.type == "rrc")
+
+
+def test_long_connections_are_split_over_channels():
+    topo = load_topology("ring:n=4")
+    timeline = simulate(synthesize(topo, make_collective("allgather", topo, 1e6, chunks_per_rank=40), "ring"))
+    program = parse_program(msccl_xml(timeline))
+    assert program.nchannels > 1
+    assert max(len(tb.steps) for g in program.gpus for tb in g.tbs) <= MAX_STEPS_RCCL
+    assert all(run.ok for run in check(program))
+
+
+def test_many_peers_stay_within_32_thread_blocks_per_channel():
+    topo = load_topology("fully_connected:n=36")
+    timeline = simulate(synthesize(topo, make_collective("allgather", topo, 1e6), "direct"))
+    program = parse_program(msccl_xml(timeline))
+    for g in program.gpus:
+        per_chan = {}
+        for tb in g.tbs:
+            if tb.send >= 0:
+                per_chan[tb.chan] = per_chan.get(tb.chan, 0) + 1
+        assert max(per_chan.values()) <= 32
+    assert all(run.ok for run in check(program))
+
+
+def test_switch_multicast_is_refused_with_the_reason():
+    topo = load_topology("star:n=5")  # NVSwitch-like: the switch copies
+    timeline = simulate(synthesize(topo, make_collective("broadcast", topo, 1e6), "direct"))
+    with pytest.raises(CcvizError, match="no switch multicast"):
+        msccl_xml(timeline)
+
+
+def test_non_zero_root_is_refused():
+    topo = load_topology("ring:n=4")
+    timeline = simulate(synthesize(topo, make_collective("broadcast", topo, 1e6, root=2), "ring"))
+    with pytest.raises(CcvizError, match="rooted at GPU 0"):
+        msccl_xml(timeline)
+
+
+FABRIC_SPECS = st.one_of(
+    st.integers(3, 6).map(lambda n: f"ring:n={n}"),
+    st.integers(3, 5).map(lambda n: f"fully_connected:n={n}"),
+    st.tuples(st.integers(2, 3), st.integers(2, 3)).map(lambda d: f"mesh2d:dims={d[0]}x{d[1]}"),
+    st.integers(3, 5).map(lambda n: f"star:n={n},copy=false"),
+    st.integers(3, 6).map(lambda n: f"line:n={n}"),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=FABRIC_SPECS, alg=st.sampled_from(["ring", "direct", "tacos", "mteg", "tree", "bruck", "dbt"]),
+       coll=st.sampled_from(["allgather", "allreduce", "reducescatter", "alltoall", "broadcast", "reduce"]),
+       chunks=st.integers(1, 2))
+def test_property_every_export_on_random_small_fabrics_runs_or_is_refused(spec, alg, coll, chunks):
+    topo = load_topology(spec)
+    try:
+        timeline = simulate(synthesize(topo, make_collective(coll, topo, 1e6, chunks_per_rank=chunks), alg))
+    except CcvizError:
+        return  # refused at synthesis, with a message
+    if not timeline.verified:
+        return
+    try:
+        xml = msccl_xml(timeline)
+    except CcvizError as exc:
+        assert str(exc).startswith("msccl:")
+        return
+    for run in check(xml):
+        assert run.ok, f"{spec} {alg} {coll}: {run.summary()}"
