@@ -1,24 +1,40 @@
 """ccviz workbench: `streamlit run app.py` (starts on DGX-1, nothing to set up).
 
-The page scripts live in ``pages/`` and this script lays out the navigation.
-Each page also configures itself (``app_ui.configure_page``), so it renders
-the same when Streamlit runs it directly: with a ``pages/`` folder present,
-the very first request a fresh server gets for a deep link (``/topology``)
-goes through Streamlit's older multipage mode before ``st.navigation`` runs.
+The page scripts live in ``pages/`` and are registered in ``PAGES`` below
+(the one place a new page is added). Each page also configures itself
+(``app_ui.configure_page``), so it renders the same when Streamlit runs it
+directly: with a ``pages/`` folder present, the very first request a fresh
+server gets for a deep link (``/topology``) goes through Streamlit's older
+multipage mode before ``st.navigation`` runs.
+
+A link's query parameters (``?topology=torus2d:dims=4x4&collective=alltoall
+&algorithm=tacos&size=4MB&chunks=2&page=compare``) are applied once per
+session (``ccviz.app_url``); every page writes its state back into the URL.
 """
 
 import streamlit as st
 
+from ccviz import app_url
+from ccviz.app_state import show_errors
 from ccviz.app_ui import configure_page
 
 configure_page()
 
-pages = [
-    st.Page("pages/synthesize.py", title="Synthesize", icon=":material/play_circle:", default=True),
-    st.Page("pages/topology.py", title="Topology designer", icon=":material/hub:"),
-    st.Page("pages/playback.py", title="Playback", icon=":material/movie:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/monitoring:"),
-    st.Page("pages/papers.py", title="Papers", icon=":material/menu_book:"),
-    st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
-]
-st.navigation(pages).run()
+# name in the URL -> page (the first is the landing page)
+PAGES = {
+    "synthesize": st.Page("pages/synthesize.py", title="Synthesize", icon=":material/play_circle:", default=True),
+    "topology": st.Page("pages/topology.py", title="Topology designer", icon=":material/hub:"),
+    "playback": st.Page("pages/playback.py", title="Playback", icon=":material/movie:"),
+    "compare": st.Page("pages/compare.py", title="Compare", icon=":material/monitoring:"),
+    "papers": st.Page("pages/papers.py", title="Papers", icon=":material/menu_book:"),
+    "learn": st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
+}
+
+wanted = app_url.wanted_page()
+page = st.navigation(list(PAGES.values()))
+if wanted in PAGES and PAGES[wanted].title != page.title:
+    st.switch_page(PAGES[wanted])
+name = next((k for k, p in PAGES.items() if p.title == page.title), None)
+app_url.share(name)
+show_errors("url")
+page.run()

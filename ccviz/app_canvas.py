@@ -9,12 +9,11 @@ removed) produce a new topology, so dragging nodes around never rebuilds it.
 
 from __future__ import annotations
 
-from collections import Counter
-
 from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
 from streamlit_flow.state import StreamlitFlowState
 
 from ccviz.topology import Link, Node, Topology
+from ccviz.topology_tables import fabric_defaults
 from ccviz.viz.layout import is_symmetric, node_positions
 from ccviz.viz.style import GPU_COLOR, SWITCH_COLOR
 from ccviz.viz.topology_fig import drawn_links
@@ -68,7 +67,7 @@ def topology_from_flow(topology: Topology, state: StreamlitFlowState) -> Topolog
             ids[fnode.id] = next_id
             nodes.append(Node(next_id, "gpu", pos=_pos(fnode)))
             next_id += 1
-    bw, alpha = _common_link(topology)
+    bw, alpha = fabric_defaults(topology)
     links: dict[tuple[int, int], Link] = {}
     for edge in state.edges:
         if edge.source not in ids or edge.target not in ids or edge.source == edge.target:
@@ -94,11 +93,3 @@ def _canvas_node_ids(state: StreamlitFlowState) -> set[str]:
 
 def _canvas_cables(state: StreamlitFlowState) -> set[frozenset[str]]:
     return {frozenset((e.source, e.target)) for e in state.edges if e.source != e.target}
-
-
-def _common_link(topology: Topology) -> tuple[float, float]:
-    """Bandwidth and alpha of the most common link (the default for a newly drawn cable)."""
-    if not topology.links:
-        return 50.0, 0.5
-    (bw, alpha), _ = Counter((lk.bandwidth_GBps, lk.alpha_us) for lk in topology.links.values()).most_common(1)[0]
-    return bw, alpha

@@ -191,12 +191,14 @@ class SweepRequest:
     chunks: int = 1
     root: int | None = None
     time_limit: float | None = None  # per run, seconds
+    epoch: str | float = "fastest"  # TE-CCL's epoch (the other algorithms ignore it)
 
     def points(self) -> list[tuple[float, str]]:
         return [(float(size), algorithm) for size in self.sizes for algorithm in self.algorithms]
 
     def row_key(self, size: float, algorithm: str) -> tuple:
-        return (self.topology_json, self.collective, algorithm, float(size), self.chunks, self.root, self.time_limit)
+        return (self.topology_json, self.collective, algorithm, float(size), self.chunks, self.root, self.time_limit,
+                self.epoch)
 
 
 class SweepJob(BackgroundJob):
@@ -230,7 +232,8 @@ class SweepJob(BackgroundJob):
 
     def _work(self, topology: Topology) -> None:
         r = self.request
-        options = SynthOptions(time_limit=r.time_limit, stop=self.stop_event, progress=self._set_progress)
+        options = SynthOptions(epoch=r.epoch, time_limit=r.time_limit, stop=self.stop_event,
+                               progress=self._set_progress)
         try:
             for size, algorithm in r.points():
                 key = r.row_key(size, algorithm)

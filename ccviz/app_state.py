@@ -23,6 +23,7 @@ SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_topologies"
 TOPOLOGY_KEY = "ccviz_topology"
 SOURCE_KEY = "ccviz_topology_source"
 RUN_KEY = "ccviz_last_run"
+SPEC_KEY = "ccviz_topology_spec"  # a name that rebuilds the topology (builder spec or sample), or None
 
 
 def current_topology() -> Topology:
@@ -30,7 +31,14 @@ def current_topology() -> Topology:
     if TOPOLOGY_KEY not in st.session_state:
         st.session_state[TOPOLOGY_KEY] = load_topology(DEFAULT_TOPOLOGY)
         st.session_state[SOURCE_KEY] = f"builder {DEFAULT_TOPOLOGY}"
+        st.session_state[SPEC_KEY] = DEFAULT_TOPOLOGY
     return st.session_state[TOPOLOGY_KEY]
+
+
+def topology_spec() -> str | None:
+    """The builder spec or sample name of the current topology (None once uploaded or hand-edited)."""
+    current_topology()
+    return st.session_state.get(SPEC_KEY)
 
 
 def topology_source() -> str:
@@ -38,10 +46,14 @@ def topology_source() -> str:
     return st.session_state.get(SOURCE_KEY, "")
 
 
-def set_topology(topology: Topology, source: str) -> None:
-    """Make ``topology`` current for every page; a run on another topology is dropped."""
+def set_topology(topology: Topology, source: str, spec: str | None = None) -> None:
+    """Make ``topology`` current for every page; a run on another topology is dropped.
+
+    ``spec``: the builder spec or sample name that rebuilds it (what a shared link carries).
+    """
     st.session_state[TOPOLOGY_KEY] = topology
     st.session_state[SOURCE_KEY] = source
+    st.session_state[SPEC_KEY] = spec
     run = st.session_state.get(RUN_KEY)
     if run is not None and run.result.topology.to_json() != topology.to_json():
         del st.session_state[RUN_KEY]
@@ -63,16 +75,51 @@ def set_last_run(run) -> None:
     st.session_state[RUN_KEY] = run
 
 
+ERRORS_KEY = "ccviz_errors"
+
+
 @contextmanager
-def user_errors(what: str = "") -> Iterator[None]:
-    """Turn any failure into an ``st.error`` with the fix; never a traceback on the page."""
+def user_errors(what: str = "", sticky: str | None = None) -> Iterator[None]:
+    """Turn any failure into an ``st.error`` with the fix; never a traceback on the page.
+
+    With ``sticky`` (a scope such as "topology") the message is kept in the session instead of drawn
+    once: ``show_errors(scope)`` draws it on every rerun until an action in that scope succeeds, so
+    the automatic reruns that follow a click (uploaders, canvas components) cannot wipe it.
+    """
     try:
         yield
     except CcvizError as exc:
-        st.error(f"{what + ': ' if what else ''}{exc}")
-    except Exception as exc:  # last resort: a bug, shown briefly, details in the server log
+        _fail(f"{what + ': ' if what else ''}{exc}", sticky)
+    except Exception as exc:  # last resort: a bug, shown with advice, details in the server log
         traceback.print_exc()
-        st.error(
-            f"{what + ': ' if what else ''}unexpected {type(exc).__name__}: {exc}. "
-            "Try a smaller size or another algorithm; please report this with the topology and settings."
-        )
+        _fail(f"{what + ': ' if what else ''}unexpected {type(exc).__name__}: {exc}. "
+              "Try a smaller size or another algorithm; please report this with the topology and settings.", sticky)
+    except BaseException:  # Streamlit's rerun/stop after a successful action
+        clear_errors(sticky)
+        raise
+    else:
+        clear_errors(sticky)
+
+
+def _fail(message: str, sticky: str | None) -> None:
+    if sticky is None:
+        st.error(message)
+    else:
+        st.session_state.setdefault(ERRORS_KEY, {})[sticky] = message
+
+
+def clear_errors(scope: str | None) -> None:
+    if scope is not None:
+        st.session_state.get(ERRORS_KEY, {}).pop(scope, None)
+
+
+def keep_error(scope: str, message: str) -> None:
+    """Remember an error outside a ``user_errors`` block (e.g. a background job's failure)."""
+    _fail(message, scope)
+
+
+def show_errors(scope: str) -> None:
+    """Draw the error kept for ``scope`` (if any); it stays until an action in the scope succeeds."""
+    message = st.session_state.get(ERRORS_KEY, {}).get(scope)
+    if message:
+        st.error(message, icon=":material/error:")

@@ -6,11 +6,11 @@ from typing import Any
 
 import streamlit as st
 
-from ccviz import export
+from ccviz import app_url, export
 from ccviz.app_runs import CachedRun
 from ccviz.app_state import current_topology, topology_source, user_errors
 from ccviz.limit import limit_sentence
-from ccviz.synth.registry import Algorithm
+from ccviz.synth.registry import Algorithm, Progress
 from ccviz.units import format_size, format_time, size_sweep
 from ccviz.viz import schedule_animation
 
@@ -20,8 +20,13 @@ APP_CONTROLLED = frozenset({"progress", "stop", "extra"})  # the app wires these
 
 
 def configure_page() -> None:
-    """Title and wide layout; every page calls it so a page run on its own looks the same."""
-    st.set_page_config(page_title="ccviz workbench", page_icon=":material/hub:", layout="wide")
+    """Title and wide layout; every page calls it so a page run on its own looks the same.
+
+    The icon is an emoji: Streamlit draws it locally, where a ``:material/...:`` favicon is fetched
+    from a font host (the app must work offline).
+    """
+    st.set_page_config(page_title="ccviz workbench", page_icon="🕸️", layout="wide")
+    app_url.restore(SIZES)  # a shared link, applied once per session whichever page it opens
 
 
 def algorithm_picker(container: Any, choices: list[str], collective: str, key: str) -> str:
@@ -29,7 +34,9 @@ def algorithm_picker(container: Any, choices: list[str], collective: str, key: s
     if not choices:
         st.warning(f"No registered algorithm implements {collective} yet; choose another collective.")
         st.stop()
-    return container.selectbox("algorithm", choices, key=key, index=choices.index("ring") if "ring" in choices else 0)
+    if st.session_state.get(key) not in choices:  # first visit, or the collective changed: ring when it can
+        st.session_state[key] = "ring" if "ring" in choices else choices[0]
+    return container.selectbox("algorithm", choices, key=key)
 
 
 def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] = ("◀ previous", "next ▶"),
@@ -54,6 +61,19 @@ def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] 
     return st.session_state[state_key]
 
 
+def job_line(what: str, elapsed_s: float, progress: Progress | None, stopping: bool) -> str:
+    """The status line of a running job, in words (the same wording as the CLI's ``--progress``)."""
+    line = f"running {what} … {format_time(elapsed_s)}"
+    if progress is not None and progress.text():
+        line += " — " + progress.text()
+    return line + (" (stopping…)" if stopping else "")
+
+
+def plural(n: int, word: str) -> str:
+    """'1 transfer', '3 transfers'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def topology_caption() -> None:
     topo = current_topology()
     st.caption(f"Topology **{topo.name}** — {topo.summary()} · from {topology_source()} "
@@ -61,7 +81,8 @@ def topology_caption() -> None:
 
 
 def size_picker(label: str, key: str, default: float = 1e6) -> float:
-    return st.select_slider(label, options=SIZES, value=default, format_func=format_size, key=key)
+    st.session_state.setdefault(key, default)  # a shared link may have set it already
+    return st.select_slider(label, options=SIZES, format_func=format_size, key=key)
 
 
 def size_range_picker(label: str, key: str, default: tuple[float, float] = (1e3, 1e9)) -> list[float]:

@@ -122,12 +122,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def show_progress(p: Progress) -> None:
-        parts = [f"[{p.elapsed_s:7.1f}s]", p.message]
-        if p.incumbent_s is not None:
-            parts.append(f"best {format_time(p.incumbent_s)}")
-        if p.gap is not None:
-            parts.append(f"gap {p.gap:.1%}")
-        print(" ".join(x for x in parts if x), file=sys.stderr, flush=True)
+        print(f"[{p.elapsed_s:7.1f}s] {p.text()}", file=sys.stderr, flush=True)
 
     options = SynthOptions(
         epoch=parse_epoch(args.epoch), epochs=args.epochs, time_limit=args.time_limit, gap=args.gap,

@@ -7,7 +7,7 @@ from ccviz.app_runs import SweepJob, SweepRequest
 from ccviz.app_state import current_topology, user_errors
 from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
-from ccviz.units import format_size, format_time
+from ccviz.units import format_size
 from ccviz.viz import comparison_figure, finish_bars
 
 app_ui.configure_page()
@@ -15,7 +15,6 @@ app_ui.configure_page()
 PARAMS_KEY = "cmp_params"
 JOB_KEY = "cmp_job"
 POLL_S = 0.1
-SMALL_FABRIC = 16  # GPUs
 NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "limit_us", "limit_pct", "formula_us",
            "synth_time_s")
 
@@ -24,22 +23,17 @@ def run_sweep(job: SweepJob) -> None:
     """Show the sweep's progress with a Stop button until its thread ends (as the Synthesize page)."""
     live = st.empty()  # the stop button and progress vanish together once the sweep ends
     with live.container():
-        if st.button("Stop", key="cmp_stop", help="ends the sweep: the running algorithm returns its best schedule "
-                     "so far (or fails), the points not run are marked skipped"):
-            job.stop()
+        st.button("Stop", key="cmp_stop", on_click=job.stop,
+                  help="ends the sweep within about a second: the running algorithm returns its best schedule "
+                  "so far (or fails), the points not run are marked skipped")
         status = st.empty()
     while not job.wait(POLL_S):
-        line = f"{len(job.rows)}/{job.total} runs, {format_time(job.elapsed_s)}"
+        what = f"run {min(len(job.rows) + 1, job.total)} of {job.total}"
         if job.current is not None:
             algorithm, size = job.current
-            line += f" — {algorithm} at {format_size(size)}"
-        p = job.progress
-        if p is not None and p.message:
-            line += f": {p.message}"
-            if p.gap is not None:
-                line += f", gap {p.gap:.1%}"
-        line += " (stopping…)" if job.stop_event.is_set() else ""
-        status.progress(min(1.0, job.fraction), text=line)
+            what += f" ({algorithm} at {format_size(size)})"
+        status.progress(min(1.0, job.fraction),
+                        text=app_ui.job_line(what, job.elapsed_s, job.progress, job.stop_event.is_set()))
     live.empty()
 
 
@@ -53,18 +47,28 @@ available = algorithms_for(collective)
 if not available:
     st.warning(f"No registered algorithm implements {collective} yet.")
     st.stop()
-# Optimal solvers (MILPs) are quick on small fabrics; on big ones they are opt-in (they obey the time limit).
-default = available if topology.n_gpus <= SMALL_FABRIC else [a for a in available if REGISTRY[a].kind != "optimal"]
-algorithms = c2.multiselect("algorithms", available, default=default or available, key="cmp_algorithms",
-                            help="optimal solvers (MILP) can take long on big fabrics; they obey the time limit")
+# Optimal solvers (MILPs) take tens of seconds per run even on small fabrics: opt-in, so the
+# defaults finish in about half a minute. The choices follow the collective (one selection per collective).
+default = [a for a in available if REGISTRY[a].kind != "optimal"] or available
+algorithms = c2.multiselect("algorithms", available, default=default, key=f"cmp_algorithms_{collective}",
+                            help="optimal solvers (TE-CCL) are off by default: each run can take tens of seconds; "
+                            "they obey the time limit")
+heavy = [a for a in algorithms if REGISTRY[a].kind == "optimal"]
+optional = [a for a in available if REGISTRY[a].kind == "optimal" and a not in algorithms]
+if optional:
+    st.caption(f"Not selected by default (slow per run): {', '.join(optional)}. Add them for a few sizes.")
 sizes = app_ui.size_range_picker("sizes", "cmp_sizes")
-c3, c4, c5 = st.columns(3)
+c3, c4, c5, c6 = st.columns(4)
 chunks = int(c3.number_input("chunks per rank", 1, 16, 1, key="cmp_chunks"))
 root = c4.selectbox("root", topology.gpus, key="cmp_root") if collective in ROOTED else None
 time_limit = float(c5.number_input("time limit per run (s)", 1.0, 600.0, 20.0, key="cmp_time_limit"))
+epoch = c6.selectbox("TE-CCL epoch", ["fastest", "slowest"], key="cmp_epoch", disabled=not heavy,
+                     help="one chunk's time on the fastest/slowest link; used by the TE-CCL solvers only")
+if heavy:
+    st.caption(f"{len(heavy) * len(sizes)} TE-CCL run(s) of up to {time_limit:g} s each.")
 
 params = SweepRequest(topology.to_json(), collective, tuple(algorithms), tuple(float(s) for s in sizes), chunks, root,
-                      time_limit)
+                      time_limit, epoch)
 job = st.session_state.get(JOB_KEY)
 running = job is not None and not job.done
 clicked = st.button("Compare", type="primary", disabled=not algorithms or running, key="cmp_run")

@@ -31,7 +31,7 @@ windows = entry.figure("windows", lambda: frame_windows(timeline))
 frame = timeline.transfers_frame()
 coll = timeline.collective
 st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_bytes)} over {coll.n_ranks} GPUs "
-           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {len(windows)} frames")
+           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {app_ui.plural(len(windows), 'frame')}")
 
 
 def transfers_table(rows: pd.DataFrame) -> None:
@@ -49,13 +49,16 @@ if view == "Animation":
 
 elif view == "Step by step":
     app_ui.frame_stepper("pb_frame", len(windows), "pb")
-    if len(windows) > 1:
-        st.slider("frame", 0, len(windows) - 1, key="pb_frame")
+    if len(windows) > 1:  # people count frames from 1; the stepper keeps 0-based indices
+        st.session_state["pb_frame_shown"] = st.session_state["pb_frame"] + 1
+        st.slider("frame", 1, len(windows), key="pb_frame_shown",
+                  on_change=lambda: st.session_state.update(pb_frame=st.session_state["pb_frame_shown"] - 1))
     k = st.session_state["pb_frame"]
     with user_errors("frame"):
         app_ui.plot(frame_snapshot(timeline, k, windows), key="pb_snapshot")
-        st.markdown(f"**Frame {k + 1}/{len(windows)}** ({windows[k].label}): "
-                    f"{len(windows[k].transfers)} transfers start")
+        starts = len(windows[k].transfers)
+        st.markdown(f"**Frame {k + 1} of {len(windows)}** ({windows[k].label}): "
+                    f"{app_ui.plural(starts, 'transfer')} {'starts' if starts == 1 else 'start'}")
         transfers_table(frame.iloc[list(windows[k].transfers)])
 
 elif view == "Inspect a link or node":
@@ -81,13 +84,14 @@ elif view == "Inspect a link or node":
         rows = frame[(frame["src"] == node) | (frame["dst"] == node)]
         held = timeline.holdings_at(timeline.finish_time_s).get(node)
         st.markdown(f"**{topology.nodes[node].label}** sends {int((rows['src'] == node).sum())} and "
-                    f"receives {int((rows['dst'] == node).sum())} transfers"
-                    + (f"; holds {sum(v >= 1 for v in held.values())} complete chunks at the end" if held else ""))
+                    f"receives {app_ui.plural(int((rows['dst'] == node).sum()), 'transfer')}"
+                    + (f"; holds {app_ui.plural(sum(v >= 1 for v in held.values()), 'complete chunk')} at the end"
+                       if held else ""))
     else:
         u, v = (int(x) for x in ident.split("->"))
         rows = frame[(frame["src"] == u) & (frame["dst"] == v)]
         busy = timeline.link_utilization().get((u, v), 0.0)
-        st.markdown(f"**link {u}→{v}** carries {len(rows)} transfers, busy {busy:.0%} of the run")
+        st.markdown(f"**link {u}→{v}** carries {app_ui.plural(len(rows), 'transfer')}, busy {busy:.0%} of the run")
     transfers_table(rows)
 
 elif view == "Utilization":

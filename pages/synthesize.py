@@ -2,12 +2,19 @@
 
 import streamlit as st
 
-from ccviz import app_ui
+from ccviz import app_ui, app_url
 from ccviz.app_runs import RunRequest, SynthesisJob
-from ccviz.app_state import current_topology, last_run, set_last_run, user_errors
+from ccviz.app_state import (
+    clear_errors,
+    current_topology,
+    keep_error,
+    last_run,
+    set_last_run,
+    show_errors,
+    user_errors,
+)
 from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
-from ccviz.units import format_time
 
 app_ui.configure_page()
 
@@ -15,6 +22,18 @@ JOB_KEY = "ccviz_job"
 POLL_S = 0.1
 
 st.title("Synthesize a schedule")
+with st.expander("**What is ccviz?** Start here", expanded=last_run() is None):
+    st.markdown("ccviz builds schedules for collective communication (AllGather, AllReduce, AllToAll, …) on a "
+                "GPU fabric, checks every schedule in a simulator, compares it with the lower bound, and shows "
+                "it moving over the links. Three ways in:")
+    for column, (page, label, icon, text) in zip(st.columns(3), (
+            ("pages/learn.py", "Teach", ":material/school:", "step through ring, tree and halving-doubling"),
+            ("pages/topology.py", "Design", ":material/hub:", "build or upload a fabric, edit its cables"),
+            ("pages/compare.py", "Compare", ":material/monitoring:", "algorithms over sizes against the bound"),
+    ), strict=True):
+        column.page_link(page, label=f"**{label}**", icon=icon)
+        column.markdown(text)
+    st.markdown("Or stay here: pick a collective and an algorithm below and press **Synthesize**.")
 app_ui.topology_caption()
 topology = current_topology()
 
@@ -27,15 +46,17 @@ with right:
 alg = REGISTRY[algorithm]
 st.caption(f"**{alg.name}** ({alg.kind}): {alg.description}")
 c1, c2 = st.columns(2)
-chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, value=1, step=1, key="syn_chunks"))
+st.session_state.setdefault("syn_chunks", 1)
+chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
+app_url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks)
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = app_ui.option_inputs(alg, "syn_opt")
 
 job = st.session_state.get(JOB_KEY)
 running = job is not None and not job.done
 if st.button("Synthesize", type="primary", disabled=running, key="syn_run"):
-    with user_errors("synthesis"):
+    with user_errors("synthesis", sticky="synthesis"):
         request = RunRequest.make(topology, collective, algorithm, size, chunks, root, **options)
         job = SynthesisJob(request, topology)
         st.session_state[JOB_KEY] = job
@@ -43,32 +64,27 @@ if st.button("Synthesize", type="primary", disabled=running, key="syn_run"):
 if job is not None and not job.done:
     live = st.empty()  # the stop button and progress vanish together once the solve ends
     with live.container():
-        if st.button("Stop", key="syn_stop"):
-            job.stop()
+        # on_click runs before the next script run starts: the stop reaches the solver at once
+        st.button("Stop", key="syn_stop", on_click=job.stop,
+                  help="ends the solve within about a second; the best schedule found so far is shown")
         status = st.empty()
     while not job.wait(POLL_S):
+        status_line = app_ui.job_line(job.request.algorithm, job.elapsed_s, job.latest(), job.stop_event.is_set())
         p = job.latest()
-        line = f"running {job.request.algorithm} … {format_time(job.elapsed_s)}"
-        if p is not None:
-            parts = [p.message]
-            if p.incumbent_s is not None:
-                parts.append(f"best finish {format_time(p.incumbent_s)}")
-            if p.gap is not None:
-                parts.append(f"gap {p.gap:.1%}")
-            line += " — " + ", ".join(x for x in parts if x)
-        line += " (stopping…)" if job.stop_event.is_set() else ""
         if p is not None and p.fraction is not None:
-            status.progress(min(1.0, max(0.0, p.fraction)), text=line)
+            status.progress(min(1.0, max(0.0, p.fraction)), text=status_line)
         else:
-            status.info(line)
+            status.info(status_line)
     live.empty()
 
 if job is not None and job.done:
     del st.session_state[JOB_KEY]
     if job.error:
-        st.error(f"{job.request.algorithm}: {job.error}")
+        keep_error("synthesis", f"{job.request.algorithm}: {job.error}")
     elif job.entry is not None:
+        clear_errors("synthesis")
         set_last_run(job.entry)
+show_errors("synthesis")  # stays until the next successful run
 
 entry = last_run()
 if entry is not None:

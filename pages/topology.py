@@ -7,12 +7,20 @@ from streamlit_flow import streamlit_flow
 
 from ccviz import app_ui
 from ccviz.app_canvas import flow_state, structure_changed, topology_from_flow
-from ccviz.app_state import current_topology, sample_files, set_topology, topology_source, user_errors
+from ccviz.app_state import (
+    current_topology,
+    sample_files,
+    set_topology,
+    show_errors,
+    topology_source,
+    user_errors,
+)
+from ccviz.app_url import topology_from_name
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
 from ccviz.limit import LIMITED, bandwidth_limit
 from ccviz.topology import SWITCH_HOPS, Topology
-from ccviz.topology_tables import link_table, node_table, topology_from_tables
+from ccviz.topology_tables import DIRECTIONS, fabric_defaults, link_table, node_table, topology_from_tables
 from ccviz.viz import cut_figure, topology_figure
 
 app_ui.configure_page()
@@ -39,8 +47,8 @@ if source == "builder":
             changed[param] = value
     spec = name + (":" + ",".join(f"{k}={v}" for k, v in changed.items()) if changed else "")
     if st.button(f"Build {spec}", type="primary", key="topo_build"):
-        with user_errors("builder"):
-            set_topology(build(spec), f"builder {spec}")
+        with user_errors("builder", sticky="topology"):
+            set_topology(build(spec), f"builder {spec}", spec=spec)
             st.rerun()
 elif source == "sample file":
     samples = sample_files()
@@ -50,20 +58,22 @@ elif source == "sample file":
         stems = list(samples)
         pick = st.selectbox("sample", stems, index=stems.index("dgx1") if "dgx1" in stems else 0, key="topo_sample")
         if st.button(f"Load {pick}", type="primary", key="topo_load_sample"):
-            with user_errors("sample"):
-                set_topology(Topology.from_dict(json.loads(samples[pick].read_text()), name=pick), f"sample {pick}")
+            with user_errors("sample", sticky="topology"):
+                set_topology(*topology_from_name(pick), spec=pick)
                 st.rerun()
 else:
     upload = st.file_uploader("topology JSON (ccviz format or the papers' reference format)", type=["json"],
                               key="topo_upload")
     if upload is not None and st.button(f"Use {upload.name}", type="primary", key="topo_use_upload"):
-        with user_errors(upload.name):
+        with user_errors("upload", sticky="topology"):
             try:
                 data = json.loads(upload.getvalue().decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise CcvizError(f"topology: {upload.name} is not valid JSON ({exc})", "topology") from None
             set_topology(Topology.from_dict(data, name=upload.name.rsplit(".", 1)[0]), f"upload {upload.name}")
             st.rerun()
+
+show_errors("topology")  # kept until the next successful build/load, whatever reruns follow
 
 st.divider()
 topology = current_topology()
@@ -103,7 +113,7 @@ with figure_col:
                                enable_edge_menu=True, hide_watermark=True)
         st.session_state["topo_flow_state"] = drawn  # keep the drawing even when it does not validate
         if structure_changed(topology, drawn):
-            with user_errors("canvas"):
+            with user_errors("canvas", sticky="topology_edit"):
                 set_topology(topology_from_flow(topology, drawn), f"canvas edit of {topology.name}")
                 st.rerun()
 with edit_col:
@@ -112,13 +122,26 @@ with edit_col:
                            key=f"topo_nodes_{version}", height=220,
                            column_config={"kind": st.column_config.SelectboxColumn("kind", options=["gpu", "switch"]),
                                           "copy": st.column_config.CheckboxColumn("copy", help="switch multicast")})
-    links = st.data_editor(link_table(topology), num_rows="dynamic", width="stretch", hide_index=True,
-                           key=f"topo_links_{version}", height=300,
-                           column_config={"bandwidth_GBps": st.column_config.NumberColumn("GB/s", min_value=0.0),
-                                          "alpha_us": st.column_config.NumberColumn("alpha (us)", min_value=0.0)})
+    per_direction = st.toggle("asymmetric: one row per direction", key="topo_per_direction",
+                              help="off: one row per cable, an edit changes both directions")
+    bw, alpha = fabric_defaults(topology)
+    st.caption(f"One row per cable (direction *both*); blank GB/s or alpha take the fabric's defaults "
+               f"({bw:g} GB/s, {alpha:g} us).")
+    links = st.data_editor(
+        link_table(topology, per_direction), num_rows="dynamic", width="stretch", hide_index=True,
+        key=f"topo_links_{version}_{per_direction}", height=300,
+        column_config={
+            "direction": st.column_config.SelectboxColumn("direction", options=list(DIRECTIONS),
+                                                          help="both: the cable's two directions; one way: src->dst"),
+            "bandwidth_GBps": st.column_config.NumberColumn("GB/s", min_value=1e-6,
+                                                            help=f"positive; blank = {bw:g} (fabric default)"),
+            "alpha_us": st.column_config.NumberColumn("alpha (us)", min_value=0.0,
+                                                      help=f"zero or positive; blank = {alpha:g}"),
+            "lanes": st.column_config.NumberColumn("lanes", min_value=1, step=1)})
     if st.button("Apply edits", type="primary", key="topo_apply"):
-        with user_errors("edit"):
+        with user_errors("edit", sticky="topology_edit"):
             set_topology(topology_from_tables(topology, nodes, links), f"table edit of {topology.name}")
             st.rerun()
+    show_errors("topology_edit")
     st.download_button("Save topology JSON", data=topology.to_json(), file_name=f"{topology.name}.json",
                        mime="application/json", on_click="ignore", key="topo_save")

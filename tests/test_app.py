@@ -87,8 +87,10 @@ def test_synthesize_with_another_algorithm_and_play_it_back():
     assert charts["Utilization"] == 2
     at.radio(key="pb_view").set_value("Step by step").run()
     at.button(key="pb_next").click().run()
-    assert at.slider(key="pb_frame").value == 1
-    assert any(m.value.startswith("**Frame 2/") for m in at.markdown)
+    assert at.slider(key="pb_frame_shown").value == 2  # frames are numbered from 1
+    assert any(m.value.startswith("**Frame 2 of ") for m in at.markdown)
+    at.slider(key="pb_frame_shown").set_value(1).run()
+    assert any(m.value.startswith("**Frame 1 of ") for m in at.markdown)
     at.radio(key="pb_view").set_value("Inspect a link or node").run()
     link = next(f"link {u}->{v}" for u, v in sorted(ccviz.load_topology("dgx1").links))
     at.selectbox(key="pb_elem").select(link).run()
@@ -101,7 +103,7 @@ def test_compare_two_algorithms_within_the_bound():
     algorithm = other_algorithm()
     at = fresh_app()
     at.switch_page("pages/compare.py").run()
-    at.multiselect(key="cmp_algorithms").set_value(["ring", algorithm]).run()
+    at.multiselect(key="cmp_algorithms_allgather").set_value(["ring", algorithm]).run()
     at.select_slider(key="cmp_sizes").set_range(1e3, 1e6).run()
     at.button(key="cmp_run").click().run()
     assert_clean(at)
@@ -127,6 +129,8 @@ def test_topology_designer_sample_builder_and_inline_errors():
     assert not at.exception
     assert any("cannot read n='x'" in e.value for e in at.error)
     assert at.subheader[0].value == "ring8"  # a bad build keeps the current topology
+    at.run()  # any later rerun (a component, a widget) keeps the error on screen
+    assert any("cannot read n='x'" in e.value for e in at.error)
     at.text_input(key="topo_b_ring_n").input("5").run()
     at.button(key="topo_build").click().run()
     assert_clean(at)
@@ -289,3 +293,56 @@ def test_results_show_the_share_of_the_fabric_limit_and_the_designer_draws_the_c
     at.selectbox(key="topo_cut_of").select("broadcast").run()
     assert_clean(at)
     assert any("smallest flow out of the root" in c.value for c in at.caption)
+
+
+def test_link_table_has_one_row_per_cable_and_blank_values_take_the_fabric_defaults():
+    topo = ccviz.load_topology("ring:n=4,bw=25,alpha=0.7")
+    nodes, links = node_table(topo), link_table(topo)
+    assert len(links) == len(topo.links) // 2 and set(links["direction"]) == {"both"}
+    links.loc[0, "bandwidth_GBps"] = 7.0  # one edit: both directions of that cable change
+    u, v = int(links.loc[0, "src"]), int(links.loc[0, "dst"])
+    edited = topology_from_tables(topo, nodes, links)
+    assert edited.link(u, v).bandwidth_GBps == edited.link(v, u).bandwidth_GBps == 7.0
+    per_direction = link_table(edited, per_direction=True)
+    assert len(per_direction) == len(edited.links) and set(per_direction["direction"]) == {"one way"}
+    new = pd.DataFrame([{"src": 0, "dst": 2}])  # a new cable with blank bandwidth and alpha
+    grown = topology_from_tables(topo, nodes, pd.concat([link_table(topo), new], ignore_index=True))
+    assert (grown.link(0, 2).bandwidth_GBps, grown.link(2, 0).alpha_us) == (25.0, 0.7)
+    shown = link_table(edited.with_changes(links=[*edited.links.values()][1:]))  # one direction removed
+    assert "one way" in set(shown["direction"])
+    for bad in (0.0, -3.0):
+        zero = link_table(topo)
+        zero.loc[0, "bandwidth_GBps"] = bad
+        with pytest.raises(ccviz.CcvizError, match="bandwidth_GBps: link row 1"):
+            topology_from_tables(topo, nodes, zero)
+
+
+def test_progress_text_is_in_words_and_never_shows_a_negative_gap():
+    from ccviz.synth.registry import Progress
+
+    assert "gap" not in Progress(1.0, "TE-CCL: solving", gap=-1.0).text()
+    assert Progress(1.0, "x", incumbent_s=2e-6, gap=0.25).text() == "x, best finish so far 2 us, gap 25.0%"
+
+
+def test_a_link_with_query_parameters_restores_topology_collective_algorithm_size_and_chunks():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "torus2d:dims=3x3", "collective": "alltoall", "algorithm": "direct",
+                            "size": "4MB", "chunks": "2"})
+    at.run()
+    assert_clean(at)
+    assert "torus2d" in at.caption[0].value
+    assert at.selectbox(key="syn_collective").value == "alltoall"
+    assert at.selectbox(key="syn_algorithm").value == "direct"
+    assert at.select_slider(key="syn_size").value == 4e6
+    assert at.number_input(key="syn_chunks").value == 2
+    at.selectbox(key="syn_algorithm").select("ring").run()  # the page writes its state back
+    assert at.query_params["algorithm"] == "ring" and at.query_params["topology"] == "torus2d:dims=3x3"
+
+
+def test_a_bad_link_says_what_is_wrong_and_applies_the_rest():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "ring:n=5", "collective": "nosuch"})
+    at.run()
+    assert not at.exception
+    assert any("collective" in e.value and "nosuch" in e.value for e in at.error)
+    assert "ring" in " ".join(c.value for c in at.caption)

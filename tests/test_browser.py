@@ -7,6 +7,7 @@ Screenshots land in the test's temporary folder.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -143,3 +144,92 @@ def test_learn_steps_rhd_rounds_with_the_arrow_keys(app_url, tmp_path):
         page.screenshot(path=str(tmp_path / "learn_6.png"), full_page=True)
     assert seen[-1] == "Round 6 of 6 — finished"
     assert "Finished" in sentence and "every GPU holds its result" in sentence
+
+
+def _main(page):
+    """The page's own content (Streamlit's header has a Stop button of its own while a script runs)."""
+    return page.locator("[data-testid=stMain]")
+
+
+@needs_chromium
+def test_a_link_restores_the_view_and_the_app_stays_offline(app_url, tmp_path):
+    outside: list[str] = []
+    with browser_page() as page:
+        page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((app_url, "data:", "blob:"))
+                else None)
+        page.goto(f"{app_url}/?topology=torus2d:dims%3D3x3&collective=alltoall&algorithm=direct&size=4MB")
+        page.get_by_role("heading", name="Synthesize a schedule").wait_for()
+        _main(page).get_by_text("Topology torus2d", exact=False).first.wait_for()
+        page.wait_for_timeout(1500)
+        selects = _main(page).locator("[data-testid=stSelectbox] input")
+        assert [selects.nth(0).input_value(), selects.nth(1).input_value()] == ["alltoall", "direct"]
+        assert "4MB" in _main(page).locator("[data-testid=stSlider]").first.inner_text()
+        assert page.get_by_role("button", name="Deploy").count() == 0
+        page.screenshot(path=str(tmp_path / "link.png"), full_page=True)
+    assert not outside, f"the app fetched from outside: {outside[:5]}"
+
+
+@needs_chromium
+def test_stop_during_a_long_teccl_solve_shows_the_stopped_early_result(app_url, tmp_path):
+    with browser_page() as page:
+        page.goto(f"{app_url}/?topology=ndv2_2chassis_teccl_as_run&collective=alltoall&algorithm=teccl&size=4MB")
+        _main(page).get_by_text("Topology ndv2_2chassis_teccl_as_run", exact=False).first.wait_for()
+        _main(page).get_by_role("button", name="Synthesize", exact=True).click()
+        stop = _main(page).get_by_role("button", name="Stop", exact=True)
+        stop.wait_for()
+        page.wait_for_timeout(4000)  # the solve is well under way (it takes tens of seconds)
+        assert stop.is_visible(), "the solve ended before Stop could be pressed"
+        stop.click()
+        pressed = time.monotonic()
+        _main(page).get_by_text("Stopped early").first.wait_for(timeout=5_000)
+        waited = time.monotonic() - pressed
+        page.screenshot(path=str(tmp_path / "stopped.png"), full_page=True)
+        assert _main(page).get_by_text("finish time").first.is_visible()
+    assert waited <= 5.0
+
+
+@needs_chromium
+def test_a_malformed_upload_keeps_its_error_on_screen(app_url, tmp_path):
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"nodes": [1, 2,')
+    with browser_page() as page:
+        page.goto(f"{app_url}/topology")
+        page.get_by_role("heading", name="Topology designer").wait_for()
+        _main(page).get_by_text("upload", exact=True).click()
+        _main(page).locator("input[type=file]").set_input_files(str(bad))
+        _main(page).get_by_role("button", name="Use broken.json").click()
+        _main(page).get_by_text("is not valid JSON").first.wait_for()
+        page.wait_for_timeout(3000)
+        page.screenshot(path=str(tmp_path / "upload_error.png"), full_page=True)
+        assert _main(page).get_by_text("is not valid JSON").first.is_visible()
+
+
+@needs_chromium
+def test_one_edit_of_a_cable_changes_both_directions(app_url, tmp_path):
+    with browser_page() as page:
+        page.goto(f"{app_url}/topology?topology=ring:n%3D4")
+        _main(page).get_by_role("heading", name="ring4").wait_for()
+        links = _main(page).locator("[data-testid=stDataFrame]").nth(1)  # nodes first, then cables
+        links.wait_for()
+        links.scroll_into_view_if_needed()
+        page.wait_for_timeout(1000)
+        box = links.bounding_box()
+        page.mouse.click(box["x"] + 60, box["y"] + 52)  # the grid is a canvas: first row, column src
+        for _ in range(3):
+            page.keyboard.press("ArrowRight")  # src -> dst -> direction -> GB/s
+        page.keyboard.press("Enter")
+        page.keyboard.press("Control+a")
+        page.keyboard.type("7")
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(800)
+        _main(page).get_by_role("button", name="Apply edits").click()
+        page.wait_for_timeout(2500)
+        with page.expect_download() as download:
+            _main(page).get_by_role("button", name="Save topology JSON").click()
+        saved = tmp_path / "edited.json"
+        download.value.save_as(saved)
+        page.screenshot(path=str(tmp_path / "cable_edit.png"), full_page=True)
+    data = json.loads(saved.read_text())
+    bandwidth = {(lk["src"], lk["dst"]): lk["bandwidth_GBps"] for lk in data["links"]}
+    changed = sorted(k for k, bw in bandwidth.items() if bw == 7)
+    assert changed == [(0, 1), (1, 0)], bandwidth  # the first cable, both directions, in one edit

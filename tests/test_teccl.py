@@ -246,3 +246,22 @@ def test_epoch_synchronous_replay_is_offered_and_never_faster():
     assert fast.finish_time_s <= slow.finish_time_s <= synced.estimated_finish_s + 3 * 0.7e-6
     with pytest.raises(CcvizError, match="replay"):
         synthesize(topo, coll, "teccl", SynthOptions(extra={"replay": "later"}))
+
+
+def test_a_stop_while_the_model_is_built_returns_the_best_verified_schedule_with_a_note():
+    from ccviz.pipeline import run
+
+    stop = threading.Event()
+    seen: list[str] = []
+
+    def progress(p):
+        seen.append(p.text())
+        if "building" in p.message:
+            stop.set()
+
+    result = run(load_topology("dgx1"), "alltoall", "teccl", 1e6, 1, None,
+                 SynthOptions(stop=stop, progress=progress))
+    assert result.timeline.verified
+    assert any(n.startswith("stopped early") for n in result.schedule.notes), result.schedule.notes
+    assert not any("gap -" in line for line in seen)
+    assert any("proven at least" in line for line in seen)

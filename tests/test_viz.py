@@ -69,7 +69,9 @@ def test_epoch_schedule_has_one_frame_per_epoch_and_transfers_in_their_epoch(rin
     for w in windows:
         assert {timeline.schedule.transfers[i].step for i in w.transfers} == {w.index}
     fig = schedule_animation(timeline)
-    assert len(fig.frames) == timeline.schedule.epochs
+    assert len(fig.frames) == timeline.schedule.epochs + 1  # and a last "done" frame at the finish
+    assert fig.layout.sliders[0].steps[0].label.startswith("1/8 · epoch 1")
+    assert fig.layout.sliders[0].steps[-1].label.startswith("8/8 · done")
     assert sum(chunk_markers(f.data) for f in fig.frames) == len(timeline.schedule.transfers)
 
 
@@ -112,11 +114,15 @@ def test_busy_fraction_is_in_unit_interval_and_conserves_busy_time(ring8):
 
 def test_animation_colours_busy_links_and_fills_gpus(ring8):
     fig = schedule_animation(ring8)
-    last = fig.frames[-1].data
+    last = fig.frames[-2].data  # the last step (the frame after it is the finished state)
     busiest = next(t for t in last if t.name == "busy ≤ 100%")
     assert any(x is not None for x in busiest.x)  # a ring step keeps its links fully busy
     gpus = next(t for t in last if t.name == "GPUs")
     assert list(gpus.marker.color) == [1.0] * 8  # every GPU holds all it needs at the end
+    done = fig.frames[-1].data
+    assert list(next(t for t in done if t.name == "GPUs").marker.color) == [1.0] * 8
+    now = done[-1]  # the time strip's marker sits at the finish time
+    assert now.xaxis == "x2" and now.x[0] == pytest.approx(ring8.finish_time_s * 1e6)
     first = fig.frames[0].data
     assert max(next(t for t in first if t.name == "GPUs").marker.color) < 1.0
     assert fig.layout.sliders[0].steps and fig.layout.updatemenus[0].buttons[0].label.endswith("Play")
@@ -125,7 +131,7 @@ def test_animation_colours_busy_links_and_fills_gpus(ring8):
 def test_large_fabric_animation_is_utilization_only():
     timeline = ring_allgather(CHUNKS_UP_TO + 8, size=1e5)
     fig = schedule_animation(timeline, max_frames=10)
-    assert len(fig.frames) <= 10
+    assert len(fig.frames) <= 10 + 1
     assert all(chunk_markers(f.data) == 0 for f in fig.frames)
     assert "utilization only" in fig.layout.title.text
 
@@ -196,3 +202,35 @@ def test_wrap_around_links_are_bent_so_they_do_not_cross_nodes():
     assert len(segments[(0, 1)]) == 2  # neighbours stay straight
     ring = ccviz.load_topology("ring:n=8")
     assert all(len(path) == 2 for path in link_segments(ring, node_positions(ring)).values())
+
+
+def test_many_sources_get_a_colourbar_not_a_legend():
+    timeline = ring_allgather(16, size=1e5)
+    fig = schedule_animation(timeline)
+    assert not [t for t in fig.data if (t.name or "").startswith("from ")]
+    assert any(t.marker is not None and t.marker.showscale for t in fig.data)
+    few = schedule_animation(ring_allgather(4, size=1e5))
+    assert len([t for t in few.data if (t.name or "").startswith("from ")]) == 4
+
+
+@pytest.mark.parametrize("spec, collective, algorithm", [("dgx1", "allreduce", "ring"),
+                                                          ("torus2d:dims=3x3", "alltoall", "direct")])
+def test_holdings_series_replays_the_simulators_holdings(spec, collective, algorithm):
+    from ccviz.pipeline import run
+    from ccviz.viz.holdings import holdings_series
+
+    timeline = run(ccviz_load(spec), collective, algorithm, 1e6).timeline
+    times = np.linspace(0, timeline.finish_time_s, 7)
+    _, _, series, note = holdings_series(timeline, times)
+    chunks, gpus = timeline.collective.chunks, timeline.topology.gpus
+    for k, t in enumerate(times):
+        held = timeline.holdings_at(float(t))
+        expected = np.array([[held.get(g, {}).get(c.id, 0.0) for c in chunks] for g in gpus])
+        assert np.allclose(series[k], expected)
+    assert note == ""
+
+
+def ccviz_load(spec):
+    from ccviz import load_topology
+
+    return load_topology(spec)

@@ -17,6 +17,7 @@ from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule
 from ccviz.topology import Topology
+from ccviz.units import format_time
 
 
 @dataclass
@@ -29,6 +30,15 @@ class Progress:
     bound_s: float | None = None  # best proven lower bound so far
     gap: float | None = None
     fraction: float | None = None  # 0..1 when the algorithm knows how far it is
+
+    def text(self) -> str:
+        """The report in words, the same in the CLI and the app (a gap is shown only when meaningful)."""
+        parts = [self.message] if self.message else []
+        if self.incumbent_s is not None:
+            parts.append(f"best finish so far {format_time(self.incumbent_s)}")
+        if self.gap is not None and 0 <= self.gap < 1e6:
+            parts.append(f"gap {self.gap:.1%}")
+        return ", ".join(parts)
 
 
 @dataclass

@@ -6,6 +6,11 @@ buckets. Each transfer is drawn in exactly one frame: the one containing its
 start. Links are coloured by how busy they are in the frame's window, GPUs by
 how much of what they need they already hold. Beyond ``CHUNKS_UP_TO`` GPUs
 the chunk markers are dropped and only utilization is shown.
+
+The slider's steps are evenly spaced (plotly cannot do otherwise), so a time
+strip under the network draws where each frame sits on a true time axis; a
+last "done" frame shows the finished state at the finish time. Frames are
+numbered from 1 for people.
 """
 
 from __future__ import annotations
@@ -18,12 +23,22 @@ import plotly.graph_objects as go
 from ccviz.simulate import Timeline
 from ccviz.units import format_time
 from ccviz.viz.layout import Position, direction_deg, link_segments, node_positions, point_along
-from ccviz.viz.style import UTILIZATION_BIN_COLORS, UTILIZATION_BINS, source_colors
+from ccviz.viz.style import (
+    QUALITATIVE_SOURCES_UP_TO,
+    UTILIZATION_BIN_COLORS,
+    UTILIZATION_BINS,
+    source_colorbar,
+    source_colors,
+    time_unit,
+)
 from ccviz.viz.topology_fig import link_hover_trace, node_traces, segment_xy, style_network_layout
 from ccviz.viz.utilization import busy_fraction
 
 CHUNKS_UP_TO = 64  # GPUs; beyond this the animation shows utilization only
-LEGEND_SOURCES_UP_TO = 32
+BIG_FABRIC_FRAMES = 24  # frames of a utilization-only animation (each frame redraws every link)
+LEGEND_SOURCES_UP_TO = QUALITATIVE_SOURCES_UP_TO  # beyond: a colourbar, never a scrolling legend
+STRIP_COLOR = "#9AA0A6"
+NOW_COLOR = "#D62728"
 EPOCH_TOLERANCE = 1e-9
 
 
@@ -54,7 +69,7 @@ def _epoch_windows(starts: np.ndarray, epoch: float, epochs: int, finish: float)
     for k in range(epochs):
         end = (k + 1) * epoch if k < epochs - 1 else max((k + 1) * epoch, finish)
         members = tuple(np.flatnonzero(index == k).tolist()) if len(starts) else ()
-        windows.append(FrameWindow(k, k * epoch, end, f"epoch {k} · {format_time(k * epoch)}", members))
+        windows.append(FrameWindow(k, k * epoch, end, f"epoch {k + 1} · {format_time(k * epoch)}", members))
     return windows
 
 
@@ -94,22 +109,36 @@ class _Scene:
         self.show_chunks = self.topology.n_gpus <= CHUNKS_UP_TO
         self.chunks = timeline.collective.chunks
         # per GPU, sorted times at which each chunk it needs became complete there (the simulator's verdict)
-        done: dict[int, list[float]] = {r: [] for r in self.topology.gpus}
+        # (numpy over all demands at once: a 1024-GPU AllGather has a million of them)
+        demands = list(timeline.collective.demands())
+        get = timeline.completion_s.get
+        ranks = np.fromiter((r for _, r in demands), dtype=np.int64, count=len(demands))
+        times = np.fromiter((get(d, np.inf) for d in demands), dtype=float, count=len(demands))
+        order = np.lexsort((times, ranks))
+        ranks, times = ranks[order], times[order]
+        present, first, counts = np.unique(ranks, return_index=True, return_counts=True)
         self.needed = dict.fromkeys(self.topology.gpus, 0)
-        for chunk_id, rank in timeline.collective.demands():
-            self.needed[rank] = self.needed.get(rank, 0) + 1
-            done.setdefault(rank, []).append(timeline.completion_s.get((chunk_id, rank), np.inf))
-        self.completed = {r: np.sort(np.array(times)) for r, times in done.items()}
+        self.completed = {r: np.empty(0) for r in self.topology.gpus}
+        for r, at, n in zip(present.tolist(), first.tolist(), counts.tolist(), strict=True):
+            self.needed[r] = n
+            self.completed[r] = times[at:at + n]
+
+    def done_window(self) -> FrameWindow:
+        """The finished state: every transfer has arrived, every GPU holds what it needs."""
+        finish = max(self.timeline.finish_time_s, self.windows[-1].end_s)
+        return FrameWindow(len(self.windows), finish, finish, f"done · {format_time(finish)}", ())
 
     def link_traces(self, k: int) -> list[dict]:
         """One trace per utilization bin, so a frame recolours links by replacing their segments."""
         traces = []
-        busy = self.busy[:, k]
+        busy = self.busy[:, k] if k < len(self.windows) else np.zeros(len(self.link_keys))  # done: all idle
         bins = np.where(busy > 1e-9, 1 + np.digitize(busy, UTILIZATION_BINS[1:-1], right=True), 0)
         for b, color in enumerate(UTILIZATION_BIN_COLORS):
             xs, ys = segment_xy(self.segments[key] for row, key in enumerate(self.link_keys) if bins[row] == b)
             name = "idle link" if b == 0 else f"busy ≤ {UTILIZATION_BINS[b]:.0%}"
-            traces.append({"type": "scatter", "x": xs or [None], "y": ys or [None], "mode": "lines", "name": name,
+            # float arrays (NaN gaps) pass plotly's checks at once; lists of floats are checked one by one
+            xs, ys = (np.array(v or [None], dtype=float) for v in (xs, ys))
+            traces.append({"type": "scatter", "x": xs, "y": ys, "mode": "lines", "name": name,
                            "hoverinfo": "skip", "line": {"color": color, "width": 2 + 1.5 * b},
                            "legendgroup": "util"})
         return traces
@@ -157,45 +186,87 @@ class _Scene:
         return fills, hover
 
     def frame_traces(self, k: int) -> list[dict]:
-        """The traces that change between frames, in a fixed order (links by bin, chunks, GPUs)."""
-        window = self.windows[k]
+        """The traces that change between frames, in a fixed order (links by bin, chunks, GPUs, time)."""
+        window = self.windows[k] if k < len(self.windows) else self.done_window()
         fills, hover = self.gpu_fill(window)
         gpus = node_traces(self.topology, self.positions, gpu_colors=fills, gpu_hover=hover)[0]
-        return [*self.link_traces(k), self.chunk_trace(window), gpus]
+        return [*self.link_traces(k), self.chunk_trace(window), gpus, self.now_trace(window)]
+
+    # The time strip under the network: a true time axis, the frames as ticks, the current window in red.
+    def time_scale(self) -> tuple[float, str]:
+        return time_unit(self.done_window().end_s)
+
+    def now_trace(self, window: FrameWindow) -> dict:
+        scale, unit = self.time_scale()
+        return {"type": "scatter", "x": [window.start_s * scale, window.end_s * scale], "y": [0.5, 0.5],
+                "xaxis": "x2", "yaxis": "y2", "mode": "lines+markers", "showlegend": False,
+                "line": {"color": NOW_COLOR, "width": 6}, "marker": {"color": NOW_COLOR, "size": 9},
+                "hovertemplate": f"%{{x:.4g}} {unit}<extra>{window.label}</extra>"}
+
+    def strip_traces(self) -> list[dict]:
+        scale, unit = self.time_scale()
+        finish = self.done_window().end_s
+        starts = [w.start_s * scale for w in self.windows] + [finish * scale]
+        return [{"type": "scatter", "x": starts, "y": [0.5] * len(starts), "xaxis": "x2", "yaxis": "y2",
+                 "mode": "lines+markers", "showlegend": False, "line": {"color": STRIP_COLOR, "width": 2},
+                 "marker": {"symbol": "line-ns-open", "size": 12, "color": STRIP_COLOR},
+                 "hovertemplate": f"frame at %{{x:.4g}} {unit}<extra></extra>"}]
 
 
 def schedule_animation(
     timeline: Timeline, max_frames: int = 120, positions: dict[int, Position] | None = None,
     frame_ms: int = 600,
 ) -> go.Figure:
-    """A plotly animation with play/pause and a frame slider (usable in Jupyter as is)."""
+    """A plotly animation with play/pause, a frame slider and a time strip (usable in Jupyter as is)."""
+    if timeline.topology.n_gpus > CHUNKS_UP_TO:
+        max_frames = min(max_frames, BIG_FABRIC_FRAMES)
     windows = frame_windows(timeline, max_frames)
     scene = _Scene(timeline, windows, positions)
+    shown = [*windows, scene.done_window()]
     first = scene.frame_traces(0)
     changing = list(range(len(first)))
-    frames = [{"data": scene.frame_traces(k), "traces": changing, "name": str(k)} for k in range(len(windows))]
+    frames = [go.Frame(data=scene.frame_traces(k), traces=changing, name=str(k), _validate=False)
+              for k in range(len(shown))]
     # Built from plain dicts without plotly's per-property validation: hundreds of frames would take seconds.
-    fig = go.Figure(data=first + _static_traces(scene), frames=frames, _validate=False)
-    _add_controls(fig, windows, frame_ms)
+    fig = go.Figure(data=first + _static_traces(scene) + scene.strip_traces(), frames=frames, _validate=False)
+    _add_controls(fig, shown, frame_ms)
     schedule = timeline.schedule
-    mode = "" if scene.show_chunks else f" — utilization only (more than {CHUNKS_UP_TO} GPUs)"
+    mode = "" if scene.show_chunks else (f" — utilization only in {len(windows)} time slices "
+                                         f"(more than {CHUNKS_UP_TO} GPUs)")
     style_network_layout(
         fig, f"{schedule.algorithm} · {timeline.collective.name} on {timeline.topology.name} · "
-        f"finish {format_time(timeline.finish_time_s)}{mode}", height=600,
+        f"finish {format_time(timeline.finish_time_s)}{mode}", height=640,
     )
+    _add_time_strip(fig, scene)
     fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 110}, legend={"y": 1.0, "x": 1.0, "xanchor": "left",
                                                                                "orientation": "v"})
     return fig
 
 
+def _add_time_strip(fig: go.Figure, scene: _Scene) -> None:
+    """The network above, a true time axis below (the slider's steps are evenly spaced, time is not)."""
+    scale, unit = scene.time_scale()
+    finish = scene.done_window().end_s * scale
+    fig.update_layout(
+        yaxis={"domain": [0.14, 1.0]},
+        xaxis2={"domain": [0.0, 1.0], "anchor": "y2", "range": [-0.02 * finish, finish * 1.02 or 1.0],
+                "title": {"text": f"time ({unit})", "font": {"size": 11}, "standoff": 2}, "showgrid": False,
+                "zeroline": False, "ticks": "outside"},
+        yaxis2={"domain": [0.0, 0.06], "range": [0, 1], "visible": False, "fixedrange": True},
+    )
+
+
 def frame_snapshot(timeline: Timeline, k: int, windows: list[FrameWindow] | None = None,
                    positions: dict[int, Position] | None = None) -> go.Figure:
-    """One frame as a still figure (for stepping through a schedule frame by frame)."""
+    """One frame as a still figure (for stepping through a schedule frame by frame), legend beside it."""
     windows = windows or frame_windows(timeline)
     k = max(0, min(k, len(windows) - 1))
     scene = _Scene(timeline, windows, positions)
-    fig = go.Figure(data=scene.frame_traces(k) + _static_traces(scene), _validate=False)
-    style_network_layout(fig, f"frame {k + 1}/{len(windows)}: {windows[k].label}", height=520)
+    fig = go.Figure(data=scene.frame_traces(k) + _static_traces(scene) + scene.strip_traces(), _validate=False)
+    style_network_layout(fig, f"frame {k + 1} of {len(windows)}: {windows[k].label}", height=560)
+    _add_time_strip(fig, scene)
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 40},
+                      legend={"y": 1.0, "x": 1.0, "xanchor": "left", "orientation": "v"})
     return fig
 
 
@@ -204,7 +275,9 @@ def _static_traces(scene: _Scene) -> list[dict]:
     traces = [link_hover_trace(scene.topology, scene.segments)]
     if scene.topology.switches:
         traces.append(node_traces(scene.topology, scene.positions)[-1])
-    if scene.show_chunks and len(scene.colors) <= LEGEND_SOURCES_UP_TO:
+    if scene.show_chunks and len(scene.colors) > LEGEND_SOURCES_UP_TO:
+        traces.append(source_colorbar(list(scene.colors)))
+    elif scene.show_chunks:
         traces += [
             {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": f"from {source}",
              "legendgroup": "sources", "legendgrouptitle": {"text": "chunk source"},
@@ -216,7 +289,7 @@ def _static_traces(scene: _Scene) -> list[dict]:
 
 def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> None:
     steps = [
-        {"label": w.label, "method": "animate",
+        {"label": f"{w.index + 1}/{len(windows)} · {w.label}", "method": "animate",
          "args": [[str(w.index)], {"frame": {"duration": 0, "redraw": True}, "mode": "immediate",
                                    "transition": {"duration": 0}}]}
         for w in windows

@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ccviz.units import format_size, format_time
-from ccviz.viz.style import source_colors
+from ccviz.units import format_size
+from ccviz.viz.style import algorithm_colors, time_unit
 
 BOUND_COLOR = "#111111"
 LIMIT_COLOR = "#E45756"
@@ -25,13 +25,14 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
 
     The fabric's limit (``ccviz.limit``) is drawn as its own line where the collective has one.
     """
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("algorithm bandwidth (GB/s)", "finish time (us)"))
+    scale, unit = time_unit(float(table[["finish_time_s", "lower_bound_s"]].max().max()))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("algorithm bandwidth (GB/s)", f"finish time ({unit})"))
     algorithms = list(dict.fromkeys(table["algorithm"]))
-    colors = source_colors(list(range(len(algorithms))))
-    for k, alg in enumerate(algorithms):
+    colors = algorithm_colors(algorithms)
+    for alg in algorithms:
         rows = table[(table["algorithm"] == alg) & table["error"].isna()].sort_values("size_bytes")
-        color = colors[k]
-        for col, y in ((1, rows["algbw_GBps"]), (2, rows["finish_time_s"] * 1e6)):
+        color = colors[alg]
+        for col, y in ((1, rows["algbw_GBps"]), (2, rows["finish_time_s"] * scale)):
             fig.add_trace(go.Scatter(
                 x=rows["size_bytes"], y=y, mode="lines+markers", name=alg, legendgroup=alg, showlegend=col == 1,
                 line={"color": color}, text=rows["size"],
@@ -39,7 +40,7 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
             ), row=1, col=col)
         formula = table[(table["algorithm"] == alg)].sort_values("size_bytes")
         if formula["formula_time_s"].notna().any():
-            for col, y in ((1, formula["formula_algbw_GBps"]), (2, formula["formula_time_s"] * 1e6)):
+            for col, y in ((1, formula["formula_algbw_GBps"]), (2, formula["formula_time_s"] * scale)):
                 fig.add_trace(go.Scatter(
                     x=formula["size_bytes"], y=y, mode="lines", name=f"{alg} (textbook α-β)",
                     legendgroup=alg, showlegend=col == 1, line={"color": color, "dash": "dot", "width": 1.5},
@@ -47,14 +48,14 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
                 ), row=1, col=col)
     bound = table.drop_duplicates("size_bytes").sort_values("size_bytes")
     if bound["lower_bound_s"].notna().any():
-        for col, y in ((1, bound["bound_algbw_GBps"]), (2, bound["lower_bound_s"] * 1e6)):
+        for col, y in ((1, bound["bound_algbw_GBps"]), (2, bound["lower_bound_s"] * scale)):
             fig.add_trace(go.Scatter(
                 x=bound["size_bytes"], y=y, mode="lines", name="lower bound (no schedule beats it)",
                 legendgroup="bound", showlegend=col == 1, line={"color": BOUND_COLOR, "dash": "dash", "width": 2},
                 hovertemplate="bound: %{y:.4g}<extra></extra>",
             ), row=1, col=col)
     if "limit_s" in bound and bound["limit_s"].notna().any():
-        for col, y in ((1, bound["size_bytes"] / bound["limit_s"] / 1e9), (2, bound["limit_s"] * 1e6)):
+        for col, y in ((1, bound["size_bytes"] / bound["limit_s"] / 1e9), (2, bound["limit_s"] * scale)):
             fig.add_trace(go.Scatter(
                 x=bound["size_bytes"], y=y, mode="lines", name=LIMIT_NAME, legendgroup="limit",
                 showlegend=col == 1, line={"color": LIMIT_COLOR, "dash": "dashdot", "width": 2},
@@ -73,21 +74,24 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
 def finish_bars(table: pd.DataFrame, size_bytes: float) -> go.Figure:
     """Finish time of each algorithm at one size, with the lower bound and the fabric's limit as lines."""
     rows = table[(table["size_bytes"] == size_bytes) & table["error"].isna()].sort_values("finish_time_s")
-    fig = go.Figure(go.Bar(
-        x=rows["algorithm"], y=rows["finish_time_s"] * 1e6, marker_color="#4C78A8",
-        text=[format_time(v) for v in rows["finish_time_s"]], textposition="outside",
-        hovertemplate="%{x}: %{y:.4g} us<extra></extra>",
-    ))
     bound = table.loc[table["size_bytes"] == size_bytes, "lower_bound_s"]
-    if len(bound) and not math.isnan(bound.iloc[0]):
-        fig.add_hline(y=bound.iloc[0] * 1e6, line_dash="dash", line_color=BOUND_COLOR,
-                      annotation_text=f"lower bound {format_time(bound.iloc[0])}", annotation_position="top left",
+    bound_s = float(bound.iloc[0]) if len(bound) and not math.isnan(bound.iloc[0]) else None
+    scale, unit = time_unit(max([*rows["finish_time_s"], bound_s or 0.0], default=0.0))
+    colors = algorithm_colors(list(rows["algorithm"]))
+    fig = go.Figure(go.Bar(
+        x=rows["algorithm"], y=rows["finish_time_s"] * scale, marker_color=[colors[a] for a in rows["algorithm"]],
+        text=[f"{v * scale:.4g} {unit}" for v in rows["finish_time_s"]], textposition="outside",
+        hovertemplate=f"%{{x}}: %{{y:.4g}} {unit}<extra></extra>",
+    ))
+    if bound_s is not None:
+        fig.add_hline(y=bound_s * scale, line_dash="dash", line_color=BOUND_COLOR,
+                      annotation_text=f"lower bound {bound_s * scale:.4g} {unit}", annotation_position="top left",
                       annotation_bgcolor="white")
     limit = table.loc[table["size_bytes"] == size_bytes, "limit_s"] if "limit_s" in table else []
     if len(limit) and not math.isnan(limit.iloc[0]):
-        fig.add_hline(y=limit.iloc[0] * 1e6, line_dash="dashdot", line_color=LIMIT_COLOR,
-                      annotation_text=f"fabric's limit {format_time(limit.iloc[0])}", annotation_position="top right",
-                      annotation_bgcolor="white")
-    fig.update_layout(title=f"Finish time at {format_size(size_bytes)}", yaxis_title="us", height=360,
+        fig.add_hline(y=limit.iloc[0] * scale, line_dash="dashdot", line_color=LIMIT_COLOR,
+                      annotation_text=f"fabric's limit {limit.iloc[0] * scale:.4g} {unit}",
+                      annotation_position="top right", annotation_bgcolor="white")
+    fig.update_layout(title=f"Finish time at {format_size(size_bytes)}", yaxis_title=unit, height=360,
                       margin={"l": 10, "r": 10, "t": 40, "b": 40})
     return fig

@@ -59,7 +59,8 @@ def _single_island_layout(topology: Topology, gpus: list[int]) -> dict[int, Posi
     sub.add_nodes_from(gpus)
     sub.add_edges_from((u, v) for (u, v) in topology.links if u in sub and v in sub)
     is_ring = all(d == 2 for _, d in sub.degree()) and nx.is_connected(sub) if len(gpus) > 2 else True
-    if is_ring or len(gpus) > 400 or sub.number_of_edges() == 0:
+    dense = len(gpus) <= 16 and sub.number_of_edges() >= 0.3 * len(gpus) * (len(gpus) - 1) / 2
+    if is_ring or dense or len(gpus) > 400 or sub.number_of_edges() == 0:  # dense chassis: a spring makes a clump
         order = _ring_order(sub) if is_ring and len(gpus) > 2 else sorted(gpus)
         return _circle(order)
     pos = nx.spring_layout(sub, seed=7, iterations=200)
@@ -83,8 +84,10 @@ def _chassis_layout(topology: Topology, chassis: list[list[int]]) -> dict[int, P
     """Chassis side by side (wrapping into rows), switches above the chassis they connect."""
     per_row = max(1, math.ceil(math.sqrt(len(chassis))))
     pos: dict[int, Position] = {}
+    center_of: dict[int, Position] = {}
     for k, members in enumerate(chassis):
         cx, cy = 2.6 * (k % per_row), -2.8 * (k // per_row)
+        center_of.update(dict.fromkeys(members, (cx, cy)))
         island = _single_island_layout(topology, members)
         scaled = _normalised(island) if len(members) > 1 else {members[0]: (0.5, 0.5)}
         for n, (x, y) in scaled.items():
@@ -92,8 +95,9 @@ def _chassis_layout(topology: Topology, chassis: list[list[int]]) -> dict[int, P
     switches = topology.switches
     for k, s in enumerate(switches):
         neighbours = [v for v in _neighbours(topology, s) if v in pos]
-        if neighbours:
-            x = sum(pos[v][0] for v in neighbours) / len(neighbours)
+        if neighbours:  # centred over the chassis it joins (each chassis counts once, however many links)
+            centers = {center_of[v] for v in neighbours if v in center_of} or {pos[v] for v in neighbours}
+            x = sum(c[0] for c in centers) / len(centers)
             top = max(pos[v][1] for v in neighbours)
         else:
             x, top = 2.6 * k, 0.0

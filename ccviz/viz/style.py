@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import colorsys
-
 import plotly.express as px
 
 GPU_COLOR = "#4C78A8"
@@ -18,16 +16,52 @@ UTILIZATION_BINS = (0.0, 0.25, 0.5, 0.75, 1.0)
 UTILIZATION_BIN_COLORS = ("#C8CCD2", "#FED976", "#FD8D3C", "#E31A1C", "#800026")
 
 
+QUALITATIVE_SOURCES_UP_TO = 10  # beyond this, near-identical qualitative colours: use a continuous scale
+# an explicit list: plotly.js knows no "Turbo" by name (figures here skip plotly's Python-side conversion)
+SOURCE_SCALE = [[k / (len(px.colors.sequential.Turbo) - 1), c] for k, c in enumerate(px.colors.sequential.Turbo)]
+
+
 def source_colors(sources: list[int]) -> dict[int, str]:
-    """One distinct colour per chunk source rank (qualitative palette, then evenly spaced hues)."""
-    palette = px.colors.qualitative.Dark24
-    if len(sources) <= len(palette):
+    """One colour per chunk source rank: distinct colours up to 10 sources, then a continuous scale.
+
+    Beyond ``QUALITATIVE_SOURCES_UP_TO`` no palette keeps sources apart by name; colours then follow
+    the source's rank on ``SOURCE_SCALE`` and figures show a colourbar instead of a legend.
+    """
+    if len(sources) <= QUALITATIVE_SOURCES_UP_TO:
+        palette = px.colors.qualitative.D3
         return {s: palette[k] for k, s in enumerate(sources)}
-    colors = {}
-    for k, s in enumerate(sources):
-        r, g, b = colorsys.hls_to_rgb(k / len(sources), 0.45, 0.75)
-        colors[s] = f"rgb({int(r * 255)},{int(g * 255)},{int(b * 255)})"
-    return colors
+    lo, hi = min(sources), max(sources)
+    points = [(s - lo) / (hi - lo) if hi > lo else 0.5 for s in sources]
+    return dict(zip(sources, px.colors.sample_colorscale(SOURCE_SCALE, points), strict=True))
+
+
+def source_colorbar(sources: list[int], title: str = "chunk source") -> dict:
+    """An invisible trace whose only job is the colourbar of ``source_colors`` beyond 10 sources."""
+    lo, hi = min(sources), max(sources)
+    return {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "showlegend": False,
+            "hoverinfo": "skip",
+            "marker": {"color": [lo], "cmin": lo, "cmax": hi, "colorscale": SOURCE_SCALE, "showscale": True,
+                       "colorbar": {"title": {"text": title, "side": "right"}, "thickness": 12, "len": 0.6,
+                                    "x": 1.0, "xanchor": "left", "y": 0.35}}}
+
+
+def algorithm_colors(names: list[str]) -> dict[str, str]:
+    """One colour per algorithm, the same in every chart and every sweep (fixed by the registry's order)."""
+    from ccviz.synth.registry import REGISTRY
+
+    order = sorted(REGISTRY)
+    palette = px.colors.qualitative.D3 + px.colors.qualitative.Dark24
+    extra = [n for n in names if n not in order]
+    return {n: palette[(order.index(n) if n in order else len(order) + extra.index(n)) % len(palette)] for n in names}
+
+
+def time_unit(seconds_max: float) -> tuple[float, str]:
+    """(scale, unit) to draw times up to ``seconds_max`` on one axis: us, ms or s."""
+    if not seconds_max or seconds_max != seconds_max or seconds_max < 1e-3:
+        return 1e6, "us"
+    if seconds_max < 1:
+        return 1e3, "ms"
+    return 1.0, "s"
 
 
 def bandwidth_color(bw: float, lo: float, hi: float) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+import numpy as np
 import plotly.graph_objects as go
 
 from ccviz.topology import Topology
@@ -137,16 +138,19 @@ def node_traces(
             f"{lab} ({kind}{', group ' + str(topology.nodes[n].group) if topology.nodes[n].group else ''})"
             for lab, n in zip(labels, ids, strict=True)
         ]
+        # numpy arrays and scalars where possible: plotly checks a list element by element (slow in animations)
         marker = {
             "symbol": symbol, "size": 24 if show_text else 10, "color": color,
             "line": {"width": [4 if n in highlight_nodes else 1 for n in ids],
-                     "color": ["#E45756" if n in highlight_nodes else "white" for n in ids]},
+                     "color": ["#E45756" if n in highlight_nodes else "white" for n in ids]}
+            if highlight_nodes else {"width": 1, "color": "white"},
         }
         shaded = kind == "GPU" and gpu_colors is not None
         if shaded:
-            marker.update(color=gpu_colors, colorscale=HOLDING_SCALE, cmin=0, cmax=1)
+            marker.update(color=np.asarray(gpu_colors, dtype=float), colorscale=HOLDING_SCALE, cmin=0, cmax=1)
         traces.append({
-            "type": "scatter", "x": [positions[n][0] for n in ids], "y": [positions[n][1] for n in ids],
+            "type": "scatter", "x": np.array([positions[n][0] for n in ids], dtype=float),
+            "y": np.array([positions[n][1] for n in ids], dtype=float),
             "mode": "markers+text" if show_text else "markers", "name": "GPUs" if kind == "GPU" else "switches",
             "text": [str(n) for n in ids] if show_text else None,
             "textfont": {"color": "black" if shaded else "white", "size": 10}, "customdata": [[n] for n in ids],

@@ -26,8 +26,8 @@ def busy_fraction(timeline: Timeline, edges_s: np.ndarray) -> tuple[list[LinkKey
         intervals = timeline.link_busy.get(key)
         if not intervals:
             continue
-        starts = np.array([s for s, _, _ in intervals])
-        durations = np.array([e - s for s, e, _ in intervals])
+        spans = np.array([(s, e) for s, e, _ in intervals], dtype=float)
+        starts, durations = spans[:, 0], spans[:, 1] - spans[:, 0]
         # busy time accumulated by each edge, then per-window differences
         cumulative = np.clip(edges[:, None] - starts[None, :], 0.0, durations[None, :]).sum(axis=1)
         lanes = timeline.topology.links[key].lanes

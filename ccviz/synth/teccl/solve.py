@@ -5,13 +5,22 @@ passes the matrix to ``highspy`` directly, far faster than writing a file).
 HiGHS callbacks report each improving incumbent and poll the stop event;
 ``finish_when`` lets the caller end the search as soon as an incumbent is
 good enough (e.g. it meets the arithmetic lower bound, so it is optimal).
+
+Building a big model in Pyomo and handing it to HiGHS is seconds of pure
+Python that no solver callback sees; ``stop_interrupts`` covers that
+stretch: a watcher thread raises ``Interrupted`` inside the building thread
+as soon as the stop event fires, so Stop is honoured within milliseconds
+there too (the caller then keeps its best schedule so far).
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +33,66 @@ from ccviz.synth.registry import Progress, SynthOptions
 
 HIGHS_THREADS = 2  # a 2-core machine
 PROGRESS_EVERY_S = 0.5
+
+
+class Interrupted(BaseException):
+    """The stop event fired while a model was being built or handed to HiGHS.
+
+    A ``BaseException`` so that no ``except Exception`` inside Pyomo swallows it on the way out.
+    """
+
+
+class _QuietInterrupts(logging.Filter):
+    """Pyomo logs a component whose construction raised; a Stop is not an error worth logging."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Interrupted" not in record.getMessage()
+
+
+logging.getLogger("pyomo.core").addFilter(_QuietInterrupts())
+
+
+@contextmanager
+def stop_interrupts(options: SynthOptions, poll_s: float = 0.05) -> Iterator[None]:
+    """Raise ``Interrupted`` in this thread as soon as ``options.stop`` fires inside the block.
+
+    Only for pure-Python stretches (model building, APPSI hand-over): the exception is delivered
+    at the next Python bytecode, never inside HiGHS itself (its callbacks poll the stop event).
+    """
+    stop = options.stop
+    if stop is None:
+        yield
+        return
+    target = threading.get_ident()
+    lock = threading.Lock()
+    state = {"armed": True, "fired": False}
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if stop.wait(poll_s):
+                with lock:
+                    if state["armed"]:
+                        state["fired"] = True
+                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
+                                                                   ctypes.py_object(Interrupted))
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True, name="ccviz-stop-watch")
+    watcher.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["armed"] = False
+        done.set()
+        if state["fired"]:
+            try:  # the injected exception is delivered here at the latest (it may already be propagating)
+                for _ in range(1000):
+                    pass
+            except Interrupted:
+                pass
+            raise Interrupted("stopped while building the model")
 
 
 @dataclass
@@ -46,7 +115,8 @@ class HighsRun:
                  mip_gap: float | None, started: float,
                  describe: Callable[[np.ndarray], float | None] | None = None,
                  finish_when: Callable[[np.ndarray], bool] | None = None,
-                 watch: list[pyo.Var] | None = None, bound_s: float | None = None) -> None:
+                 watch: list[pyo.Var] | None = None, bound_s: float | None = None, epoch_s: float | None = None,
+                 what: str = "the model") -> None:
         self.model = model
         self.options = options
         self.time_limit_s = max(0.5, time_limit_s)
@@ -56,6 +126,9 @@ class HighsRun:
         self.finish_when = finish_when
         self.watch = watch or []
         self.bound_s = bound_s  # proven lower bound on the finish (the epoch certificate), for progress
+        self.epoch_s = epoch_s  # epoch length: progress names the incumbent's and the bound's epochs
+        self.what = what  # e.g. "the model for 58 epochs", for progress
+        self._best_finish_s: float | None = None
         self.columns: np.ndarray | None = None
         self._finished_early = False
         self._last_report = 0.0
@@ -72,7 +145,10 @@ class HighsRun:
         opt.highs_options = {"threads": HIGHS_THREADS, "output_flag": False, "random_seed": self.options.seed or 0}
         if not opt.available():
             raise CcvizError("algorithm: TE-CCL needs the HiGHS solver (pip install highspy)", "algorithm")
-        opt.set_instance(self.model)
+        with stop_interrupts(self.options):
+            self._progress(f"handing {self.what} to HiGHS")
+            opt.set_instance(self.model)
+        self._progress(f"solving {self.what}")
         col_of = opt._pyomo_var_to_solver_var_map  # id(var) -> HiGHS column
         self.columns = np.array([col_of[id(v)] for v in self.watch], dtype=np.int64)
         highs = opt._solver_model
@@ -126,19 +202,26 @@ class HighsRun:
         if self.finish_when is not None and len(solution) and self.finish_when(solution[self.columns]):
             self._finished_early = True
         finish = self.describe(solution[self.columns]) if self.describe and len(solution) else None
-        self._report(out, finish, "new incumbent")
+        if finish is not None and (self._best_finish_s is None or finish < self._best_finish_s):
+            self._best_finish_s = finish
+        self._progress(f"solving {self.what}: found a better schedule")
 
     # Periodic poll: honour the stop event and an early finish, and report progress now and then.
     def _on_poll(self, event) -> None:
         if self._finished_early or self.options.stopped():
             event.interrupt()
             return
-        now = time.perf_counter()
-        if now - self._last_report >= PROGRESS_EVERY_S:
-            self._report(event.data_out, None, "solving")
+        if time.perf_counter() - self._last_report >= PROGRESS_EVERY_S:
+            self._progress(f"solving {self.what}")
 
-    def _report(self, out, finish_s: float | None, message: str) -> None:
+    def _progress(self, message: str) -> None:
+        """Report in words: what is being done, the best schedule's epochs so far, the proven bound."""
         self._last_report = time.perf_counter()
-        gap = float(out.mip_gap) if np.isfinite(out.mip_gap) and out.mip_gap < 1e20 else None
-        self.options.report(Progress(elapsed_s=self._last_report - self.started, message=f"TE-CCL: {message}",
-                                     incumbent_s=finish_s, bound_s=self.bound_s, gap=gap))
+        parts = [message]
+        if self.epoch_s:
+            if self._best_finish_s is not None:
+                parts.append(f"best so far {round(self._best_finish_s / self.epoch_s)} epochs")
+            if self.bound_s is not None:
+                parts.append(f"proven at least {round(self.bound_s / self.epoch_s)} epochs")
+        self.options.report(Progress(elapsed_s=self._last_report - self.started, message="TE-CCL: " + "; ".join(parts),
+                                     incumbent_s=self._best_finish_s, bound_s=self.bound_s))

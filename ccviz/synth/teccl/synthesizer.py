@@ -31,7 +31,7 @@ from ccviz.synth.teccl.epochs import EpochGrid
 from ccviz.synth.teccl.extract import Hop, chunk_hops, prune_copy_sends, split_flows, to_transfers
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.model import copy_model, flow_model
-from ccviz.synth.teccl.solve import HighsRun, SolveResult
+from ccviz.synth.teccl.solve import HighsRun, Interrupted, SolveResult, stop_interrupts
 from ccviz.synth.teccl.time_expanded import TimeExpandedGraph, chunk_commodities, source_commodities
 from ccviz.topology import Topology
 
@@ -89,6 +89,7 @@ class EpochSolver:
         self.notes = list(self.grid.notes)
         self.mirrored = mirrored_from is not None
         self.proven_lower: int | None = None  # epochs no schedule can beat in this grid, once solve() ran
+        self._greedy: dict[str, tuple[list[Hop], int]] = {}  # order -> the greedy's sends, run once each
 
     def solve(self) -> EpochPlan:
         lower = EpochLowerBound(self.topology, self.grid, self.commodities, fractional=not self.use_copy).value()
@@ -99,6 +100,7 @@ class EpochSolver:
             greedy = tree
         self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
                           f"lower bound {lower} epochs, {greedy.notes[0]} {greedy.epochs} epochs")
+        self.say(f"the epoch greedy schedule uses {greedy.epochs} epochs", lower)
         if self.options.epochs is not None:
             return self.solve_fixed_horizon(int(self.options.epochs), lower, greedy)
         if greedy.epochs <= lower and self.buffer_limit is None:
@@ -111,12 +113,15 @@ class EpochSolver:
 
     # An upper bound that fits the epoch model exactly (and the fallback schedule).
     def greedy_plan(self, order: str = "given") -> EpochPlan:
-        """The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS)."""
-        demanded = self.chunk_order(order)
-        sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
-                                      [c.post for c in demanded]).run()
-        hops = [(demanded[c].id, i, j, k) for c, i, j, k in sends]
-        return EpochPlan(hops, makespan, "feasible", None, [f"epoch greedy ({order} order)"])
+        """The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS); a fresh plan each call
+        (callers change its status), the greedy itself runs once per order."""
+        if order not in self._greedy:
+            demanded = self.chunk_order(order)
+            sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
+                                          [c.post for c in demanded]).run()
+            self._greedy[order] = ([(demanded[c].id, i, j, k) for c, i, j, k in sends], makespan)
+        hops, makespan = self._greedy[order]
+        return EpochPlan(list(hops), makespan, "feasible", None, [f"epoch greedy ({order} order)"])
 
     def chunk_order(self, order: str) -> list[Chunk]:
         demanded = [c for c in self.collective.chunks if c.post - c.pre]
@@ -256,6 +261,12 @@ class EpochSolver:
         self.notes.append(f"proven lower bound {lower} epochs")
         return best
 
+    def say(self, message: str, lower: int) -> None:
+        """A progress line in words with the certified bound (the figures the result will end with)."""
+        self.options.report(Progress(time.perf_counter() - self.started,
+                                     f"TE-CCL: {message}; proven at least {lower} epochs",
+                                     bound_s=lower * self.grid.tau_s))
+
     def out_of_time(self) -> bool:
         return self.options.stopped() or time.perf_counter() >= self.deadline - 0.2
 
@@ -274,26 +285,31 @@ class EpochSolver:
                               f"(~{setup_s:.0f} s just to build); try teccl-astar, coarser epochs or more time")
             return None, SolveResult("too_large", False, None, None, None, time.perf_counter() - t0)
         integral = len(teg.sends) <= INTEGRAL_FLOW_MAX_SENDS
-        model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg, integral)
-        build_s = time.perf_counter() - t0
-        watch, describe, finish_when = self.incumbent_watch(model, teg, lower)
-        warm = (self.use_copy and self.buffer_limit is None and horizon >= greedy.epochs
-                and self.warm_start(model, teg, greedy))
-        # Handing the model to HiGHS (APPSI's set_instance) takes several times the Pyomo build and is not
-        # covered by HiGHS's own time limit: leave it out of the solve's budget, or skip the solve.
-        handover_s = HANDOVER_PER_BUILD * build_s
-        budget = (self.deadline - time.perf_counter()) * share - handover_s
-        if budget < MIN_SOLVE_S:
-            self.notes.append(f"horizon {horizon}: {teg.size()} built in {build_s:.1f} s; handing it to HiGHS "
-                              f"(~{handover_s:.0f} s) and solving does not fit the time left; give more time")
-            return None, SolveResult("too_large", False, None, None, None, time.perf_counter() - t0)
-        run = HighsRun(model, self.options, budget, self.gap, self.started,
-                       describe, finish_when, watch, bound_s=lower * self.grid.tau_s)
-        result = run.solve(warm_start=warm)
-        self.options.report(Progress(time.perf_counter() - self.started,
-                                     f"TE-CCL: {horizon} epochs -> {result.termination}", gap=result.gap))
+        what = f"the {'MILP' if self.use_copy else 'LP'} for {horizon} epochs"
+        self.say(f"building {what} ({teg.size()})", lower)
+        try:
+            with stop_interrupts(self.options):
+                model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg, integral)
+            build_s = time.perf_counter() - t0
+            watch, describe, finish_when = self.incumbent_watch(model, teg, lower)
+            warm = (self.use_copy and self.buffer_limit is None and horizon >= greedy.epochs
+                    and self.warm_start(model, teg, greedy))
+            # Handing the model to HiGHS (APPSI's set_instance) takes several times the Pyomo build and is
+            # not covered by HiGHS's own time limit: leave it out of the solve's budget, or skip the solve.
+            handover_s = HANDOVER_PER_BUILD * build_s
+            budget = (self.deadline - time.perf_counter()) * share - handover_s
+            if budget < MIN_SOLVE_S:
+                self.notes.append(f"horizon {horizon}: {teg.size()} built in {build_s:.1f} s; handing it to HiGHS "
+                                  f"(~{handover_s:.0f} s) and solving does not fit the time left; give more time")
+                return None, SolveResult("too_large", False, None, None, None, time.perf_counter() - t0)
+            run = HighsRun(model, self.options, budget, self.gap, self.started, describe, finish_when, watch,
+                           bound_s=lower * self.grid.tau_s, epoch_s=self.grid.tau_s, what=what)
+            result = run.solve(warm_start=warm)
+        except Interrupted:
+            return None, SolveResult("interrupted", False, None, None, None, time.perf_counter() - t0)
         if not result.has_solution:
             return None, result
+        self.say(f"extracting the schedule from {what}", lower)
         hops = self.extract(model, teg)
         used = self.epochs_used(hops)
         overloaded = not self.use_copy and self.overloaded_windows(hops)
@@ -307,6 +323,7 @@ class EpochSolver:
             # Whole chunks on the LP's fractional paths overload some links: the epochs are not certain.
             notes.append(f"rounding LP flows to whole chunks overloads {overloaded} link windows")
             used = horizon + 1 if used <= horizon else used
+        self.say(f"{what}: {result.termination.replace('_', ' ')}, the schedule uses {used} epochs", lower)
         return EpochPlan(hops, used, status, result.gap, notes), result
 
     def incumbent_watch(self, model, teg: TimeExpandedGraph, lower: int):
@@ -397,7 +414,8 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
     solver = EpochSolver(topology, collective, options, deadline, started, mirrored_from)
     plan = solver.solve()
     candidates = [(plan, solver)]
-    if plan.status != "optimal" and not solver.use_copy and plan.epochs > LP_MAX_EPOCHS and options.epochs is None:
+    if (plan.status != "optimal" and not solver.use_copy and plan.epochs > LP_MAX_EPOCHS and options.epochs is None
+            and not options.stopped()):
         # The fluid LP does not need fine epochs: lengthen them by a whole factor so the horizon fits.
         factor = math.ceil(plan.epochs / LP_MAX_EPOCHS)
         coarse = EpochSolver(topology, collective, replace(options, epoch=solver.grid.tau_s * factor), deadline,
@@ -409,6 +427,10 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
     for candidate, owner in candidates:
         for attempt in (candidate, None):  # the greedy schedule only if the candidate fails the simulator
             attempt = attempt or owner.greedy_plan()
+            if attempt is not candidate and attempt.hops == candidate.hops:
+                continue  # the plan is the greedy one already checked
+            options.report(Progress(time.perf_counter() - started, f"TE-CCL: simulating the {attempt.epochs}-epoch "
+                                    "schedule to check it"))
             schedule = plan_schedule(topology, collective, attempt, owner.grid)
             schedule.notes = owner.notes + schedule.notes
             schedule.bound_epochs = owner.proven_lower
@@ -420,4 +442,6 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
     if best is None:
         raise CcvizError("algorithm: TE-CCL produced no schedule the simulator accepts; please report this "
                          "topology and collective", "algorithm")
+    if options.stopped() and best[1].status != "optimal":
+        best[1].notes.append(f"stopped early: the best verified schedule so far ({best[1].epochs} epochs) is returned")
     return best[1]
