@@ -160,6 +160,10 @@ def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bo
     return {"row": _flat(row), "schedule": schedule}
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def _flat(row: dict[str, Any]) -> dict[str, Any]:
     """Lists and dicts (violations, notes) as JSON text, so CSV and parquet hold the same thing."""
     return {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in row.items()}
@@ -261,6 +265,7 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, proces
         if not re.match(r"^(tcp|tls|inproc|ucx|ws|wss)://", scheduler):
             raise CcvizError(f"--scheduler: {scheduler!r} should be an address such as tcp://HOST:8786", "scheduler")
         try:
+            _reachable(scheduler)
             client = Client(scheduler, timeout=10, set_as_default=False)
         except (OSError, TimeoutError) as exc:
             raise CcvizError(f"--scheduler: cannot reach a Dask scheduler at {scheduler} ({exc}); start one with "
@@ -274,6 +279,18 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, proces
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None,
                       silence_logs=logging.ERROR) as cluster, Client(cluster, set_as_default=False) as client:
         yield client
+
+
+def _reachable(address: str, timeout_s: float = 3.0) -> None:
+    """Fail fast (connection refused, unknown host) before Dask's own retrying connect."""
+    import socket
+
+    scheme, _, rest = address.partition("://")
+    host, _, port = rest.rpartition(":")
+    if scheme != "tcp" or not port.isdigit():
+        return
+    with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout_s):
+        pass
 
 
 @dataclass
@@ -359,8 +376,9 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
     progress = SweepProgress(total=len(points), existing=len(points) - len(todo),
                              failed=sum(1 for row in kept if row.get("status") == "error"))
     sweep_id = f"ccviz-sweep-{uuid.uuid4().hex[:12]}"
-    topologies = {spec: client.scatter(grid.loaded[spec].to_json(), hash=False)
-                  for spec in {p.topology_spec for p in todo}}
+    # A topology is a task, not scattered data: if the worker holding it dies the scheduler recomputes it.
+    topologies = {spec: client.submit(_same, grid.loaded[spec].to_json(), key=f"{sweep_id}-topology-{k}")
+                  for k, spec in enumerate(dict.fromkeys(p.topology_spec for p in todo))}
     futures = {client.submit(run_point, p, topologies[p.topology_spec], sweep_id, schedule_dir is not None,
                              key=f"{sweep_id}-{i}", pure=False): p for i, p in enumerate(todo)}
     pending = set(futures)
