@@ -227,7 +227,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _positive("sweep-time-limit", args.sweep_time_limit)
     flags = {"topology": args.topology, "collective": args.collective, "algorithm": args.algorithm,
              "size": args.size, "chunks": args.chunks, "time_limit": args.time_limit, "epoch": args.epoch,
-             "gap": args.gap}
+             "gap": args.gap, "root": args.root}
     grid = Grid.from_yaml(args.grid, **flags) if args.grid else Grid.make(**flags)
     out = RowWriter(args.out)
     started = time.perf_counter()
@@ -303,6 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds for the whole sweep; unfinished rows are left for a rerun")
     w.add_argument("--epoch", default=None, help="fastest | slowest | SECONDS (epoch-based algorithms)")
     w.add_argument("--gap", type=float, default=None, help="stop MILPs at this relative gap")
+    w.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
     w.add_argument("--grid", help="a YAML file with the same keys (flags given here win)")
     w.add_argument("--out", required=True, help="results.csv or results.parquet; an existing file is resumed")
     w.add_argument("--workers", type=int, default=None, help="embedded cluster of N processes (default: cores)")

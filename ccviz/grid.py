@@ -109,14 +109,21 @@ class Grid:
     time_limit: float | None = None  # per row, seconds
     epoch: str | float | None = None
     gap: float | None = None
+    root: int | None = None  # rank of broadcast/reduce/gather/scatter (default: the first GPU)
     loaded: dict[str, Topology] = field(default_factory=dict, repr=False)
     left_out: list[tuple[str, str]] = field(default_factory=list, repr=False)  # (algorithm, collective)
 
     @classmethod
-    def make(cls, topology: Iterable[str] | str, collective: Any, algorithm: Any, size: Any, chunks: Any = 1,
-             time_limit: float | None = None, epoch: Any = None, gap: float | None = None) -> Grid:
-        """Parse and check a grid from flag values (strings, comma lists or lists)."""
-        topologies = split_list(topology)
+    def make(cls, topology: Iterable[str | Topology] | str | Topology, collective: Any, algorithm: Any, size: Any,
+             chunks: Any = 1, time_limit: float | None = None, epoch: Any = None, gap: float | None = None,
+             root: int | None = None) -> Grid:
+        """Parse and check a grid from flag values (strings, comma lists or lists).
+
+        A topology may also be a ``Topology`` already built (the app's): its row key is its name.
+        """
+        given = [topology] if isinstance(topology, (str, Topology)) else list(topology or [])
+        built = {t.name: t for t in given if isinstance(t, Topology)}
+        topologies = list(built) + split_list([t for t in given if not isinstance(t, Topology)])
         if not topologies:
             raise CcvizError("--topology: give at least one topology, e.g. --topology ring:n=8", "topology")
         collectives = [normalize_name(c) for c in dict.fromkeys(split_list(collective))]
@@ -140,14 +147,15 @@ class Grid:
         if gap is not None and not (0 <= gap < 1):
             raise CcvizError(f"--gap: a relative MIP gap between 0 and 1 (e.g. 0.3), got {gap}", "gap")
         grid = cls(list(dict.fromkeys(topologies)), collectives, algorithms, parse_sizes(size),
-                   sorted(set(counts)), time_limit, None if epoch is None else parse_epoch(epoch), gap)
+                   sorted(set(counts)), time_limit, None if epoch is None else parse_epoch(epoch), gap, root,
+                   dict(built))
         grid._check()
         return grid
 
     @classmethod
     def from_yaml(cls, path: str | Path, **overrides: Any) -> Grid:
         """A grid file (keys as the flags: topology, collective, algorithm, size, chunks, time_limit,
-        epoch, gap); flags given on the command line (``overrides`` not None) win."""
+        epoch, gap, root); flags given on the command line (``overrides`` not None) win."""
         import yaml
 
         p = Path(path)
@@ -161,7 +169,7 @@ class Grid:
             raise CcvizError(f"--grid: {p.name} should be a mapping of topology, collective, algorithm, size, ...",
                              "grid")
         data = {str(k).replace("-", "_"): v for k, v in data.items()}
-        allowed = {"topology", "collective", "algorithm", "size", "chunks", "time_limit", "epoch", "gap"}
+        allowed = {"topology", "collective", "algorithm", "size", "chunks", "time_limit", "epoch", "gap", "root"}
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise CcvizError(f"--grid: unknown key(s) {', '.join(unknown)} in {p.name}; use {', '.join(sorted(allowed))}",
@@ -174,7 +182,8 @@ class Grid:
 
     def _check(self) -> None:
         for spec in self.topologies:
-            self.loaded[spec] = load_topology(spec)
+            if spec not in self.loaded:
+                self.loaded[spec] = load_topology(spec)
         pairs = [(a, c) for a in self.algorithms for c in self.collectives]
         self.left_out = [(a, c) for a, c in pairs if not get_algorithm(a).supports(c)]
         if len(self.left_out) == len(pairs):
@@ -182,7 +191,7 @@ class Grid:
                              f"{', '.join(self.collectives)}; see `ccviz list`", "algorithm")
 
     def solver_options(self) -> tuple[tuple[str, Any], ...]:
-        options = {"time_limit": self.time_limit, "epoch": self.epoch, "gap": self.gap}
+        options = {"time_limit": self.time_limit, "epoch": self.epoch, "gap": self.gap, "root": self.root}
         return tuple(sorted((k, v) for k, v in options.items() if v is not None))
 
     def points(self) -> list[Point]:

@@ -96,9 +96,10 @@ def _topology(text: str):
 def _bound(text: str, point: Point):
     from ccviz.compare import size_bound
 
-    key = (text, point.collective, point.size_bytes, point.chunks)
+    root = dict(point.options).get("root")
+    key = (text, point.collective, point.size_bytes, point.chunks, root)
     if key not in _BOUNDS:
-        _BOUNDS[key] = size_bound(_topology(text), point.collective, point.size_bytes, point.chunks)
+        _BOUNDS[key] = size_bound(_topology(text), point.collective, point.size_bytes, point.chunks, root)
     return _BOUNDS[key]
 
 
@@ -135,7 +136,7 @@ def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bo
                                          gap=options.get("gap"), stop=stop)
             topology = _topology(topology_json)
             result = run(topology, point.collective, point.algorithm, point.size_bytes, point.chunks,
-                         options=synth_options, bound=_bound(topology_json, point))
+                         options.get("root"), synth_options, _bound(topology_json, point))
         summary = result.summary()
         row.update({("solver_status" if k == "status" else k): v for k, v in summary.items()
                     if k not in KEY_COLUMNS})
@@ -355,11 +356,13 @@ class SweepReport:
 def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float | None = None,
           schedules: str | Path | None = None, stop: threading.Event | None = None,
           on_progress: Callable[[SweepProgress], None] | None = None,
-          on_row: Callable[[dict[str, Any]], None] | None = None) -> SweepReport:
+          on_row: Callable[[dict[str, Any]], None] | None = None,
+          skip: set[tuple[str, ...]] | None = None) -> SweepReport:
     """Run the grid's rows not already in ``out`` on ``client``'s cluster (see the module docstring).
 
     ``time_limit`` bounds the whole sweep in seconds; ``stop`` ends it early; Ctrl-C (KeyboardInterrupt)
-    does the same and the report says so. ``on_row`` sees each finished row.
+    does the same and the report says so. ``on_row`` sees each finished row; points whose key is in
+    ``skip`` are not run (a front end's cache has them).
     """
     if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
         raise CcvizError(f"--sweep-time-limit: must be a positive number of seconds, got {time_limit}",
@@ -367,7 +370,7 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
     started = time.perf_counter()
     points = grid.points()
     wanted = {p.key for p in points}
-    done_keys = out.keys() if out is not None else set()
+    done_keys = (out.keys() if out is not None else set()) | (skip or set())
     kept = [row for row in (out.rows if out is not None else []) if row_key(row) in wanted]
     todo = [p for p in points if p.key not in done_keys]
     schedule_dir = Path(schedules) if schedules else None

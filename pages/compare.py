@@ -1,4 +1,8 @@
-"""Compare: several algorithms over a size sweep on the current topology, against the lower bound."""
+"""Compare: several algorithms over a size sweep on the current topology, against the lower bound.
+
+The sweep runs on the same Dask engine as ``ccviz sweep`` (``SweepJob``): light sweeps in the app
+process, heavy ones on an embedded cluster, or on any Dask cluster whose scheduler address is given.
+"""
 
 import streamlit as st
 
@@ -28,17 +32,7 @@ def run_sweep(job: SweepJob) -> None:
             job.stop()
         status = st.empty()
     while not job.wait(POLL_S):
-        line = f"{len(job.rows)}/{job.total} runs, {format_time(job.elapsed_s)}"
-        if job.current is not None:
-            algorithm, size = job.current
-            line += f" — {algorithm} at {format_size(size)}"
-        p = job.progress
-        if p is not None and p.message:
-            line += f": {p.message}"
-            if p.gap is not None:
-                line += f", gap {p.gap:.1%}"
-        line += " (stopping…)" if job.stop_event.is_set() else ""
-        status.progress(min(1.0, job.fraction), text=line)
+        status.progress(min(1.0, job.fraction), text=f"{job.status_line()}, {format_time(job.elapsed_s)}")
     live.empty()
 
 
@@ -61,6 +55,10 @@ c3, c4, c5 = st.columns(3)
 chunks = int(c3.number_input("chunks per rank", 1, 16, 1, key="cmp_chunks"))
 root = c4.selectbox("root", topology.gpus, key="cmp_root") if collective in ROOTED else None
 time_limit = float(c5.number_input("time limit per run (s)", 1.0, 600.0, 20.0, key="cmp_time_limit"))
+scheduler = st.text_input("Dask scheduler (optional)", key="cmp_scheduler", placeholder="tcp://HOST:8786",
+                          help="run the sweep on a Dask cluster (`dask scheduler` + `dask worker` on its machines, "
+                          "with ccviz installed); empty: this machine — in the app process for light sweeps, "
+                          "else an embedded cluster of one worker process per core")
 
 params = SweepRequest(topology.to_json(), collective, tuple(algorithms), tuple(float(s) for s in sizes), chunks, root,
                       time_limit)
@@ -73,7 +71,7 @@ if clicked:
 # runs only the points still missing.
 if st.session_state.get(PARAMS_KEY) == params and not running and (
         job is None or job.request != params or (clicked and job.stopped)):
-    job = st.session_state[JOB_KEY] = SweepJob(params, topology)
+    job = st.session_state[JOB_KEY] = SweepJob(params, topology, scheduler)
 if job is not None and not job.done:
     run_sweep(job)
 
