@@ -17,6 +17,7 @@ limit), so changing the sweep reruns only the new points.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
 import os
@@ -303,6 +304,15 @@ class SweepJob(BackgroundJob):
 LIGHT_GPUS = 64  # measured (bench/sweep.py): heuristic rows on <= 64 GPUs take 0.01-0.25 s each
 _CLIENTS: dict[str, tuple[Any, contextlib.ExitStack]] = {}
 _CLIENTS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_clients() -> None:
+    """Close the embedded clusters before Dask's own exit hooks run (registered later, run earlier)."""
+    while _CLIENTS:
+        _, (_, stack) = _CLIENTS.popitem()
+        with contextlib.suppress(Exception):
+            stack.close()
 
 
 def engine_for(request: SweepRequest, topology: Topology, scheduler: str | None = None) -> str:

@@ -158,3 +158,28 @@ def test_grid_from_yaml_with_flags_winning(tmp_path):
     path.write_text("topology: ring:n=4\nsizes: 1KB\n")
     with pytest.raises(CcvizError, match="unknown key"):
         Grid.from_yaml(path)
+
+
+def test_compare_jobs_run_on_the_engine_and_stop(tmp_path):
+    from ccviz.app_runs import SweepJob, SweepRequest
+    from ccviz.loading import load_topology
+
+    topology = load_topology("ring:n=4")
+    request = SweepRequest(topology.to_json(), "allreduce", ("ring", "direct"), (1e3, 1e6), 1, None, 20.0)
+    job = SweepJob(request, topology)
+    assert job.engine == "in-process" and job.wait(120)
+    table = job.table()
+    assert job.error is None and len(table) == 4 and not job.stopped
+    assert table["verified"].sum() == 2 and table.loc[table["algorithm"] == "direct", "error"].notna().all()
+    assert "4/4 runs" in job.status_line()
+
+    big = SweepRequest(load_topology("torus2d:dims=8x8").to_json(), "allgather", ("tacos", "ring"),
+                       (1e3, 4e3, 16e3, 64e3, 256e3, 1e6), 1, None, 20.0)
+    stopped = SweepJob(big, load_topology("torus2d:dims=8x8"))
+    stopped.stop()
+    assert stopped.wait(120) and stopped.stopped and len(stopped.table()) == 12
+
+    fresh = SweepRequest(topology.to_json(), "allgather", ("ring",), (2e3,))  # not cached
+    unreachable = SweepJob(fresh, topology, scheduler="tcp://127.0.0.1:9")
+    assert unreachable.engine == "scheduler" and unreachable.wait(60)
+    assert "cannot reach a Dask scheduler" in unreachable.error and unreachable.stopped
