@@ -82,6 +82,11 @@ class Point:
         return json.dumps(dict(self.options), sort_keys=True)
 
     @property
+    def bound_key(self) -> tuple:
+        """What the lower bound depends on (the algorithms of one size share it)."""
+        return (self.topology_spec, self.collective, self.size_bytes, self.chunks, dict(self.options).get("root"))
+
+    @property
     def key(self) -> tuple[str, ...]:
         return row_key(self.as_row())
 

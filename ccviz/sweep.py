@@ -52,7 +52,6 @@ POLL_S = 0.25
 
 # ----------------------------------------------------------------------------------------- worker side
 _TOPOLOGIES: dict[str, Any] = {}  # topology JSON -> Topology, per worker process
-_BOUNDS: dict[tuple, Any] = {}  # (topology JSON, collective, size, chunks) -> LowerBound (shared by algorithms)
 _RUNNING: dict[str, set[threading.Event]] = {}  # sweep id -> stop events of its rows running here
 _STOPPED: set[str] = set()  # sweeps told to stop
 _LOCK = threading.Lock()
@@ -88,19 +87,15 @@ def _topology(text: str):
     if topology is None:
         if len(_TOPOLOGIES) >= 8:
             _TOPOLOGIES.clear()
-            _BOUNDS.clear()
         topology = _TOPOLOGIES[text] = Topology.from_dict(json.loads(text))
     return topology
 
 
-def _bound(text: str, point: Point):
+def size_bound_task(topology_json: str, collective: str, size: float, chunks: int, root: int | None):
+    """The lower bound of one (topology, collective, size): one task shared by every algorithm's row."""
     from ccviz.compare import size_bound
 
-    root = dict(point.options).get("root")
-    key = (text, point.collective, point.size_bytes, point.chunks, root)
-    if key not in _BOUNDS:
-        _BOUNDS[key] = size_bound(_topology(text), point.collective, point.size_bytes, point.chunks, root)
-    return _BOUNDS[key]
+    return size_bound(_topology(topology_json), collective, size, chunks, root)
 
 
 def _worker_name() -> str:
@@ -112,8 +107,11 @@ def _worker_name() -> str:
         return f"pid {os.getpid()}"
 
 
-def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bool = False) -> dict[str, Any]:
-    """One row, computed where the task runs; never raises (a failure is a row with its error)."""
+def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bool = False,
+              bound: Any = None) -> dict[str, Any]:
+    """One row, computed where the task runs; never raises (a failure is a row with its error).
+
+    ``bound`` is the size's ``LowerBound`` when the caller has it (None: computed here)."""
     from ccviz.export import schedule_json
     from ccviz.pipeline import run
     from ccviz.synth.registry import SynthOptions
@@ -136,7 +134,7 @@ def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bo
                                          gap=options.get("gap"), stop=stop)
             topology = _topology(topology_json)
             result = run(topology, point.collective, point.algorithm, point.size_bytes, point.chunks,
-                         options.get("root"), synth_options, _bound(topology_json, point))
+                         options.get("root"), synth_options, bound)
         summary = result.summary()
         row.update({("solver_status" if k == "status" else k): v for k, v in summary.items()
                     if k not in KEY_COLUMNS})
@@ -277,7 +275,7 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, proces
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise CcvizError(f"--workers: needs at least one worker process, got {n}", "workers")
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=None,
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=processes, dashboard_address=":0",
                       silence_logs=logging.ERROR) as cluster, Client(cluster, set_as_default=False) as client:
         yield client
 
@@ -382,8 +380,15 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
     # A topology is a task, not scattered data: if the worker holding it dies the scheduler recomputes it.
     topologies = {spec: client.submit(_same, grid.loaded[spec].to_json(), key=f"{sweep_id}-topology-{k}")
                   for k, spec in enumerate(dict.fromkeys(p.topology_spec for p in todo))}
+    bounds = {}  # one lower-bound task per (topology, collective, size, chunks, root), shared by algorithms
+    for p in todo:
+        if p.bound_key not in bounds:
+            bounds[p.bound_key] = client.submit(size_bound_task, topologies[p.topology_spec], p.collective,
+                                                p.size_bytes, p.chunks, dict(p.options).get("root"),
+                                                key=f"{sweep_id}-bound-{len(bounds)}")
     futures = {client.submit(run_point, p, topologies[p.topology_spec], sweep_id, schedule_dir is not None,
-                             key=f"{sweep_id}-{i}", pure=False): p for i, p in enumerate(todo)}
+                             bounds[p.bound_key], key=f"{sweep_id}-{i}", pure=False): p
+               for i, p in enumerate(todo)}
     pending = set(futures)
     arrived = threading.Event()  # set by any finishing task: rows are written as soon as they arrive
     for future in futures:
