@@ -410,11 +410,12 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
             batch = []
             for future in finished:
                 pending.discard(future)
-                row, schedule = _outcome(future, futures[future])
+                point = futures.pop(future)  # dropping the future frees its result on the worker
+                row, schedule = _outcome(future, point)
                 if row is None:
                     continue
                 if schedule is not None and schedule_dir is not None:
-                    (schedule_dir / schedule_name(futures[future])).write_text(schedule)
+                    (schedule_dir / schedule_name(point)).write_text(schedule)
                 batch.append(row)
                 progress.done += 1
                 progress.failed += row.get("status") == "error"
