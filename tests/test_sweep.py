@@ -53,7 +53,7 @@ def test_cli_sweep_of_24_rows_writes_24_rows_then_resumes_without_work(capsys, t
 
 
 def test_a_killed_worker_process_loses_no_row_and_duplicates_none(client, tmp_path):
-    grid = Grid.make(["torus2d:dims=8x8", "mesh2d:dims=6x6"], "allgather", "tacos,ring", "1KB..1MB")
+    grid = Grid.make(["torus2d:dims=4x4", "mesh2d:dims=4x4"], "allgather", "tacos,ring", "1KB..1MB")
     assert len(grid.points()) == 24
     pids = client.run(os.getpid)
     killed: list[int] = []
