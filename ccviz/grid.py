@@ -116,7 +116,7 @@ class Grid:
     gap: float | None = None
     root: int | None = None  # rank of broadcast/reduce/gather/scatter (default: the first GPU)
     loaded: dict[str, Topology] = field(default_factory=dict, repr=False)
-    left_out: list[tuple[str, str]] = field(default_factory=list, repr=False)  # (algorithm, collective)
+    unsupported: list[tuple[str, str]] = field(default_factory=list, repr=False)  # (algorithm, collective) pairs
 
     @classmethod
     def make(cls, topology: Iterable[str | Topology] | str | Topology, collective: Any, algorithm: Any, size: Any,
@@ -190,8 +190,8 @@ class Grid:
             if spec not in self.loaded:
                 self.loaded[spec] = load_topology(spec)
         pairs = [(a, c) for a in self.algorithms for c in self.collectives]
-        self.left_out = [(a, c) for a, c in pairs if not get_algorithm(a).supports(c)]
-        if len(self.left_out) == len(pairs):
+        self.unsupported = [(a, c) for a, c in pairs if not get_algorithm(a).supports(c)]
+        if len(self.unsupported) == len(pairs):
             raise CcvizError(f"--algorithm: none of {', '.join(self.algorithms)} implements "
                              f"{', '.join(self.collectives)}; see `ccviz list`", "algorithm")
 
@@ -200,8 +200,9 @@ class Grid:
         return tuple(sorted((k, v) for k, v in options.items() if v is not None))
 
     def points(self) -> list[Point]:
+        """Every combination, one row each; an (algorithm, collective) pair in ``unsupported`` still gets its
+        rows, which say that the algorithm does not implement the collective."""
         options = self.solver_options()
-        skip = set(self.left_out)
         return [Point(t, c, a, s, k, options)
                 for t in self.topologies for c in self.collectives for a in self.algorithms
-                if (a, c) not in skip for s in self.sizes for k in self.chunks]
+                for s in self.sizes for k in self.chunks]

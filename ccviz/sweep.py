@@ -326,10 +326,7 @@ class SweepReport:
     stopped: str | None = None  # why the sweep ended early, None when it ran to the end
     out: str | None = None
     workers: int = 0
-    left_out: list[tuple[str, str]] = field(default_factory=list)
-
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame(self.rows, columns=list(COLUMNS) if not self.rows else None)
+    unsupported: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> int:
@@ -348,7 +345,7 @@ class SweepReport:
         return {"rows": len(self.rows), "ok": self.ok, "failed": self.failed, "time_limit": self.time_limited,
                 "wall_s": self.wall_s, "new": self.new, "resumed": len(self.rows) - self.new, "grid": self.total,
                 "stopped": self.stopped, "out": self.out, "workers": self.workers,
-                "left_out": [f"{a}/{c}" for a, c in self.left_out]}
+                "not_implemented": [f"{a} {c}" for a, c in self.unsupported]}
 
 
 def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float | None = None,
@@ -440,7 +437,7 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
         progress.running, progress.elapsed_s = 0, time.perf_counter() - started
         on_progress(progress)
     return SweepReport(kept + new, len(new), time.perf_counter() - started, len(points), progress.stopping,
-                       str(out.path) if out is not None else None, slots.threads, grid.left_out)
+                       str(out.path) if out is not None else None, slots.threads, grid.unsupported)
 
 
 def _outcome(future, point: Point) -> tuple[dict[str, Any] | None, str | None]:
@@ -550,9 +547,9 @@ def summary_text(report: SweepReport) -> str:
              f"worker thread(s)"]
     if report.stopped:
         lines.append(f"stopped early ({report.stopped}); run the same command again to finish the rest")
-    if report.left_out:
-        lines.append("left out (algorithm does not implement the collective): "
-                     + ", ".join(f"{a}/{c}" for a, c in report.left_out))
+    if report.unsupported:
+        lines.append("not implemented (their rows are errors): "
+                     + ", ".join(f"{a} {c}" for a, c in report.unsupported))
     table = best_table(report.rows)
     if not table.empty:
         lines.append("best algorithm per size, busbw GB/s:")

@@ -183,3 +183,13 @@ def test_compare_jobs_run_on_the_engine_and_stop(tmp_path):
     unreachable = SweepJob(fresh, topology, scheduler="tcp://127.0.0.1:9")
     assert unreachable.engine == "scheduler" and unreachable.wait(60)
     assert "cannot reach a Dask scheduler" in unreachable.error and unreachable.stopped
+
+
+def test_a_pair_the_algorithm_does_not_implement_is_a_row_with_that_error(client, tmp_path):
+    grid = Grid.make(["ring:n=4"], "allgather,broadcast", "ring,bruck", "1KB")
+    report = sweep(grid, client, RowWriter(tmp_path / "u.csv"))
+    assert len(report.rows) == 4 and report.ok == 3 and report.summary()["not_implemented"] == ["bruck broadcast"]
+    (bad,) = [r for r in report.rows if r["status"] == "error"]
+    assert bad["algorithm"] == "bruck" and "does not implement broadcast" in bad["error"]
+    with pytest.raises(CcvizError, match="none of bruck implements broadcast"):
+        Grid.make(["ring:n=4"], "broadcast", "bruck", "1KB")
