@@ -37,7 +37,7 @@ from ccviz.pipeline import RunResult, run
 from ccviz.sweep import SweepProgress, dask_client, sweep
 from ccviz.synth.registry import REGISTRY, Progress, SynthOptions
 from ccviz.topology import Topology
-from ccviz.units import format_time
+from ccviz.units import format_size, format_time
 
 CACHE_SIZE = 24
 ROW_CACHE_SIZE = 4096
@@ -216,13 +216,16 @@ class SweepJob(BackgroundJob):
     skipped rows.
     """
 
-    def __init__(self, request: SweepRequest, topology: Topology, scheduler: str | None = None) -> None:
+    def __init__(self, request: SweepRequest, topology: Topology, scheduler: str | None = None,
+                 engine: str | None = None) -> None:
         super().__init__()
         self.request = request
         self.rows: list[dict] = []
-        self.engine = engine_for(request, topology, scheduler)
+        self.engine = engine or engine_for(request, topology, scheduler)
         self.scheduler = scheduler.strip() if scheduler else None
         self.sweep_progress: SweepProgress | None = None
+        self.current: tuple[str, float] | None = None  # (algorithm, size) of the latest solver report
+        self.progress: Progress | None = None  # that report
         self._start("ccviz-sweep", topology)
 
     @property
@@ -252,11 +255,19 @@ class SweepJob(BackgroundJob):
                 parts.append(f"ETA {format_time(p.eta_s)}")
         else:
             parts.append("starting the engine" if self.engine != "in-process" else "starting")
+        if self.current is not None and self.progress is not None and self.progress.message:
+            algorithm, size = self.current
+            gap = f", gap {self.progress.gap:.1%}" if self.progress.gap is not None else ""
+            parts.append(f"{algorithm} at {format_size(size)}: {self.progress.message}{gap}")
         text = ", ".join(parts) + f" — {engine_label(self.engine, self.scheduler)}"
         return text + (" (stopping…)" if self.stop_event.is_set() else "")
 
     def _on_progress(self, progress: SweepProgress) -> None:
         self.sweep_progress = progress
+
+    def _on_solver_progress(self, event: dict) -> None:
+        self.current = (event["algorithm"], float(event["size_bytes"]))
+        self.progress = Progress(**event["progress"])
 
     def _work(self, topology: Topology) -> None:
         r = self.request
@@ -275,7 +286,7 @@ class SweepJob(BackgroundJob):
             with engine_client(self.engine, self.scheduler) as client:
                 if not self.stop_event.is_set():
                     sweep(grid, client, stop=self.stop_event, skip=skip, on_row=lambda row: self._add(topology, row),
-                          on_progress=self._on_progress)
+                          on_progress=self._on_progress, on_solver_progress=self._on_solver_progress)
         except CcvizError as exc:
             self.error = str(exc)
         except Exception as exc:  # a broken cluster or a bug must not kill the app
@@ -297,6 +308,8 @@ class SweepJob(BackgroundJob):
                                row.get("error") if row.get("status") != "ok" else None)
         if not self.stop_event.is_set():
             _ROWS.put(r.row_key(float(row["size_bytes"]), row["algorithm"]), table_row_)
+        if self.current == (row["algorithm"], float(row["size_bytes"])):
+            self.current = self.progress = None
         self.rows.append(table_row_)
 
 

@@ -104,7 +104,7 @@ def row_key(row: dict[str, Any]) -> tuple[str, ...]:
 
 @dataclass
 class Grid:
-    """Everything a sweep runs; ``points()`` lists its rows, topologies outermost."""
+    """Everything a sweep runs; ``points()`` lists its rows, topologies outermost, algorithms innermost."""
 
     topologies: list[str]
     collectives: list[str]
@@ -203,6 +203,6 @@ class Grid:
         """Every combination, one row each; an (algorithm, collective) pair in ``unsupported`` still gets its
         rows, which say that the algorithm does not implement the collective."""
         options = self.solver_options()
-        return [Point(t, c, a, s, k, options)
-                for t in self.topologies for c in self.collectives for a in self.algorithms
-                for s in self.sizes for k in self.chunks]
+        return [Point(t, c, a, s, k, options)  # the algorithms of one size side by side: they share its bound
+                for t in self.topologies for c in self.collectives for s in self.sizes for k in self.chunks
+                for a in self.algorithms]

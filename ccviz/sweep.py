@@ -107,6 +107,26 @@ def _worker_name() -> str:
         return f"pid {os.getpid()}"
 
 
+def _reporter(sweep_id: str, point: Point) -> Callable[[Any], None] | None:
+    """The solver's progress as Dask events on topic ``sweep_id`` (at most two a second per row), for a
+    front end that subscribed (``sweep(on_solver_progress=...)``)."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return None
+    last = [0.0]
+
+    def report(progress: Any) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.5:
+            last[0] = now
+            worker.log_event(sweep_id, {"algorithm": point.algorithm, "size_bytes": point.size_bytes,
+                                        "topology_spec": point.topology_spec, "progress": vars(progress)})
+    return report
+
+
 def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bool = False,
               bound: Any = None) -> dict[str, Any]:
     """One row, computed where the task runs; never raises (a failure is a row with its error).
@@ -131,7 +151,7 @@ def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bo
     try:
         with _registered(sweep_id, stop):
             synth_options = SynthOptions(epoch=options.get("epoch", "fastest"), time_limit=limit,
-                                         gap=options.get("gap"), stop=stop)
+                                         gap=options.get("gap"), stop=stop, progress=_reporter(sweep_id, point))
             topology = _topology(topology_json)
             result = run(topology, point.collective, point.algorithm, point.size_bytes, point.chunks,
                          options.get("root"), synth_options, bound)
@@ -352,12 +372,14 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
           schedules: str | Path | None = None, stop: threading.Event | None = None,
           on_progress: Callable[[SweepProgress], None] | None = None,
           on_row: Callable[[dict[str, Any]], None] | None = None,
-          skip: set[tuple[str, ...]] | None = None) -> SweepReport:
+          skip: set[tuple[str, ...]] | None = None,
+          on_solver_progress: Callable[[dict[str, Any]], None] | None = None) -> SweepReport:
     """Run the grid's rows not already in ``out`` on ``client``'s cluster (see the module docstring).
 
     ``time_limit`` bounds the whole sweep in seconds; ``stop`` ends it early; Ctrl-C (KeyboardInterrupt)
     does the same and the report says so. ``on_row`` sees each finished row; points whose key is in
-    ``skip`` are not run (a front end's cache has them).
+    ``skip`` are not run (a front end's cache has them). ``on_solver_progress`` receives the running
+    solvers' reports: ``{"algorithm", "size_bytes", "topology_spec", "progress": Progress fields}``.
     """
     if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
         raise CcvizError(f"--sweep-time-limit: must be a positive number of seconds, got {time_limit}",
@@ -387,6 +409,8 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
                              bounds[p.bound_key], key=f"{sweep_id}-{i}", pure=False): p
                for i, p in enumerate(todo)}
     pending = set(futures)
+    if on_solver_progress is not None:
+        client.subscribe_topic(sweep_id, lambda event: on_solver_progress(event[1]))
     arrived = threading.Event()  # set by any finishing task: rows are written as soon as they arrive
     for future in futures:
         future.add_done_callback(lambda _: arrived.set())
@@ -395,17 +419,13 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
     slots = _Slots(client)
     try:
         while pending:
+            why = None  # decided before harvesting: every row finished by then is kept
             if stop is not None and stop.is_set():
-                progress.stopping = "stopped"
+                why = "stopped"
             elif time.perf_counter() >= deadline:
-                progress.stopping = f"the sweep's time limit of {time_limit:g} s was reached"
-            if progress.stopping:
-                break
-            arrived.wait(POLL_S)
-            arrived.clear()
-            finished = [f for f in pending if f.done()]
+                why = f"the sweep's time limit of {time_limit:g} s was reached"
             batch = []
-            for future in finished:
+            for future in [f for f in pending if f.done()]:
                 pending.discard(future)
                 point = futures.pop(future)  # dropping the future frees its result on the worker
                 row, schedule = _outcome(future, point)
@@ -426,11 +446,19 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
                 progress.running = min(len(pending), slots.count())
                 progress.elapsed_s = time.perf_counter() - started
                 on_progress(progress)
+            if why:
+                progress.stopping = why
+                break
+            arrived.wait(POLL_S)
+            arrived.clear()
     except KeyboardInterrupt:
         progress.stopping = "interrupted"
     finally:
         if pending:
             _cancel(client, list(pending), sweep_id)
+        if on_solver_progress is not None:
+            with contextlib.suppress(Exception):
+                client.unsubscribe_topic(sweep_id)
         if out is not None:
             out.close()
     if on_progress is not None:
