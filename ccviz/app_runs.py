@@ -7,15 +7,20 @@ algorithm as ``SynthOptions.stop``. Finished runs are cached process-wide,
 keyed by topology JSON + collective + options (``RunRequest``), together
 with the figures drawn from them, so revisiting a result is instant.
 
-A ``SweepJob`` is the same for the Compare page: ``ccviz.compare`` rows run
-one by one in a background thread that a Stop button can end between rows
-(the stop also reaches the running algorithm). Finished rows are cached
+A ``SweepJob`` is the same for the Compare page: its rows run on the Dask
+sweep engine (``ccviz.sweep``: in the app process, on an embedded cluster or
+on a Dask scheduler) from a background thread that a Stop button can end
+(the stop also reaches the running solvers). Finished rows are cached
 process-wide per (topology, collective, algorithm, size, chunks, root, time
 limit), so changing the sweep reruns only the new points.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import math
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -25,11 +30,14 @@ from typing import Any
 
 import pandas as pd
 
-from ccviz.compare import COLUMNS, ran, skipped_row, sweep_row
+from ccviz.compare import COLUMNS, ran, skipped_row, table_row
 from ccviz.errors import CcvizError
+from ccviz.grid import Grid
 from ccviz.pipeline import RunResult, run
-from ccviz.synth.registry import Progress, SynthOptions
+from ccviz.sweep import SweepProgress, dask_client, sweep
+from ccviz.synth.registry import REGISTRY, Progress, SynthOptions
 from ccviz.topology import Topology
+from ccviz.units import format_size, format_time
 
 CACHE_SIZE = 24
 ROW_CACHE_SIZE = 4096
@@ -202,14 +210,25 @@ class SweepRequest:
 
 
 class SweepJob(BackgroundJob):
-    """A comparison sweep running in a background thread; poll ``done``, read ``rows``, ``stop()`` it."""
+    """A comparison sweep on the Dask sweep engine (``ccviz.sweep``); poll ``done``, read ``rows``, ``stop()`` it.
 
-    def __init__(self, request: SweepRequest, topology: Topology) -> None:
+    Rows run where ``engine_for`` says: a Dask scheduler when an address is given, else this app's
+    embedded cluster (worker processes, started once and kept) or, for light sweeps, a one-thread
+    Dask worker inside the app process (see ``engine_for``: starting processes costs more than such
+    a sweep). Stop cancels the rows not started and stops the running solvers; their points become
+    skipped rows.
+    """
+
+    def __init__(self, request: SweepRequest, topology: Topology, scheduler: str | None = None,
+                 engine: str | None = None) -> None:
         super().__init__()
         self.request = request
         self.rows: list[dict] = []
-        self.current: tuple[str, float] | None = None  # (algorithm, size) being run
-        self.progress: Progress | None = None  # the running algorithm's latest report
+        self.engine = engine or engine_for(request, topology, scheduler)
+        self.scheduler = scheduler.strip() if scheduler else None
+        self.sweep_progress: SweepProgress | None = None
+        self.current: tuple[str, float] | None = None  # (algorithm, size) of the latest solver report
+        self.progress: Progress | None = None  # that report
         self._start("ccviz-sweep", topology)
 
     @property
@@ -225,30 +244,135 @@ class SweepJob(BackgroundJob):
         return any(row.get("status") == "skipped" for row in self.rows)
 
     def table(self) -> pd.DataFrame:
-        return pd.DataFrame(list(self.rows), columns=list(COLUMNS))
+        order = {point: k for k, point in enumerate(self.request.points())}
+        rows = sorted(self.rows, key=lambda row: order.get((float(row["size_bytes"]), row["algorithm"]), len(order)))
+        return pd.DataFrame(rows, columns=list(COLUMNS))
 
-    def _set_progress(self, progress: Progress) -> None:
-        self.progress = progress
+    def status_line(self) -> str:
+        """'12/48 runs, 1 failed, 2 running, ETA 5 s, on the embedded cluster (2 processes)'."""
+        p = self.sweep_progress
+        parts = [f"{len(self.rows)}/{self.total} runs"]
+        if p is not None:
+            parts += [f"{p.failed} failed", f"{p.running} running"]
+            if p.eta_s is not None:
+                parts.append(f"ETA {format_time(p.eta_s)}")
+        else:
+            parts.append("starting the engine" if self.engine != "in-process" else "starting")
+        if self.current is not None and self.progress is not None and self.progress.message:
+            algorithm, size = self.current
+            parts.append(f"{algorithm} at {format_size(size)}: {self.progress.text()}")
+        text = ", ".join(parts) + f" — {engine_label(self.engine, self.scheduler)}"
+        return text + (" (stopping…)" if self.stop_event.is_set() else "")
+
+    def _on_progress(self, progress: SweepProgress) -> None:
+        self.sweep_progress = progress
+
+    def _on_solver_progress(self, event: dict) -> None:
+        self.current = (event["algorithm"], float(event["size_bytes"]))
+        self.progress = Progress(**event["progress"])
 
     def _work(self, topology: Topology) -> None:
         r = self.request
-        options = SynthOptions(epoch=r.epoch, time_limit=r.time_limit, stop=self.stop_event,
-                               progress=self._set_progress)
+        cached = {}
+        for size, algorithm in r.points():
+            row = cached_row(r.row_key(size, algorithm))
+            if row is not None:
+                cached[(size, algorithm)] = row
+        self.rows.extend(cached.values())
+        if len(cached) == self.total:
+            return
         try:
-            for size, algorithm in r.points():
-                key = r.row_key(size, algorithm)
-                row = cached_row(key)
-                if row is None and self.stop_event.is_set():
-                    row = skipped_row(topology, r.collective, algorithm, size,
-                                      f"the sweep was stopped after {ran(self.rows)} of {self.total} runs")
-                elif row is None:
-                    self.current, self.progress = (algorithm, size), None
-                    row = sweep_row(topology, r.collective, algorithm, size, r.chunks, r.root, options)
-                    if not self.stop_event.is_set():  # a stopped run is not the answer to this point
-                        _ROWS.put(key, row)
-                self.rows.append(row)
-        except Exception as exc:  # a bug in an algorithm must not kill the app (CcvizErrors become rows)
+            grid = Grid.make(topology, r.collective, list(r.algorithms), list(r.sizes), r.chunks,
+                             time_limit=r.time_limit, epoch=r.epoch, root=r.root)
+            skip = {p.key for p in grid.points() if (p.size_bytes, p.algorithm) in cached}
+            with engine_client(self.engine, self.scheduler) as client:
+                if not self.stop_event.is_set():
+                    sweep(grid, client, stop=self.stop_event, skip=skip, on_row=lambda row: self._add(topology, row),
+                          on_progress=self._on_progress, on_solver_progress=self._on_solver_progress)
+        except CcvizError as exc:
+            self.error = str(exc)
+        except Exception as exc:  # a broken cluster or a bug must not kill the app
             self.error = f"unexpected {type(exc).__name__} in the sweep: {exc}"
+        done = {(float(row["size_bytes"]), row["algorithm"]) for row in self.rows}
+        why = "the sweep was stopped" if self.stop_event.is_set() else "the sweep ended early"
+        for size, algorithm in r.points():
+            if (size, algorithm) not in done:
+                self.rows.append(skipped_row(topology, r.collective, algorithm, size,
+                                             f"{why} after {ran(self.rows)} of {self.total} runs"))
+
+    def _add(self, topology: Topology, row: dict) -> None:
+        """An engine row (``ccviz.sweep.COLUMNS``) as a Compare table row, cached unless the sweep was stopped."""
+        r = self.request
+        summary = {**row, "status": row.get("solver_status")}
+        bound_s = row.get("lower_bound_s")
+        table_row_ = table_row(topology, r.collective, row["algorithm"], float(row["size_bytes"]),
+                               math.nan if bound_s is None else float(bound_s), summary,
+                               row.get("error") if row.get("status") != "ok" else None)
+        if not self.stop_event.is_set():
+            _ROWS.put(r.row_key(float(row["size_bytes"]), row["algorithm"]), table_row_)
+        if self.current == (row["algorithm"], float(row["size_bytes"])):
+            self.current = self.progress = None
+        self.rows.append(table_row_)
+
+
+# ----------------------------------------------------------------------------- where sweeps run
+LIGHT_GPUS = 64  # measured (bench/sweep.py): heuristic rows on <= 64 GPUs take 0.01-0.25 s each
+_CLIENTS: dict[str, tuple[Any, contextlib.ExitStack]] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_clients() -> None:
+    """Close the embedded clusters before Dask's own exit hooks run (registered later, run earlier)."""
+    while _CLIENTS:
+        _, (_, stack) = _CLIENTS.popitem()
+        with contextlib.suppress(Exception):
+            stack.close()
+
+
+def engine_for(request: SweepRequest, topology: Topology, scheduler: str | None = None) -> str:
+    """'scheduler' when an address is given; else 'local cluster' when it is already running or the
+    sweep is heavy (an optimal solver, or a fabric over ``LIGHT_GPUS``); else 'in-process'.
+
+    Why: starting the embedded cluster's worker processes took 8-13 s on this 2-core machine
+    (bench/sweep.py), while a light sweep's rows take 0.01-0.25 s each, so for light sweeps start-up
+    would dominate; a one-thread Dask worker in the app process starts in well under a second and
+    runs the same tasks. Heavy sweeps gain from processes (one per core, a solver crash cannot take
+    the app down), and once started the cluster is kept for every later sweep.
+    """
+    if scheduler and scheduler.strip():
+        return "scheduler"
+    if "local cluster" in _CLIENTS:
+        return "local cluster"
+    heavy = topology.n_gpus > LIGHT_GPUS or any(REGISTRY[a].kind == "optimal" for a in request.algorithms
+                                                if a in REGISTRY)
+    return "local cluster" if heavy else "in-process"
+
+
+def engine_label(engine: str, scheduler: str | None = None) -> str:
+    if engine == "scheduler":
+        return f"on the Dask cluster at {scheduler}"
+    if engine == "local cluster":
+        return f"on the embedded cluster ({os.cpu_count() or 1} processes)"
+    return "in the app process (one Dask worker thread)"
+
+
+@contextlib.contextmanager
+def engine_client(engine: str, scheduler: str | None = None):
+    """A Dask client for ``engine``: a fresh connection to a scheduler (closed after the sweep), or one of
+    the app's embedded clusters, started on first use and kept for later sweeps."""
+    if engine == "scheduler":
+        with dask_client(scheduler=scheduler) as client:
+            yield client
+        return
+    with _CLIENTS_LOCK:
+        if engine not in _CLIENTS:
+            stack = contextlib.ExitStack()
+            client = stack.enter_context(dask_client(workers=None if engine == "local cluster" else 1,
+                                                     processes=engine == "local cluster"))
+            _CLIENTS[engine] = (client, stack)
+        client = _CLIENTS[engine][0]
+    yield client
 
 
 # ------------------------------------------------------------------ published tables (Papers page)

@@ -1,4 +1,4 @@
-"""The ``ccviz`` command line: synth, verify, list, cost, limit, export, import, execute.
+"""The ``ccviz`` command line: synth, verify, list, cost, limit, export, import, execute, reproduce, sweep.
 
 Contracts (DESIGN section 5): ``ccviz synth --json`` prints exactly one JSON
 object on stdout; errors exit non-zero with one clear line on stderr, never a
@@ -14,12 +14,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from ccviz.errors import CcvizError
-from ccviz.units import format_size, format_time, parse_size
+from ccviz.units import format_size, format_time, parse_epoch, parse_size
 from ccviz.validate import MAX_NODES
 
 
@@ -28,26 +29,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"ccviz: error: {message} (see `{self.prog} --help`)\n")
-
-
-def parse_epoch(text: str) -> str | float:
-    """'fastest', 'slowest', seconds ('1.25e-3') or a time with a unit ('1250us', '1.25ms')."""
-    key = text.strip().lower()
-    if key in ("fastest", "slowest"):
-        return key
-    scale = 1.0
-    for suffix, factor in (("us", 1e-6), ("ms", 1e-3), ("ns", 1e-9), ("s", 1.0)):
-        if key.endswith(suffix):
-            key, scale = key[: -len(suffix)], factor
-            break
-    try:
-        value = float(key) * scale
-    except ValueError:
-        raise CcvizError(f"--epoch: {text!r} is not 'fastest', 'slowest' or a duration such as 1.25e-3 or 1250us",
-                         "epoch") from None
-    if not value > 0:
-        raise CcvizError(f"--epoch: the epoch must be positive, got {text!r}", "epoch")
-    return value
 
 
 def parse_extra(items: Sequence[str]) -> dict[str, Any]:
@@ -391,6 +372,31 @@ def cmd_execute(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in runs) else 1
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from ccviz.grid import Grid
+    from ccviz.sweep import ProgressBar, RowWriter, dask_client, summary_text, sweep
+
+    if args.workers is not None and args.scheduler:
+        raise CcvizError("--workers: give --workers N (a cluster on this machine) or --scheduler ADDRESS, not both",
+                         "workers")
+    _positive("sweep-time-limit", args.sweep_time_limit)
+    flags = {"topology": args.topology, "collective": args.collective, "algorithm": args.algorithm,
+             "size": args.size, "chunks": args.chunks, "time_limit": args.time_limit, "epoch": args.epoch,
+             "gap": args.gap, "root": args.root}
+    grid = Grid.from_yaml(args.grid, **flags) if args.grid else Grid.make(**flags)
+    out = RowWriter(args.out)
+    started = time.perf_counter()
+    with dask_client(args.workers, args.scheduler) as client:
+        start_s = time.perf_counter() - started
+        report = sweep(grid, client, out, time_limit=args.sweep_time_limit, schedules=args.schedules,
+                       on_progress=None if args.quiet else ProgressBar())
+    if args.json:
+        print(json.dumps({**report.summary(), "cluster_start_s": start_s}))
+    else:
+        print(summary_text(report))
+    return 130 if report.stopped == "interrupted" else 0
+
+
 # ------------------------------------------------------------------------ parser
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ccviz", description="Synthesize, verify and visualize collective-communication schedules.")
@@ -477,6 +483,27 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-steps", type=int, default=64, help="steps per thread block (RCCL 64, NCCL-MSCCL 256)")
     ex.add_argument("--json", action="store_true")
     ex.set_defaults(func=cmd_execute)
+
+    w = sub.add_parser("sweep", help="a grid of runs on Dask: embedded cluster, or any Dask cluster")
+    w.add_argument("--topology", action="append", help="repeatable: a file or builder spec (ring:n=8)")
+    w.add_argument("--collective", help="one or a comma list: allgather,allreduce")
+    w.add_argument("--algorithm", help="one or a comma list: ring,tacos (see `ccviz list`)")
+    w.add_argument("--size", help="a range in x4 steps (1KB..1GB) or a comma list (1MB,64MB)")
+    w.add_argument("--chunks", help="chunks per rank, one or a comma list (1,2); default 1")
+    w.add_argument("--time-limit", type=float, default=None, help="seconds per row; a solver returns its best")
+    w.add_argument("--sweep-time-limit", type=float, default=None,
+                   help="seconds for the whole sweep; unfinished rows are left for a rerun")
+    w.add_argument("--epoch", default=None, help="fastest | slowest | SECONDS (epoch-based algorithms)")
+    w.add_argument("--gap", type=float, default=None, help="stop MILPs at this relative gap")
+    w.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
+    w.add_argument("--grid", help="a YAML file with the same keys (flags given here win)")
+    w.add_argument("--out", required=True, help="results.csv or results.parquet; an existing file is resumed")
+    w.add_argument("--workers", type=int, default=None, help="embedded cluster of N processes (default: cores)")
+    w.add_argument("--scheduler", help="an existing Dask cluster, e.g. tcp://HOST:8786")
+    w.add_argument("--schedules", help="a folder to keep every schedule as JSON")
+    w.add_argument("--quiet", action="store_true", help="no progress bar")
+    w.add_argument("--json", action="store_true", help="print one JSON object: rows, ok, failed, wall_s, ...")
+    w.set_defaults(func=cmd_sweep)
     return p
 
 

@@ -161,19 +161,26 @@ def _base(topology, collective, algorithm, size, bound_s, root: int | None = Non
 
 
 def _row(topology, collective, algorithm, size, chunks, root, options, bound: cost.LowerBound | None) -> dict:
-    bound_s = _seconds(bound)
-    row = _base(topology, collective, algorithm, size, bound_s, root)
     try:
         result = run(topology, collective, algorithm, size, chunks, root, options, bound)
     except CcvizError as exc:
-        return {**row, "error": str(exc), "verified": False}
-    timeline = result.timeline
-    finish = timeline.finish_time_s
+        return table_row(topology, collective, algorithm, size, _seconds(bound), error=str(exc), root=root)
+    return table_row(topology, collective, algorithm, size, _seconds(bound), result.summary(), root=root)
+
+
+def table_row(topology: Topology, collective: str, algorithm: str, size: float, bound_s: float,
+              summary: dict | None = None, error: str | None = None, root: int | None = None) -> dict:
+    """A table row from a run's ``synth --json`` summary (or its error): how in-process runs and the
+    rows of a Dask sweep (``ccviz.sweep``) become the same table."""
+    row = _base(topology, collective, algorithm, float(size), bound_s, root)
+    if summary is None or summary.get("finish_time_s") is None:
+        return {**row, "error": error, "verified": False}
+    finish = summary["finish_time_s"]
     return {
         **row,
-        "finish_time_s": finish, "algbw_GBps": timeline.algbw_GBps, "busbw_GBps": timeline.busbw_GBps,
+        "finish_time_s": finish, "algbw_GBps": summary["algbw_GBps"], "busbw_GBps": summary["busbw_GBps"],
         "bound_ratio": finish / bound_s if bound_s and bound_s > 0 else math.nan,
         "limit_fraction": row["limit_s"] / finish if finish > 0 else math.nan,
-        "verified": timeline.verified, "status": result.schedule.status,
-        "synth_time_s": result.schedule.synth_time_s,
+        "verified": bool(summary["verified"]), "status": summary["status"], "synth_time_s": summary["synth_time_s"],
+        "error": error,
     }

@@ -70,3 +70,22 @@ def size_sweep(lo: float = 1e3, hi: float = 1e9) -> list[float]:
     """The papers' sweep: 1, 4, 16, 64, 256 times each of KB, MB, GB, clipped to [lo, hi]."""
     sizes = [m * 10.0 ** (3 * k) for k in range(1, 5) for m in (1, 4, 16, 64, 256)]
     return [s for s in sizes if lo * (1 - 1e-12) <= s <= hi * (1 + 1e-12)]
+
+
+def parse_epoch(text: str | float) -> str | float:
+    """'fastest', 'slowest', seconds ('1.25e-3') or a time with a unit ('1250us', '1.25ms')."""
+    key, scale = str(text).strip().lower(), 1.0
+    if key in ("fastest", "slowest"):
+        return key
+    for suffix, factor in (("us", 1e-6), ("ms", 1e-3), ("ns", 1e-9), ("s", 1.0)):
+        if key.endswith(suffix):
+            key, scale = key[: -len(suffix)], factor
+            break
+    try:
+        value = float(key) * scale
+    except ValueError:
+        raise CcvizError(f"--epoch: {text!r} is not 'fastest', 'slowest' or a duration such as 1.25e-3 or 1250us",
+                         "epoch") from None
+    if not value > 0:
+        raise CcvizError(f"--epoch: the epoch must be positive, got {text!r}", "epoch")
+    return value

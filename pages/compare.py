@@ -1,4 +1,8 @@
-"""Compare: several algorithms over a size sweep on the current topology, against the lower bound."""
+"""Compare: several algorithms over a size sweep on the current topology, against the lower bound.
+
+The sweep runs on the same Dask engine as ``ccviz sweep`` (``SweepJob``): light sweeps in the app
+process, heavy ones on an embedded cluster, or on any Dask cluster whose scheduler address is given.
+"""
 
 import streamlit as st
 
@@ -7,7 +11,7 @@ from ccviz.app_runs import SweepJob, SweepRequest
 from ccviz.app_state import current_topology, user_errors
 from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
-from ccviz.units import format_size
+from ccviz.units import format_size, format_time
 from ccviz.viz import comparison_figure, finish_bars
 
 app_ui.configure_page()
@@ -28,12 +32,7 @@ def run_sweep(job: SweepJob) -> None:
                   "so far (or fails), the points not run are marked skipped")
         status = st.empty()
     while not job.wait(POLL_S):
-        what = f"run {min(len(job.rows) + 1, job.total)} of {job.total}"
-        if job.current is not None:
-            algorithm, size = job.current
-            what += f" ({algorithm} at {format_size(size)})"
-        status.progress(min(1.0, job.fraction),
-                        text=app_ui.job_line(what, job.elapsed_s, job.progress, job.stop_event.is_set()))
+        status.progress(min(1.0, job.fraction), text=f"{job.status_line()}, {format_time(job.elapsed_s)}")
     live.empty()
 
 
@@ -66,6 +65,10 @@ epoch = c6.selectbox("TE-CCL epoch", ["fastest", "slowest"], key="cmp_epoch", di
                      help="one chunk's time on the fastest/slowest link; used by the TE-CCL solvers only")
 if heavy:
     st.caption(f"{len(heavy) * len(sizes)} TE-CCL run(s) of up to {time_limit:g} s each.")
+scheduler = st.text_input("Dask scheduler (optional)", key="cmp_scheduler", placeholder="tcp://HOST:8786",
+                          help="run the sweep on a Dask cluster (`dask scheduler` + `dask worker` on its machines, "
+                          "with ccviz installed); empty: this machine — in the app process for light sweeps, "
+                          "else an embedded cluster of one worker process per core")
 
 params = SweepRequest(topology.to_json(), collective, tuple(algorithms), tuple(float(s) for s in sizes), chunks, root,
                       time_limit, epoch)
@@ -78,7 +81,7 @@ if clicked:
 # runs only the points still missing.
 if st.session_state.get(PARAMS_KEY) == params and not running and (
         job is None or job.request != params or (clicked and job.stopped)):
-    job = st.session_state[JOB_KEY] = SweepJob(params, topology)
+    job = st.session_state[JOB_KEY] = SweepJob(params, topology, scheduler)
 if job is not None and not job.done:
     run_sweep(job)
 
