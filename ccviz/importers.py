@@ -23,6 +23,8 @@ import heapq
 import json
 import re
 from collections import defaultdict
+from dataclasses import replace
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -176,15 +178,19 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
         posted = ready
         if m is not None:
             path = paths[id(m)]
+            hops = list(zip(path, path[1:], strict=False))
             last_arrival = ready
             for j, value in enumerate(m.values):
                 chunk = chunk_of(value, m)
-                t = ready
-                for hop, (a, b) in enumerate(zip(path, path[1:], strict=False)):
-                    start = max(t, link_free[(a, b)])
+                # Cut-through: a switch forwards what arrives at once, so the whole path is booked from the
+                # first moment every hop finds its link free when the chunk gets there.
+                offsets = list(accumulate((topo.arrival_delay(a, b, chunk_bytes) for a, b in hops), initial=0.0))
+                t = max(ready, *(link_free[h] - off for h, off in zip(hops, offsets, strict=False)))
+                for hop, (a, b) in enumerate(hops):
+                    start = t
                     link_free[(a, b)] = start + topo.occupancy(a, b, chunk_bytes)
                     t = start + topo.arrival_delay(a, b, chunk_bytes)
-                    op = "reduce" if (m.reduce and hop == len(path) - 2) else "copy"
+                    op = "reduce" if (m.reduce and hop == len(hops) - 1) else "copy"
                     transfers.append(Transfer(chunk, a, b, start, t, op, float(m.level)))
                     if hop == 0 and j == 0:
                         posted = start
@@ -300,7 +306,7 @@ def import_teccl(data: dict[str, Any], topology: Topology | str, size_bytes: flo
     """A TE-CCL output (flows per epoch) as timed transfers on the fabric it was solved on."""
     from ccviz.loading import load_topology
 
-    topo = load_topology(topology)
+    topo = _switches_buffer(load_topology(topology))
     epoch = data.get("1-Epoch_Duration")
     if not isinstance(epoch, (int, float)) or epoch <= 0:
         raise CcvizError(f"import: {name} has no positive '1-Epoch_Duration'", "import")
@@ -346,9 +352,21 @@ def import_teccl(data: dict[str, Any], topology: Topology | str, size_bytes: flo
     finish = data.get("4-Collective_Finish_Time")
     notes = [f"imported from TE-CCL output {name!r}: {len(flows)} flows over {data.get('3-Epochs_Required')} epochs "
              f"of {epoch * 1e6:g} us; TE-CCL's own finish time {finish}"]
+    if topo.switches:
+        notes.append("switches may queue a chunk for a busy out-link (TE-CCL's epochs share a link between "
+                     "several chunks), so they are imported as buffering switches")
     return Schedule(topo, coll, transfers, "teccl-import", {"source": name, "format": "teccl"}, "feasible",
                     synth_time_s=data.get("Solver_Time"), epoch_s=float(epoch), epochs=data.get("3-Epochs_Required"),
                     estimated_finish_s=finish if isinstance(finish, (int, float)) else None, notes=notes)
+
+
+def _switches_buffer(topo: Topology) -> Topology:
+    """The fabric with buffering switches: TE-CCL's epochs let a link carry several chunks per epoch, so two
+    chunks reaching a switch in one epoch for the same out-link leave one after the other (a port queue),
+    which a bufferless switch (``Node.buffer``) may not do."""
+    if not any(not topo.nodes[s].buffer for s in topo.switches):
+        return topo
+    return topo.with_changes(nodes=[replace(n, buffer=True) if n.kind == "switch" else n for n in topo.nodes.values()])
 
 
 def _teccl_collective(topo: Topology, flows: list, demands: list, size_bytes: float, name: str):
