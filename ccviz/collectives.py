@@ -218,7 +218,10 @@ def make_collective(
         raise CcvizError(f"chunks: chunks per rank must be a whole number >= 1, got {chunks_per_rank!r}", "chunks")
     size_bytes = v.number(size_bytes, "size", positive=True, hi=v.MAX_SIZE_BYTES)
     cpr = chunks_per_rank
-    v.check_transfer_estimate(min_transfers(name, n, cpr), "chunks")
+    from ccviz import footprint
+
+    footprint.check_transfers(footprint.standard_min_transfers(name, n, cpr),
+                              f"{name} on {n} GPUs with {cpr} chunk(s) per rank", "chunks")
     if root is not None and (isinstance(root, bool) or not isinstance(root, int)):
         raise CcvizError(f"root: expected a rank number, got {root!r}", "root")
     if root is not None and name not in ROOTED:
@@ -279,16 +282,6 @@ def make_collective(
             "size",
         )
     return Collective(name, rank_tuple, tuple(chunks), chunk_bytes, float(size_bytes), cpr, root)
-
-
-def min_transfers(name: str, n_ranks: int, chunks_per_rank: int) -> int:
-    """The fewest transfers any schedule of this collective needs (one per chunk delivery)."""
-    deliveries = {
-        "allgather": n_ranks * (n_ranks - 1), "reducescatter": n_ranks * (n_ranks - 1),
-        "allreduce": 2 * n_ranks * (n_ranks - 1), "alltoall": n_ranks * (n_ranks - 1),
-        "broadcast": n_ranks - 1, "reduce": n_ranks - 1, "gather": n_ranks - 1, "scatter": n_ranks - 1,
-    }[name]
-    return deliveries * chunks_per_rank
 
 
 def custom_collective(

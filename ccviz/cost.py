@@ -305,6 +305,18 @@ _LIMIT_BOUNDS = ("allgather", "reducescatter", "broadcast", "reduce")
 CHUNK_COUNTS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 
+def limit_bounds_time(topology: Topology, collective: Collective) -> bool:
+    """Whether the fabric's limit bounds this collective's finish time.
+
+    It does when every hop's arrival waits for its bytes to cross the link. Under ``switch_hop`` "teccl"
+    or "free" a hop out of a switch delivers before its link has finished serializing (the time is
+    charged on the way in), so a chunk can arrive before the limit says its bytes could have crossed.
+    """
+    if collective.name not in _LIMIT_BOUNDS or tuple(collective.ranks) != tuple(topology.gpus):
+        return False
+    return topology.switch_hop == "paid" or not topology.switches
+
+
 def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,
                      cuts: list[tuple[str, frozenset[int]]]) -> int | None:
     """Fewest chunks per rank (from ``CHUNK_COUNTS``) whose chunked bound on the binding cuts, and whose
@@ -334,7 +346,7 @@ def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
 
     limit = None
     cuts = list(_candidate_cuts(topology))
-    if collective.name in _LIMIT_BOUNDS and tuple(collective.ranks) == tuple(topology.gpus):
+    if limit_bounds_time(topology, collective):
         limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root)
         cuts.append(("the fabric's bottleneck cut", limit.cut.nodes))
     chunked, bw_what, where = _chunked_bandwidth(topology, collective, cuts)

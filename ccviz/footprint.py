@@ -11,13 +11,26 @@ the machine.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
+
+if TYPE_CHECKING:  # collectives calls this module while it builds one
+    from ccviz.collectives import Collective
 
 BYTES_PER_TRANSFER = 520  # measured peak RSS per transfer, whole run (bench/scale.py), with some margin
 BASE_BYTES = 250e6  # the interpreter, numpy and the topology before the first transfer
 DEFAULT_BUDGET_GB = 8.0  # override with CCVIZ_MEMORY_GB
+
+
+def standard_min_transfers(name: str, n_ranks: int, chunks_per_rank: int) -> int:
+    """``min_transfers`` of a standard collective, known before its chunks are built (one per delivery)."""
+    deliveries = {
+        "allgather": n_ranks * (n_ranks - 1), "reducescatter": n_ranks * (n_ranks - 1),
+        "allreduce": 2 * n_ranks * (n_ranks - 1), "alltoall": n_ranks * (n_ranks - 1),
+        "broadcast": n_ranks - 1, "reduce": n_ranks - 1, "gather": n_ranks - 1, "scatter": n_ranks - 1,
+    }[name]
+    return deliveries * chunks_per_rank
 
 
 def min_transfers(collective: Collective) -> int:
@@ -50,14 +63,18 @@ def budget_bytes() -> float:
 
 def check_fits(collective: Collective, n_gpus: int) -> None:
     """Refuse a run whose fewest possible transfers already exceed the memory budget."""
-    n = min_transfers(collective)
+    check_transfers(min_transfers(collective), f"{collective.name} on {n_gpus} GPUs", "size")
+
+
+def check_transfers(n: int, what: str, field: str) -> None:
+    """Refuse, before anything is laid out, ``what`` needing at least ``n`` transfers over the memory budget."""
     need, budget = estimate_bytes(n), budget_bytes()
     if need > budget:
         raise CcvizError(
-            f"size: {collective.name} on {n_gpus} GPUs needs at least {n:,} transfers, about {need / 1e9:.3g} GB "
+            f"{field}: {what} needs at least {n:,} transfers, about {need / 1e9:.3g} GB "
             f"at {BYTES_PER_TRANSFER} bytes per transfer, over the {budget / 1e9:.3g} GB budget "
             "(CCVIZ_MEMORY_GB, capped by free memory); use fewer chunks or a smaller topology",
-            "size",
+            field,
         )
 
 

@@ -306,5 +306,9 @@ def limit_sentence(finish_s: float | None, limit_s: float | None) -> str:
         return "no fabric limit is defined for this collective (AllToAll and custom demands)"
     if not finish_s:
         return f"the fabric's limit is {format_time(limit_s)} (bandwidth only, alpha ignored)"
-    return (f"{limit_s / finish_s:.1%} of the fabric's limit: the limit is {format_time(limit_s)} "
+    text = (f"{limit_s / finish_s:.1%} of the fabric's limit: the limit is {format_time(limit_s)} "
             "(bandwidth only, alpha ignored; `ccviz limit` shows the bottleneck cut)")
+    if limit_s > finish_s * (1 + 1e-9):
+        text += ("; above 100% because this fabric's switch-hop rule (teccl or free) delivers a hop out of a "
+                 "switch before its bytes have crossed that link")
+    return text

@@ -31,6 +31,9 @@ STATUSES = ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
 FORMAT_TAG = "ccviz-schedule/1"
 
 
+RELAY = "relay"  # a hop carrying a value in transit (see ccviz.simulate.relay_continuations)
+OPS = ("copy", "reduce", RELAY)
+
 class Transfer(NamedTuple):
     """One chunk crossing one link. ``op='reduce'`` adds the sender's partial to the receiver's;
     ``op='relay'`` leaves the receiver's own value alone and the next transfer carries the value on."""
@@ -183,7 +186,7 @@ class Schedule:
 
 
 def _transfer_from_row(row: Any, i: int) -> Transfer:
-    """One transfer, typed strictly: ids are whole numbers, times finite, op 'copy' or 'reduce'."""
+    """One transfer, typed strictly: ids are whole numbers, times finite, op one of ``OPS``."""
     where = f"transfers[{i}]"
     if isinstance(row, list):
         if len(row) != len(Transfer._fields):
@@ -198,8 +201,8 @@ def _transfer_from_row(row: Any, i: int) -> Transfer:
     else:
         raise CcvizError(f"{where}: expected a list or an object, got {type(row).__name__}", "transfers")
     op = rec.get("op", "copy")
-    if op not in ("copy", "reduce"):
-        raise CcvizError(f"{where}.op: {op!r} is not 'copy' or 'reduce'", "transfers")
+    if op not in OPS:
+        raise CcvizError(f"{where}.op: {op!r} is not one of {', '.join(map(repr, OPS))}", "transfers")
     start, end = rec.get("start_s"), rec.get("end_s")
     return Transfer(
         v.integer(rec["chunk"], f"{where}.chunk"),

@@ -29,10 +29,9 @@ from typing import Any
 import numpy as np
 
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer, gc_paused
+from ccviz.schedule import RELAY, Schedule, Transfer, gc_paused
 
 REL_TOL = 1e-9
-RELAY = "relay"  # op of a hop that carries a value in transit (see relay_continuations)
 ABS_TOL = 1e-13
 
 
@@ -683,7 +682,11 @@ class _Verifier:
             token = next((tk for tk in now if not tk[1]), now[-1] if now else queue[-1])
             token[1] = True
         else:
-            token = next((tk for tk in queue if not tk[1]), None)
+            # The arrival at this very instant (what a bufferless switch forwards), else the earliest one not
+            # forwarded yet (holding it is then reported, unless the switch has a buffer).
+            start = float(self.start[i])
+            unused = [tk for tk in queue if not tk[1]]
+            token = next((tk for tk in unused if abs(tk[2] - start) <= _tol(start)), unused[0] if unused else None)
             if token is None:
                 self.flag(
                     "switch_copy",
