@@ -232,10 +232,10 @@ class Fabric:
         return node_id
 
     def add_switch(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None,
-                   copy: bool = True, label: str | None = None) -> int:
+                   copy: bool = True, label: str | None = None, buffer: bool = False) -> int:
         node_id = self.next_id if node_id is None else node_id
         self.nodes[node_id] = Node(node_id, "switch", label=label or "", group=group, pos=_rounded(pos),
-                                   copy=copy)
+                                   copy=copy, buffer=buffer)
         return node_id
 
     def cable(self, u: int, v: int, bw: float, alpha: float) -> None:
@@ -812,12 +812,14 @@ def dgx2(chassis: int = 2, bw: tuple[float, ...] = (125.0, 12.5), alpha: tuple[f
 
 @builder("a100")
 def a100(boxes: int = 2, bw: tuple[float, ...] = (300.0, 25.0), alpha: tuple[float, ...] = (0.7, 1.3),
-         copy: bool = False) -> Topology:
+         copy: bool = False, buffer: bool = True) -> Topology:
     """ForestColl's A100 cluster: 8 GPUs per box on an NVSwitch, one NIC per GPU, two IB switches.
 
     bw/alpha per class nvswitch/ib. Each GPU is cabled to its box's NVSwitch and to its own NIC; the
     NICs of even-numbered GPUs meet on one IB switch, odd-numbered on the other. No switch copies
-    (ForestColl, arXiv 2402.06787, its 2 x 8 A100 testbed).
+    (ForestColl, arXiv 2402.06787, its 2 x 8 A100 testbed). Its switches buffer (packet switches queue
+    a chunk for a busy port, as ForestColl's flow model assumes); ``buffer=false`` makes them forward
+    each arrival at once.
     """
     require(boxes >= 1, "boxes", f"a100 needs boxes >= 1, got {boxes}")
     classes = ("nvswitch", "ib")
@@ -827,22 +829,25 @@ def a100(boxes: int = 2, bw: tuple[float, ...] = (300.0, 25.0), alpha: tuple[flo
     spacing = CHASSIS_SPACING * 1.2
     for b in range(boxes):
         center = (b * spacing, 0.0)
-        hub = fabric.add_switch(group=f"box{b}", pos=center, copy=copy, label=f"NVSwitch{b}")
+        hub = fabric.add_switch(group=f"box{b}", pos=center, copy=copy, label=f"NVSwitch{b}", buffer=buffer)
         for local, pos in enumerate(circle_positions(per_box, radius=1.2, center=center)):
             gpu = fabric.add_gpu(group=f"box{b}", pos=pos)
             fabric.cable(gpu, hub, bws[0], alphas[0])
             x = center[0] - 1.4 + local * 0.4
-            nic = fabric.add_switch(group=f"box{b}", pos=(x, -2.2), copy=copy, label=f"NIC{b}.{local}")
+            nic = fabric.add_switch(group=f"box{b}", pos=(x, -2.2), copy=copy, label=f"NIC{b}.{local}",
+                                    buffer=buffer)
             fabric.cable(gpu, nic, bws[1], alphas[1])
     width = (boxes - 1) * spacing
-    ib = [fabric.add_switch(group="network", pos=(width / 2 + dx, -3.6), copy=copy, label=f"IB{k}")
+    ib = [fabric.add_switch(group="network", pos=(width / 2 + dx, -3.6), copy=copy, label=f"IB{k}",
+                            buffer=buffer)
           for k, dx in enumerate((-0.8, 0.8))]
     for node in list(fabric.nodes.values()):
         if node.label.startswith("NIC"):
             local = int(node.label.split(".")[1])
             fabric.cable(node.id, ib[local % 2], bws[1], alphas[1])
     return fabric.topology(f"a100_{boxes}x8", f"{boxes} x 8 A100 (ForestColl): NVSwitch per box, a NIC per GPU, "
-                           "even/odd NICs on two IB switches, no switch copies", "chassis", meta={"boxes": boxes})
+                           "even/odd NICs on two IB switches, no switch copies"
+                           + (", buffering switches" if buffer else ""), "chassis", meta={"boxes": boxes})
 
 
 # AMD MI250 chassis, local GPU ids: (u, v, class) with class 0/1/2 = 200/100/50 GB/s (TE-CCL).

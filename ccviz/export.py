@@ -462,7 +462,8 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
     if nchannels > MAX_CHANNELS:
         raise CcvizError(f"msccl: this schedule needs {nchannels} channels to stay within the runtime's limits "
                          f"(32 thread blocks per channel, {MAX_STEPS} steps per thread block); MSCCL has "
-                         f"{MAX_CHANNELS}", "msccl")
+                         f"{MAX_CHANNELS}: synthesize with fewer chunks per rank (--chunks, or forestcoll's "
+                         "--opt pieces=1)", "msccl")
     out_of_place = coll.name in OUT_OF_PLACE
     algo = ET.Element("algo", {
         "name": name or f"ccviz_{timeline.schedule.algorithm}_{coll.name}_{timeline.topology.name}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,6 +26,9 @@ COLLECTIVES = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")
 @given(topology=small_fabrics(), queue=st.booleans(), root_pick=st.integers(0, 7))
 def test_forestcoll_verifies_and_never_beats_the_limit(topology: Topology, queue: bool, root_pick: int) -> None:
     root = topology.gpus[root_pick % topology.n_gpus]
+    if queue:  # queues need switches that may hold a chunk
+        topology = topology.with_changes(nodes=[replace(n, buffer=True) if n.kind == "switch" else n
+                                                for n in topology.nodes.values()])
     options = SynthOptions(extra={"switch_queue": queue})
     for name in COLLECTIVES:
         result = ccviz.run(topology, name, "forestcoll", 1e6, root=root if name in ROOTED else None,
@@ -68,6 +72,15 @@ def test_listed_and_exported_to_msccl(tmp_path, capsys: pytest.CaptureFixture[st
     path = tmp_path / "fc.xml"
     write_msccl_xml(result.timeline, path)
     assert "<algo" in path.read_text()
+
+
+def test_switch_queues_need_switches_with_a_buffer(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["synth", "star:n=4", "--algorithm", "forestcoll", "--opt", "switch_queue=true"]) == 2
+    assert "have no buffer" in capsys.readouterr().err
+    buffered = ccviz.run(ccviz.load_topology("a100"), "allgather", "forestcoll", 1e6)
+    bufferless = ccviz.run(ccviz.load_topology("a100:buffer=false"), "allgather", "forestcoll", 1e6)
+    assert buffered.schedule.options["switch_queue"] and not bufferless.schedule.options["switch_queue"]
+    assert buffered.timeline.verified and bufferless.timeline.verified
 
 
 def test_alltoall_is_refused_on_one_line(capsys: pytest.CaptureFixture[str]) -> None:

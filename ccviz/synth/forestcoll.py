@@ -16,7 +16,8 @@ limit allows. This module packs them and schedules them:
 * Pipelining (``pipeline``). Each tree's share is cut into pieces (the collective's chunks: k x pieces
   per rank) and sent down its tree as pieces arrive; a GPU's free out-link sends its most urgent
   waiting piece. A piece reaching a switch whose out-link is busy waits in the switch's queue and
-  leaves once (``--opt switch_queue=false``: routes booked cut-through instead). ``--chunks C``
+  leaves once, where switches have a buffer (``Node.buffer``); elsewhere, or with
+  ``--opt switch_queue=false``, routes are booked cut-through. ``--chunks C``
   (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule under
   ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
 
@@ -450,9 +451,13 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     unit_s = collective.size_bytes / slots / 1e9 / limit.limit_s  # one root's share on 1 GB/s, over the limit
     trees = options.extra.get("trees")
     pieces = options.extra.get("pieces")
-    switch_queue = options.extra.get("switch_queue", True)
+    buffered = all(topology.nodes[s].buffer for s in topology.switches)
+    switch_queue = options.extra.get("switch_queue", buffered)
     if not isinstance(switch_queue, bool):
         raise CcvizError(f"switch_queue: true or false, got {switch_queue!r}", "switch_queue")
+    if switch_queue and not buffered:
+        raise CcvizError("switch_queue: this fabric's switches have no buffer, so a chunk cannot wait in one; "
+                         "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
     for key, value in (("trees", trees), ("pieces", pieces)):
         if value is not None and not (isinstance(value, int) and value >= 1):
             raise CcvizError(f"{key}: must be a whole number >= 1, got {value!r}", key)
@@ -512,4 +517,5 @@ register(Algorithm(
     "routes, each tree pipelined in pieces; reductions up the trees packed on the reversed fabric",
     kind="heuristic",
     options_used=("time_limit", "progress", "stop"),
+    extra_keys=("trees", "pieces", "switch_queue"),
 ))
