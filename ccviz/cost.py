@@ -326,7 +326,10 @@ def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,
     for count in CHUNK_COUNTS:
         if count <= collective.chunks_per_rank:
             continue
-        finer = make_collective(collective.name, topology, collective.size_bytes, count, collective.root)
+        try:
+            finer = make_collective(collective.name, topology, collective.size_bytes, count, collective.root)
+        except CcvizError:  # chunks below a byte (tiny buffers): no finer split exists
+            return None
         if (_chunked_bandwidth(topology, finer, cuts)[0] <= limit_s * 1.01
                 and _latency_bound(topology, _Demands(finer), finer.chunk_bytes)[0] <= limit_s * 1.01):
             return count

@@ -74,16 +74,16 @@ def test_a_killed_worker_process_loses_no_row_and_duplicates_none(client, tmp_pa
 
 
 def test_a_failing_row_is_reported_with_its_message_while_the_rest_finish(client, tmp_path):
-    # direct AllReduce has no relay-safe route on a 4-ring: the algorithm raises for every size
-    grid = Grid.make(["ring:n=4"], "allreduce", "direct,ring", "1KB,1MB")
+    # rhd needs a power-of-two number of GPUs: the algorithm raises for every size on a 6-ring
+    grid = Grid.make(["ring:n=6"], "allreduce", "rhd,ring", "1KB,1MB")
     report = sweep(grid, client, RowWriter(tmp_path / "f.csv"))
     frame = read(tmp_path / "f.csv")
     assert len(frame) == 4 and report.failed == 2 and report.ok == 2
     failed = frame[frame["status"] == "error"]
-    assert set(failed["algorithm"]) == {"direct"}
-    assert failed["error"].str.contains("no route").all()
+    assert set(failed["algorithm"]) == {"rhd"}
+    assert failed["error"].str.contains("power-of-two").all()
     assert frame.loc[frame["status"] == "ok", "algorithm"].eq("ring").all()
-    assert "error: direct allreduce on ring:n=4" in summary_text(report)
+    assert "error: rhd allreduce on ring:n=6" in summary_text(report)
 
 
 def test_resume_skips_finished_rows_and_cuts_a_half_written_line(client, tmp_path):
@@ -165,14 +165,14 @@ def test_compare_jobs_run_on_the_engine_and_stop(tmp_path):
     from ccviz.app_runs import SweepJob, SweepRequest
     from ccviz.loading import load_topology
 
-    topology = load_topology("ring:n=4")
-    request = SweepRequest(topology.to_json(), "allreduce", ("ring", "direct"), (1e3, 1e6), 1, None, 20.0)
+    topology = load_topology("ring:n=6")
+    request = SweepRequest(topology.to_json(), "allreduce", ("ring", "rhd"), (1e3, 1e6), 1, None, 20.0)
     warm = "local cluster" in app_runs._CLIENTS  # once started, the embedded cluster serves every sweep
     job = SweepJob(request, topology)
     assert job.engine == ("local cluster" if warm else "in-process") and job.wait(120)
     table = job.table()
     assert job.error is None and len(table) == 4 and not job.stopped
-    assert table["verified"].sum() == 2 and table.loc[table["algorithm"] == "direct", "error"].notna().all()
+    assert table["verified"].sum() == 2 and table.loc[table["algorithm"] == "rhd", "error"].notna().all()
     assert "4/4 runs" in job.status_line()
 
     big = SweepRequest(load_topology("torus2d:dims=8x8").to_json(), "allgather", ("tacos", "ring"),
