@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 
-.PHONY: app test install install-test browser-deps lint bench clean notebook
+.PHONY: app test install install-app install-test browser-deps lint bench clean notebook
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -12,6 +12,10 @@ $(BIN)/python:
 
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+
+# The app's own dependencies (Streamlit, streamlit-flow) come with the `app` extra.
+install-app: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[app]"
 
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
@@ -25,7 +29,7 @@ browser-deps:
 		else echo "warning: /usr/bin/chromium missing and not root; the browser test will be skipped"; fi; \
 	fi
 
-app: install
+app: install-app
 	$(BIN)/streamlit run app.py --server.headless true --browser.gatherUsageStats false \
 		--server.address 127.0.0.1 --server.port $(PORT)
 

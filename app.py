@@ -2,21 +2,21 @@
 
 The page scripts live in ``pages/`` and are registered in ``PAGES`` below
 (the one place a new page is added). Each page also configures itself
-(``app_ui.configure_page``), so it renders the same when Streamlit runs it
+(``ui.configure_page``), so it renders the same when Streamlit runs it
 directly: with a ``pages/`` folder present, the very first request a fresh
 server gets for a deep link (``/topology``) goes through Streamlit's older
 multipage mode before ``st.navigation`` runs.
 
 A link's query parameters (``?topology=torus2d:dims=4x4&collective=alltoall
 &algorithm=tacos&size=4MB&chunks=2&page=compare``) are applied once per
-session (``ccviz.app_url``); every page writes its state back into the URL.
+session (``ccviz.app.url``); every page writes its state back into the URL.
 """
 
 import streamlit as st
 
-from ccviz import app_url
-from ccviz.app_state import show_errors
-from ccviz.app_ui import configure_page
+from ccviz.app import url
+from ccviz.app.state import show_errors
+from ccviz.app.ui import configure_page
 
 configure_page()
 
@@ -30,11 +30,11 @@ PAGES = {
     "learn": st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
 }
 
-wanted = app_url.wanted_page()
+wanted = url.wanted_page()
 page = st.navigation(list(PAGES.values()))
 if wanted in PAGES and PAGES[wanted].title != page.title:
     st.switch_page(PAGES[wanted])
 name = next((k for k, p in PAGES.items() if p.title == page.title), None)
-app_url.share(name)
+url.share(name)
 show_errors("url")
 page.run()

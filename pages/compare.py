@@ -6,15 +6,15 @@ process, heavy ones on an embedded cluster, or on any Dask cluster whose schedul
 
 import streamlit as st
 
-from ccviz import app_import, app_ui
-from ccviz.app_runs import SweepJob, SweepRequest
-from ccviz.app_state import current_topology, user_errors
+from ccviz.app import imports, ui
+from ccviz.app.runs import SweepJob, SweepRequest
+from ccviz.app.state import current_topology, user_errors
 from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.units import format_size, format_time
 from ccviz.viz import comparison_figure, finish_bars
 
-app_ui.configure_page()
+ui.configure_page()
 
 PARAMS_KEY = "cmp_params"
 JOB_KEY = "cmp_job"
@@ -37,7 +37,7 @@ def run_sweep(job: SweepJob) -> None:
 
 
 st.title("Compare algorithms")
-app_ui.topology_caption()
+ui.topology_caption()
 topology = current_topology()
 
 c1, c2 = st.columns([1, 2])
@@ -56,7 +56,7 @@ heavy = [a for a in algorithms if REGISTRY[a].kind == "optimal"]
 optional = [a for a in available if REGISTRY[a].kind == "optimal" and a not in algorithms]
 if optional:
     st.caption(f"Not selected by default (slow per run): {', '.join(optional)}. Add them for a few sizes.")
-sizes = app_ui.size_range_picker("sizes", "cmp_sizes")
+sizes = ui.size_range_picker("sizes", "cmp_sizes")
 c3, c4, c5, c6 = st.columns(4)
 chunks = int(c3.number_input("chunks per rank", 1, 16, 1, key="cmp_chunks"))
 root = c4.selectbox("root", topology.gpus, key="cmp_root") if collective in ROOTED else None
@@ -103,10 +103,10 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         elif len(ok) and ok["lower_bound_s"].notna().all():
             st.success(f"All {len(ok)} verified results stay within the lower bound "
                        f"(best ratio to bound: {ok['bound_ratio'].min():.3g}).")
-        app_ui.plot(comparison_figure(table), key="cmp_plot")
+        ui.plot(comparison_figure(table), key="cmp_plot")
         at = st.select_slider("finish times at", options=list(sizes), value=sizes[-1], format_func=format_size,
                               key="cmp_bar_size")
-        app_ui.plot(finish_bars(table, at), key="cmp_bars")
+        ui.plot(finish_bars(table, at), key="cmp_bars")
         shown = table.assign(finish_us=table["finish_time_s"] * 1e6, bound_us=table["lower_bound_s"] * 1e6,
                              formula_us=table["formula_time_s"] * 1e6, limit_us=table["limit_s"] * 1e6,
                              limit_pct=table["limit_fraction"] * 100)
@@ -120,4 +120,4 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
 else:
     st.info("Pick algorithms and sizes, then press **Compare**.")
 
-app_import.compare_section(collective, sizes)  # uploads from Playback, replayed at the same sizes
+imports.compare_section(collective, sizes)  # uploads from Playback, replayed at the same sizes

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from ccviz import app_ui
-from ccviz.app_runs import RunRequest, SynthesisJob
-from ccviz.app_state import user_errors
+from ccviz.app import ui
+from ccviz.app.runs import RunRequest, SynthesisJob
+from ccviz.app.state import user_errors
 from ccviz.cost import schedule_formula
 from ccviz.loading import load_topology
 from ccviz.synth.registry import REGISTRY
@@ -13,7 +13,7 @@ from ccviz.viz.lesson import LESSON_SIZES, lesson_figure, lesson_summary, lesson
 from ccviz.viz.narration import formula_gap
 from ccviz.viz.rounds import rounds_html
 
-app_ui.configure_page()
+ui.configure_page()
 
 TEACHING_TOPOLOGIES = {
     "ring of 4 GPUs": "ring:n=4",
@@ -86,7 +86,7 @@ chunks = c4.select_slider("chunks per GPU (segments)", options=[1, 2, 4, 8], val
                           help="More chunks let pipelined algorithms (dbt, ring broadcast) overlap their rounds "
                                "and let ring-bidir split data between directions.")
 with c5:
-    size = app_ui.size_picker("buffer size", "learn_size", default=1e6)
+    size = ui.size_picker("buffer size", "learn_size", default=1e6)
 
 st.info(INTROS.get(algorithm, REGISTRY[algorithm].description))
 if why_not[algorithm]:
@@ -140,7 +140,7 @@ with user_errors("learn"):
             with st.spinner(f"simulating {len(runnable)} algorithms at {len(sizes)} sizes"):
                 st.session_state[key] = lesson_table(topology, collective, runnable, sizes, chunks)
         table = st.session_state[key]
-        app_ui.plot(lesson_figure(table), key="learn_lesson")
+        ui.plot(lesson_figure(table), key="learn_lesson")
         st.dataframe(lesson_summary(table, float(size)), hide_index=True)
         failed = table[table["error"] != ""]
         for row in failed.itertuples():

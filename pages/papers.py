@@ -5,13 +5,14 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from ccviz import app_ui, reproduce
-from ccviz.app_runs import CachedRun, ReproduceJob, RunRequest
-from ccviz.app_state import set_last_run, set_topology, user_errors
+from ccviz import reproduce
+from ccviz.app import ui
+from ccviz.app.runs import CachedRun, ReproduceJob, RunRequest
+from ccviz.app.state import set_last_run, set_topology, user_errors
 from ccviz.cost import lower_bound
 from ccviz.units import format_time
 
-app_ui.configure_page()
+ui.configure_page()
 
 JOB_KEY = "ccviz_reproduce_job"
 ROWS_KEY = "ccviz_reproduce_rows"

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from ccviz import app_import, app_ui
-from ccviz.app_state import last_run, user_errors
+from ccviz.app import imports, ui
+from ccviz.app.state import last_run, user_errors
 from ccviz.units import format_size, format_time
 from ccviz.viz import (
     frame_snapshot,
@@ -16,10 +16,10 @@ from ccviz.viz import (
     utilization_heatmap,
 )
 
-app_ui.configure_page()
+ui.configure_page()
 
 st.title("Playback")
-app_import.upload_panel()  # a schedule made elsewhere becomes the run shown here
+imports.upload_panel()  # a schedule made elsewhere becomes the run shown here
 entry = last_run()
 if entry is None:
     st.info("No schedule yet: run one on the **Synthesize** page, then come back here.")
@@ -31,7 +31,7 @@ windows = entry.figure("windows", lambda: frame_windows(timeline))
 frame = timeline.transfers_frame()
 coll = timeline.collective
 st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_bytes)} over {coll.n_ranks} GPUs "
-           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {app_ui.plural(len(windows), 'frame')}")
+           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {ui.plural(len(windows), 'frame')}")
 
 
 def transfers_table(rows: pd.DataFrame) -> None:
@@ -45,25 +45,25 @@ VIEWS = ["Animation", "Step by step", "Inspect a link or node", "Utilization", "
 view = st.radio("view", VIEWS, horizontal=True, key="pb_view", label_visibility="collapsed")
 # Only the chosen view is drawn: big schedules make every figure cost something.
 if view == "Animation":
-    app_ui.plot(app_ui.animation(entry), key="pb_animation")
+    ui.plot(ui.animation(entry), key="pb_animation")
 
 elif view == "Step by step":
-    app_ui.frame_stepper("pb_frame", len(windows), "pb")
+    ui.frame_stepper("pb_frame", len(windows), "pb")
     if len(windows) > 1:  # people count frames from 1; the stepper keeps 0-based indices
         st.session_state["pb_frame_shown"] = st.session_state["pb_frame"] + 1
         st.slider("frame", 1, len(windows), key="pb_frame_shown",
                   on_change=lambda: st.session_state.update(pb_frame=st.session_state["pb_frame_shown"] - 1))
     k = st.session_state["pb_frame"]
     with user_errors("frame"):
-        app_ui.plot(frame_snapshot(timeline, k, windows), key="pb_snapshot")
+        ui.plot(frame_snapshot(timeline, k, windows), key="pb_snapshot")
         starts = len(windows[k].transfers)
         st.markdown(f"**Frame {k + 1} of {len(windows)}** ({windows[k].label}): "
-                    f"{app_ui.plural(starts, 'transfer')} {'starts' if starts == 1 else 'start'}")
+                    f"{ui.plural(starts, 'transfer')} {'starts' if starts == 1 else 'start'}")
         transfers_table(frame.iloc[list(windows[k].transfers)])
 
 elif view == "Inspect a link or node":
     st.caption("Click a node or the dot in the middle of a link, or pick one below.")
-    event = app_ui.plot(entry.figure("topology", lambda: topology_figure(topology)), key="pb_pick",
+    event = ui.plot(entry.figure("topology", lambda: topology_figure(topology)), key="pb_pick",
                         on_select="rerun", selection_mode="points")
     picked = None
     points = (event.selection.points if event is not None and hasattr(event, "selection") else []) or []
@@ -84,22 +84,22 @@ elif view == "Inspect a link or node":
         rows = frame[(frame["src"] == node) | (frame["dst"] == node)]
         held = timeline.holdings_at(timeline.finish_time_s).get(node)
         st.markdown(f"**{topology.nodes[node].label}** sends {int((rows['src'] == node).sum())} and "
-                    f"receives {app_ui.plural(int((rows['dst'] == node).sum()), 'transfer')}"
-                    + (f"; holds {app_ui.plural(sum(v >= 1 for v in held.values()), 'complete chunk')} at the end"
+                    f"receives {ui.plural(int((rows['dst'] == node).sum()), 'transfer')}"
+                    + (f"; holds {ui.plural(sum(v >= 1 for v in held.values()), 'complete chunk')} at the end"
                        if held else ""))
     else:
         u, v = (int(x) for x in ident.split("->"))
         rows = frame[(frame["src"] == u) & (frame["dst"] == v)]
         busy = timeline.link_utilization().get((u, v), 0.0)
-        st.markdown(f"**link {u}→{v}** carries {app_ui.plural(len(rows), 'transfer')}, busy {busy:.0%} of the run")
+        st.markdown(f"**link {u}→{v}** carries {ui.plural(len(rows), 'transfer')}, busy {busy:.0%} of the run")
     transfers_table(rows)
 
 elif view == "Utilization":
-    app_ui.plot(entry.figure("busy", lambda: link_busy_bars(timeline)), key="pb_busy")
-    app_ui.plot(entry.figure("heatmap", lambda: utilization_heatmap(timeline)), key="pb_heat")
+    ui.plot(entry.figure("busy", lambda: link_busy_bars(timeline)), key="pb_busy")
+    ui.plot(entry.figure("heatmap", lambda: utilization_heatmap(timeline)), key="pb_heat")
 
 elif view == "Who holds what":
-    app_ui.plot(entry.figure("holdings", lambda: holdings_figure(timeline)), key="pb_hold")
+    ui.plot(entry.figure("holdings", lambda: holdings_figure(timeline)), key="pb_hold")
 
 else:
-    app_ui.plot(entry.figure("gantt", lambda: gantt_figure(timeline)), key="pb_gantt")
+    ui.plot(entry.figure("gantt", lambda: gantt_figure(timeline)), key="pb_gantt")

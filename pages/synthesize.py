@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from ccviz import app_ui, app_url
-from ccviz.app_runs import RunRequest, SynthesisJob
-from ccviz.app_state import (
+from ccviz.app import ui, url
+from ccviz.app.runs import RunRequest, SynthesisJob
+from ccviz.app.state import (
     clear_errors,
     current_topology,
     keep_error,
@@ -16,7 +16,7 @@ from ccviz.app_state import (
 from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
 
-app_ui.configure_page()
+ui.configure_page()
 
 JOB_KEY = "ccviz_job"
 POLL_S = 0.1
@@ -34,24 +34,24 @@ with st.expander("**What is ccviz?** Start here", expanded=last_run() is None):
         column.page_link(page, label=f"**{label}**", icon=icon)
         column.markdown(text)
     st.markdown("Or stay here: pick a collective and an algorithm below and press **Synthesize**.")
-app_ui.topology_caption()
+ui.topology_caption()
 topology = current_topology()
 
 left, middle, right = st.columns(3)
 collective = left.selectbox("collective", COLLECTIVES, key="syn_collective")
 choices = algorithms_for(collective)
-algorithm = app_ui.algorithm_picker(middle, choices, collective, "syn_algorithm")
+algorithm = ui.algorithm_picker(middle, choices, collective, "syn_algorithm")
 with right:
-    size = app_ui.size_picker("size per rank", "syn_size")
+    size = ui.size_picker("size per rank", "syn_size")
 alg = REGISTRY[algorithm]
 st.caption(f"**{alg.name}** ({alg.kind}): {alg.description}")
 c1, c2 = st.columns(2)
 st.session_state.setdefault("syn_chunks", 1)
 chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
-app_url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks)
+url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks)
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
-    options = app_ui.option_inputs(alg, "syn_opt")
+    options = ui.option_inputs(alg, "syn_opt")
 
 job = st.session_state.get(JOB_KEY)
 running = job is not None and not job.done
@@ -69,7 +69,7 @@ if job is not None and not job.done:
                   help="ends the solve within about a second; the best schedule found so far is shown")
         status = st.empty()
     while not job.wait(POLL_S):
-        status_line = app_ui.job_line(job.request.algorithm, job.elapsed_s, job.latest(), job.stop_event.is_set())
+        status_line = ui.job_line(job.request.algorithm, job.elapsed_s, job.latest(), job.stop_event.is_set())
         p = job.latest()
         if p is not None and p.fraction is not None:
             status.progress(min(1.0, max(0.0, p.fraction)), text=status_line)
@@ -89,9 +89,9 @@ show_errors("synthesis")  # stays until the next successful run
 entry = last_run()
 if entry is not None:
     with user_errors("results"):
-        app_ui.results_summary(entry)
-        app_ui.downloads(entry)
-        app_ui.plot(app_ui.animation(entry), key="syn_animation")
+        ui.results_summary(entry)
+        ui.downloads(entry)
+        ui.plot(ui.animation(entry), key="syn_animation")
         st.caption("Press ▶ Play or drag the slider. More views (utilization, who holds what, Gantt, "
                    "step by step) on the Playback page.")
 else:

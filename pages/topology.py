@@ -5,9 +5,9 @@ import json
 import streamlit as st
 from streamlit_flow import streamlit_flow
 
-from ccviz import app_ui
-from ccviz.app_canvas import flow_state, structure_changed, topology_from_flow
-from ccviz.app_state import (
+from ccviz.app import ui
+from ccviz.app.canvas import flow_state, structure_changed, topology_from_flow
+from ccviz.app.state import (
     current_topology,
     sample_files,
     set_topology,
@@ -15,15 +15,15 @@ from ccviz.app_state import (
     topology_source,
     user_errors,
 )
-from ccviz.app_url import topology_from_name
+from ccviz.app.tables import DIRECTIONS, fabric_defaults, link_table, node_table, topology_from_tables
+from ccviz.app.url import topology_from_name
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
 from ccviz.limit import LIMITED, bandwidth_limit
 from ccviz.topology import SWITCH_HOPS, Topology
-from ccviz.topology_tables import DIRECTIONS, fabric_defaults, link_table, node_table, topology_from_tables
 from ccviz.viz import cut_figure, topology_figure
 
-app_ui.configure_page()
+ui.configure_page()
 
 st.title("Topology designer")
 topology = current_topology()
@@ -95,11 +95,11 @@ with figure_col:
         show_cut = st.selectbox("bottleneck cut of", ["none", *LIMITED], index=1, key="topo_cut_of",
                                 help="the fabric's limit: which links bound the collective (bandwidth only)")
         if show_cut == "none":
-            app_ui.plot(topology_figure(topology), key="topo_figure")
+            ui.plot(topology_figure(topology), key="topo_figure")
         else:
             with user_errors("limit"):
                 limit = bandwidth_limit(topology, show_cut, 1e9)
-                app_ui.plot(cut_figure(topology, limit), key="topo_figure")
+                ui.plot(cut_figure(topology, limit), key="topo_figure")
                 st.caption(limit.explanation() + " Edit a link on this page and the cut is recomputed.")
     with canvas_tab:
         st.caption("Drag from a node's handle to another node to add a cable (both directions, the most common "

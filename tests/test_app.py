@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ccviz
+from ccviz.app.tables import link_table, node_table, topology_from_tables
 from ccviz.pipeline import run
-from ccviz.topology_tables import link_table, node_table, topology_from_tables
 from ccviz.units import format_time
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,7 +190,7 @@ def test_learn_shows_the_rounds_of_a_ring_with_its_formula():
 
 
 def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch):
-    from ccviz.app_runs import RunRequest, SynthesisJob, cached
+    from ccviz.app.runs import RunRequest, SynthesisJob, cached
     from ccviz.synth.registry import REGISTRY, Algorithm, Progress
 
     ring = REGISTRY["ring"]
@@ -227,7 +227,7 @@ def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch)
 
 
 def test_sweep_job_shows_solver_progress_stops_marks_the_rest_and_caches_finished_rows(monkeypatch):
-    from ccviz.app_runs import SweepJob, SweepRequest, cached_row
+    from ccviz.app.runs import SweepJob, SweepRequest, cached_row
     from ccviz.synth.registry import REGISTRY, Algorithm, Progress
 
     ring = REGISTRY["ring"]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from ccviz.app_import import IMPORTS_KEY, Upload, imported_run
-from ccviz.app_state import RUN_KEY
+from ccviz.app.imports import IMPORTS_KEY, Upload, imported_run
+from ccviz.app.state import RUN_KEY
 from ccviz.loading import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
 from ccviz.cli import main
-from tests.paths import REFERENCE_FILES
+from tests.paths import REFERENCE_FILES, ROOT
 
 CONTRACT_KEYS = {
     "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",
@@ -201,6 +202,37 @@ def _modules_after(code: str) -> set[str]:
 def test_the_command_line_starts_without_heavy_libraries(code):
     loaded = _modules_after(code)
     assert not loaded & set(HEAVY), f"{code!r} imported {sorted(loaded & set(HEAVY))}"
+
+
+# Streamlit and streamlit-flow made unimportable (a None entry in sys.modules makes `import` raise).
+WITHOUT_APP = "import sys\nfor name in ('streamlit', 'streamlit_flow'):\n    sys.modules[name] = None\n"
+
+
+def test_the_library_and_the_cli_run_without_the_app_extra():
+    probe = WITHOUT_APP + (
+        "import ccviz\n"
+        "topology = ccviz.load_topology('ring:n=4')\n"
+        "assert ccviz.run(topology, 'allgather', 'tacos', size_bytes=1e6).timeline.verified\n"
+        "from ccviz.cli import main\n"
+        "code = main(['synth', 'ring:n=4', '--collective', 'allreduce', '--algorithm', 'ring', '--size', '1MB', "
+        "'--json'])\n"
+        "assert code == 0, code\n"
+        "try:\n"
+        "    import streamlit  # noqa: F401\n"
+        "except ImportError:\n"
+        "    print('blocked')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert json.loads("\n".join(lines[:-1]))["verified"] is True and lines[-1] == "blocked"
+
+
+def test_only_the_app_package_imports_streamlit():
+    library = [p for p in (ROOT / "ccviz").rglob("*.py") if "app" not in p.relative_to(ROOT / "ccviz").parts[:1]]
+    importing = [str(p.relative_to(ROOT)) for p in library
+                 if re.search(r"^\s*(import|from)\s+streamlit", p.read_text(), re.MULTILINE)]
+    assert library and not importing, importing
 
 
 def test_lazy_package_keeps_its_public_api():

@@ -161,13 +161,13 @@ def test_grid_from_yaml_with_flags_winning(tmp_path):
 
 
 def test_compare_jobs_run_on_the_engine_and_stop(tmp_path):
-    from ccviz import app_runs
-    from ccviz.app_runs import SweepJob, SweepRequest
+    from ccviz.app import runs
+    from ccviz.app.runs import SweepJob, SweepRequest
     from ccviz.loading import load_topology
 
     topology = load_topology("ring:n=6")
     request = SweepRequest(topology.to_json(), "allreduce", ("ring", "rhd"), (1e3, 1e6), 1, None, 20.0)
-    warm = "local cluster" in app_runs._CLIENTS  # once started, the embedded cluster serves every sweep
+    warm = "local cluster" in runs._CLIENTS  # once started, the embedded cluster serves every sweep
     job = SweepJob(request, topology)
     assert job.engine == ("local cluster" if warm else "in-process") and job.wait(120)
     table = job.table()

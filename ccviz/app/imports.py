@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 import pandas as pd
 import streamlit as st
 
-from ccviz.app_runs import CachedRun, RunRequest
-from ccviz.app_state import current_topology, set_last_run, user_errors
+from ccviz.app.runs import CachedRun, RunRequest
+from ccviz.app.state import current_topology, set_last_run, user_errors
 from ccviz.cost import lower_bound
 from ccviz.errors import CcvizError
 from ccviz.importers import import_text

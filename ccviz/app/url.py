@@ -15,7 +15,7 @@ import json
 
 import streamlit as st
 
-from ccviz.app_state import current_topology, keep_error, sample_files, set_topology, topology_spec
+from ccviz.app.state import current_topology, keep_error, sample_files, set_topology, topology_spec
 from ccviz.builders import build
 from ccviz.collectives import COLLECTIVES
 from ccviz.errors import CcvizError

@@ -6,9 +6,10 @@ from typing import Any
 
 import streamlit as st
 
-from ccviz import app_url, export
-from ccviz.app_runs import CachedRun
-from ccviz.app_state import current_topology, topology_source, user_errors
+from ccviz import export
+from ccviz.app import url
+from ccviz.app.runs import CachedRun
+from ccviz.app.state import current_topology, topology_source, user_errors
 from ccviz.limit import limit_sentence
 from ccviz.synth.registry import Algorithm, Progress
 from ccviz.units import format_size, format_time, size_sweep
@@ -26,7 +27,7 @@ def configure_page() -> None:
     from a font host (the app must work offline).
     """
     st.set_page_config(page_title="ccviz workbench", page_icon="🕸️", layout="wide")
-    app_url.restore(SIZES)  # a shared link, applied once per session whichever page it opens
+    url.restore(SIZES)  # a shared link, applied once per session whichever page it opens
 
 
 def algorithm_picker(container: Any, choices: list[str], collective: str, key: str) -> str:

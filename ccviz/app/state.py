@@ -67,7 +67,7 @@ def sample_files() -> dict[str, Path]:
 
 
 def last_run():
-    """The last finished run (``ccviz.app_runs.CachedRun``) or None."""
+    """The last finished run (``ccviz.app.runs.CachedRun``) or None."""
     return st.session_state.get(RUN_KEY)
 
 
