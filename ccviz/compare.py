@@ -94,7 +94,7 @@ def compare(
         for algorithm in algorithms:
             why = _ended(stop, deadline)
             if why:
-                row = skipped_row(topology, collective, algorithm, size, f"{why} after {ran(rows)} of {total} runs",
+                row = skipped_row(topology, collective, algorithm, size, not_run_because(why, rows, total),
                                   _seconds(bound))
             else:
                 row = _row(topology, collective, algorithm, size, chunks, root, options, bound)
@@ -134,6 +134,11 @@ def skipped_row(topology: Topology, collective: str, algorithm: str, size: float
 def ran(rows: Iterable[dict]) -> int:
     """How many of these rows were run (not skipped)."""
     return sum(1 for row in rows if row.get("status") != "skipped")
+
+
+def not_run_because(why: str, rows: Iterable[dict], total: int) -> str:
+    """Why a stopped sweep's remaining rows were skipped: 'the sweep was stopped after 3 of 6 runs'."""
+    return f"{why} after {ran(rows)} of {total} runs"
 
 
 def _ended(stop: threading.Event | None, deadline: float) -> str | None:

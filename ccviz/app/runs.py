@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from ccviz.compare import COLUMNS, ran, skipped_row, table_row
+from ccviz.compare import COLUMNS, not_run_because, skipped_row, table_row
 from ccviz.errors import CcvizError
 from ccviz.grid import Grid
 from ccviz.pipeline import RunResult, run
@@ -298,7 +298,7 @@ class SweepJob(BackgroundJob):
         for size, algorithm in r.points():
             if (size, algorithm) not in done:
                 self.rows.append(skipped_row(topology, r.collective, algorithm, size,
-                                             f"{why} after {ran(self.rows)} of {self.total} runs"))
+                                             not_run_because(why, self.rows, self.total)))
 
     def _add(self, topology: Topology, row: dict) -> None:
         """An engine row (``ccviz.sweep.COLUMNS``) as a Compare table row, cached unless the sweep was stopped."""

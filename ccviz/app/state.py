@@ -19,7 +19,7 @@ from ccviz.loading import load_topology
 from ccviz.topology import Topology
 
 DEFAULT_TOPOLOGY = "dgx1"
-SAMPLES_DIR = Path(__file__).resolve().parent.parent / "sample_topologies"
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_topologies"
 TOPOLOGY_KEY = "ccviz_topology"
 SOURCE_KEY = "ccviz_topology_source"
 RUN_KEY = "ccviz_last_run"
