@@ -2,7 +2,7 @@
 
 The page scripts live in ``pages/`` and are registered in ``PAGES`` below
 (the one place a new page is added). Each page also configures itself
-(``ui.configure_page``), so it renders the same when Streamlit runs it
+(``ccviz.app.ui.configure_page``), so it renders the same when Streamlit runs it
 directly: with a ``pages/`` folder present, the very first request a fresh
 server gets for a deep link (``/topology``) goes through Streamlit's older
 multipage mode before ``st.navigation`` runs.
@@ -18,8 +18,6 @@ from ccviz.app import url
 from ccviz.app.state import show_errors
 from ccviz.app.ui import configure_page
 
-configure_page()
-
 # name in the URL -> page (the first is the landing page)
 PAGES = {
     "synthesize": st.Page("pages/synthesize.py", title="Synthesize", icon=":material/play_circle:", default=True),
@@ -30,11 +28,20 @@ PAGES = {
     "learn": st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
 }
 
-wanted = url.wanted_page()
-page = st.navigation(list(PAGES.values()))
-if wanted in PAGES and PAGES[wanted].title != page.title:
-    st.switch_page(PAGES[wanted])
-name = next((k for k, p in PAGES.items() if p.title == page.title), None)
-url.share(name)
-show_errors("url")
-page.run()
+
+def main() -> None:
+    configure_page()
+    wanted = url.wanted_page()
+    page = st.navigation(list(PAGES.values()))
+    if wanted in PAGES and PAGES[wanted].title != page.title:
+        st.switch_page(PAGES[wanted])
+    name = next((k for k, p in PAGES.items() if p.title == page.title), None)
+    url.share(name)
+    show_errors("url")
+    page.run()
+
+
+# Streamlit runs this file as __main__; a process started by "spawn" (Dask's embedded sweep cluster) re-imports
+# it as __mp_main__, where there is no app to run.
+if __name__ == "__main__":
+    main()
