@@ -228,10 +228,10 @@ def test_the_library_and_the_cli_run_without_the_app_extra():
     assert json.loads("\n".join(lines[:-1]))["verified"] is True and lines[-1] == "blocked"
 
 
-def test_only_the_app_package_imports_streamlit():
+def test_only_the_app_package_imports_streamlit_and_the_library_never_imports_the_app():
     library = [p for p in (ROOT / "ccviz").rglob("*.py") if "app" not in p.relative_to(ROOT / "ccviz").parts[:1]]
-    importing = [str(p.relative_to(ROOT)) for p in library
-                 if re.search(r"^\s*(import|from)\s+streamlit", p.read_text(), re.MULTILINE)]
+    app_imports = re.compile(r"^\s*(import|from)\s+(streamlit|ccviz\.app\b|ccviz import app\b)", re.MULTILINE)
+    importing = [str(p.relative_to(ROOT)) for p in library if app_imports.search(p.read_text())]
     assert library and not importing, importing
 
 
