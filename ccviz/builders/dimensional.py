@@ -51,9 +51,11 @@ class DimensionalSystem:
             self.fabric.add_gpu(pos=tiled_grid_position(dims, self.coords(npu)))
 
     def coords(self, npu: int) -> tuple[int, ...]:
+        """The grid coordinates of NPU ``npu`` (dimension 1 counts fastest)."""
         return tuple((npu // s) % d for s, d in zip(self.strides, self.dims, strict=True))
 
     def npu(self, coords: Sequence[int]) -> int:
+        """The NPU id at grid coordinates ``coords`` (the inverse of ``coords``)."""
         return sum(c * s for c, s in zip(coords, self.strides, strict=True))
 
     def lines(self, axis: int) -> list[list[int]]:

@@ -36,6 +36,7 @@ def bidirectional(u: int, v: int, bw: float, alpha: float) -> list[Link]:
 
 
 def gpu_nodes(n: int, start: int = 0, group: str | None = None, positions=None) -> list[Node]:
+    """GPUs ``start``..``start + n - 1`` in one group, at ``positions`` (rounded) when given."""
     return [
         Node(start + i, "gpu", group=group, pos=rounded(positions[i]) if positions else None)
         for i in range(n)
@@ -67,15 +68,18 @@ class Fabric:
 
     @property
     def next_id(self) -> int:
+        """The id a node added without one gets: one past the largest so far."""
         return max(self.nodes, default=-1) + 1
 
     def add_gpu(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None) -> int:
+        """Add a GPU (the next free id unless given) and return its id."""
         node_id = self.next_id if node_id is None else node_id
         self.nodes[node_id] = Node(node_id, "gpu", group=group, pos=rounded(pos))
         return node_id
 
     def add_switch(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None,
                    copy: bool = True, label: str | None = None, buffer: bool = False) -> int:
+        """Add a switch (multicasting unless ``copy=False``; queueing chunks when ``buffer``) and return its id."""
         node_id = self.next_id if node_id is None else node_id
         self.nodes[node_id] = Node(node_id, "switch", label=label or "", group=group, pos=rounded(pos),
                                    copy=copy, buffer=buffer)
@@ -90,5 +94,6 @@ class Fabric:
         self.links.append(Link(u, v, bw, alpha))
 
     def topology(self, name: str, description: str, layout: str, meta: dict | None = None) -> Topology:
+        """The validated Topology of everything added, nodes in id order."""
         return Topology(name, sorted(self.nodes.values(), key=lambda n: n.id), self.links,
                         description=description, layout=layout, meta=meta)

@@ -17,6 +17,8 @@ from ccviz.validate import check_node_count
 
 @dataclass(frozen=True)
 class Builder:
+    """A registered builder: its spec name, function, one-line summary (the docstring's first line), aliases."""
+
     name: str
     function: Callable[..., Topology]
     summary: str
@@ -24,9 +26,11 @@ class Builder:
 
     @property
     def parameters(self) -> dict[str, inspect.Parameter]:
+        """The spec keys the builder takes: its function's keyword parameters."""
         return dict(inspect.signature(self.function).parameters)
 
     def signature_text(self) -> str:
+        """Its keys with their defaults as a spec writes them (``n=8,bw=50,alpha=0.5``), for listings and errors."""
         return ",".join(f"{name}={_format_default(name, p.default)}" for name, p in self.parameters.items())
 
 
@@ -60,6 +64,7 @@ def builder(name: str, aliases: Sequence[str] = ()) -> Callable[[Callable[..., T
 
 
 def get_builder(name: str) -> Builder:
+    """The builder called ``name`` or one of its aliases (case-insensitive); a CcvizError listing them otherwise."""
     key = ALIASES.get(name.strip().lower(), name.strip().lower())
     if key not in BUILDERS:
         raise CcvizError(
@@ -107,6 +112,7 @@ def build(spec: str) -> Topology:
 
 
 def _convert(value: str, hint: object, key: str, builder_name: str) -> object:
+    """Spec text as the parameter's hinted type: none/auto for optionals, ``4x4`` dims, ``50/25`` tuples, flags."""
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     try:

@@ -54,6 +54,7 @@ class FatTree:
         self.aggregation: list[list[int]] = []  # per pod, filled by add_pod
 
     def gpu_id(self, pod: int, edge: int, port: int) -> int:
+        """The GPU on ``port`` of edge switch ``edge`` in ``pod``."""
         return pod * self.pod_size + edge * self.half + port
 
     def add_gpus(self) -> None:
