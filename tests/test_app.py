@@ -257,7 +257,7 @@ def test_sweep_job_shows_solver_progress_stops_marks_the_rest_and_caches_finishe
     table = job.table()
     assert list(table["algorithm"]) == ["ring", "slow-test", "ring", "slow-test"]
     ran = table[table["status"] != "skipped"]
-    assert len(ran) >= 1 and (ran["algorithm"] == "ring").all() and ran["verified"].all()
+    assert (ran["algorithm"] == "ring").all() and ran["verified"].all()  # zero, one or both ring rows
     skipped = table[table["status"] == "skipped"]  # the stopped solve is not a result; the rest never ran
     assert (table.loc[table["algorithm"] == "slow-test", "status"] == "skipped").all()
     assert skipped["error"].str.contains(f"stopped after {len(ran)} of 4 runs").all()
