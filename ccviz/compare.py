@@ -117,13 +117,6 @@ def _seconds(bound: cost.LowerBound | None) -> float:
     return math.nan if bound is None else float(bound.time_s)
 
 
-def sweep_row(topology: Topology, collective: str, algorithm: str, size: float, chunks: int = 1,
-              root: int | None = None, options: SynthOptions | None = None) -> dict:
-    """One row of the table on its own (its lower bound included): for front ends that cache rows."""
-    bound = size_bound(topology, collective, size, chunks, root)
-    return _row(topology, collective, algorithm, float(size), chunks, root, options or SynthOptions(), bound)
-
-
 def skipped_row(topology: Topology, collective: str, algorithm: str, size: float, why: str,
                 bound_s: float = math.nan) -> dict:
     """The row of a run the sweep did not make (``why``: e.g. 'the sweep was stopped after 3 of 6 runs')."""
