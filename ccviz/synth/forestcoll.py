@@ -42,6 +42,7 @@ from ccviz.limit import bandwidth_limit
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.arborescence import RouteClosure, min_arborescence
 from ccviz.synth.budget import Budget
+from ccviz.synth.common import dispatch
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import (
     concatenate,
@@ -489,11 +490,8 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
     AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them.
     """
     budget = Budget(options)
-    if collective.name in ("allgather", "broadcast"):
-        return copy_schedule(topology, collective, options, budget)[0]
-    if collective.name in ("reducescatter", "reduce"):
-        return reduction_schedule(topology, collective, options, budget)
-    if collective.name == "allreduce":
+
+    def allreduce() -> Schedule:
         rs = reduction_schedule(topology, make_collective("reducescatter", topology, collective.size_bytes,
                                                           collective.chunks_per_rank), options, budget.phase(0.0, 0.5))
         cpr = rs.collective.chunks_per_rank
@@ -506,7 +504,10 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         schedule = concatenate(rs, ag, whole)
         schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
         return schedule
-    raise CcvizError(f"collective: forestcoll does not implement {collective.name}", "collective")
+
+    return dispatch(collective, lambda: copy_schedule(topology, collective, options, budget)[0],
+                    lambda: reduction_schedule(topology, collective, options, budget), allreduce)
+
 
 
 register(Algorithm(

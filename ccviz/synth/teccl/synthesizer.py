@@ -28,7 +28,7 @@ from ccviz.simulate import simulate
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
 from ccviz.synth.teccl.epochs import EpochGrid
-from ccviz.synth.teccl.extract import Hop, chunk_hops, prune_copy_sends, split_flows, to_transfers
+from ccviz.synth.teccl.extract import USED, Hop, chunk_hops, prune_copy_sends, split_flows, to_transfers
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.model import copy_model, flow_model
 from ccviz.synth.teccl.solve import HighsRun, Interrupted, SolveResult, stop_interrupts
@@ -37,10 +37,8 @@ from ccviz.topology import Topology
 
 DEFAULT_TIME_LIMIT_S = 120.0
 DEFAULT_GAP = 1e-4  # the paper's "optimal"
-HORIZON_SLACK = 2  # spare epochs above the lower bound: the objective pulls arrivals early anyway
 WARM_SHARE = 0.6  # of the remaining time, for the solve warm-started with the greedy schedule
 SEARCH_SHARE = 0.5  # of the remaining time, for a horizon below the best schedule so far
-USED = 0.5
 INTEGRAL_FLOW_MAX_SENDS = 5000  # below this the flow model uses whole chunks (exact, no rounding)
 LP_MAX_EPOCHS = 64
 UNPRUNED_FACTOR = 20  # the time-expanded graph prunes unreachable sends; refuse only far beyond the limit
@@ -111,9 +109,10 @@ class EpochSolver:
             return greedy
         return self.search_horizon(lower, greedy)
 
-    # An upper bound that fits the epoch model exactly (and the fallback schedule).
     def greedy_plan(self, order: str = "given") -> EpochPlan:
-        """The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS); a fresh plan each call
+        """An upper bound that fits the epoch model exactly (and the fallback schedule).
+
+        The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS); a fresh plan each call
         (callers change its status), the greedy itself runs once per order."""
         if order not in self._greedy:
             demanded = self.chunk_order(order)
@@ -199,8 +198,8 @@ class EpochSolver:
         met = all((c.id, d) in landing for c in self.collective.chunks for d in c.post - c.pre)
         return met and not self.overloaded_windows(hops)
 
-    # The user fixed K: solve at exactly that horizon.
     def solve_fixed_horizon(self, horizon: int, lower: int, greedy: EpochPlan) -> EpochPlan:
+        """The user fixed K: solve at exactly that horizon."""
         most = self.options.extra.get("max_variables", MAX_VARIABLES) * UNPRUNED_FACTOR
         unpruned = horizon * len(self.commodities) * (len(self.topology.links) + len(self.topology.nodes))
         if unpruned > most:
@@ -270,9 +269,9 @@ class EpochSolver:
     def out_of_time(self) -> bool:
         return self.options.stopped() or time.perf_counter() >= self.deadline - 0.2
 
-    # Build, solve and extract the model at one horizon.
     def solve_at(self, horizon: int, lower: int, greedy: EpochPlan, share: float = 1.0
                  ) -> tuple[EpochPlan | None, SolveResult]:
+        """Build, solve and extract the model at one horizon."""
         t0 = time.perf_counter()
         teg = TimeExpandedGraph(self.topology, self.grid, self.commodities, horizon)
         if teg.unreachable_demands():
