@@ -21,6 +21,7 @@ import math
 from typing import TYPE_CHECKING, NamedTuple
 
 from ccviz.errors import CcvizError
+from ccviz.units import us_text
 
 if TYPE_CHECKING:
     from ccviz.topology import Topology
@@ -121,7 +122,7 @@ def epoch_length(topology: Topology, chunk_bytes: float, epoch: str | float | No
     alphas = [link.alpha_s for link in topology.links.values() if link.alpha_s > 0]
     if lengthen and key in ("fastest", "slowest") and alphas and min(alphas) / tau > MAX_ALPHA_EPOCHS:
         tau = min(alphas) / MAX_ALPHA_EPOCHS
-        notes.append(f"epoch lengthened to {tau * 1e6:.6g} us so the smallest alpha spans {MAX_ALPHA_EPOCHS} epochs")
+        notes.append(f"epoch lengthened to {us_text(tau)} so the smallest alpha spans {MAX_ALPHA_EPOCHS} epochs")
     return tau, notes
 
 

@@ -30,6 +30,7 @@ import numpy as np
 from ccviz.errors import CcvizError
 from ccviz.physics import ABS_TOL, EPOCH_EPS, REL_TOL, LaneBook, link_costs, tol
 from ccviz.schedule import RELAY, Schedule, Transfer, gc_paused
+from ccviz.units import BYTES_PER_GB, us_text
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class Timeline:
     def algbw_GBps(self) -> float | None:
         if self.finish_time_s <= 0:
             return None
-        return self.collective.size_bytes / self.finish_time_s / 1e9
+        return self.collective.size_bytes / self.finish_time_s / BYTES_PER_GB
 
     @property
     def busbw_GBps(self) -> float | None:
@@ -466,8 +467,8 @@ class _Verifier:
             if too_fast[i]:
                 self.flag(
                     "too_fast",
-                    f"transfer #{i}: chunk {t.chunk} on {t.src}->{t.dst} claims arrival at {t.end_s * 1e6:.6g} us "
-                    f"but alpha + bytes/bandwidth puts it at {self.arrival[i] * 1e6:.6g} us",
+                    f"transfer #{i}: chunk {t.chunk} on {t.src}->{t.dst} claims arrival at {us_text(t.end_s)} "
+                    f"but alpha + bytes/bandwidth puts it at {us_text(self.arrival[i])}",
                     i, float(self.arrival[i] - t.end_s),
                 )
 
@@ -550,8 +551,8 @@ class _Verifier:
         s = float(self.start[i])
         self.flag(
             "link_overlap",
-            f"transfers #{j} and #{i} overlap on link {t.src}->{t.dst} by {(until - s) * 1e6:.6g} us "
-            f"(#{i} starts at {s * 1e6:.6g} us, the link is busy until {until * 1e6:.6g} us)",
+            f"transfers #{j} and #{i} overlap on link {t.src}->{t.dst} by {us_text(until - s)} "
+            f"(#{i} starts at {us_text(s)}, the link is busy until {us_text(until)})",
             i, until - s,
         )
 
@@ -615,8 +616,8 @@ class _Verifier:
             return
         self.flag(
             "switch_hold",
-            f"transfer #{i}: switch {t.src} holds chunk {t.chunk} for {held * 1e6:.6g} us (it arrived at "
-            f"{arrived_s * 1e6:.6g} us, leaves for {t.dst} at {self.start[i] * 1e6:.6g} us); a switch without "
+            f"transfer #{i}: switch {t.src} holds chunk {t.chunk} for {us_text(held)} (it arrived at "
+            f"{us_text(arrived_s)}, leaves for {t.dst} at {us_text(self.start[i])}); a switch without "
             "a buffer forwards each arrival when it arrives",
             i, held,
         )
@@ -627,11 +628,11 @@ class _Verifier:
             self.arrival[j] for j, u in enumerate(self.schedule.transfers)
             if u.dst == t.src and u.chunk == t.chunk and self.valid[j]
         ] if len(self.violations) < self.max_violations else []
-        when = f"; it arrives there at {min(later) * 1e6:.6g} us" if later else "; it never arrives there"
+        when = f"; it arrives there at {us_text(min(later))}" if later else "; it never arrives there"
         amount = (min(later) - self.start[i]) if later else None
         self.flag(
             "not_held",
-            f"transfer #{i}: node {t.src} sends chunk {t.chunk} to {t.dst} at {self.start[i] * 1e6:.6g} us "
+            f"transfer #{i}: node {t.src} sends chunk {t.chunk} to {t.dst} at {us_text(self.start[i])} "
             f"before holding it{when}",
             i, amount,
         )

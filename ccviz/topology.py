@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ccviz import physics
 from ccviz import validate as check
 from ccviz.errors import CcvizError
+from ccviz.units import BYTES_PER_GB, SECONDS_PER_US
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -48,11 +49,11 @@ class Link:
 
     @property
     def bytes_per_s(self) -> float:
-        return self.bandwidth_GBps * 1e9
+        return self.bandwidth_GBps * BYTES_PER_GB
 
     @property
     def alpha_s(self) -> float:
-        return self.alpha_us * 1e-6
+        return self.alpha_us * SECONDS_PER_US
 
     def serialization_s(self, nbytes: float) -> float:
         """Time the link is busy pushing ``nbytes`` (the beta term)."""

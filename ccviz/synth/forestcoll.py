@@ -51,6 +51,7 @@ from ccviz.synth.reversal import (
     split_allreduce,
 )
 from ccviz.topology import Topology
+from ccviz.units import us_text
 
 LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
@@ -465,7 +466,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     packing = best_packing(fabric, roots, unit_s, trees, budget)
     refined = _refined(topology, collective, packing, pieces) if refine else collective
     run = pipeline(topology, refined, packing, start_s, switch_queue)
-    budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {run.finish_s * 1e6:.6g} us", 1.0)
+    budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
     notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per tree "
              f"({refined.chunks_per_rank} chunks per rank)",

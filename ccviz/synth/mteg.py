@@ -68,6 +68,7 @@ from ccviz.synth.budget import Budget
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.topology import Link, Topology
+from ccviz.units import us_text
 
 Key = tuple[int, int]  # a time-expanded state: (node, slot); GPUs use slot -1 (they store)
 Edge = tuple[int, int, int]  # a transmission: (src, dst, departure slot)
@@ -474,7 +475,7 @@ def mteg_schedule(
         (t for tree in best for t in tree_transfers(tree, len(topology.nodes))), key=lambda t: t.step
     )
     slots = _finish_slot(best)
-    notes = [f"{len(best)} multicast trees; last arrival in slot {slots} of {slot_s * 1e6:.6g} us"]
+    notes = [f"{len(best)} multicast trees; last arrival in slot {slots} of {us_text(slot_s)}"]
     cut = budget.note("MTEG", done, restarts)
     if cut:
         notes.append(cut)

@@ -29,6 +29,7 @@ from ccviz.physics import link_costs, tol
 from ccviz.schedule import Schedule, Transfer
 from ccviz.simulate import assign_times
 from ccviz.topology import Topology
+from ccviz.units import us_text
 
 SWITCH_SEPARATION = 4  # in simulator tolerances (``physics.tol``): how far a switch hop may precede its feeder
 
@@ -266,4 +267,4 @@ def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedu
     est = (second.estimated_finish_s or schedule_end(second)) + offset
     return Schedule(first.topology, target, transfers, first.algorithm, dict(first.options), first.status,
                     estimated_finish_s=est, notes=[*first.notes, f"then {second.collective.name} from "
-                                                   f"{first_end * 1e6:.6g} us"])
+                                                   f"{us_text(first_end)}"])

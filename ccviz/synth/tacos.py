@@ -384,29 +384,22 @@ class Matcher:
 
 # --------------------------------------------------------------------------- synthesizer
 def _link_hold(options: SynthOptions) -> str:
-    hold = options.extra.get("link_hold", "arrival")
-    if hold not in LINK_HOLDS:
-        raise CcvizError(f"link_hold: {hold!r} is not one of {', '.join(LINK_HOLDS)}; 'arrival' keeps a link busy "
-                         "until its chunk lands (TACOS), 'serialization' frees it after bytes/bandwidth", "link_hold")
-    return hold
+    """How long a route books its links (``--opt link_hold``)."""
+    return options.choice("link_hold", "arrival", LINK_HOLDS, "'arrival' keeps a link busy until its chunk lands "
+                          "(TACOS), 'serialization' frees it after bytes/bandwidth")
 
 
 def _pick(options: SynthOptions) -> str:
-    pick = options.extra.get("pick", "spread")
-    if pick not in PICKS:
-        raise CcvizError(f"pick: {pick!r} is not one of {', '.join(PICKS)}; 'spread' gives each free link a chunk "
-                         "the rank's later free links cannot bring (when it has one), 'random' any chunk its "
-                         "source holds", "pick")
-    return pick
+    """Which chunk a free link pulls (``--opt pick``)."""
+    return options.choice("pick", "spread", PICKS, "'spread' gives each free link a chunk the rank's later free "
+                          "links cannot bring (when it has one), 'random' any chunk its source holds")
 
 
 def _patience(options: SynthOptions) -> str:
-    patience = options.extra.get("patience", "on")
-    if patience not in PATIENCE:
-        raise CcvizError(f"patience: {patience!r} is not one of {', '.join(PATIENCE)}; 'off' is the paper's greedy, "
-                         "'on' keeps slow links off chunks a faster route can bring, 'alternate' tries both "
-                         "over the restarts (run 1 off, run 2 on, ...)", "patience")
-    return patience
+    """Whether slow links leave alone chunks a fast route can bring (``--opt patience``)."""
+    return options.choice("patience", "on", PATIENCE, "'off' is the paper's greedy, 'on' keeps slow links off "
+                          "chunks a faster route can bring, 'alternate' tries both over the restarts (run 1 off, "
+                          "run 2 on, ...)")
 
 
 def best_copy_run(topology: Topology, collective: Collective, options: SynthOptions,
@@ -549,13 +542,9 @@ def synthesize_tacos(topology: Topology, collective: Collective, options: SynthO
     return Tacos(topology, collective, options).synthesize()
 
 
-register(Algorithm(
-    "tacos",
-    synthesize_tacos,
-    frozenset({"allgather", "broadcast", "reducescatter", "reduce", "allreduce"}),
-    "TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
-    "reductions by time reversal on the reversed topology",
-    kind="heuristic",
-    options_used=("seed", "restarts", "time_limit", "progress", "stop"),
-    extra_keys=("link_hold", "patience", "pick", "workers"),  # workers: restarts in parallel processes
-))
+SUPPORTED = frozenset({"allgather", "broadcast", "reducescatter", "reduce", "allreduce"})
+DESCRIPTION = ("TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
+               "reductions by time reversal on the reversed topology")
+register(Algorithm("tacos", synthesize_tacos, SUPPORTED, DESCRIPTION, kind="heuristic",
+                   options_used=("seed", "restarts", "time_limit", "progress", "stop"),
+                   extra_keys=("link_hold", "patience", "pick", "workers")))  # workers: restarts in processes

@@ -34,11 +34,10 @@ from ccviz.schedule import Schedule
 from ccviz.simulate import simulate
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
-from ccviz.synth.teccl.epochs import EpochGrid
 from ccviz.synth.teccl.extract import USED, Hop
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.solve import HIGHS_THREADS
-from ccviz.synth.teccl.synthesizer import EpochPlan, EpochSolver, plan_schedule
+from ccviz.synth.teccl.synthesizer import EpochPlan, EpochProblem, EpochSolver, plan_schedule
 from ccviz.synth.teccl.time_expanded import INF, epoch_distances
 from ccviz.topology import Topology
 
@@ -54,18 +53,13 @@ HEURISTIC_EFFORT = 0.3  # HiGHS default 0.05: a round wants good incumbents fast
 Key = tuple[int, int, int, int]  # (chunk index, src, dst, relative epoch)
 
 
-class AStarRounds:
+class AStarRounds(EpochProblem):
     """Round-by-round TE-CCL for a non-reducing collective."""
 
     def __init__(self, topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
                  started: float, mirrored_from: Topology | None = None) -> None:
-        self.topology = topology
-        self.collective = collective
-        self.options = options
-        self.deadline = deadline
-        self.started = started
+        super().__init__(topology, collective, options, deadline, started, mirrored_from)
         self.mirrored_from = mirrored_from
-        self.grid = EpochGrid.build(topology, collective.chunk_bytes, options.epoch, mirrored_from)
         links = self.grid.links.values()
         kappa = max(lk.kappa for lk in links)
         self.round_epochs = int(options.extra.get("astar_round", max(ROUND_MIN_EPOCHS, kappa)))

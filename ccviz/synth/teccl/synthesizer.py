@@ -34,6 +34,7 @@ from ccviz.synth.teccl.model import copy_model, flow_model
 from ccviz.synth.teccl.solve import HighsRun, Interrupted, SolveResult, stop_interrupts
 from ccviz.synth.teccl.time_expanded import TimeExpandedGraph, chunk_commodities, source_commodities
 from ccviz.topology import Topology
+from ccviz.units import us_text
 
 DEFAULT_TIME_LIMIT_S = 120.0
 DEFAULT_GAP = 1e-4  # the paper's "optimal"
@@ -68,8 +69,12 @@ class EpochPlan:
     notes: list[str] = field(default_factory=list)
 
 
-class EpochSolver:
-    """One copy (MILP) or flow (LP) problem on one topology, solved over a searched horizon."""
+class EpochProblem:
+    """One non-reducing collective on one topology's epoch grid, to be solved before ``deadline``.
+
+    ``mirrored_from``: the real fabric when ``topology`` is its reversal (a reduction's mirror): each
+    reversed link keeps the epoch timing of the real link it stands for.
+    """
 
     def __init__(self, topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
                  started: float, mirrored_from: Topology | None = None) -> None:
@@ -79,6 +84,14 @@ class EpochSolver:
         self.deadline = deadline
         self.started = started
         self.grid = EpochGrid.build(topology, collective.chunk_bytes, options.epoch, mirrored_from)
+
+
+class EpochSolver(EpochProblem):
+    """One copy (MILP) or flow (LP) problem on one topology, solved over a searched horizon."""
+
+    def __init__(self, topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
+                 started: float, mirrored_from: Topology | None = None) -> None:
+        super().__init__(topology, collective, options, deadline, started, mirrored_from)
         self.use_copy = copy_helps(collective)
         self.commodities = chunk_commodities(collective) if self.use_copy else source_commodities(collective)
         self.posts = {c.id: c.post for c in collective.chunks}
@@ -96,7 +109,7 @@ class EpochSolver:
         tree = self.mteg_plan() if greedy.epochs > lower else None
         if tree is not None and tree.epochs < greedy.epochs:
             greedy = tree
-        self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
+        self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {us_text(self.grid.tau_s)}; "
                           f"lower bound {lower} epochs, {greedy.notes[0]} {greedy.epochs} epochs")
         self.say(f"the epoch greedy schedule uses {greedy.epochs} epochs", lower)
         if self.options.epochs is not None:
@@ -208,7 +221,7 @@ class EpochSolver:
                              f"fewer epochs (the greedy needs {greedy.epochs}) or leave --epochs automatic", "epochs")
         if horizon < lower:
             raise CcvizError(f"epochs: {horizon} epochs cannot hold this collective (lower bound {lower} epochs of "
-                             f"{self.grid.tau_s * 1e6:.6g} us); give --epochs >= {lower} or leave it automatic",
+                             f"{us_text(self.grid.tau_s)}); give --epochs >= {lower} or leave it automatic",
                              "epochs")
         plan, result = self.solve_at(horizon, lower, greedy)
         if plan is not None and plan.epochs <= lower:
@@ -420,7 +433,7 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
         coarse = EpochSolver(topology, collective, replace(options, epoch=solver.grid.tau_s * factor), deadline,
                              started, mirrored_from)
         coarse_plan = coarse.solve()
-        coarse.notes.append(f"LP on epochs lengthened x{factor} to {coarse.grid.tau_s * 1e6:.6g} us")
+        coarse.notes.append(f"LP on epochs lengthened x{factor} to {us_text(coarse.grid.tau_s)}")
         candidates.append((coarse_plan, coarse))
     best: tuple[float, Schedule] | None = None
     for candidate, owner in candidates:
