@@ -18,8 +18,6 @@ from ccviz import app_url
 from ccviz.app_state import show_errors
 from ccviz.app_ui import configure_page
 
-configure_page()
-
 # name in the URL -> page (the first is the landing page)
 PAGES = {
     "synthesize": st.Page("pages/synthesize.py", title="Synthesize", icon=":material/play_circle:", default=True),
@@ -30,11 +28,20 @@ PAGES = {
     "learn": st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
 }
 
-wanted = app_url.wanted_page()
-page = st.navigation(list(PAGES.values()))
-if wanted in PAGES and PAGES[wanted].title != page.title:
-    st.switch_page(PAGES[wanted])
-name = next((k for k, p in PAGES.items() if p.title == page.title), None)
-app_url.share(name)
-show_errors("url")
-page.run()
+
+def main() -> None:
+    configure_page()
+    wanted = app_url.wanted_page()
+    page = st.navigation(list(PAGES.values()))
+    if wanted in PAGES and PAGES[wanted].title != page.title:
+        st.switch_page(PAGES[wanted])
+    name = next((k for k, p in PAGES.items() if p.title == page.title), None)
+    app_url.share(name)
+    show_errors("url")
+    page.run()
+
+
+# Streamlit runs this file as __main__; a process started by "spawn" (Dask's embedded sweep cluster) re-imports
+# it as __mp_main__, where there is no app to run.
+if __name__ == "__main__":
+    main()

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 import ccviz
 from ccviz.pipeline import run
 from ccviz.topology_tables import link_table, node_table, topology_from_tables
-from ccviz.units import format_time
+from ccviz.units import format_size, format_time
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -249,22 +249,27 @@ def test_sweep_job_shows_solver_progress_stops_marks_the_rest_and_caches_finishe
     deadline = time.monotonic() + 30
     while job.progress is None and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert not job.done and job.current == ("slow-test", 1e3) and job.progress.message == "searching"
-    assert "slow-test at 1KB: searching" in job.status_line()
+    # Dask chooses the order of the rows; the slow solver is running at one of the two sizes
+    assert not job.done and job.current[0] == "slow-test" and job.progress.message == "searching"
+    assert f"slow-test at {format_size(job.current[1])}: searching" in job.status_line()
     job.stop()
     assert job.wait(20) and job.error is None and job.stopped
     table = job.table()
     assert list(table["algorithm"]) == ["ring", "slow-test", "ring", "slow-test"]
-    assert table["verified"].iloc[0]
-    assert (table["status"].iloc[1:] == "skipped").all()  # the stopped solve is not a result; the rest never ran
-    assert table["error"].iloc[1:].str.contains("stopped after 1 of 4 runs").all()
-    assert cached_row(request.row_key(1e3, "ring")) is job.rows[0]
+    ran = table[table["status"] != "skipped"]
+    assert (ran["algorithm"] == "ring").all() and ran["verified"].all()  # zero, one or both ring rows
+    skipped = table[table["status"] == "skipped"]  # the stopped solve is not a result; the rest never ran
+    assert (table.loc[table["algorithm"] == "slow-test", "status"] == "skipped").all()
+    assert skipped["error"].str.contains(f"stopped after {len(ran)} of 4 runs").all()
+    finished = {float(row["size_bytes"]): row for row in job.rows if row.get("status") != "skipped"}
+    for size, row in finished.items():
+        assert cached_row(request.row_key(size, "ring")) is row
     assert cached_row(request.row_key(1e3, "slow-test")) is None  # a stopped run is not the answer
 
     quick = SweepRequest(topo.to_json(), "allgather", ("ring",), (1e3, 1e6), time_limit=30.0)
     again = SweepJob(quick, topo, engine="in-process")
     assert again.wait(30) and not again.stopped
-    assert again.rows[0] is job.rows[0] and again.table()["verified"].all()
+    assert all(any(r is row for r in again.rows) for row in finished.values()) and again.table()["verified"].all()
 
 
 def test_an_algorithm_refusing_the_topology_shows_its_fix_on_the_page():

@@ -52,6 +52,7 @@ from ccviz.synth.reversal import (
 )
 from ccviz.topology import Topology
 from ccviz.units import us_text
+from ccviz.validate import MIN_CHUNK_BYTES
 
 LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
@@ -425,9 +426,14 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
     if pieces is None:
         hops_per_piece = sum(len(tree.links) for trees in packing.trees.values() for tree in trees)
         pieces = MIN_PIECES
+        per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank  # one rank's share of the buffer
         for p in PIECE_COUNTS:
-            if hops_per_piece * p <= MAX_TRANSFERS:
+            if hops_per_piece * p <= MAX_TRANSFERS and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
                 pieces = p
+        pieces = max(1, min(pieces, int(per_rank_bytes // (packing.k * MIN_CHUNK_BYTES))))  # tiny buffers
+        if per_rank_bytes / packing.k < MIN_CHUNK_BYTES:
+            raise CcvizError(f"size: forestcoll sends each rank's {per_rank_bytes:g} B down {packing.k} trees, less "
+                             "than a byte per tree; use a larger size or --opt trees=1", "size")
     return make_collective(collective.name, topology, collective.size_bytes, packing.k * pieces, collective.root)
 
 

@@ -238,7 +238,7 @@ def schedule_animation(
         f"finish {format_time(timeline.finish_time_s)}{mode}", height=640,
     )
     _add_time_strip(fig, scene)
-    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 110}, legend={"y": 1.0, "x": 1.0, "xanchor": "left",
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 150}, legend={"y": 1.0, "x": 1.0, "xanchor": "left",
                                                                                "orientation": "v"})
     return fig
 
@@ -287,6 +287,9 @@ def _static_traces(scene: _Scene) -> list[dict]:
     return traces
 
 
+CONTROLS_Y = -0.1  # paper coordinates: below the time strip's tick labels and title
+
+
 def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> None:
     steps = [
         {"label": f"{w.index + 1}/{len(windows)} · {w.label}", "method": "animate",
@@ -296,7 +299,7 @@ def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> 
     ]
     fig.update_layout(
         updatemenus=[{
-            "type": "buttons", "direction": "left", "x": 0.0, "y": -0.02, "xanchor": "left", "yanchor": "top",
+            "type": "buttons", "direction": "left", "x": 0.0, "y": CONTROLS_Y, "xanchor": "left", "yanchor": "top",
             "pad": {"r": 10, "t": 10}, "showactive": False,
             "buttons": [
                 {"label": "▶ Play", "method": "animate",
@@ -308,7 +311,7 @@ def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> 
             ],
         }],
         sliders=[{
-            "active": 0, "x": 0.22, "len": 0.78, "y": -0.02, "yanchor": "top", "pad": {"t": 10},
+            "active": 0, "x": 0.22, "len": 0.78, "y": CONTROLS_Y, "yanchor": "top", "pad": {"t": 10},
             "currentvalue": {"prefix": "frame: ", "font": {"size": 13}}, "steps": steps,
         }],
     )
