@@ -39,6 +39,7 @@ import numpy as np
 from ccviz.collectives import Collective, make_collective
 from ccviz.errors import CcvizError
 from ccviz.limit import bandwidth_limit
+from ccviz.physics import link_costs
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.arborescence import RouteClosure, min_arborescence
 from ccviz.synth.budget import Budget
@@ -291,9 +292,9 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     plan = _InTrees(packing, topology, collective.chunks) if reducing else _OutTrees(packing)
     op = "reduce" if reducing else "copy"
     links = sorted(topology.links)
-    nbytes = collective.chunk_bytes
-    delay = [topology.arrival_delay(u, v, nbytes) for u, v in links]
-    hold = [topology.occupancy(u, v, nbytes) for u, v in links]
+    costs = link_costs(topology, collective.chunk_bytes)
+    delay = [costs[key].delay for key in links]
+    hold = [costs[key].busy for key in links]
     lanes_free: list[list[float]] = [[start_s] * topology.links[key].lanes for key in links]
     calendars = [[_Calendar() for _ in range(topology.links[key].lanes)] if topology.is_switch(key[0]) else []
                  for key in links]
