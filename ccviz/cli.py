@@ -1,6 +1,6 @@
 """The ``ccviz`` command line: synth, verify, list, cost, limit, export, import, execute, reproduce, sweep.
 
-Contracts (DESIGN section 5): ``ccviz synth --json`` prints exactly one JSON
+Contracts (the interface automated checks call): ``ccviz synth --json`` prints exactly one JSON
 object on stdout; errors exit non-zero with one clear line on stderr, never a
 traceback (set CCVIZ_DEBUG=1 to see one).
 """

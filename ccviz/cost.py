@@ -546,9 +546,6 @@ def _both_ways(f: _Formula) -> _Formula:
 
 FORMULAS.update({(c, "ring-bidir"): _both_ways(f) for (c, a), f in list(FORMULAS.items()) if a == "ring"})
 
-ALGORITHM_NAMES = ("ring", "ring-bidir", "tree", "pipelined-tree", "dbt", "rd", "rhd", "direct", "bruck")
-
-
 def formula(
     collective: str, algorithm: str, n: int, size_bytes: float, alpha_us: float, bw_GBps: float,
     segments: int | None = None,
