@@ -1,6 +1,6 @@
 """The ``ccviz`` command line: synth, verify, list, cost, limit, export, import, execute, reproduce, sweep.
 
-Contracts (DESIGN section 5): ``ccviz synth --json`` prints exactly one JSON
+Contracts (the interface automated checks call): ``ccviz synth --json`` prints exactly one JSON
 object on stdout; errors exit non-zero with one clear line on stderr, never a
 traceback (set CCVIZ_DEBUG=1 to see one).
 """
@@ -141,7 +141,7 @@ def _print_summary(s: dict[str, Any], bound_text: str) -> None:
         f"  finish time   {format_time(s['finish_time_s'])}  ({ok}, by the simulator)",
         f"  algbw/busbw   {s['algbw_GBps'] or 0:.3f} / {s['busbw_GBps'] or 0:.3f} GB/s",
         f"  lower bound   {format_time(s['lower_bound_s'])}  ({bound_text})",
-        f"  fabric limit  {limit_sentence(s['finish_time_s'], s['limit_s'])}",
+        f"  fabric limit  {limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'])}",
         f"  synthesis     {format_time(s['synth_time_s'])}, status {s['status']}"
         + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else ""),
         f"  transfers     {s['transfers']}" + (f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"

@@ -27,7 +27,6 @@ COLLECTIVES = (
     "allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce", "gather", "scatter",
 )
 ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
-REDUCING = frozenset({"reducescatter", "allreduce", "reduce"})
 _ALIASES = {
     "all-gather": "allgather", "all_gather": "allgather", "ag": "allgather",
     "reduce-scatter": "reducescatter", "reduce_scatter": "reducescatter", "rs": "reducescatter",

@@ -311,10 +311,13 @@ def limit_bounds_time(topology: Topology, collective: Collective) -> bool:
     It does when every hop's arrival waits for its bytes to cross the link. Under ``switch_hop`` "teccl"
     or "free" a hop out of a switch delivers before its link has finished serializing (the time is
     charged on the way in), so a chunk can arrive before the limit says its bytes could have crossed.
+    Above ``ccviz.limit.AUTO_LIMIT_GPUS`` GPUs it is left out (it takes minutes to compute there).
     """
     if collective.name not in _LIMIT_BOUNDS or tuple(collective.ranks) != tuple(topology.gpus):
         return False
-    return topology.switch_hop == "paid" or not topology.switches
+    from ccviz.limit import limit_is_quick
+
+    return (topology.switch_hop == "paid" or not topology.switches) and limit_is_quick(topology)
 
 
 def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,
@@ -542,9 +545,6 @@ def _both_ways(f: _Formula) -> _Formula:
 
 
 FORMULAS.update({(c, "ring-bidir"): _both_ways(f) for (c, a), f in list(FORMULAS.items()) if a == "ring"})
-
-ALGORITHM_NAMES = ("ring", "ring-bidir", "tree", "pipelined-tree", "dbt", "rd", "rhd", "direct", "bruck")
-
 
 def formula(
     collective: str, algorithm: str, n: int, size_bytes: float, alpha_us: float, bw_GBps: float,

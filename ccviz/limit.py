@@ -292,16 +292,32 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
     return BandwidthLimit(name, float(size_bytes), cut.ratio * size_bytes, cut)
 
 
+# Each Newton round is one max flow per GPU in pure Python: 0.5 s at 64 GPUs, ~6 s at 256 and minutes at
+# 1,024 on this machine. Summaries, lower bounds and the designer compute it up to here; `ccviz limit`
+# (and ``bandwidth_limit``) always.
+AUTO_LIMIT_GPUS = 128
+
+
+def limit_is_quick(topology: Topology) -> bool:
+    return topology.n_gpus <= AUTO_LIMIT_GPUS
+
+
 def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: int | None = None
                   ) -> BandwidthLimit | None:
-    """The limit where one is defined (summaries show ``null`` for AllToAll and custom demands)."""
+    """The limit where one is defined and quick to compute (summaries show ``null`` for AllToAll,
+    custom demands and fabrics over ``AUTO_LIMIT_GPUS`` GPUs)."""
     if str(collective).strip().lower() == "custom" or normalize_name(collective) not in LIMITED:
+        return None
+    if not limit_is_quick(topology):
         return None
     return bandwidth_limit(topology, collective, size_bytes, root)
 
 
-def limit_sentence(finish_s: float | None, limit_s: float | None) -> str:
+def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | None = None) -> str:
     """How a result compares with the fabric's limit, in one line (CLI and app)."""
+    if not limit_s and n_gpus is not None and n_gpus > AUTO_LIMIT_GPUS:
+        return (f"the fabric's limit is not computed automatically above {AUTO_LIMIT_GPUS} GPUs (it takes minutes "
+                "here); `ccviz limit` computes it")
     if not limit_s:
         return "no fabric limit is defined for this collective (AllToAll and custom demands)"
     if not finish_s:

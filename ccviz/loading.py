@@ -12,7 +12,7 @@ from ccviz.validate import one_line
 
 
 def load_topology(spec: str | Path | Topology) -> Topology:
-    """Accept ``path.json``/``path.yaml`` or ``name[:key=value,...]`` (DESIGN section 5)."""
+    """Accept ``path.json``/``path.yaml`` or ``name[:key=value,...]`` (the CLI and library topology argument)."""
     if isinstance(spec, Topology):
         return spec
     text = str(spec).strip()

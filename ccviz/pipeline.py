@@ -64,7 +64,7 @@ class RunResult:
         return self.limit.limit_s / self.timeline.finish_time_s
 
     def summary(self) -> dict[str, Any]:
-        """The ``ccviz synth --json`` object (DESIGN section 5); simulator values, never estimates."""
+        """The ``ccviz synth --json`` object (a contract: keys never change); simulator values, never estimates."""
         s, t = self.schedule, self.timeline
         return {
             "algorithm": s.algorithm,

@@ -33,12 +33,14 @@ RelayFilter = Callable[[int], bool]
 
 
 def earliest_arrivals(topology: Topology, starts: Mapping[int, float], weight: Mapping[tuple[int, int], float],
-                      reverse: bool = False) -> dict[int, float]:
+                      reverse: bool = False, through: Callable[[int], bool] | None = None) -> dict[int, float]:
     """Earliest arrival at every node from the start nodes (value = start time), ignoring capacity.
 
     ``weight[(u, v)]`` is the cost of link u->v (seconds, epochs, ...); with ``reverse`` the result is the
-    shortest time from every node *to* the starts. Unreachable nodes get ``math.inf``. Lower bounds and
-    TE-CCL's reachability pruning both stand on this one search.
+    shortest time from every node *to* the starts. ``through`` (optional) says which nodes a path may
+    cross: others are reached but not left (MTEG's chains cross only switches). Unreachable nodes get
+    ``math.inf``. Lower bounds, TE-CCL's reachability pruning and MTEG's switch chains stand on this one
+    search.
     """
     dist = dict.fromkeys(topology.nodes, math.inf)
     heap = [(t, n) for n, t in starts.items()]
@@ -48,7 +50,7 @@ def earliest_arrivals(topology: Topology, starts: Mapping[int, float], weight: M
     neighbours = topology.in_links if reverse else topology.out_links
     while heap:
         t, n = heapq.heappop(heap)
-        if t > dist[n]:
+        if t > dist[n] or (through is not None and n not in starts and not through(n)):
             continue
         for link in neighbours[n]:
             other = link.src if reverse else link.dst
@@ -300,8 +302,8 @@ class Layout:
         return (f"{self.collective.name} on {self.topology.name!r} needs another algorithm "
                 "(ring over a cycle of neighbouring GPUs is the most widely applicable)")
 
-    # Step 1: every send takes its shortest route; a partial sum crosses other GPUs as a relay.
     def routes(self) -> list[list[int]]:
+        """Step 1: every send takes its shortest route; a partial sum crosses other GPUs as a relay."""
         route_of = self.router.route
         routes = []
         for s in self.sends:
@@ -311,8 +313,8 @@ class Layout:
             routes.append(route)
         return routes
 
-    # Step 2: expand routes into per-hop transfers with increasing steps; shared copy hops are sent once.
     def transfers(self) -> list[Transfer]:
+        """Step 2: expand routes into per-hop transfers with increasing steps; shared copy hops are sent once."""
         routes = self.routes()
         scale = max((len(r) - 1 for r in routes), default=1)
         plain_switches = {n.id for n in self.topology.nodes.values() if n.is_switch and not n.copy}

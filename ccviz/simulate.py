@@ -12,8 +12,7 @@
    counted exactly once, and every postcondition holds at the end.
 
 No synthesizer's own estimate is trusted: finish time, link busy time and
-buffer contents come from here only. Physics lives in ``Topology``
-(``arrival_delay``/``occupancy``).
+buffer contents come from here only. The link rule lives in ``ccviz.physics``.
 """
 
 from __future__ import annotations
@@ -29,10 +28,9 @@ from typing import Any
 import numpy as np
 
 from ccviz.errors import CcvizError
+from ccviz.physics import ABS_TOL, EPOCH_EPS, REL_TOL, LaneBook, link_costs, tol
 from ccviz.schedule import RELAY, Schedule, Transfer, gc_paused
-
-REL_TOL = 1e-9
-ABS_TOL = 1e-13
+from ccviz.units import BYTES_PER_GB, us_text
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,7 @@ class Timeline:
     def algbw_GBps(self) -> float | None:
         if self.finish_time_s <= 0:
             return None
-        return self.collective.size_bytes / self.finish_time_s / 1e9
+        return self.collective.size_bytes / self.finish_time_s / BYTES_PER_GB
 
     @property
     def busbw_GBps(self) -> float | None:
@@ -210,7 +208,7 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
     if any(t.start_s is not None for t in transfers) and not schedule.is_timed:
         raise CcvizError("transfers: either every transfer has a start time or none has; mixing is ambiguous",
                          "transfers")
-    costs = _link_costs(schedule.topology, schedule.chunk_bytes)
+    costs = link_costs(schedule.topology, schedule.chunk_bytes)
     n_chunks = max(len(schedule.collective.chunks), 1)
     epoch = _epoch_release(schedule)
     forwards = switch_forwards(schedule)
@@ -219,25 +217,11 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
     order = np.argsort(steps, kind="stable").tolist()
     relayed_from = relay_continuations(transfers)
     available: dict[int, float] = {}  # node * n_chunks + chunk -> latest arrival of an earlier step
-    link_free: dict[tuple[int, int], Any] = {}
+    lanes = LaneBook()
     start_of = [0.0] * len(transfers)
     arrival_of = [0.0] * len(transfers)
     pending: list[tuple[int, float]] = []
     current_step = None
-
-    def free_at(key: tuple[int, int], lanes: int) -> float:
-        """When the link (its first lane to free up) can take a transfer."""
-        if lanes == 1:
-            return link_free.get(key, 0.0)
-        return min(link_free.setdefault(key, [0.0] * lanes))
-
-    def occupy(key: tuple[int, int], lanes: int, start: float, occupancy: float) -> None:
-        if lanes == 1:
-            link_free[key] = start + occupancy
-        else:
-            heap = link_free[key]
-            heapq.heappop(heap)
-            heapq.heappush(heap, start + occupancy)
 
     for i in order:
         if i in fed:
@@ -248,15 +232,15 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
             current_step = step
         j = relayed_from.get(i)
         ready = arrival_of[j] if j is not None else available.get(src * n_chunks + chunk, 0.0)
-        if epoch and math.floor(step + 1e-9) * epoch > ready:  # epoch-synchronous: wait for the epoch to open
-            ready = math.floor(step + 1e-9) * epoch
+        if epoch and math.floor(step + EPOCH_EPS) * epoch > ready:  # epoch-synchronous: wait for the epoch to open
+            ready = math.floor(step + EPOCH_EPS) * epoch
         chain = _chain(i, forwards, transfers, costs)
         start = ready
         for j, offset in chain:  # the first moment every hop finds its link free when the chunk gets there
             t = transfers[j]
             cost = costs.get((t.src, t.dst))
             if cost is not None:
-                start = max(start, free_at((t.src, t.dst), cost[2]) - offset)
+                start = max(start, lanes.free_at((t.src, t.dst), cost.lanes) - offset)
         arrival_at: dict[int, float] = {}
         for j, _ in chain:
             t = transfers[j]
@@ -265,12 +249,11 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
             if cost is None:  # no such link: leave it at its ready time so the verifier names it
                 start_of[j] = arrival_of[j] = arrival_at[j] = s_j
                 continue
-            occupancy, delay, lanes = cost
-            occupy((t.src, t.dst), lanes, s_j, occupancy)
+            lanes.occupy((t.src, t.dst), cost.lanes, s_j, cost.busy)
             start_of[j] = s_j
-            arrival_of[j] = arrival_at[j] = s_j + delay
+            arrival_of[j] = arrival_at[j] = s_j + cost.delay
             if t.op != RELAY:  # a parked value is not the receiver's to send on its own
-                pending.append((t.dst * n_chunks + t.chunk, s_j + delay))
+                pending.append((t.dst * n_chunks + t.chunk, s_j + cost.delay))
     return _with_times(schedule, start_of, arrival_of)
 
 
@@ -336,7 +319,7 @@ def _chain(head: int, forwards: dict[int, list[int]], transfers, costs) -> list[
     while k < len(chain):
         j, offset = chain[k]
         cost = costs.get((transfers[j].src, transfers[j].dst))
-        delay = cost[1] if cost is not None else 0.0
+        delay = cost.delay if cost is not None else 0.0
         chain.extend((child, offset + delay) for child in forwards.get(j, ()))
         k += 1
     return chain
@@ -385,20 +368,19 @@ def _commit(available: dict[int, float], pending: list[tuple[int, float]]) -> No
     pending.clear()
 
 
-def _link_costs(topo, nbytes: float) -> dict[tuple[int, int], tuple[float, float, int]]:
-    """Per link: (serialization seconds, start-to-arrival seconds, lanes) for one chunk."""
-    return {
-        key: (topo.occupancy(*key, nbytes), topo.arrival_delay(*key, nbytes), link.lanes)
-        for key, link in topo.links.items()
-    }
-
-
-def _tol(t: float) -> float:
-    return ABS_TOL + REL_TOL * abs(t)
-
-
 class _Verifier:
-    """Replays a timed schedule event by event; one method per rule it enforces."""
+    """Replays a timed schedule and names every broken rule. Four passes, in this order (``run``):
+
+    1. links and physics (``check_links_and_physics``): each transfer names a real chunk, link and op,
+       claims no arrival earlier than the link rule allows, and no link serializes more at once than
+       it has lanes;
+    2. holdings and causality (``check_holdings_and_causality``): replayed event by event, a sender
+       holds what it sends when it starts, a switch forwards what arrived (once unless it may copy)
+       and holds nothing without a buffer;
+    3. reductions (``merge_reduction``, applied at each reducing arrival of pass 2): every
+       contribution is combined exactly once;
+    4. postconditions (``check_postconditions``): at the end every post rank holds the whole chunk.
+    """
 
     def __init__(self, schedule: Schedule, max_violations: int) -> None:
         self.schedule = schedule
@@ -413,17 +395,19 @@ class _Verifier:
         self.busy_until = np.empty(n)
         self.held_fraction = np.zeros(n)
         self.valid = np.ones(n, dtype=bool)
+        self.link_of = np.zeros(0, dtype=np.int64)
 
     def flag(self, rule: str, message: str, transfer: int | None = None, amount: float | None = None) -> None:
+        """Record a violation (past ``max_violations`` only count it)."""
         if len(self.violations) < self.max_violations:
             self.violations.append(Violation(rule, message, transfer, amount))
         else:
             self.overflow += 1
 
     def run(self) -> Timeline:
-        self.check_transfers_and_physics()
-        self.check_link_overlaps()
-        completion = self.replay_holdings()
+        """Every pass in order; the Timeline carries the times, holdings and verdict."""
+        self.check_links_and_physics()
+        completion = self.check_holdings_and_causality()
         finish = self.check_postconditions(completion)
         if self.overflow:
             self.violations.append(Violation("more", f"... and {self.overflow} more violations not listed"))
@@ -432,40 +416,23 @@ class _Verifier:
             self.violations,
         )
 
-    # Rule: each transfer names a real chunk, a real link, a known op, and physics-consistent times.
-    def check_transfers_and_physics(self) -> None:
+    # ------------------------------------------------------------ pass 1: links and physics
+    def check_links_and_physics(self) -> None:
+        """Pass 1: well-formed transfers timed by the link rule, and no link over its lanes."""
+        self.check_transfers()
+        self.check_link_overlaps()
+
+    def check_transfers(self) -> None:
+        """Each transfer names a real chunk, a real link, a known op, and claims physics-consistent times."""
         transfers = self.schedule.transfers
-        n = len(transfers)
-        if n == 0:
-            self.link_of = np.zeros(0, dtype=np.int64)
+        if not transfers:
             return
         cols = list(zip(*transfers, strict=True))
         chunk = np.array(cols[0], dtype=np.int64)
-        src = np.array(cols[1], dtype=np.int64)
-        dst = np.array(cols[2], dtype=np.int64)
         self.start[:] = np.array(cols[3], dtype=float)
         claimed_end = np.array(cols[4], dtype=float)  # None -> nan: no claim
         ops = np.array(cols[5])
-        # Look every transfer's link up at once (keys src*K+dst in a sorted array). Ids outside the
-        # topology's nodes get no link (a negative id must not alias onto a real link's key).
-        node_ids = np.array(sorted(self.topo.nodes), dtype=np.int64)
-        known = np.isin(src, node_ids) & np.isin(dst, node_ids)
-        src = np.where(known, src, 0)
-        dst = np.where(known, dst, 0)
-        keys_list = list(self.topo.links)
-        k = int(node_ids.max()) + 1
-        link_keys = np.array([u * k + v for u, v in keys_list], dtype=np.int64)
-        order = np.argsort(link_keys)
-        link_keys = link_keys[order]
-        costs = _link_costs(self.topo, self.coll.chunk_bytes)
-        occupancy, delay, self.link_lanes = (np.array(column) for column in zip(
-            *(costs[keys_list[j]] for j in order), strict=True))
-        want = src * k + dst
-        pos = np.minimum(np.searchsorted(link_keys, want), len(link_keys) - 1)
-        has_link = (link_keys[pos] == want) & known
-        self.link_of = np.where(has_link, pos, -1)
-        self.arrival[:] = np.where(has_link, self.start + delay[pos], self.start)
-        self.busy_until[:] = np.where(has_link, self.start + occupancy[pos], self.start)
+        known, has_link = self.time_by_link_rule(np.array(cols[1], dtype=np.int64), np.array(cols[2], dtype=np.int64))
         reducible = np.array([c.reduce for c in self.coll.chunks] + [False], dtype=bool)
         n_chunks = len(self.coll.chunks)
         bad_chunk = (chunk < 0) | (chunk >= n_chunks)
@@ -500,13 +467,40 @@ class _Verifier:
             if too_fast[i]:
                 self.flag(
                     "too_fast",
-                    f"transfer #{i}: chunk {t.chunk} on {t.src}->{t.dst} claims arrival at {t.end_s * 1e6:.6g} us "
-                    f"but alpha + bytes/bandwidth puts it at {self.arrival[i] * 1e6:.6g} us",
+                    f"transfer #{i}: chunk {t.chunk} on {t.src}->{t.dst} claims arrival at {us_text(t.end_s)} "
+                    f"but alpha + bytes/bandwidth puts it at {us_text(self.arrival[i])}",
                     i, float(self.arrival[i] - t.end_s),
                 )
 
-    # Rule: transfers on one link never overlap in serialization (beyond its lanes).
+    def time_by_link_rule(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each transfer's link (``link_of``, -1 for none) and its arrival and busy-until by ``physics.link_costs``;
+        returns (both nodes known, link exists).
+
+        All links are looked up at once (keys src*K+dst in a sorted array). Ids outside the topology's
+        nodes get no link (a negative id must not alias onto a real link's key).
+        """
+        node_ids = np.array(sorted(self.topo.nodes), dtype=np.int64)
+        known = np.isin(src, node_ids) & np.isin(dst, node_ids)
+        src = np.where(known, src, 0)
+        dst = np.where(known, dst, 0)
+        keys_list = list(self.topo.links)
+        k = int(node_ids.max()) + 1
+        link_keys = np.array([u * k + v for u, v in keys_list], dtype=np.int64)
+        order = np.argsort(link_keys)
+        link_keys = link_keys[order]
+        costs = link_costs(self.topo, self.coll.chunk_bytes)
+        delay, occupancy, self.link_lanes = (np.array(column) for column in zip(
+            *(costs[keys_list[j]] for j in order), strict=True))
+        want = src * k + dst
+        pos = np.minimum(np.searchsorted(link_keys, want), len(link_keys) - 1)
+        has_link = (link_keys[pos] == want) & known
+        self.link_of = np.where(has_link, pos, -1)
+        self.arrival[:] = np.where(has_link, self.start + delay[pos], self.start)
+        self.busy_until[:] = np.where(has_link, self.start + occupancy[pos], self.start)
+        return known, has_link
+
     def check_link_overlaps(self) -> None:
+        """Transfers on one link never overlap in serialization (beyond its lanes)."""
         idx = np.flatnonzero(self.valid)
         if len(idx) == 0:
             return
@@ -539,11 +533,12 @@ class _Verifier:
             self._flag_overlap(j, i, float(self.busy_until[j]))
 
     def _check_multi_lane(self, lk: int, idx: np.ndarray) -> None:
+        """One link with several lanes: at most ``lanes`` transfers serialize at any instant."""
         lanes = int(self.link_lanes[lk])
         busy: list[tuple[float, int]] = []  # heap of (busy_until, transfer) for the lanes in use
         for i in idx[np.argsort(self.start[idx], kind="stable")].tolist():
             s = self.start[i]
-            while busy and busy[0][0] <= s + _tol(s):
+            while busy and busy[0][0] <= s + tol(s):
                 heapq.heappop(busy)
             if len(busy) >= lanes:
                 until, j = heapq.heappop(busy)
@@ -551,111 +546,24 @@ class _Verifier:
             heapq.heappush(busy, (self.busy_until[i], i))
 
     def _flag_overlap(self, j: int, i: int, until: float) -> None:
+        """Name the overlap of transfer ``i`` with the earlier ``j`` still busy until ``until``."""
         t = self.schedule.transfers[i]
         s = float(self.start[i])
         self.flag(
             "link_overlap",
-            f"transfers #{j} and #{i} overlap on link {t.src}->{t.dst} by {(until - s) * 1e6:.6g} us "
-            f"(#{i} starts at {s * 1e6:.6g} us, the link is busy until {until * 1e6:.6g} us)",
+            f"transfers #{j} and #{i} overlap on link {t.src}->{t.dst} by {us_text(until - s)} "
+            f"(#{i} starts at {us_text(s)}, the link is busy until {us_text(until)})",
             i, until - s,
         )
 
-    # Rule: a sender holds what it sends; switches store nothing and copy only if allowed;
-    # reductions count every contribution exactly once.
-    def replay_holdings(self) -> dict[tuple[int, int], float]:
-        """Event replay in time order; each chunk value is a bitmask of contributions (bit k = k-th pre rank)."""
-        transfers = self.schedule.transfers
-        chunks = self.coll.chunks
-        nodes = self.topo.nodes
-        n_chunks = max(len(chunks), 1)
-        full = [(1 << len(c.pre)) - 1 if c.reduce else 1 for c in chunks]
-        n_contrib = [len(c.pre) if c.reduce else 1 for c in chunks]
-        is_switch = {n: node.kind == "switch" for n, node in nodes.items()}
-        held: dict[int, int] = {}  # node * n_chunks + chunk -> contribution mask
-        completion: dict[tuple[int, int], float] = {}
-        for c in chunks:
-            for bit, r in enumerate(sorted(c.pre)):
-                held[r * n_chunks + c.id] = (1 << bit) if c.reduce else 1
-                if r in c.post and held[r * n_chunks + c.id] == full[c.id]:
-                    completion[(c.id, r)] = 0.0
-        post = [c.post for c in chunks]
-        tokens: dict[tuple[int, int], list[list[Any]]] = defaultdict(list)  # switch buffers: [value, used]
-        sent_value = [0] * len(transfers)
-        held_fraction = [0.0] * len(transfers)
-        valid_idx = np.flatnonzero(self.valid)
-        # Departures in time order; at equal times switches forward first, so that a zero-delay hop out
-        # of a switch (switch_hop="free") lands before a GPU that starts at that instant needs it.
-        from_switch = np.array([is_switch.get(t.src, False) for t in transfers], dtype=bool)
-        departures = valid_idx[np.lexsort((~from_switch[valid_idx], self.start[valid_idx]))].tolist()
-        arrivals = valid_idx[np.argsort(self.arrival[valid_idx], kind="stable")].tolist()
-        departed = [False] * len(transfers)
-        landing_at_departure: set[int] = set()  # arrivals passed over before their transfer departed
-        arrival_times = self.arrival.tolist()
-        start_times = self.start.tolist()
-        relayed_from = relay_continuations(transfers)
-        parked = self._check_relays_continue(transfers, relayed_from)  # relay index -> value once it lands
-        n_arr = len(arrivals)
-        a = 0
-
-        def arrive(j: int) -> None:
-            chunk, _, dst, _, _, op, _ = transfers[j]
-            value = sent_value[j]
-            if not value:
-                return
-            if op == RELAY:
-                parked[j] = value
-                held_fraction[j] = value.bit_count() / n_contrib[chunk]
-                return
-            if is_switch[dst]:
-                tokens[(dst, chunk)].append([value, False, arrival_times[j]])
-                held_fraction[j] = value.bit_count() / n_contrib[chunk]
-                return
-            key = dst * n_chunks + chunk
-            before = held.get(key, 0)
-            if op == "reduce":
-                if before & value:
-                    self._flag_double_count(j, before & value)
-                after = before | value
-            else:
-                after = value
-            held[key] = after
-            held_fraction[j] = after.bit_count() / n_contrib[chunk]
-            if dst in post[chunk]:
-                if after == full[chunk]:
-                    if before != after or (chunk, dst) not in completion:
-                        completion[(chunk, dst)] = arrival_times[j]
-                else:
-                    completion.pop((chunk, dst), None)
-
-        for i in departures:
-            s = start_times[i]
-            limit = s + ABS_TOL + REL_TOL * s
-            while a < n_arr and arrival_times[arrivals[a]] <= limit:
-                if departed[arrivals[a]]:
-                    arrive(arrivals[a])
-                else:  # a zero-delay hop leaving at this same instant: it lands as it departs (below)
-                    landing_at_departure.add(arrivals[a])
-                a += 1
-            departed[i] = True
-            t = transfers[i]
-            if i in relayed_from:
-                sent_value[i] = parked.pop(relayed_from[i], 0)
-                if not sent_value[i]:
-                    self._flag_not_held(i, t)
-            elif is_switch[t.src]:
-                sent_value[i] = self._take_from_switch(i, t, tokens)
-            else:
-                value = held.get(t.src * n_chunks + t.chunk, 0)
-                if not value:
-                    self._flag_not_held(i, t)
-                sent_value[i] = value
-            if i in landing_at_departure:
-                arrive(i)
-        while a < n_arr:
-            arrive(arrivals[a])
-            a += 1
-        self.held_fraction[:] = held_fraction
-        self.final_held, self.n_chunk_keys = held, n_chunks  # read only if a postcondition fails
+    # ------------------------------------------------------- pass 2: holdings and causality
+    def check_holdings_and_causality(self) -> dict[tuple[int, int], float]:
+        """Pass 2: replay departures and arrivals in time order (``_HoldingsReplay``); returns when each
+        (chunk, post rank) pair first held its whole chunk."""
+        replay = _HoldingsReplay(self)
+        completion = replay.run()
+        self.held_fraction[:] = replay.held_fraction
+        self.final_held, self.n_chunk_keys = replay.held, replay.n_chunks  # read only if a postcondition fails
         return completion
 
     def _check_relays_continue(self, transfers: list[Transfer], relayed_from: dict[int, int]) -> dict[int, int]:
@@ -678,7 +586,7 @@ class _Verifier:
             # The latest arrival; among arrivals at this very instant, one not forwarded yet (they may
             # carry different partials of a reduction), else any of them (a multicast).
             start = float(self.start[i])
-            now = [tk for tk in queue if abs(tk[2] - start) <= _tol(start)]
+            now = [tk for tk in queue if abs(tk[2] - start) <= tol(start)]
             token = next((tk for tk in now if not tk[1]), now[-1] if now else queue[-1])
             token[1] = True
         else:
@@ -686,7 +594,7 @@ class _Verifier:
             # forwarded yet (holding it is then reported, unless the switch has a buffer).
             start = float(self.start[i])
             unused = [tk for tk in queue if not tk[1]]
-            token = next((tk for tk in unused if abs(tk[2] - start) <= _tol(start)), unused[0] if unused else None)
+            token = next((tk for tk in unused if abs(tk[2] - start) <= tol(start)), unused[0] if unused else None)
             if token is None:
                 self.flag(
                     "switch_copy",
@@ -699,36 +607,45 @@ class _Verifier:
         self.check_switch_forwards_on_arrival(i, t, node, token[2])
         return token[0]
 
-    # Rule (the switch rule): a bufferless switch stores and forwards one chunk: it receives the whole
-    # chunk, then sends it on at the instant it has arrived. Sending later is holding it in a buffer the
-    # switch does not have (declare ``buffer`` on the node to allow it).
     def check_switch_forwards_on_arrival(self, i: int, t: Transfer, node, arrived_s: float) -> None:
+        """The switch rule: a bufferless switch receives the whole chunk, then sends it on at the instant it
+        has arrived. Sending later is holding it in a buffer the switch does not have (declare ``buffer``
+        on the node to allow it)."""
         held = float(self.start[i]) - arrived_s
-        if node.buffer or held <= _tol(arrived_s):
+        if node.buffer or held <= tol(arrived_s):
             return
         self.flag(
             "switch_hold",
-            f"transfer #{i}: switch {t.src} holds chunk {t.chunk} for {held * 1e6:.6g} us (it arrived at "
-            f"{arrived_s * 1e6:.6g} us, leaves for {t.dst} at {self.start[i] * 1e6:.6g} us); a switch without "
+            f"transfer #{i}: switch {t.src} holds chunk {t.chunk} for {us_text(held)} (it arrived at "
+            f"{us_text(arrived_s)}, leaves for {t.dst} at {us_text(self.start[i])}); a switch without "
             "a buffer forwards each arrival when it arrives",
             i, held,
         )
 
     def _flag_not_held(self, i: int, t: Transfer) -> None:
+        """Name a send of a chunk its sender does not hold yet (and when, if ever, it arrives there)."""
         later = [
             self.arrival[j] for j, u in enumerate(self.schedule.transfers)
             if u.dst == t.src and u.chunk == t.chunk and self.valid[j]
         ] if len(self.violations) < self.max_violations else []
-        when = f"; it arrives there at {min(later) * 1e6:.6g} us" if later else "; it never arrives there"
+        when = f"; it arrives there at {us_text(min(later))}" if later else "; it never arrives there"
         amount = (min(later) - self.start[i]) if later else None
         self.flag(
             "not_held",
-            f"transfer #{i}: node {t.src} sends chunk {t.chunk} to {t.dst} at {self.start[i] * 1e6:.6g} us "
+            f"transfer #{i}: node {t.src} sends chunk {t.chunk} to {t.dst} at {us_text(self.start[i])} "
             f"before holding it{when}",
             i, amount,
         )
 
+    # ------------------------------------------------------------------- pass 3: reductions
+    def merge_reduction(self, j: int, before: int, value: int) -> int:
+        """Pass 3, at each reducing arrival: a contribution already held must not be combined again."""
+        if before & value:
+            self._flag_double_count(j, before & value)
+        return before | value
+
     def _flag_double_count(self, j: int, overlap: int) -> None:
+        """Name the ranks whose contributions transfer ``j`` would combine a second time."""
         t = self.schedule.transfers[j]
         ranks = [r for k, r in enumerate(sorted(self.coll.chunks[t.chunk].pre)) if overlap >> k & 1]
         self.flag(
@@ -738,8 +655,9 @@ class _Verifier:
             j,
         )
 
-    # Rule: at the end, every post rank holds the complete chunk.
+    # --------------------------------------------------------------- pass 4: postconditions
     def check_postconditions(self, completion: dict[tuple[int, int], float]) -> float:
+        """Pass 4: at the end every post rank holds the complete chunk; returns the finish time."""
         # completion holds only (chunk, post rank) pairs, so a full count means nothing is missing
         expected = sum(len(c.post) for c in self.coll.chunks)
         missing = 0
@@ -756,3 +674,109 @@ class _Verifier:
         if completion and not missing:
             return max(completion.values())
         return float(self.arrival.max()) if len(self.arrival) else 0.0
+
+
+class _HoldingsReplay:
+    """Pass 2's event replay: departures and arrivals in time order over what every node holds.
+
+    A chunk value is a bitmask of contributions (bit k = the k-th pre rank; a copy chunk has one bit).
+    A GPU keeps one value per chunk; a switch keeps the arrivals it may still forward (tokens
+    ``[value, forwarded, arrival time]``); a relay parks its value for the transfer that carries it on.
+    """
+
+    def __init__(self, verifier: _Verifier) -> None:
+        self.v = verifier
+        self.transfers = verifier.schedule.transfers
+        chunks = verifier.coll.chunks
+        self.n_chunks = max(len(chunks), 1)
+        self.full = [(1 << len(c.pre)) - 1 if c.reduce else 1 for c in chunks]
+        self.n_contrib = [len(c.pre) if c.reduce else 1 for c in chunks]
+        self.post = [c.post for c in chunks]
+        self.is_switch = {n: node.kind == "switch" for n, node in verifier.topo.nodes.items()}
+        self.held: dict[int, int] = {}  # node * n_chunks + chunk -> contribution mask
+        self.completion: dict[tuple[int, int], float] = {}
+        for c in chunks:
+            for bit, r in enumerate(sorted(c.pre)):
+                self.held[r * self.n_chunks + c.id] = (1 << bit) if c.reduce else 1
+                if r in c.post and self.held[r * self.n_chunks + c.id] == self.full[c.id]:
+                    self.completion[(c.id, r)] = 0.0
+        self.tokens: dict[tuple[int, int], list[list[Any]]] = defaultdict(list)
+        self.sent_value = [0] * len(self.transfers)
+        self.held_fraction = [0.0] * len(self.transfers)
+        self.arrival_times = verifier.arrival.tolist()
+        self.relayed_from = relay_continuations(self.transfers)
+        self.parked = verifier._check_relays_continue(self.transfers, self.relayed_from)  # relay -> value
+
+    def run(self) -> dict[tuple[int, int], float]:
+        """Walk departures in time order, landing every arrival due by each departure first."""
+        v, transfers = self.v, self.transfers
+        valid_idx = np.flatnonzero(v.valid)
+        # Departures in time order; at equal times switches forward first, so that a zero-delay hop out
+        # of a switch (switch_hop="free") lands before a GPU that starts at that instant needs it.
+        from_switch = np.array([self.is_switch.get(t.src, False) for t in transfers], dtype=bool)
+        departures = valid_idx[np.lexsort((~from_switch[valid_idx], v.start[valid_idx]))].tolist()
+        arrivals = valid_idx[np.argsort(v.arrival[valid_idx], kind="stable")].tolist()
+        departed = [False] * len(transfers)
+        landing_at_departure: set[int] = set()  # arrivals passed over before their transfer departed
+        arrival_times, start_times = self.arrival_times, v.start.tolist()
+        n_arr = len(arrivals)
+        a = 0
+        for i in departures:
+            s = start_times[i]
+            limit = s + ABS_TOL + REL_TOL * s
+            while a < n_arr and arrival_times[arrivals[a]] <= limit:
+                if departed[arrivals[a]]:
+                    self.arrive(arrivals[a])
+                else:  # a zero-delay hop leaving at this same instant: it lands as it departs (below)
+                    landing_at_departure.add(arrivals[a])
+                a += 1
+            departed[i] = True
+            self.depart(i)
+            if i in landing_at_departure:
+                self.arrive(i)
+        while a < n_arr:
+            self.arrive(arrivals[a])
+            a += 1
+        return self.completion
+
+    def depart(self, i: int) -> None:
+        """Causality: what transfer ``i`` carries is what its sender holds (or forwards, or carries on) now."""
+        t = self.transfers[i]
+        if i in self.relayed_from:
+            self.sent_value[i] = self.parked.pop(self.relayed_from[i], 0)
+            if not self.sent_value[i]:
+                self.v._flag_not_held(i, t)
+        elif self.is_switch[t.src]:
+            self.sent_value[i] = self.v._take_from_switch(i, t, self.tokens)
+        else:
+            value = self.held.get(t.src * self.n_chunks + t.chunk, 0)
+            if not value:
+                self.v._flag_not_held(i, t)
+            self.sent_value[i] = value
+
+    def arrive(self, j: int) -> None:
+        """Transfer ``j`` lands: parked (relay), queued (switch), or merged into the receiver's holding."""
+        chunk, _, dst, _, _, op, _ = self.transfers[j]
+        value = self.sent_value[j]
+        if not value:
+            return
+        share = value.bit_count() / self.n_contrib[chunk]
+        if op == RELAY:
+            self.parked[j] = value
+            self.held_fraction[j] = share
+            return
+        if self.is_switch[dst]:
+            self.tokens[(dst, chunk)].append([value, False, self.arrival_times[j]])
+            self.held_fraction[j] = share
+            return
+        key = dst * self.n_chunks + chunk
+        before = self.held.get(key, 0)
+        after = self.v.merge_reduction(j, before, value) if op == "reduce" else value
+        self.held[key] = after
+        self.held_fraction[j] = after.bit_count() / self.n_contrib[chunk]
+        if dst in self.post[chunk]:
+            if after == self.full[chunk]:
+                if before != after or (chunk, dst) not in self.completion:
+                    self.completion[(chunk, dst)] = self.arrival_times[j]
+            else:
+                self.completion.pop((chunk, dst), None)

@@ -28,8 +28,9 @@ from operator import itemgetter
 
 import numpy as np
 
+from ccviz.physics import ABS_TOL, EPOCH_EPS, REL_TOL, link_costs
 from ccviz.schedule import Schedule, gc_paused
-from ccviz.simulate import ABS_TOL, REL_TOL, Timeline, _epoch_release, _link_costs
+from ccviz.simulate import Timeline, _epoch_release
 
 DENSE_LINK_TABLE = 1 << 22  # link lookup by a table of nodes^2 entries up to this size, else a binary search
 MIN_GROUP = 40  # timing: below this mean step-group size, per-group array calls cost more than the replay
@@ -87,8 +88,8 @@ class _Columns:
         link = _link_index(topo, self.src, self.dst)
         if link is None:
             return
-        costs = _link_costs(topo, coll.chunk_bytes)
-        occupancy, delay, lanes = (np.array(c, dtype=float) for c in zip(*costs.values(), strict=True))
+        costs = link_costs(topo, coll.chunk_bytes)
+        delay, occupancy, lanes = (np.array(c, dtype=float) for c in zip(*costs.values(), strict=True))
         self.link, self.occupancy, self.delay = link, occupancy, delay
         used = np.zeros(len(lanes), dtype=bool)
         used[link] = True
@@ -156,7 +157,7 @@ def assign_times(schedule: Schedule) -> tuple[list[float], list[float]] | None:
         group = order[a:b]
         ready = available[read_key[group]]
         if epoch:
-            opens = np.floor(steps[a] + 1e-9) * epoch
+            opens = np.floor(steps[a] + EPOCH_EPS) * epoch
             ready = np.where(opens > ready, opens, ready)
         for part, part_ready in _rounds(group, ready, c.link):
             lk = c.link[part]

@@ -1,9 +1,8 @@
 """The fabric model: GPU and switch nodes joined by directed alpha-beta links.
 
 A bidirectional cable is two links. Bandwidth is GB/s (1e9 B/s), alpha is
-microseconds; the link-timing rule of DESIGN section 3 lives here, in
-``Topology.arrival_delay`` and ``Topology.occupancy``, so that every
-synthesizer and the simulator share one definition of physics.
+microseconds. The link-timing rule lives in ``ccviz.physics``; ``Topology.arrival_delay``,
+``occupancy``, ``busy_epochs`` and ``delay_epochs`` are its shorthands.
 """
 
 from __future__ import annotations
@@ -16,8 +15,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ccviz import physics
 from ccviz import validate as check
 from ccviz.errors import CcvizError
+from ccviz.units import BYTES_PER_GB, SECONDS_PER_US
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -34,8 +35,6 @@ SWITCH_HOPS: dict[str, str] = {
     "free": "a switch->X hop adds no time at all, the link still busy bytes/bandwidth (TACCL's convention: "
             "a cut-through switch whose whole port-to-port latency is folded into the link into it)",
 }
-ALPHA_IGNORED_BELOW = 0.1  # epochs: TE-CCL drops alpha when alpha / tau is smaller
-_EPS = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +49,11 @@ class Link:
 
     @property
     def bytes_per_s(self) -> float:
-        return self.bandwidth_GBps * 1e9
+        return self.bandwidth_GBps * BYTES_PER_GB
 
     @property
     def alpha_s(self) -> float:
-        return self.alpha_us * 1e-6
+        return self.alpha_us * SECONDS_PER_US
 
     def serialization_s(self, nbytes: float) -> float:
         """Time the link is busy pushing ``nbytes`` (the beta term)."""
@@ -187,44 +186,28 @@ class Topology:
 
     # ------------------------------------------------------------------ timing
     def hop_charges(self, src: int, dst: int) -> tuple[bool, bool]:
-        """(alpha charged, serialization charged) on the hop src->dst under ``switch_hop``."""
-        if self.switch_hop == "paid" or self.nodes[src].kind != "switch":
-            return True, True
-        return self.switch_hop == "teccl", False
+        """(alpha charged, serialization charged) on the hop src->dst (``physics.hop_charges``)."""
+        return physics.hop_charges(self, src, dst)
 
     def hop_is_free(self, src: int, dst: int) -> bool:
         """True when the hop src->dst adds no time (out of a switch under switch_hop='free')."""
         return self.hop_charges(src, dst) == (False, False)
 
     def occupancy(self, src: int, dst: int, nbytes: float) -> float:
-        """Seconds the link's serialization is busy for one transfer of ``nbytes`` (under every rule)."""
-        return self.links[(src, dst)].serialization_s(nbytes)
+        """Seconds a lane of the link is busy for one send of ``nbytes`` (``physics.occupancy``)."""
+        return physics.occupancy(self, src, dst, nbytes)
 
     def arrival_delay(self, src: int, dst: int, nbytes: float) -> float:
-        """Seconds from the start of a send to its arrival: alpha + bytes/bandwidth, minus what the rule skips."""
-        link = self.links[(src, dst)]
-        alpha, serialization = self.hop_charges(src, dst)
-        return (link.alpha_s if alpha else 0.0) + (link.serialization_s(nbytes) if serialization else 0.0)
+        """Seconds from the start of a send to its arrival (``physics.arrival_delay``)."""
+        return physics.arrival_delay(self, src, dst, nbytes)
 
     def busy_epochs(self, src: int, dst: int, nbytes: float, tau_s: float) -> int:
-        """kappa: epochs of length tau one transfer keeps a lane of the link busy (at least 1)."""
-        per_epoch = self.links[(src, dst)].bytes_per_s * tau_s / nbytes
-        return max(1, math.ceil(1.0 / per_epoch - _EPS))
+        """kappa: epochs one send keeps a lane of the link busy (``physics.busy_epochs``)."""
+        return physics.busy_epochs(self, src, dst, nbytes, tau_s)
 
     def delay_epochs(self, src: int, dst: int, nbytes: float, tau_s: float) -> int:
-        """``arrival_delay`` in TE-CCL's epochs: kappa + ceil(alpha / tau), alpha ignored below 0.1 epoch.
-
-        A switch->X hop drops kappa under 'teccl' (and alpha too under 'free'); a hop between two
-        switches takes at least one epoch, so no chunk circles switches in zero time.
-        """
-        alpha_charged, serialization_charged = self.hop_charges(src, dst)
-        alpha_epochs = self.links[(src, dst)].alpha_s / tau_s
-        latency = 0 if alpha_epochs < ALPHA_IGNORED_BELOW else math.ceil(alpha_epochs - _EPS)
-        delay = ((self.busy_epochs(src, dst, nbytes, tau_s) if serialization_charged else 0)
-                 + (latency if alpha_charged else 0))
-        if delay == 0 and self.nodes[src].kind == "switch" and self.nodes[dst].kind == "switch":
-            return 1
-        return delay
+        """``arrival_delay`` in epochs of ``tau_s`` (``physics.delay_epochs``)."""
+        return physics.delay_epochs(self, src, dst, nbytes, tau_s)
 
     # -------------------------------------------------------------- transforms
     def reversed(self) -> Topology:

@@ -19,8 +19,14 @@ _UNITS = {
 }
 _SIZE_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
-GB = 1e9
-US = 1e-6
+BYTES_PER_GB = 1e9  # bandwidths are GB/s, decimal (nccl-tests)
+SECONDS_PER_US = 1e-6  # alphas are microseconds
+US_PER_SECOND = 1e6
+
+
+def us_text(seconds: float) -> str:
+    """A time for messages and notes: microseconds to 6 significant digits, e.g. '12.5 us'."""
+    return f"{seconds * US_PER_SECOND:.6g} us"
 
 
 def parse_size(text: str | float | int, field: str = "size") -> float:

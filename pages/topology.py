@@ -19,7 +19,7 @@ from ccviz.app.tables import DIRECTIONS, fabric_defaults, link_table, node_table
 from ccviz.app.url import topology_from_name
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
-from ccviz.limit import LIMITED, bandwidth_limit
+from ccviz.limit import AUTO_LIMIT_GPUS, LIMITED, bandwidth_limit, limit_is_quick
 from ccviz.topology import SWITCH_HOPS, Topology
 from ccviz.viz import cut_figure, topology_figure
 
@@ -94,6 +94,10 @@ with figure_col:
     with figure_tab:
         show_cut = st.selectbox("bottleneck cut of", ["none", *LIMITED], index=1, key="topo_cut_of",
                                 help="the fabric's limit: which links bound the collective (bandwidth only)")
+        if show_cut != "none" and not limit_is_quick(topology):
+            st.caption(f"The bottleneck cut is drawn automatically up to {AUTO_LIMIT_GPUS} GPUs (above, it takes "
+                       f"minutes); `ccviz limit` computes it for this fabric.")
+            show_cut = "none"
         if show_cut == "none":
             ui.plot(topology_figure(topology), key="topo_figure")
         else:

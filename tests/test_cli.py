@@ -1,4 +1,4 @@
-"""The command-line contracts of DESIGN section 5, called as users and the landing checks call them."""
+"""The command-line contracts (flags, --json keys, exit codes), called as users and the landing checks call them."""
 
 from __future__ import annotations
 

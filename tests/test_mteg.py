@@ -16,7 +16,6 @@ from ccviz.synth.budget import Budget
 from ccviz.synth.mteg import (
     MtegPlanner,
     SlotTiming,
-    mteg_epoch_bound,
     mteg_schedule,
     multicast_order,
     slot_length,
@@ -239,7 +238,7 @@ def test_epoch_bound_is_an_upper_bound_near_the_teccl_optimum(epoch: str, size: 
     coll = make_collective("allgather", topo, ccviz.parse_size(size))
     assert slot_length(topo, coll.chunk_bytes, epoch) == pytest.approx(epoch_us * 1e-6)
     optimum = round(finish_us / epoch_us)
-    bound = mteg_epoch_bound(topo, coll, epoch_us * 1e-6)
+    bound = synthesize(topo, coll, "mteg", SynthOptions(epoch=epoch_us * 1e-6)).epochs
     assert optimum <= bound <= 1.05 * optimum
 
 

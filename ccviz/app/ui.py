@@ -148,7 +148,7 @@ def results_summary(entry: CachedRun) -> None:
     if s["mip_gap"] is not None:
         details += f", MIP gap {s['mip_gap']:.3g}"
     st.markdown(details + f" · server time {format_time(entry.server_time_s)}")
-    st.markdown(f"**{limit_sentence(s['finish_time_s'], s['limit_s'])}**")
+    st.markdown(f"**{limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'])}**")
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")

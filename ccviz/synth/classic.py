@@ -100,8 +100,8 @@ class Ring(ClassicAlgorithm):
             self.lay_direction(layout, order, collective.chunks)
         return notes
 
-    # Each chunk moves forward along one ring direction.
     def lay_direction(self, layout: Layout, order: list[int], chunks: Iterable[Chunk]) -> None:
+        """Each chunk moves forward along one ring direction."""
         position = {r: i for i, r in enumerate(order)}
         n = len(order)
         for c in chunks:
@@ -110,10 +110,10 @@ class Ring(ClassicAlgorithm):
             else:
                 self.carry_forward(layout, order, position, n, c, _holder(c), c.post - c.pre, 0)
 
-    # A plain chunk hops forward from its holder until the farthest destination has it.
     @staticmethod
     def carry_forward(layout: Layout, order: list[int], position: dict[int, int], n: int, c: Chunk, start: int,
                       targets: Iterable[int], first_step: int) -> None:
+        """A plain chunk hops forward from its holder until the farthest destination has it."""
         p = position[start]
         reach = max(((position[t] - p) % n for t in targets), default=0)
         for k in range(reach):
@@ -122,8 +122,8 @@ class Ring(ClassicAlgorithm):
                 layout.label(first_step + k, "all-gather: every GPU passes the finished sum it received to its "
                                              "ring neighbour")
 
-    # Partial sums go round once ending at the owner (reduce-scatter), then the sum goes round (allgather).
     def reduce_around(self, layout: Layout, order: list[int], position: dict[int, int], n: int, c: Chunk) -> None:
+        """Partial sums go round once ending at the owner (reduce-scatter), then the sum goes round (allgather)."""
         owner = _result_owner(c)
         p = position[owner]
         contributors = [order[(p + k) % n] for k in range(1, n + 1)]  # ends at the owner
@@ -191,31 +191,31 @@ class Tree:
             frontier = [ch for v in frontier for ch in self.children.get(v, [])]
         return out
 
-    # Reduction: each node adds its subtree's partial into its parent once all its children have.
     def reduce_up(self, layout: Layout, chunk: int, first_step: int = 0) -> int:
+        """Reduction: each node adds its subtree's partial into its parent once all its children have."""
         for v, p in self.parent.items():
             layout.send(chunk, v, p, first_step + self.height[v], op="reduce")
             layout.label(first_step + self.height[v], "reduce up the tree: every GPU whose subtree is done adds "
                                                       "its partial sum into its parent's")
         return first_step + self.height[self.root]
 
-    # Broadcast: each edge carries the chunk down one level per step.
     def broadcast_down(self, layout: Layout, chunk: int, first_step: int = 0) -> int:
+        """Broadcast: each edge carries the chunk down one level per step."""
         for v, p in self.parent.items():
             layout.send(chunk, p, v, first_step + self.depth[v] - 1)
             layout.label(first_step + self.depth[v] - 1, "down the tree: every GPU that has the data passes it to "
                                                          "its children")
         return first_step + self.height[self.root]
 
-    # Gather: a chunk climbs from its holder to the root, leaving each node when its subtree is done.
     def carry_up(self, layout: Layout, chunk: int, holder: int, first_step: int = 0) -> None:
+        """Gather: a chunk climbs from its holder to the root, leaving each node when its subtree is done."""
         v = holder
         while v != self.root:
             layout.send(chunk, v, self.parent[v], first_step + self.height[v])
             v = self.parent[v]
 
-    # Scatter: a chunk descends from the root along the path to its destination.
     def carry_down(self, layout: Layout, chunk: int, target: int) -> None:
+        """Scatter: a chunk descends from the root along the path to its destination."""
         path = [target]
         while path[-1] != self.root:
             path.append(self.parent[path[-1]])
@@ -276,11 +276,11 @@ class DoubleBinaryTree(ClassicAlgorithm):
                     down.broadcast_down(layout, c.id, done + 1)
         return notes
 
-    # Build on the fabric: per tree, a reduction tree whose edges point to the parent and a broadcast
-    # tree whose edges point to the children (the same tree when links are two-way); the second tree
-    # makes the first one's leaves its inner nodes, so each GPU forwards in about one tree only.
     @classmethod
     def physical_trees(cls, topology: Topology, collective: Collective) -> list[tuple[Tree, Tree]] | None:
+        """Build on the fabric: per tree, a reduction tree whose edges point to the parent and a broadcast tree
+        whose edges point to the children (the same tree when links are two-way); the second tree makes the
+        first one's leaves its inner nodes, so each GPU forwards in about one tree only."""
         adj = neighbour_gpus(topology, collective.chunk_bytes)
         ranks = set(collective.ranks)
         down_next = {u: {v: t for v, t in adj[u].items() if v in ranks} for u in ranks}
@@ -321,9 +321,9 @@ class DoubleBinaryTree(ClassicAlgorithm):
                 return Tree(root, parent)
         return None
 
-    # Build: the second tree is the first over the ranks shifted by one, so leaves and inner nodes swap.
     @staticmethod
     def trees(ranks: list[int], root: int | None) -> list[Tree]:
+        """Build: the second tree is the first over the ranks shifted by one, so leaves and inner nodes swap."""
         others = [r for r in ranks if r != root] if root is not None else ranks
         out = []
         for shift in (0, 1):
@@ -359,9 +359,10 @@ class RecursiveHalvingDoubling(ClassicAlgorithm):
         if collective.name in ("allgather", "allreduce"):
             self.double(layout, ranks, collective.chunks, owner_pos, stages, step)
 
-    # Halving: at distance d, a rank passes on the chunks owned across bit d that it is still responsible for.
     @staticmethod
     def halve(layout: Layout, ranks: list[int], chunks, owner_pos: dict[int, int], stages: int) -> int:
+        """Halving: at distance d, a rank passes on the chunks owned across bit d that it is still responsible
+        for."""
         done_mask = 0
         for s in range(stages):
             bit = 1 << (stages - 1 - s)
@@ -375,10 +376,10 @@ class RecursiveHalvingDoubling(ClassicAlgorithm):
             done_mask |= bit
         return stages
 
-    # Doubling: at distance d, a rank sends its partner every chunk it holds so far.
     @staticmethod
     def double(layout: Layout, ranks: list[int], chunks, owner_pos: dict[int, int], stages: int,
                first_step: int) -> None:
+        """Doubling: at distance d, a rank sends its partner every chunk it holds so far."""
         for s in range(stages):
             bit = 1 << s
             known = ~((1 << s) - 1)  # a rank holds chunks whose owner agrees with it above the low s bits
@@ -442,9 +443,9 @@ class Bruck(ClassicAlgorithm):
             else:
                 self.spread(layout, ranks, c.id, src, stages)
 
-    # Alltoall: a block at distance j hops 2^k for every set bit k of j, one bit per step.
     @staticmethod
     def hop_by_bits(layout: Layout, ranks: list[int], chunk: int, src: int, distance: int, stages: int) -> None:
+        """Alltoall: a block at distance j hops 2^k for every set bit k of j, one bit per step."""
         n = len(ranks)
         here = src
         for k in range(stages):
@@ -453,9 +454,9 @@ class Bruck(ClassicAlgorithm):
                 layout.send(chunk, ranks[here], ranks[nxt], k)
                 here = nxt
 
-    # Allgather: at step k every holder at distance d passes the block to distance d + 2^k.
     @staticmethod
     def spread(layout: Layout, ranks: list[int], chunk: int, src: int, stages: int) -> None:
+        """Allgather: at step k every holder at distance d passes the block to distance d + 2^k."""
         n = len(ranks)
         holders = [0]
         for k in range(stages):

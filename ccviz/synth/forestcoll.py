@@ -39,9 +39,11 @@ import numpy as np
 from ccviz.collectives import Collective, make_collective
 from ccviz.errors import CcvizError
 from ccviz.limit import bandwidth_limit
+from ccviz.physics import link_costs
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.arborescence import RouteClosure, min_arborescence
 from ccviz.synth.budget import Budget
+from ccviz.synth.common import dispatch
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.synth.reversal import (
     concatenate,
@@ -50,6 +52,7 @@ from ccviz.synth.reversal import (
     split_allreduce,
 )
 from ccviz.topology import Topology
+from ccviz.units import us_text
 from ccviz.validate import MIN_CHUNK_BYTES
 
 LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
@@ -289,9 +292,9 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     plan = _InTrees(packing, topology, collective.chunks) if reducing else _OutTrees(packing)
     op = "reduce" if reducing else "copy"
     links = sorted(topology.links)
-    nbytes = collective.chunk_bytes
-    delay = [topology.arrival_delay(u, v, nbytes) for u, v in links]
-    hold = [topology.occupancy(u, v, nbytes) for u, v in links]
+    costs = link_costs(topology, collective.chunk_bytes)
+    delay = [costs[key].delay for key in links]
+    hold = [costs[key].busy for key in links]
     lanes_free: list[list[float]] = [[start_s] * topology.links[key].lanes for key in links]
     calendars = [[_Calendar() for _ in range(topology.links[key].lanes)] if topology.is_switch(key[0]) else []
                  for key in links]
@@ -470,7 +473,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     packing = best_packing(fabric, roots, unit_s, trees, budget)
     refined = _refined(topology, collective, packing, pieces) if refine else collective
     run = pipeline(topology, refined, packing, start_s, switch_queue)
-    budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {run.finish_s * 1e6:.6g} us", 1.0)
+    budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
     notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per tree "
              f"({refined.chunks_per_rank} chunks per rank)",
@@ -495,11 +498,8 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
     AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them.
     """
     budget = Budget(options)
-    if collective.name in ("allgather", "broadcast"):
-        return copy_schedule(topology, collective, options, budget)[0]
-    if collective.name in ("reducescatter", "reduce"):
-        return reduction_schedule(topology, collective, options, budget)
-    if collective.name == "allreduce":
+
+    def allreduce() -> Schedule:
         rs = reduction_schedule(topology, make_collective("reducescatter", topology, collective.size_bytes,
                                                           collective.chunks_per_rank), options, budget.phase(0.0, 0.5))
         cpr = rs.collective.chunks_per_rank
@@ -512,7 +512,10 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         schedule = concatenate(rs, ag, whole)
         schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
         return schedule
-    raise CcvizError(f"collective: forestcoll does not implement {collective.name}", "collective")
+
+    return dispatch(collective, lambda: copy_schedule(topology, collective, options, budget)[0],
+                    lambda: reduction_schedule(topology, collective, options, budget), allreduce)
+
 
 
 register(Algorithm(

@@ -38,19 +38,15 @@ Choices of this implementation (and why):
   fraction ordering zero-delay hops inside one slot), and the simulator
   replays them as soon as data and link allow. Real alpha/beta therefore
   decide the finish time and no rounding can make the schedule invalid.
-- *Reductions* use the shared reversal helper: ReduceScatter/Reduce are the
+- *Reductions* come from the shared frame (``ccviz.synth.common``): ReduceScatter/Reduce are the
   mirrored broadcast on ``topology.reversed()`` (switches may not multicast
   there: they cannot add partials) reversed in time; AllReduce = RS then AG.
 - ``restarts``/``seed`` retry shuffled orders of equally loaded sources and
   keep the fewest slots (on meshes the order matters: 4x4 mesh 12 -> 9 slots).
 
-For TE-CCL: ``mteg_epoch_bound(topology, collective, epoch_s)`` is the number
-of epochs of length ``epoch_s`` an MTEG schedule needs (an upper bound on the
-MILP's epoch count), and ``mteg_schedule(topology, collective, epoch_s)`` is
-that schedule for a warm start: ``int(transfer.step)`` is the epoch in which
-each transfer departs, ``schedule.epochs`` the slot of the last arrival. For
-reductions the bound counts the mirrored broadcast's slots (RS + AG slots for
-AllReduce).
+For TE-CCL: ``mteg_schedule(topology, collective, epoch_s)`` with slots of TE-CCL's epoch is a
+second upper bound and warm start (``EpochSolver.mteg_plan``): ``int(transfer.step)`` is the epoch
+in which each transfer departs, ``schedule.epochs`` the slot of the last arrival.
 """
 
 from __future__ import annotations
@@ -60,39 +56,29 @@ import math
 import random
 import time
 from bisect import bisect_left, insort
-from collections import defaultdict
 from collections.abc import Callable, Container, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
+from ccviz.physics import epoch_cost, epoch_length
+from ccviz.routing import earliest_arrivals
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.budget import Budget
+from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
 from ccviz.synth.registry import Algorithm, SynthOptions, register
-from ccviz.synth.reversal import concatenate, mirror_collective, reverse_schedule
 from ccviz.topology import Link, Topology
-
-_EPS = 1e-9
+from ccviz.units import us_text
 
 Key = tuple[int, int]  # a time-expanded state: (node, slot); GPUs use slot -1 (they store)
 Edge = tuple[int, int, int]  # a transmission: (src, dst, departure slot)
 
 
 # ----------------------------------------------------------------------------- slots
-def slot_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> float:
-    """Seconds per slot: the chunk time on the fastest/slowest link, or given seconds."""
-    bandwidths = [link.bytes_per_s for link in topology.links.values()]
-    if epoch in (None, "fastest"):
-        return chunk_bytes / max(bandwidths)
-    if epoch == "slowest":
-        return chunk_bytes / min(bandwidths)
-    try:
-        seconds = float(epoch)
-    except (TypeError, ValueError):
-        raise CcvizError(f"epoch: {epoch!r} is not 'fastest', 'slowest' or a number of seconds", "epoch") from None
-    if not seconds > 0:
-        raise CcvizError(f"epoch: the slot length must be positive seconds, got {epoch!r}", "epoch")
-    return seconds
+def slot_length(topology: Topology, chunk_bytes: float, epoch: str | float | None) -> float:
+    """Seconds per slot: the time grid of ``ccviz.physics.epoch_length`` (never lengthened for alpha:
+    tiny slots cost MTEG nothing)."""
+    return epoch_length(topology, chunk_bytes, epoch, lengthen=False)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,11 +95,9 @@ class SlotTiming:
 
     @classmethod
     def of(cls, topology: Topology, link: Link, chunk_bytes: float, slot_s: float) -> SlotTiming:
-        """TE-CCL's epoch rounding of the topology's link rule (``Topology.delay_epochs``), slot = epoch."""
-        chunk_slots = link.serialization_s(chunk_bytes) / slot_s
-        busy = topology.busy_epochs(link.src, link.dst, chunk_bytes, slot_s)
-        per_slot = max(1, math.floor(1 / chunk_slots + _EPS)) if chunk_slots > 0 else 1
-        return cls(busy, topology.delay_epochs(link.src, link.dst, chunk_bytes, slot_s), per_slot)
+        """TE-CCL's epoch rounding of the link rule (``physics.epoch_cost``), slot = epoch."""
+        cost = epoch_cost(topology, (link.src, link.dst), chunk_bytes, slot_s)
+        return cls(cost.busy, cost.delay, cost.whole_per_epoch)
 
 
 class LinkCalendar:
@@ -215,9 +199,9 @@ class SteinerSearch:
                                  "this topology", "mteg")
         return self.tree
 
-    # Purpose: arrival slots from the whole current tree (every holder seeds at the slot it holds from,
-    # copy switches at the slots the chunk passes them).
     def _dijkstra_from_tree(self) -> tuple[dict[Key, _Label], list[Key]]:
+        """Purpose: arrival slots from the whole current tree (every holder seeds at the slot it holds from, copy
+        switches at the slots the chunk passes them)."""
         planner = self.planner
         heap: list[tuple[int, int, Key, Key | None, Hop | None]] = []
         for gpu, slot in self.tree.gpu_slot.items():
@@ -247,9 +231,9 @@ class SteinerSearch:
                 counter += 1
         return settled, order
 
-    # Purpose: one search serves many terminals. A path that now collides with what this round
-    # already added waits for the next search; the nearest terminal's path always fits.
     def _attach_in_arrival_order(self, settled: dict[Key, _Label], order: list[Key]) -> int:
+        """Purpose: one search serves many terminals. A path that now collides with what this round already added
+        waits for the next search; the nearest terminal's path always fits."""
         attached = 0
         for terminal in order:
             path = self._path_to(terminal, settled)
@@ -331,6 +315,7 @@ class MtegPlanner:
             key: LinkCalendar(link.lanes * self.timing[key].per_slot) for key, link in topology.links.items()
         }
         self.out_links = {n: [link.dst for link in links] for n, links in topology.out_links.items()}
+        self.delays = {key: timing.delay for key, timing in self.timing.items()}
         self._distances: dict[int, dict[int, float]] = {}
 
     def copies(self, node: int) -> bool:
@@ -371,18 +356,8 @@ class MtegPlanner:
     def _switch_distances(self, start: int) -> dict[int, float]:
         """Fewest slots from ``start`` to every switch, crossing only switches (memoized)."""
         if start not in self._distances:
-            dist: dict[int, float] = defaultdict(lambda: math.inf)
-            heap = [(0, start)]
-            while heap:
-                d, at = heapq.heappop(heap)
-                if at != start and (d >= dist[at] or not self.is_switch[at]):
-                    continue
-                if at != start:
-                    dist[at] = d
-                for nxt in self.out_links[at]:
-                    if self.is_switch[nxt]:
-                        heapq.heappush(heap, (d + self.timing[(at, nxt)].delay, nxt))
-            self._distances[start] = dist
+            self._distances[start] = earliest_arrivals(self.topology, {start: 0}, self.delays,
+                                                       through=self.is_switch.__getitem__)
         return self._distances[start]
 
     def _align(self, chain: tuple[tuple[int, int, int], ...], earliest: int, spent: Container[Edge]) -> int | None:
@@ -483,43 +458,25 @@ def mteg_schedule(
             f"collective: mteg builds {collective.name} by reversal; call synthesize(..., 'mteg') for it",
             "collective",
         )
-    if not isinstance(restarts, int) or restarts < 1:
-        raise CcvizError(f"restarts: need at least 1 run, got {restarts!r}", "restarts")
+    check_restarts(restarts)
     slot_s = slot_length(topology, collective.chunk_bytes, epoch_s)
+    budget = budget or Budget(SynthOptions())
     rng = random.Random(seed)
-    best: list[MulticastTree] | None = None
-    reached = [0, 0]  # trees done / trees of the current attempt (for the error message)
-    done = 0
-    for attempt in range(restarts):
-        incumbent = None if best is None else _finish_slot(best) * slot_s
 
-        def check(k: int, n: int, attempt: int = attempt, incumbent: float | None = incumbent,
-                  done: int = done) -> bool:
-            reached[:] = [k, n]
-            if budget is None:
-                return False
-            budget.report(f"MTEG attempt {attempt + 1}/{restarts}: tree {k}/{n}", (attempt + k / n) / restarts,
-                          incumbent_s=incumbent)
-            return budget.ends(done)
+    def attempt(k: int, check: Check) -> list[MulticastTree] | None:
+        order = multicast_order(collective, rng if k else None)
+        return MtegPlanner(topology, collective, slot_s, switch_copy).plan(
+            order, lambda done, n: check(done / n, f"tree {done}/{n}", f"{done} of {n} multicast trees built"))
 
-        order = multicast_order(collective, rng if attempt else None)
-        trees = MtegPlanner(topology, collective, slot_s, switch_copy).plan(order, check)
-        if trees is None:
-            break
-        done += 1
-        if best is None or _finish_slot(trees) < _finish_slot(best):
-            best = trees
-        if budget is not None:
-            budget.report(f"MTEG attempt {attempt + 1}/{restarts} done", (attempt + 1) / restarts,
-                          incumbent_s=_finish_slot(best) * slot_s, force=True)
-    if best is None:
-        raise budget.exhausted("MTEG", f"{reached[0]} of {reached[1]} multicast trees built")
+    best, done = best_of_restarts(budget, "MTEG", "attempt", restarts, attempt,
+                                  lambda trees: _finish_slot(trees) * slot_s,
+                                  f"0 of {sum(1 for c in collective.chunks if c.post - c.pre)} multicast trees built")
     transfers = sorted(
         (t for tree in best for t in tree_transfers(tree, len(topology.nodes))), key=lambda t: t.step
     )
     slots = _finish_slot(best)
-    notes = [f"{len(best)} multicast trees; last arrival in slot {slots} of {slot_s * 1e6:.6g} us"]
-    cut = budget.note("MTEG", done, restarts) if budget is not None else None
+    notes = [f"{len(best)} multicast trees; last arrival in slot {slots} of {us_text(slot_s)}"]
+    cut = budget.note("MTEG", done, restarts)
     if cut:
         notes.append(cut)
     return Schedule(
@@ -529,78 +486,32 @@ def mteg_schedule(
 
 
 def _finish_slot(trees: list[MulticastTree]) -> int:
+    """The slot of the last arrival over all trees."""
     return max((tree.finish_slot() for tree in trees), default=0)
 
 
-# ---------------------------------------------------------------------- reductions
-def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions,
-                       budget: Budget | None = None) -> Schedule:
-    """ReduceScatter/Reduce: the mirrored copy demand on the reversed topology, reversed in time.
+class Mteg(ReversalSynthesizer):
+    """MTEG's copy core (Steiner trees in the slotted graph) in the shared frame.
 
-    Switches may not multicast in the forward schedule: reversed, a switch would have to add partials.
+    In a reduction's mirror no switch may multicast: reversed, it would have to add partials.
     """
-    from ccviz.simulate import simulate  # numpy loads on first use: `ccviz list` stays instant
 
-    forward = mteg_schedule(topology.reversed(), mirror_collective(collective), options.epoch,
-                            options.restarts, options.seed, switch_copy=False, budget=budget)
-    timeline = simulate(forward)
-    if not timeline.verified:  # the planner's own output must always replay; say so loudly if not
-        raise CcvizError(f"mteg: forward schedule failed verification: {timeline.violations[0].message}", "mteg")
-    schedule = reverse_schedule(timeline.schedule, topology, collective)
-    schedule.epoch_s, schedule.epochs = forward.epoch_s, forward.epochs
-    return schedule
+    name = "mteg"
 
-
-def allreduce_parts(collective: Collective) -> tuple[Collective, Collective]:
-    """AllReduce split into its ReduceScatter and AllGather, same chunk ids, bytes and owners."""
-    owner = {c.id: frozenset([c.source if c.source is not None else min(c.pre)]) for c in collective.chunks}
-    rs = tuple(replace(c, post=owner[c.id]) for c in collective.chunks)
-    ag = tuple(replace(c, pre=owner[c.id], reduce=False) for c in collective.chunks)
-    return (replace(collective, name="reducescatter", chunks=rs), replace(collective, name="allgather", chunks=ag))
+    def copy(self, topology: Topology, collective: Collective, *, mirrored_from: Topology | None = None,
+             start_s: float = 0.0) -> Forward:
+        """The best MTEG plan of ``options.restarts`` source orders, untimed (the simulator times it)."""
+        options = self.options
+        return Forward(mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed,
+                                     switch_copy=mirrored_from is None, budget=self.budget))
 
 
-def allreduce_schedule(topology: Topology, collective: Collective, options: SynthOptions,
-                       budget: Budget | None = None) -> Schedule:
-    """AllReduce = ReduceScatter, then AllGather from the owners once the last reduction lands.
-
-    With a budget the halves share progress 0..0.5 and 0.5..1; once the ReduceScatter half has an
-    attempt, the AllGather half completes its first attempt even after a stop (a whole AllReduce).
-    """
-    from ccviz.simulate import simulate
-
-    rs_part, ag_part = allreduce_parts(collective)
-    rs = reduction_schedule(topology, rs_part, options, budget.phase(0.0, 0.5) if budget else None)
-    ag = simulate(mteg_schedule(topology, ag_part, options.epoch, options.restarts, options.seed,
-                                budget=budget.phase(0.5, 1.0, finish_first=True) if budget else None))
-    schedule = concatenate(rs, ag.schedule, collective)
-    schedule.notes = list(dict.fromkeys([*schedule.notes, *ag.schedule.notes]))
-    schedule.epoch_s = ag.schedule.epoch_s
-    schedule.epochs = (rs.epochs or 0) + (ag.schedule.epochs or 0)
-    return schedule
-
-
-# ------------------------------------------------------------------------ registry
 def synthesize_mteg(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """Registry entry: copies directly, reductions by reversal, AllReduce as RS then AG."""
     t0 = time.perf_counter()
-    budget = Budget(options)
-    if collective.name in ("reducescatter", "reduce"):
-        schedule = reduction_schedule(topology, collective, options, budget)
-    elif collective.name == "allreduce":
-        schedule = allreduce_schedule(topology, collective, options, budget)
-    else:
-        schedule = mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed,
-                                 budget=budget)
+    schedule = Mteg(topology, collective, options).synthesize()
     schedule.synth_time_s = time.perf_counter() - t0
     return schedule
-
-
-def mteg_epoch_bound(topology: Topology, collective: Collective, epoch_s: float) -> int:
-    """Epochs of ``epoch_s`` seconds an MTEG schedule needs (TE-CCL's epoch upper bound).
-
-    For reductions: the slots of the mirrored forward schedule (RS + AG slots for AllReduce).
-    """
-    return int(synthesize_mteg(topology, collective, SynthOptions(epoch=epoch_s)).epochs or 0)
 
 
 register(Algorithm(

@@ -64,6 +64,14 @@ class SynthOptions:
         if self.progress is not None:
             self.progress(progress)
 
+    def choice(self, key: str, default: str, allowed: tuple[str, ...], meaning: str) -> str:
+        """``extra[key]`` (``default`` when absent), one of ``allowed``; else a CcvizError that lists them and
+        says what they mean."""
+        value = self.extra.get(key, default)
+        if value not in allowed:
+            raise CcvizError(f"{key}: {value!r} is not one of {', '.join(allowed)}; {meaning}", key)
+        return value
+
     def stopped(self) -> bool:
         return self.stop is not None and self.stop.is_set()
 

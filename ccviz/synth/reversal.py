@@ -25,14 +25,13 @@ from dataclasses import dataclass
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
+from ccviz.physics import link_costs, tol
 from ccviz.schedule import Schedule, Transfer
 from ccviz.simulate import assign_times
 from ccviz.topology import Topology
+from ccviz.units import us_text
 
-# The simulator treats an arrival within ~1e-9 relative of a departure as "before" it;
-# transfers that must follow a departure at a switch are pushed past that window.
-_SWITCH_SEPARATION_REL = 4e-9
-_SWITCH_SEPARATION_ABS = 4e-13
+SWITCH_SEPARATION = 4  # in simulator tolerances (``physics.tol``): how far a switch hop may precede its feeder
 
 
 def mirror_collective(target: Collective) -> Collective:
@@ -56,18 +55,20 @@ def mirror_collective(target: Collective) -> Collective:
 
 
 def split_allreduce(target: Collective) -> tuple[Collective, Collective]:
-    """AllReduce = ReduceScatter into each chunk's source rank, then AllGather from it.
+    """AllReduce = ReduceScatter into each chunk's owner, then AllGather from it.
 
-    Built from ``target``'s own chunks so sizes and ranks carry over exactly.
+    The owner is the chunk's source rank (the lowest partial holder when a custom demand names none);
+    it must hold a partial itself. Built from ``target``'s own chunks so ids, sizes and ranks carry over.
     """
     reduce_parts, gather_parts = [], []
     for c in target.chunks:
-        if not c.reduce or c.source not in c.pre:
+        owner = c.source if c.source is not None else min(c.pre, default=None)
+        if not c.reduce or owner not in c.pre:
             raise CcvizError(f"collective: chunk {c.id} of {target.name} is not a reduction whose source rank holds "
                              "a partial; only AllReduce-like demands split into ReduceScatter + AllGather",
                              "collective")
-        reduce_parts.append(Chunk(c.id, c.pre, frozenset([c.source]), True, c.source, c.index))
-        gather_parts.append(Chunk(c.id, frozenset([c.source]), c.post, False, c.source, c.index))
+        reduce_parts.append(Chunk(c.id, c.pre, frozenset([owner]), True, owner, c.index))
+        gather_parts.append(Chunk(c.id, frozenset([owner]), c.post, False, owner, c.index))
     return tuple(
         Collective(name, target.ranks, tuple(chunks), target.chunk_bytes, target.size_bytes, target.chunks_per_rank,
                    target.root)
@@ -161,7 +162,9 @@ def _switch_feeders(forward: Schedule, into_switch: dict[tuple[int, int], list[i
 
 
 def _separation(t: float) -> float:
-    return _SWITCH_SEPARATION_ABS + _SWITCH_SEPARATION_REL * abs(t)
+    """The simulator treats an arrival within ``tol`` of a departure as "before" it; an arrival this close
+    to a departure out of a switch may be what that departure forwards."""
+    return SWITCH_SEPARATION * tol(t)
 
 
 def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
@@ -236,10 +239,8 @@ def schedule_end(schedule: Schedule) -> float:
 
     (Under ``switch_hop="teccl"``/``"free"`` a hop out of a switch can land before its link is free again.)
     """
-    topo = schedule.topology
-    nbytes = schedule.chunk_bytes
-    return max((t.start_s + max(topo.arrival_delay(t.src, t.dst, nbytes), topo.occupancy(t.src, t.dst, nbytes))
-                for t in schedule.transfers), default=0.0)
+    costs = link_costs(schedule.topology, schedule.chunk_bytes)
+    return max((t.start_s + costs[(t.src, t.dst)].over for t in schedule.transfers), default=0.0)
 
 
 def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedule:
@@ -266,4 +267,4 @@ def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedu
     est = (second.estimated_finish_s or schedule_end(second)) + offset
     return Schedule(first.topology, target, transfers, first.algorithm, dict(first.options), first.status,
                     estimated_finish_s=est, notes=[*first.notes, f"then {second.collective.name} from "
-                                                   f"{first_end * 1e6:.6g} us"])
+                                                   f"{us_text(first_end)}"])

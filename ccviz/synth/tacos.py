@@ -37,16 +37,11 @@ from dataclasses import dataclass, field
 
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
+from ccviz.physics import LinkCost, link_costs
 from ccviz.schedule import Schedule, Transfer, gc_paused
 from ccviz.synth.budget import Budget
+from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
 from ccviz.synth.registry import Algorithm, SynthOptions, register
-from ccviz.synth.reversal import (
-    concatenate,
-    mirror_collective,
-    reverse_schedule,
-    schedule_end,
-    split_allreduce,
-)
 from ccviz.topology import Topology
 
 LINK_HOLDS = ("arrival", "serialization")
@@ -84,17 +79,17 @@ class Routes:
         """True when some link serves several routes (paths through switches)."""
         return any(len(h) > 1 for h in self.hops)
 
-    def add(self, hops: list[tuple[int, int]], topology: Topology, nbytes: float, link_hold: str,
+    def add(self, hops: list[tuple[int, int]], costs: dict[tuple[int, int], LinkCost], link_hold: str,
             link_id: dict[tuple[int, int], int]) -> None:
-        delays = tuple(topology.arrival_delay(u, v, nbytes) for u, v in hops)
-        occupancies = (topology.occupancy(u, v, nbytes) for u, v in hops)
+        """Append the route along ``hops``; ``link_hold`` 'arrival' books each link until its chunk lands
+        (TACOS), 'serialization' only while it serializes."""
+        delays = tuple(costs[h].delay for h in hops)
         self.src.append(hops[0][0])
         self.dst.append(hops[-1][1])
         self.hops.append(tuple(hops))
         self.links.append(tuple(link_id[h] for h in hops))
         self.delays.append(delays)
-        self.holds.append(tuple(max(d, o) if link_hold == "arrival" else o
-                                for d, o in zip(delays, occupancies, strict=True)))
+        self.holds.append(tuple(costs[h].over if link_hold == "arrival" else costs[h].busy for h in hops))
         self.delay.append(sum(delays))
         offset = 0.0
         for link, delay in zip(self.links[-1], delays, strict=True):
@@ -107,20 +102,25 @@ def build_routes(topology: Topology, nbytes: float, link_hold: str) -> Routes:
     routes = Routes()
     link_id = {key: i for i, key in enumerate(sorted(topology.links))}
     routes.link_keys = sorted(topology.links)
+    costs = link_costs(topology, nbytes)
     for gpu in topology.gpus:
         for link in sorted(topology.out_links[gpu], key=lambda lk: lk.dst):
             if not topology.is_switch(link.dst):
-                routes.add([(gpu, link.dst)], topology, nbytes, link_hold, link_id)
-        for _, path in sorted(_paths_through_switches(topology, gpu, nbytes).items()):
-            routes.add(path, topology, nbytes, link_hold, link_id)
+                routes.add([(gpu, link.dst)], costs, link_hold, link_id)
+        for _, path in sorted(_paths_through_switches(topology, gpu, costs).items()):
+            routes.add(path, costs, link_hold, link_id)
     return routes
 
 
-def _paths_through_switches(topology: Topology, gpu: int, nbytes: float) -> dict[int, list[tuple[int, int]]]:
-    """Dijkstra from ``gpu`` through switches only: the fastest switched path to every other GPU."""
+def _paths_through_switches(topology: Topology, gpu: int, costs: dict[tuple[int, int], LinkCost]
+                            ) -> dict[int, list[tuple[int, int]]]:
+    """Dijkstra from ``gpu`` through switches only: the fastest switched path to every other GPU.
+
+    (Paths, not just times: ties between equally fast paths go to the lexicographically first.)
+    """
     best: dict[int, float] = {}
     paths: dict[int, list[tuple[int, int]]] = {}
-    heap = [(topology.arrival_delay(gpu, lk.dst, nbytes), lk.dst, [(gpu, lk.dst)])
+    heap = [(costs[(gpu, lk.dst)].delay, lk.dst, [(gpu, lk.dst)])
             for lk in topology.out_links[gpu] if topology.is_switch(lk.dst)]
     heapq.heapify(heap)
     settled: set[int] = set()
@@ -135,7 +135,7 @@ def _paths_through_switches(topology: Topology, gpu: int, nbytes: float) -> dict
             continue
         for lk in topology.out_links[node]:
             if lk.dst not in settled:
-                heapq.heappush(heap, (t + topology.arrival_delay(node, lk.dst, nbytes), lk.dst, [*path, (node, lk.dst)]))
+                heapq.heappush(heap, (t + costs[(node, lk.dst)].delay, lk.dst, [*path, (node, lk.dst)]))
     return paths
 
 
@@ -177,9 +177,9 @@ class Matcher:
         self.set_demands()
         self.index_routes()
 
-    # Which chunks each rank starts with and which it must end with.
-    # (Chunks are grouped by their rank sets first: OR-ing one wide int per (chunk, rank) is quadratic.)
     def set_demands(self) -> None:
+        """Which chunks each rank starts with and which it must end with. (Chunks are grouped by their rank sets
+        first: OR-ing one wide int per (chunk, rank) is quadratic.)"""
         by_pre: dict[frozenset[int], int] = defaultdict(int)
         by_post: dict[frozenset[int], int] = defaultdict(int)
         for bit, c in enumerate(self.collective.chunks):
@@ -198,9 +198,9 @@ class Matcher:
             self.want[r] = self.need[r]
         self.pending = sum(w.bit_count() for w in self.want.values())
 
-    # Per rank its in-routes, fastest first with random tie-breaks, each with the faster routes that
-    # could still beat it; who to revisit after an event.
     def index_routes(self) -> None:
+        """Per rank its in-routes, fastest first with random tie-breaks, each with the faster routes that could
+        still beat it; who to revisit after an event."""
         routes = self.routes
         self.in_routes: dict[int, list[tuple]] = defaultdict(list)
         for r in sorted(self.rng.sample(range(len(routes.src)), len(routes.src)), key=lambda r: routes.delay[r]):
@@ -251,8 +251,8 @@ class Matcher:
             )
         return Run(self.transfers, max((tr.end_s for tr in self.transfers), default=self.start_s), self.feeders)
 
-    # Land the chunks arriving at t and note the links freed at t; return the ranks to revisit.
     def apply_events(self, t: float) -> set[int]:
+        """Land the chunks arriving at t and note the links freed at t; return the ranks to revisit."""
         received: set[int] = set()  # these ranks have a new chunk to offer and a free in-link again
         freed: list[int] = []
         held = self.held
@@ -273,9 +273,9 @@ class Matcher:
             dirty.update(dests_of_link[link])
         return dirty
 
-    # Each revisited rank pulls chunks over its free in-routes, fastest first. The direct-link case is
-    # written out inline: it is the inner loop of the whole synthesizer.
     def match(self, t: float, dirty: set[int]) -> None:
+        """Each revisited rank pulls chunks over its free in-routes, fastest first. The direct-link case is
+        written out inline: it is the inner loop of the whole synthesizer."""
         order = sorted(dirty)
         if self.shuffle_dirty:
             self.rng.shuffle(order)
@@ -339,18 +339,18 @@ class Matcher:
                 self.at(landing_time).append((dst, landing))
             want[dst] = wanted
 
-    # Patience (not in the paper): a route at least SLOW_ROUTE times slower than the rank's fastest
-    # leaves alone the chunks that the source of a fast route holds or is receiving; slow links then
-    # carry what is rare nearby instead of duplicating what will come sooner anyway.
     def nearby(self, dst: int) -> int:
+        """Patience (not in the paper): a route at least SLOW_ROUTE times slower than the rank's fastest leaves
+        alone the chunks that the source of a fast route holds or is receiving; slow links then carry what is
+        rare nearby instead of duplicating what will come sooner anyway."""
         held, need, want = self.held, self.need, self.want
         mask = 0
         for src in self.fast_sources[dst]:
             mask |= held[src] | (need[src] & ~want[src])
         return mask
 
-    # A route through switches: book every hop if all its links are free when the chunk reaches them.
     def send_routed(self, r: int, candidates: int, t: float) -> int:
+        """A route through switches: book every hop if all its links are free when the chunk reaches them."""
         routes, free_at = self.routes, self.link_free_at
         starts, start = [], t
         for link, delay in zip(routes.links[r], routes.delays[r], strict=True):
@@ -384,29 +384,22 @@ class Matcher:
 
 # --------------------------------------------------------------------------- synthesizer
 def _link_hold(options: SynthOptions) -> str:
-    hold = options.extra.get("link_hold", "arrival")
-    if hold not in LINK_HOLDS:
-        raise CcvizError(f"link_hold: {hold!r} is not one of {', '.join(LINK_HOLDS)}; 'arrival' keeps a link busy "
-                         "until its chunk lands (TACOS), 'serialization' frees it after bytes/bandwidth", "link_hold")
-    return hold
+    """How long a route books its links (``--opt link_hold``)."""
+    return options.choice("link_hold", "arrival", LINK_HOLDS, "'arrival' keeps a link busy until its chunk lands "
+                          "(TACOS), 'serialization' frees it after bytes/bandwidth")
 
 
 def _pick(options: SynthOptions) -> str:
-    pick = options.extra.get("pick", "spread")
-    if pick not in PICKS:
-        raise CcvizError(f"pick: {pick!r} is not one of {', '.join(PICKS)}; 'spread' gives each free link a chunk "
-                         "the rank's later free links cannot bring (when it has one), 'random' any chunk its "
-                         "source holds", "pick")
-    return pick
+    """Which chunk a free link pulls (``--opt pick``)."""
+    return options.choice("pick", "spread", PICKS, "'spread' gives each free link a chunk the rank's later free "
+                          "links cannot bring (when it has one), 'random' any chunk its source holds")
 
 
 def _patience(options: SynthOptions) -> str:
-    patience = options.extra.get("patience", "on")
-    if patience not in PATIENCE:
-        raise CcvizError(f"patience: {patience!r} is not one of {', '.join(PATIENCE)}; 'off' is the paper's greedy, "
-                         "'on' keeps slow links off chunks a faster route can bring, 'alternate' tries both "
-                         "over the restarts (run 1 off, run 2 on, ...)", "patience")
-    return patience
+    """Whether slow links leave alone chunks a fast route can bring (``--opt patience``)."""
+    return options.choice("patience", "on", PATIENCE, "'off' is the paper's greedy, 'on' keeps slow links off "
+                          "chunks a faster route can bring, 'alternate' tries both over the restarts (run 1 off, "
+                          "run 2 on, ...)")
 
 
 def best_copy_run(topology: Topology, collective: Collective, options: SynthOptions,
@@ -423,8 +416,7 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
     answer, and with none complete yet a ``CcvizError`` says so (a partial run delivers only part of
     the collective, so it is no schedule; finishing it could take as long as the whole run).
     """
-    if options.restarts < 1:
-        raise CcvizError(f"restarts: need at least 1 run, got {options.restarts}", "restarts")
+    check_restarts(options.restarts)
     budget = budget or Budget(options)
     routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
     patience, spread = _patience(options), _pick(options) == "spread"
@@ -435,33 +427,15 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
         jobs = [(base * 1_000_003 + k, patience == "on" or (patience == "alternate" and k % 2 == 1))
                 for k in range(restarts)]
         return _parallel_runs(Matcher(topology, collective, routes, 0, start_s, True, spread), jobs, workers, budget)
-    best: Run | None = None
-    progress: list[float] = [0.0]  # fraction of the current run's demands delivered (for the error message)
-    done = 0
-    for k in range(restarts):
-        if budget.ends(done):
-            break
+
+    def attempt(k: int, check: Check) -> Run | None:
         patient = patience == "on" or (patience == "alternate" and k % 2 == 1)
-        incumbent = None if best is None else best.finish_s
-
-        def check(fraction: float, k: int = k, incumbent: float | None = incumbent, done: int = done) -> bool:
-            progress[0] = fraction
-            budget.report(f"TACOS run {k + 1}/{restarts}: {fraction:.0%} of demands delivered",
-                          (k + fraction) / restarts, incumbent_s=incumbent)
-            return budget.ends(done)
-
         with gc_paused():
-            run = Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient, spread).run(check)
-        if run is None:
-            break
-        done += 1
-        if best is None or run.finish_s < best.finish_s:
-            best = run
-        budget.report(f"TACOS run {k + 1}/{restarts} done", (k + 1) / restarts, incumbent_s=best.finish_s,
-                      force=True)
-    if best is None:
-        raise budget.exhausted("TACOS", f"{progress[0]:.0%} of its demands delivered")
-    return best, done
+            return Matcher(topology, collective, routes, base * 1_000_003 + k, start_s, patient, spread).run(
+                lambda f: check(f, f"{f:.0%} of demands delivered", f"{f:.0%} of its demands delivered"))
+
+    return best_of_restarts(budget, "TACOS", "run", restarts, attempt, lambda run: run.finish_s,
+                            "0% of its demands delivered")
 
 
 def _workers(options: SynthOptions) -> int:
@@ -519,6 +493,7 @@ def _parallel_runs(template: Matcher, jobs: list[tuple[int, bool]], workers: int
 
 def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions,
                 done: int | None = None, budget: Budget | None = None) -> Schedule:
+    """A run as a timed Schedule, with its settings and (when restarts were cut short) why."""
     hold, patience, pick = _link_hold(options), _patience(options), _pick(options)
     done = options.restarts if done is None else done
     notes = [f"best of {done} seeded TACOS runs (link held until {hold}, patience {patience}, pick {pick})"]
@@ -532,52 +507,44 @@ def as_schedule(topology: Topology, collective: Collective, run: Run, options: S
 def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions,
                   start_s: float = 0.0, budget: Budget | None = None) -> Schedule:
     """AllGather/Broadcast (any demand whose chunks every relay needs) by direct matching."""
-    budget = budget or Budget(options)
-    run, done = best_copy_run(topology, collective, options, start_s, budget)
-    return as_schedule(topology, collective, run, options, done, budget)
+    return Tacos(topology, collective, options, budget).copy(topology, collective, start_s=start_s).schedule
 
 
-def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions,
-                       budget: Budget | None = None) -> Schedule:
-    """ReduceScatter/Reduce: the mirrored copy collective on the reversed topology, reversed in time."""
-    budget = budget or Budget(options)
-    reversed_topology, mirrored = topology.reversed(), mirror_collective(collective)
-    run, done = best_copy_run(reversed_topology, mirrored, options, budget=budget)
-    forward = as_schedule(reversed_topology, mirrored, run, options, done, budget)
-    with gc_paused():
-        return reverse_schedule(forward, topology, collective, run.feeders)
+class Tacos(ReversalSynthesizer):
+    """TACOS's copy core (best matching run) in the shared frame: reductions matched on the reversed
+    fabric and reversed in time; AllReduce as ReduceScatter then AllGather.
+
+    The stop event and time limit cover the whole synthesis; once the ReduceScatter half of an
+    AllReduce has a run, a stop lets the AllGather half finish its first run, so the AllReduce still
+    gets a schedule.
+    """
+
+    name = "tacos"
+
+    def __init__(self, topology: Topology, collective: Collective, options: SynthOptions,
+                 budget: Budget | None = None) -> None:
+        super().__init__(topology, collective, options)
+        self.budget = budget or self.budget
+
+    def copy(self, topology: Topology, collective: Collective, *, mirrored_from: Topology | None = None,
+             start_s: float = 0.0) -> Forward:
+        """The best matching run, starting at ``start_s``; its switch hops name the arrival they forward."""
+        run, done = best_copy_run(topology, collective, self.options, start_s, self.budget)
+        return Forward(as_schedule(topology, collective, run, self.options, done, self.budget), run.feeders)
+
+    def replay(self, schedule: Schedule) -> Schedule:
+        """Matching runs are timed by TACOS's own link model (the simulator judges the final schedule)."""
+        return schedule
 
 
 def synthesize_tacos(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG.
-
-    The stop event and time limit cover the whole synthesis; AllReduce needs one complete run of each
-    half (ReduceScatter first, progress 0..0.5, then AllGather, 0.5..1): once the ReduceScatter half has
-    a run, a stop lets the AllGather half finish its first run, so the AllReduce still gets a schedule.
-    """
-    budget = Budget(options)
-    if collective.name in ("allgather", "broadcast"):
-        return copy_schedule(topology, collective, options, budget=budget)
-    if collective.name in ("reducescatter", "reduce"):
-        return reduction_schedule(topology, collective, options, budget)
-    if collective.name == "allreduce":
-        reduce_part, gather_part = split_allreduce(collective)
-        rs = reduction_schedule(topology, reduce_part, options, budget.phase(0.0, 0.5))
-        ag = copy_schedule(topology, gather_part, options, start_s=schedule_end(rs),
-                           budget=budget.phase(0.5, 1.0, finish_first=True))
-        schedule = concatenate(rs, ag, collective)
-        schedule.notes = list(dict.fromkeys([*schedule.notes, *ag.notes]))
-        return schedule
-    raise CcvizError(f"collective: TACOS does not implement {collective.name}", "collective")
+    """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG."""
+    return Tacos(topology, collective, options).synthesize()
 
 
-register(Algorithm(
-    "tacos",
-    synthesize_tacos,
-    frozenset({"allgather", "broadcast", "reducescatter", "reduce", "allreduce"}),
-    "TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
-    "reductions by time reversal on the reversed topology",
-    kind="heuristic",
-    options_used=("seed", "restarts", "time_limit", "progress", "stop"),
-    extra_keys=("link_hold", "patience", "pick", "workers"),  # workers: restarts in parallel processes
-))
+SUPPORTED = frozenset({"allgather", "broadcast", "reducescatter", "reduce", "allreduce"})
+DESCRIPTION = ("TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
+               "reductions by time reversal on the reversed topology")
+register(Algorithm("tacos", synthesize_tacos, SUPPORTED, DESCRIPTION, kind="heuristic",
+                   options_used=("seed", "restarts", "time_limit", "progress", "stop"),
+                   extra_keys=("link_hold", "patience", "pick", "workers")))  # workers: restarts in processes

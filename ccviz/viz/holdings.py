@@ -16,7 +16,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from ccviz.simulate import ABS_TOL, REL_TOL, Timeline
+from ccviz.physics import ABS_TOL, REL_TOL
+from ccviz.simulate import Timeline
 from ccviz.units import format_time
 
 MAX_COLUMNS = 256  # chunks shown one by one up to this many, else one column per source

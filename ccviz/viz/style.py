@@ -6,7 +6,6 @@ import plotly.express as px
 
 GPU_COLOR = "#4C78A8"
 SWITCH_COLOR = "#F58518"
-IDLE_LINK_COLOR = "#C8CCD2"
 UTILIZATION_SCALE = "YlOrRd"
 BANDWIDTH_SCALE = "Viridis"
 # GPU fill in the animation: share of its demanded chunks held (light = nothing yet, blue = done).

@@ -5,15 +5,14 @@ epochs), ``time_expanded`` (reachability-pruned index sets), ``bounds``
 (arithmetic epoch lower bound = optimality certificate), ``greedy`` (epoch
 upper bound and MIP start), ``model`` (the MILP and the LP), ``solve``
 (HiGHS with limits, callbacks, progress), ``extract`` (pruning, LP path
-decomposition, transfers), ``synthesizer`` (horizon search), ``reductions``
-(ReduceScatter/Reduce by reversal, AllReduce = RS + AG), ``astar`` (rounds).
+decomposition, transfers), ``synthesizer`` (horizon search), ``frame``
+(TE-CCL in the shared frame: reductions by reversal, AllReduce = RS + AG), ``astar`` (rounds).
 Registers ``teccl`` and ``teccl-astar``; the solver modules (Pyomo, HiGHS) load on first use, so
 listing algorithms stays instant.
 """
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from ccviz.collectives import Collective
@@ -23,7 +22,7 @@ from ccviz.synth.registry import Algorithm, SynthOptions, register
 from ccviz.topology import Topology
 
 if TYPE_CHECKING:
-    from ccviz.synth.teccl.reductions import ForwardSolver
+    from ccviz.synth.teccl.frame import ForwardSolver
 
 SUPPORTED = frozenset({"allgather", "broadcast", "alltoall", "gather", "scatter", "custom",
                        "reducescatter", "reduce", "allreduce"})
@@ -49,20 +48,11 @@ def replay_mode(options: SynthOptions) -> str:
 
 def _run(topology: Topology, collective: Collective, options: SynthOptions, solve_forward: ForwardSolver
          ) -> Schedule:
-    from ccviz.synth.teccl.reductions import allreduce, reduce_by_reversal
+    """One TE-CCL synthesis in the shared frame (``frame.Teccl``) with the given epoch solver."""
+    from ccviz.synth.teccl.frame import Teccl
     from ccviz.synth.teccl.synthesizer import DEFAULT_TIME_LIMIT_S
 
-    started = time.perf_counter()
-    deadline = started + (options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT_S)
-    mode = replay_mode(options)
-    if collective.name == "allreduce":
-        return allreduce(topology, collective, options, deadline, started, solve_forward)
-    if collective.is_reducing:
-        return reduce_by_reversal(topology, collective, options, deadline, started, solve_forward)
-    schedule = solve_forward(topology, collective, options, deadline, started)
-    if not schedule.is_timed:
-        schedule.release = mode
-    return schedule
+    return Teccl(topology, collective, options, solve_forward, replay_mode(options), DEFAULT_TIME_LIMIT_S).synthesize()
 
 
 def synthesize_teccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:

@@ -34,11 +34,10 @@ from ccviz.schedule import Schedule
 from ccviz.simulate import simulate
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
-from ccviz.synth.teccl.epochs import EpochGrid
-from ccviz.synth.teccl.extract import Hop
+from ccviz.synth.teccl.extract import USED, Hop
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.solve import HIGHS_THREADS
-from ccviz.synth.teccl.synthesizer import EpochPlan, EpochSolver, plan_schedule
+from ccviz.synth.teccl.synthesizer import EpochPlan, EpochProblem, EpochSolver, plan_schedule
 from ccviz.synth.teccl.time_expanded import INF, epoch_distances
 from ccviz.topology import Topology
 
@@ -50,23 +49,17 @@ EARLY_WEIGHT = 0.5  # share of the progress reward paid for holding early (per e
 SEND_COST = 1e-3  # per send: no silly sends
 GREEDY_SHARE = 0.25  # run the greedy continuation each round only while it costs less than this share of a round
 HEURISTIC_EFFORT = 0.3  # HiGHS default 0.05: a round wants good incumbents fast, not a proof
-USED = 0.5
 
 Key = tuple[int, int, int, int]  # (chunk index, src, dst, relative epoch)
 
 
-class AStarRounds:
+class AStarRounds(EpochProblem):
     """Round-by-round TE-CCL for a non-reducing collective."""
 
     def __init__(self, topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
                  started: float, mirrored_from: Topology | None = None) -> None:
-        self.topology = topology
-        self.collective = collective
-        self.options = options
-        self.deadline = deadline
-        self.started = started
+        super().__init__(topology, collective, options, deadline, started, mirrored_from)
         self.mirrored_from = mirrored_from
-        self.grid = EpochGrid.build(topology, collective.chunk_bytes, options.epoch, mirrored_from)
         links = self.grid.links.values()
         kappa = max(lk.kappa for lk in links)
         self.round_epochs = int(options.extra.get("astar_round", max(ROUND_MIN_EPOCHS, kappa)))
@@ -137,8 +130,8 @@ class AStarRounds:
                                      incumbent_s=self.best[0] * tau if self.best else None,
                                      bound_s=lower * tau if lower is not None else None))
 
-    # The greedy from the current state: a complete schedule (offered) and the round's MIP start.
     def continue_greedy(self, start: int, force: bool = False) -> list[tuple[int, int, int, int]]:
+        """The greedy from the current state: a complete schedule (offered) and the round's MIP start."""
         budget = self.round_budget(start)
         if not force and (not self.use_greedy or self.best is not None and self.greedy_s > GREEDY_SHARE * budget):
             return []
@@ -190,8 +183,8 @@ class AStarRounds:
         links = self.grid.links
         return max((k + links[(i, j)].offset for _, i, j, k in kept if not self.topology.is_switch(j)), default=0)
 
-    # The round meets every demand: solve the rest exactly, one epoch less at a time (the tail is small).
     def tighten_tail(self, start: int, kept: list[Key], lower: int) -> list[Key]:
+        """The round meets every demand: solve the rest exactly, one epoch less at a time (the tail is small)."""
         finish = self.finish_of(kept)
         while start + finish > lower and not self.out_of_time():
             model = _RoundModel(self, start, finish - 1, finish=True)
@@ -285,8 +278,8 @@ class _RoundModel:
             for k in range(int(first), horizon - link.offset + 1):
                 self.sends[(c, i, j, k)] = -1
 
-    # A switch forwards only in the epoch a chunk reaches it; drop sends that cannot take part.
     def _prune_switch_sends(self) -> None:
+        """A switch forwards only in the epoch a chunk reaches it; drop sends that cannot take part."""
         topo, links = self.topo, self.grid.links
         keys = list(self.sends)
         while True:

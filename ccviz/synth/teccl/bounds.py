@@ -44,16 +44,16 @@ class EpochLowerBound:
             bound = max(bound, self.cut_bound(far_side))
         return bound
 
-    # No capacity at all: every destination waits at least for its earliest arrival.
     def arrival_bound(self) -> int:
+        """No capacity at all: every destination waits at least for its earliest arrival."""
         worst = 0
         for c in self.commodities:
             for d in c.destinations:
                 worst = max(worst, self.earliest[c.id][d])
         return int(worst)
 
-    # Cut families: every GPU alone, and the components left when links slower than a threshold are cut.
     def cuts(self) -> list[frozenset[int]]:
+        """Cut families: every GPU alone, and the components left when links slower than a threshold are cut."""
         topo = self.topology
         found = {frozenset([g]) for g in topo.gpus}
         for threshold in sorted({link.bandwidth_GBps for link in topo.links.values()})[1:]:

@@ -1,6 +1,6 @@
-"""Epochs: the time grid of TE-CCL and what one chunk costs on each link in epochs.
+"""Epochs: TE-CCL's view of every link on the time grid (``ccviz.physics.epoch_length``).
 
-TE-CCL rounds time to epochs of length tau. On a link a chunk needs
+TE-CCL rounds time to epochs of length tau (the rounding itself is ``ccviz.physics.epoch_cost``). On a link a chunk needs
 ``kappa`` epochs of serialization (1 when the link moves at least one chunk
 per epoch), may be joined by others up to the link's capacity in any window
 of ``kappa`` epochs, and is held by the receiver ``offset`` epochs after it
@@ -16,11 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ccviz.errors import CcvizError
+from ccviz.physics import EPOCH_EPS, epoch_cost, epoch_length
 from ccviz.topology import Topology
-
-MAX_ALPHA_EPOCHS = 200  # the paper lengthens the epoch when the smallest alpha exceeds this many epochs
-_EPS = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +34,7 @@ class LinkEpochs:
     @property
     def window_slots(self) -> int:
         """Whole chunks per window (the MILP sends whole chunks)."""
-        return max(1, math.floor(self.window_chunks / self.lanes + _EPS)) * self.lanes
+        return max(1, math.floor(self.window_chunks / self.lanes + EPOCH_EPS)) * self.lanes
 
 
 @dataclass(frozen=True)
@@ -66,40 +63,8 @@ class EpochGrid:
         return cls(tau, links, tuple(notes))
 
 
-def epoch_length(topology: Topology, chunk_bytes: float, epoch: str | float) -> tuple[float, list[str]]:
-    """tau in seconds: chunk time on the fastest or slowest link (lengthened if alpha is huge), or given."""
-    bandwidths = [link.bytes_per_s for link in topology.links.values()]
-    notes: list[str] = []
-    if isinstance(epoch, str):
-        key = epoch.strip().lower()
-        if key == "fastest":
-            tau = chunk_bytes / max(bandwidths)
-        elif key == "slowest":
-            tau = chunk_bytes / min(bandwidths)
-        else:
-            try:
-                tau = float(key)
-            except ValueError:
-                raise CcvizError(f"epoch: {epoch!r} is not 'fastest', 'slowest' or a number of seconds",
-                                 "epoch") from None
-    else:
-        tau = float(epoch)
-    if not (tau > 0 and math.isfinite(tau)):
-        raise CcvizError(f"epoch: the epoch length must be a positive number of seconds, got {epoch!r}", "epoch")
-    alphas = [link.alpha_s for link in topology.links.values() if link.alpha_s > 0]
-    if isinstance(epoch, str) and key in ("fastest", "slowest") and alphas and min(alphas) / tau > MAX_ALPHA_EPOCHS:
-        # only a derived epoch is lengthened: an epoch given in seconds is used as given (the published
-        # DGX2 1KB Fast run used 1 ns, 350 epochs of its smallest alpha)
-        tau = min(alphas) / MAX_ALPHA_EPOCHS
-        notes.append(f"epoch lengthened to {tau * 1e6:.6g} us so the smallest alpha spans {MAX_ALPHA_EPOCHS} epochs")
-    return tau, notes
-
-
 def _link_epochs(topology: Topology, real: tuple[int, int], chunk_bytes: float, tau: float,
                  key: tuple[int, int]) -> LinkEpochs:
     """Link ``key`` with the timing of link ``real`` (itself, or the real link a mirrored one stands for)."""
-    link = topology.links[real]
-    per_epoch = link.bytes_per_s * tau / chunk_bytes  # one lane
-    kappa = topology.busy_epochs(*real, chunk_bytes, tau)
-    offset = topology.delay_epochs(*real, chunk_bytes, tau)
-    return LinkEpochs(key[0], key[1], kappa, kappa * per_epoch * link.lanes, link.lanes, offset)
+    cost = epoch_cost(topology, real, chunk_bytes, tau)
+    return LinkEpochs(key[0], key[1], cost.busy, cost.busy * cost.per_epoch * cost.lanes, cost.lanes, cost.delay)

@@ -134,9 +134,10 @@ class _FlowPaths:
                 out.extend((cid, i, j, k) for _, i, j, k in path)
         return out
 
-    # Dynamic programme in time order: width of the best path to each (node, epoch).
     def _widest_path(self, dest: int, flow, carry, read):
-        """(sends, stays (node, k) kept to k+1, end (dest, k)) of the widest source-to-dest path."""
+        """Dynamic programme in time order: width of the best path to each (node, epoch).
+
+        (sends, stays (node, k) kept to k+1, end (dest, k)) of the widest source-to-dest path."""
         teg, topo, links = self.teg, self.teg.topology, self.teg.grid.links
         out_by: dict[tuple[int, int], list[Send]] = defaultdict(list)
         for s, v in flow.items():

@@ -90,8 +90,8 @@ class EpochGreedy:
                                  "check that every GPU can reach every other GPU", "topology")
             self.switch_entry_choices *= 4
 
-    # Dijkstra over (node, epoch): GPUs keep what they hold, switches only pass it on in the arrival epoch.
     def _search(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int]):
+        """Dijkstra over (node, epoch): GPUs keep what they hold, switches only pass it on in the arrival epoch."""
         topo = self.topology
         tie = itertools.count()
         heap = [(t, next(tie), n, None) for n, t in held.items()]

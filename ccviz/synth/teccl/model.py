@@ -50,15 +50,15 @@ def copy_model(teg: TimeExpandedGraph, buffer_limit: int | None = None,
     m.send_needs_holding = pyo.Constraint(
         m.GPU_SENDS, rule=lambda m, c, i, j, k: m.send[c, i, j, k] <= m.hold[c, i, k])
 
-    # A GPU holds a chunk in epoch k only if it held it before or it arrives now.
     def holding_grows_by_arrivals(m, c, n, k):
+        """A GPU holds a chunk in epoch k only if it held it before or it arrives now."""
         before = m.hold[c, n, k - 1] if (c, n, k - 1) in hold_set else 0
         arrived = sum(m.send[s] for s in teg.arrivals.get((c, n, k), ()))
         return m.hold[c, n, k] <= before + arrived
     m.holding_grows = pyo.Constraint(m.HOLDS, rule=holding_grows_by_arrivals)
 
-    # A switch stores nothing: it forwards in the epoch a chunk reaches it.
     def arrivals_at(m, c, s, k):
+        """A switch stores nothing: it forwards in the epoch a chunk reaches it."""
         return sum(m.send[a] for a in teg.switch_arrivals.get((c, s, k), ()))
 
     copy_switch_sends = [s for s in teg.sends if topo.is_switch(s[1]) and topo.nodes[s[1]].copy]
@@ -119,8 +119,8 @@ def flow_model(teg: TimeExpandedGraph, integral: bool = False) -> pyo.ConcreteMo
     def out_of(m, c, n, k):
         return sum(m.flow[s] for s in sends_from.get((c, n, k), ()))
 
-    # A GPU's store: what it had, minus what it sent last epoch, plus arrivals, minus what it reads off.
     def conservation(m, c, n, k):
+        """A GPU's store: what it had, minus what it sent last epoch, plus arrivals, minus what it reads off."""
         if (c, n, k - 1) in store_set:
             before = m.store[c, n, k - 1] - out_of(m, c, n, k - 1)
         else:

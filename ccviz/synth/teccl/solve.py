@@ -192,8 +192,8 @@ class HighsRun:
             gap = 0.0
         return SolveResult(termination, has_solution, obj, bound, gap, elapsed, self._finished_early)
 
-    # HiGHS found a better incumbent: report it, and stop if it is good enough.
     def _on_incumbent(self, event) -> None:
+        """HiGHS found a better incumbent: report it, and stop if it is good enough."""
         out = event.data_out
         solution = np.array(out.mip_solution, dtype=float)
         if len(solution):
@@ -206,8 +206,8 @@ class HighsRun:
             self._best_finish_s = finish
         self._progress(f"solving {self.what}: found a better schedule")
 
-    # Periodic poll: honour the stop event and an early finish, and report progress now and then.
     def _on_poll(self, event) -> None:
+        """Periodic poll: honour the stop event and an early finish, and report progress now and then."""
         if self._finished_early or self.options.stopped():
             event.interrupt()
             return

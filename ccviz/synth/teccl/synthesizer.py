@@ -28,19 +28,18 @@ from ccviz.simulate import simulate
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
 from ccviz.synth.teccl.epochs import EpochGrid
-from ccviz.synth.teccl.extract import Hop, chunk_hops, prune_copy_sends, split_flows, to_transfers
+from ccviz.synth.teccl.extract import USED, Hop, chunk_hops, prune_copy_sends, split_flows, to_transfers
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.model import copy_model, flow_model
 from ccviz.synth.teccl.solve import HighsRun, Interrupted, SolveResult, stop_interrupts
 from ccviz.synth.teccl.time_expanded import TimeExpandedGraph, chunk_commodities, source_commodities
 from ccviz.topology import Topology
+from ccviz.units import us_text
 
 DEFAULT_TIME_LIMIT_S = 120.0
 DEFAULT_GAP = 1e-4  # the paper's "optimal"
-HORIZON_SLACK = 2  # spare epochs above the lower bound: the objective pulls arrivals early anyway
 WARM_SHARE = 0.6  # of the remaining time, for the solve warm-started with the greedy schedule
 SEARCH_SHARE = 0.5  # of the remaining time, for a horizon below the best schedule so far
-USED = 0.5
 INTEGRAL_FLOW_MAX_SENDS = 5000  # below this the flow model uses whole chunks (exact, no rounding)
 LP_MAX_EPOCHS = 64
 UNPRUNED_FACTOR = 20  # the time-expanded graph prunes unreachable sends; refuse only far beyond the limit
@@ -70,8 +69,12 @@ class EpochPlan:
     notes: list[str] = field(default_factory=list)
 
 
-class EpochSolver:
-    """One copy (MILP) or flow (LP) problem on one topology, solved over a searched horizon."""
+class EpochProblem:
+    """One non-reducing collective on one topology's epoch grid, to be solved before ``deadline``.
+
+    ``mirrored_from``: the real fabric when ``topology`` is its reversal (a reduction's mirror): each
+    reversed link keeps the epoch timing of the real link it stands for.
+    """
 
     def __init__(self, topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
                  started: float, mirrored_from: Topology | None = None) -> None:
@@ -81,6 +84,14 @@ class EpochSolver:
         self.deadline = deadline
         self.started = started
         self.grid = EpochGrid.build(topology, collective.chunk_bytes, options.epoch, mirrored_from)
+
+
+class EpochSolver(EpochProblem):
+    """One copy (MILP) or flow (LP) problem on one topology, solved over a searched horizon."""
+
+    def __init__(self, topology: Topology, collective: Collective, options: SynthOptions, deadline: float,
+                 started: float, mirrored_from: Topology | None = None) -> None:
+        super().__init__(topology, collective, options, deadline, started, mirrored_from)
         self.use_copy = copy_helps(collective)
         self.commodities = chunk_commodities(collective) if self.use_copy else source_commodities(collective)
         self.posts = {c.id: c.post for c in collective.chunks}
@@ -98,7 +109,7 @@ class EpochSolver:
         tree = self.mteg_plan() if greedy.epochs > lower else None
         if tree is not None and tree.epochs < greedy.epochs:
             greedy = tree
-        self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {self.grid.tau_s * 1e6:.6g} us; "
+        self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {us_text(self.grid.tau_s)}; "
                           f"lower bound {lower} epochs, {greedy.notes[0]} {greedy.epochs} epochs")
         self.say(f"the epoch greedy schedule uses {greedy.epochs} epochs", lower)
         if self.options.epochs is not None:
@@ -111,9 +122,10 @@ class EpochSolver:
             return greedy
         return self.search_horizon(lower, greedy)
 
-    # An upper bound that fits the epoch model exactly (and the fallback schedule).
     def greedy_plan(self, order: str = "given") -> EpochPlan:
-        """The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS); a fresh plan each call
+        """An upper bound that fits the epoch model exactly (and the fallback schedule).
+
+        The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS); a fresh plan each call
         (callers change its status), the greedy itself runs once per order."""
         if order not in self._greedy:
             demanded = self.chunk_order(order)
@@ -199,8 +211,8 @@ class EpochSolver:
         met = all((c.id, d) in landing for c in self.collective.chunks for d in c.post - c.pre)
         return met and not self.overloaded_windows(hops)
 
-    # The user fixed K: solve at exactly that horizon.
     def solve_fixed_horizon(self, horizon: int, lower: int, greedy: EpochPlan) -> EpochPlan:
+        """The user fixed K: solve at exactly that horizon."""
         most = self.options.extra.get("max_variables", MAX_VARIABLES) * UNPRUNED_FACTOR
         unpruned = horizon * len(self.commodities) * (len(self.topology.links) + len(self.topology.nodes))
         if unpruned > most:
@@ -209,7 +221,7 @@ class EpochSolver:
                              f"fewer epochs (the greedy needs {greedy.epochs}) or leave --epochs automatic", "epochs")
         if horizon < lower:
             raise CcvizError(f"epochs: {horizon} epochs cannot hold this collective (lower bound {lower} epochs of "
-                             f"{self.grid.tau_s * 1e6:.6g} us); give --epochs >= {lower} or leave it automatic",
+                             f"{us_text(self.grid.tau_s)}); give --epochs >= {lower} or leave it automatic",
                              "epochs")
         plan, result = self.solve_at(horizon, lower, greedy)
         if plan is not None and plan.epochs <= lower:
@@ -270,9 +282,9 @@ class EpochSolver:
     def out_of_time(self) -> bool:
         return self.options.stopped() or time.perf_counter() >= self.deadline - 0.2
 
-    # Build, solve and extract the model at one horizon.
     def solve_at(self, horizon: int, lower: int, greedy: EpochPlan, share: float = 1.0
                  ) -> tuple[EpochPlan | None, SolveResult]:
+        """Build, solve and extract the model at one horizon."""
         t0 = time.perf_counter()
         teg = TimeExpandedGraph(self.topology, self.grid, self.commodities, horizon)
         if teg.unreachable_demands():
@@ -421,7 +433,7 @@ def solve_copy_or_flow(topology: Topology, collective: Collective, options: Synt
         coarse = EpochSolver(topology, collective, replace(options, epoch=solver.grid.tau_s * factor), deadline,
                              started, mirrored_from)
         coarse_plan = coarse.solve()
-        coarse.notes.append(f"LP on epochs lengthened x{factor} to {coarse.grid.tau_s * 1e6:.6g} us")
+        coarse.notes.append(f"LP on epochs lengthened x{factor} to {us_text(coarse.grid.tau_s)}")
         candidates.append((coarse_plan, coarse))
     best: tuple[float, Schedule] | None = None
     for candidate, owner in candidates:

@@ -92,19 +92,19 @@ class TimeExpandedGraph:
         self.holds = self._holding_epochs()
         self.arrivals, self.switch_arrivals = self._arrivals()
 
-    # Earliest epoch each node can hold (GPU) or receive (switch) the commodity.
     def _earliest(self, c: Commodity) -> dict[int, float]:
+        """Earliest epoch each node can hold (GPU) or receive (switch) the commodity."""
         return epoch_distances(self.topology, self.grid, {n: 0 for n in c.holders})
 
-    # Fewest epochs from each node to the nearest destination (0 at a destination);
-    # A* rounds keep every reachable node (progress counts even short of a destination).
     def _to_go(self, c: Commodity) -> dict[int, float]:
+        """Fewest epochs from each node to the nearest destination (0 at a destination); A* rounds keep every
+        reachable node (progress counts even short of a destination)."""
         if not self.require_demands:
             return {n: 0 for n in self.topology.nodes}
         return epoch_distances(self.topology, self.grid, {d: 0 for d in c.destinations}, reverse=True)
 
-    # Sends that can happen in time and still serve a destination; switch sends need an arrival that epoch.
     def _candidate_sends(self) -> list[Send]:
+        """Sends that can happen in time and still serve a destination; switch sends need an arrival that epoch."""
         topo, grid, horizon = self.topology, self.grid, self.horizon
         sends: list[Send] = []
         for c in self.commodities:
@@ -127,8 +127,9 @@ class TimeExpandedGraph:
                 return kept
             sends = kept
 
-    # Holding variables: a GPU that is not an initial holder, from its earliest epoch to the last useful one.
     def _holding_epochs(self) -> list[NodeEpoch]:
+        """Holding variables: a GPU that is not an initial holder, from its earliest epoch to the last useful
+        one."""
         holds = []
         for c in self.commodities:
             earliest, to_go = self.earliest[c.id], self.to_go[c.id]
@@ -138,8 +139,8 @@ class TimeExpandedGraph:
                 holds.extend((c.id, n, k) for k in range(int(earliest[n]), int(self.horizon - to_go[n]) + 1))
         return holds
 
-    # Which sends land where and when.
     def _arrivals(self):
+        """Which sends land where and when."""
         topo, links = self.topology, self.grid.links
         arrivals: dict[NodeEpoch, list[Send]] = defaultdict(list)
         switch_arrivals: dict[NodeEpoch, list[Send]] = defaultdict(list)

@@ -1,0 +1,192 @@
+"""The frame every timed synthesizer shares: one copy-collective core, the rest built from it.
+
+TACOS, MTEG and TE-CCL each know how to move *copies* (AllGather, Broadcast, ...). Everything
+else is the same for all three and lives here:
+
+- ``dispatch``: AllReduce, a reduction, or a copy collective, chosen by the collective.
+- reductions by time reversal (``ReversalSynthesizer.reduction``): the mirrored copy demand is
+  solved on the reversed fabric and reversed in time (``ccviz.synth.reversal``);
+- AllReduce = ReduceScatter then AllGather (``ReversalSynthesizer.allreduce``), the one split
+  being ``reversal.split_allreduce``;
+- best of seeded restarts under the synthesis ``Budget`` (``best_of_restarts``).
+
+A synthesizer subclasses ``ReversalSynthesizer`` and supplies ``copy`` (its core) and, where its
+budget is not a ``Budget``, ``enter_half``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ccviz.collectives import Collective
+from ccviz.errors import CcvizError
+from ccviz.schedule import Schedule, gc_paused
+from ccviz.synth.budget import Budget
+from ccviz.synth.registry import SynthOptions
+from ccviz.synth.reversal import (
+    concatenate,
+    mirror_collective,
+    reverse_schedule,
+    schedule_end,
+    split_allreduce,
+)
+from ccviz.topology import Topology
+
+S = TypeVar("S")
+R = TypeVar("R")
+STATUS_RANK = {"optimal": 0, "feasible": 1, "time_limit": 2, "heuristic": 3, "infeasible": 4}
+
+
+def dispatch(collective: Collective, copy: Callable[[], S], reduction: Callable[[], S],
+             allreduce: Callable[[], S]) -> S:
+    """Run the builder the collective calls for: AllReduce, a reduction (any reducing demand), or a copy."""
+    if collective.name == "allreduce":
+        return allreduce()
+    if collective.is_reducing:
+        return reduction()
+    return copy()
+
+
+Check = Callable[[float, str, str], bool]  # (fraction of this run, progress detail, how far for an error) -> end now?
+
+
+def check_restarts(restarts: object) -> None:
+    """Refuse a restart count below one run (the best of no runs is no schedule)."""
+    if isinstance(restarts, bool) or not isinstance(restarts, int) or restarts < 1:
+        raise CcvizError(f"restarts: need at least 1 run, got {restarts!r}", "restarts")
+
+
+def best_of_restarts(budget: Budget, algorithm: str, unit: str, restarts: int,
+                     attempt: Callable[[int, Check], R | None], finish_s: Callable[[R], float],
+                     not_started: str) -> tuple[R, int]:
+    """The best of ``restarts`` runs of ``attempt(k, check)`` and how many completed.
+
+    ``attempt`` calls ``check(fraction, detail, reached)`` now and then; it reports progress and returns
+    True when a stop or the time limit should end the run, which then returns None. The best complete
+    run wins (ties to the earliest); with none complete, ``Budget.exhausted`` names how far it got.
+    """
+    check_restarts(restarts)
+    best: R | None = None
+    reached = [not_started]
+    done = 0
+    for k in range(restarts):
+        if budget.ends(done):
+            break
+        incumbent = None if best is None else finish_s(best)
+
+        def check(fraction: float, detail: str, how_far: str, k: int = k, incumbent: float | None = incumbent,
+                  done: int = done) -> bool:
+            reached[0] = how_far
+            budget.report(f"{algorithm} {unit} {k + 1}/{restarts}: {detail}", (k + fraction) / restarts,
+                          incumbent_s=incumbent)
+            return budget.ends(done)
+
+        run = attempt(k, check)
+        if run is None:
+            break
+        done += 1
+        if best is None or finish_s(run) < finish_s(best):
+            best = run
+        budget.report(f"{algorithm} {unit} {k + 1}/{restarts} done", (k + 1) / restarts,
+                      incumbent_s=finish_s(best), force=True)
+    if best is None:
+        raise budget.exhausted(algorithm, reached[0])
+    return best, done
+
+
+@dataclass
+class Forward:
+    """What a copy core returns: the schedule, and for timed paths through switches which arrival each
+    hop out of a switch forwards (``reverse_schedule`` needs it when times alone are ambiguous)."""
+
+    schedule: Schedule
+    feeders: dict[int, int] | None = None
+
+
+class ReversalSynthesizer:
+    """One synthesis: a copy core plus reductions by reversal and AllReduce = ReduceScatter + AllGather.
+
+    Subclasses implement ``copy``; ``mirror_topology`` (which fabric the mirrored copy runs on),
+    ``replay`` (how a forward schedule gets trusted times) and ``enter_half`` (how the budget is shared
+    by AllReduce's halves) have defaults that suit most.
+    """
+
+    name = ""
+
+    def __init__(self, topology: Topology, collective: Collective, options: SynthOptions) -> None:
+        self.topology = topology
+        self.collective = collective
+        self.options = options
+        self.budget = Budget(options)
+
+    def copy(self, topology: Topology, collective: Collective, *, mirrored_from: Topology | None = None,
+             start_s: float = 0.0) -> Forward:
+        """The core: a schedule of a copy collective. ``mirrored_from``: the real fabric when ``topology``
+        is its reversal (a reduction's mirror); ``start_s``: when the AllGather half of an AllReduce may start."""
+        raise NotImplementedError
+
+    def synthesize(self) -> Schedule:
+        """Registry entry: copies by the core, reductions by reversal, AllReduce as RS then AG."""
+        return dispatch(self.collective, lambda: self.copy_only(self.topology, self.collective),
+                        lambda: self.reduction(self.topology, self.collective),
+                        lambda: self.allreduce(self.topology, self.collective))
+
+    def copy_only(self, topology: Topology, collective: Collective) -> Schedule:
+        """A copy collective asked for by itself."""
+        return self.copy(topology, collective).schedule
+
+    def mirror_topology(self, topology: Topology) -> Topology:
+        """The fabric the mirrored copy demand runs on: every link reversed."""
+        return topology.reversed()
+
+    def replay(self, schedule: Schedule) -> Schedule:
+        """The forward schedule timed and checked by the simulator (the core's own output must replay)."""
+        from ccviz.simulate import simulate  # numpy loads on first use: `ccviz list` stays instant
+
+        timeline = simulate(schedule)
+        if not timeline.verified:
+            raise CcvizError(f"{self.name}: forward schedule failed verification: {timeline.violations[0].message}",
+                             self.name)
+        return timeline.schedule
+
+    def enter_half(self, half: int) -> None:
+        """Share the budget: AllReduce's ReduceScatter half gets progress 0..0.5, the AllGather half
+        0.5..1 and always completes its first run (see ``ccviz.synth.budget``)."""
+        self.budget.phase(0.5 * half, 0.5 * (half + 1), finish_first=half == 1)
+
+    def reduction(self, topology: Topology, collective: Collective) -> Schedule:
+        """ReduceScatter / Reduce: the mirrored copy demand on the reversed fabric, reversed in time."""
+        forward = self.copy(self.mirror_topology(topology), mirror_collective(collective), mirrored_from=topology)
+        timed = self.replay(forward.schedule)
+        with gc_paused():
+            schedule = reverse_schedule(timed, topology, collective, forward.feeders)
+        self.carry(schedule, forward.schedule)
+        return schedule
+
+    def carry(self, reduction: Schedule, forward: Schedule) -> None:
+        """What a reduction keeps of its forward schedule: the solver's gap and epoch grid."""
+        reduction.mip_gap = forward.mip_gap
+        reduction.epoch_s, reduction.epochs = forward.epoch_s, forward.epochs
+
+    def allreduce(self, topology: Topology, collective: Collective) -> Schedule:
+        """AllReduce = ReduceScatter into each chunk's owner, then AllGather from it once the first half ends."""
+        reduce_part, gather_part = split_allreduce(collective)
+        self.enter_half(0)
+        rs = self.reduction(topology, reduce_part)
+        self.enter_half(1)
+        ag = self.replay(self.copy(topology, gather_part, start_s=schedule_end(rs)).schedule)
+        schedule = concatenate(rs, ag, collective)
+        self.combine(schedule, rs, ag)
+        return schedule
+
+    def combine(self, allreduce: Schedule, rs: Schedule, ag: Schedule) -> None:
+        """The AllReduce's notes, status (the worse half's), gap and epochs from its two halves."""
+        allreduce.notes = list(dict.fromkeys([*allreduce.notes, *ag.notes]))
+        allreduce.status = max(rs.status, ag.status, key=STATUS_RANK.__getitem__)
+        gaps = [g for g in (rs.mip_gap, ag.mip_gap) if g is not None]
+        allreduce.mip_gap = max(gaps) if gaps else None
+        allreduce.epoch_s = ag.epoch_s
+        if rs.epochs is not None or ag.epochs is not None:
+            allreduce.epochs = (rs.epochs or 0) + (ag.epochs or 0)
