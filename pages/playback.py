@@ -31,7 +31,7 @@ windows = entry.figure("windows", lambda: frame_windows(timeline))
 frame = timeline.transfers_frame()
 coll = timeline.collective
 st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_bytes)} over {coll.n_ranks} GPUs "
-           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {ui.plural(len(windows), 'frame')}")
+           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {ui.plural(len(windows), 'time window')}")
 
 
 def transfers_table(rows: pd.DataFrame) -> None:
