@@ -33,6 +33,7 @@ import networkx as nx
 from ccviz.collectives import Collective, make_collective
 from ccviz.errors import CcvizError
 from ccviz.msccl import Execution, Program, execute, load_program, parse_program
+from ccviz.physics import LaneBook, link_costs
 from ccviz.schedule import Schedule, Transfer
 from ccviz.topology import Topology
 
@@ -132,7 +133,8 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
             signal[(g, tb.id, k)] = nxt
     end: dict[tuple[int, int, int], float] = {}  # (gpu, tb, position) -> time
     arrival_of: dict[int, float] = {}
-    link_free: dict[tuple[int, int], float] = defaultdict(float)
+    costs = link_costs(topo, chunk_bytes)
+    lanes = LaneBook()
     pc = [0] * len(tbs)
     transfers: list[Transfer] = []
 
@@ -179,17 +181,16 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
         if m is not None:
             path = paths[id(m)]
             hops = list(zip(path, path[1:], strict=False))
+            offsets = accumulate((costs[h].delay for h in hops), initial=0.0)
+            booking = [(h, costs[h].lanes, offset) for h, offset in zip(hops, offsets, strict=False)]
             last_arrival = ready
             for j, value in enumerate(m.values):
                 chunk = chunk_of(value, m)
-                # Cut-through: a switch forwards what arrives at once, so the whole path is booked from the
-                # first moment every hop finds its link free when the chunk gets there.
-                offsets = list(accumulate((topo.arrival_delay(a, b, chunk_bytes) for a, b in hops), initial=0.0))
-                t = max(ready, *(link_free[h] - off for h, off in zip(hops, offsets, strict=False)))
+                t = lanes.earliest_start(ready, booking)  # switches on the path forward on arrival
                 for hop, (a, b) in enumerate(hops):
                     start = t
-                    link_free[(a, b)] = start + topo.occupancy(a, b, chunk_bytes)
-                    t = start + topo.arrival_delay(a, b, chunk_bytes)
+                    lanes.occupy((a, b), costs[(a, b)].lanes, start, costs[(a, b)].busy)
+                    t = start + costs[(a, b)].delay
                     op = "reduce" if (m.reduce and hop == len(hops) - 1) else "copy"
                     transfers.append(Transfer(chunk, a, b, start, t, op, float(m.level)))
                     if hop == 0 and j == 0:
@@ -336,7 +337,8 @@ def import_teccl(data: dict[str, Any], topology: Topology | str, size_bytes: flo
     coll, chunk_of = _teccl_collective(topo, flows, demands, size_bytes, name)
     transfers = []
     sent: dict[tuple, float] = {}  # (chunk, u, v, epoch) -> arrival: a copy switch fans out one arrival
-    link_free: dict[tuple[int, int], float] = defaultdict(float)
+    costs = link_costs(topo, coll.chunk_bytes)
+    lanes = LaneBook()
     for chunk, src, path, ep in sorted(flows, key=lambda f: f[3]):
         cid = chunk_of[(src, chunk)]
         start = ep * epoch
@@ -344,9 +346,10 @@ def import_teccl(data: dict[str, Any], topology: Topology | str, size_bytes: flo
             key = (cid, u, v, ep)
             if key not in sent:
                 # Several chunks in one epoch share a link one after another (TE-CCL's capacity per epoch).
-                begin = max(start, link_free[(u, v)])
-                link_free[(u, v)] = begin + topo.occupancy(u, v, coll.chunk_bytes)
-                sent[key] = begin + topo.arrival_delay(u, v, coll.chunk_bytes)
+                cost = costs[(u, v)]
+                begin = max(start, lanes.free_at((u, v), cost.lanes))
+                lanes.occupy((u, v), cost.lanes, begin, cost.busy)
+                sent[key] = begin + cost.delay
                 transfers.append(Transfer(cid, u, v, begin, sent[key], "copy", float(ep)))
             start = sent[key]  # a hop out of a switch leaves as the chunk arrives there
     finish = data.get("4-Collective_Finish_Time")

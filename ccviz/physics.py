@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from ccviz.errors import CcvizError
@@ -90,6 +91,15 @@ class LaneBook:
         if lanes == 1:
             return self.free.get(key, 0.0)
         return min(self.free.setdefault(key, [0.0] * lanes))
+
+    def earliest_start(self, ready: float, hops: Iterable[tuple[tuple[int, int], int, float]]) -> float:
+        """The first moment from ``ready`` at which every hop (link, lanes, its start's offset from the first
+        hop's start) finds its link free when the chunk gets there: how a chunk crosses bufferless switches
+        in one go (forwarded on arrival, never held)."""
+        start = ready
+        for key, lanes, offset in hops:
+            start = max(start, self.free_at(key, lanes) - offset)
+        return start
 
     def occupy(self, key: tuple[int, int], lanes: int, start: float, busy: float) -> None:
         """Book the earliest-free lane from ``start`` for ``busy`` seconds."""

@@ -235,12 +235,8 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
         if epoch and math.floor(step + EPOCH_EPS) * epoch > ready:  # epoch-synchronous: wait for the epoch to open
             ready = math.floor(step + EPOCH_EPS) * epoch
         chain = _chain(i, forwards, transfers, costs)
-        start = ready
-        for j, offset in chain:  # the first moment every hop finds its link free when the chunk gets there
-            t = transfers[j]
-            cost = costs.get((t.src, t.dst))
-            if cost is not None:
-                start = max(start, lanes.free_at((t.src, t.dst), cost.lanes) - offset)
+        hops = [((transfers[j].src, transfers[j].dst), offset) for j, offset in chain]
+        start = lanes.earliest_start(ready, [(key, costs[key].lanes, offset) for key, offset in hops if key in costs])
         arrival_at: dict[int, float] = {}
         for j, _ in chain:
             t = transfers[j]
