@@ -577,34 +577,30 @@ class _Verifier:
         return {}
 
     def _take_from_switch(self, i: int, t: Transfer, tokens: dict) -> int:
-        """A switch forwards an arrival: once if it cannot copy, any number of times if it can."""
+        """A switch forwards an arrival: each once if it cannot copy, any number of times if it can.
+
+        One rule for both: among the arrivals it may still forward, the one of this very instant not
+        forwarded yet (arrivals at one instant may carry different partials of a reduction); else one of
+        this instant again (a copy: multicast); else a held one (the holding is reported unless the
+        switch has a buffer): the latest copy on a copy switch, the earliest in the queue on one that
+        forwards each arrival once.
+        """
         queue = tokens.get((t.src, t.chunk))
         if not queue:
             self._flag_not_held(i, t)
             return 0
         node = self.topo.nodes[t.src]
-        if node.copy:
-            # The latest arrival; among arrivals at this very instant, one not forwarded yet (they may
-            # carry different partials of a reduction), else any of them (a multicast).
-            start = float(self.start[i])
-            now = [tk for tk in queue if abs(tk[2] - start) <= tol(start)]
-            token = next((tk for tk in now if not tk[1]), now[-1] if now else queue[-1])
-            token[1] = True
-        else:
-            # The arrival at this very instant (what a bufferless switch forwards), else the earliest one not
-            # forwarded yet (holding it is then reported, unless the switch has a buffer).
-            start = float(self.start[i])
-            unused = [tk for tk in queue if not tk[1]]
-            token = next((tk for tk in unused if abs(tk[2] - start) <= tol(start)), unused[0] if unused else None)
-            if token is None:
-                self.flag(
-                    "switch_copy",
-                    f"transfer #{i}: switch {t.src} cannot copy, and every arrival of chunk {t.chunk} at it "
-                    "has already been forwarded",
-                    i,
-                )
-                return 0
-            token[1] = True
+        forwardable = queue if node.copy else [tk for tk in queue if not tk[1]]
+        if not forwardable:
+            self.flag("switch_copy", f"transfer #{i}: switch {t.src} cannot copy, and every arrival of chunk "
+                      f"{t.chunk} at it has already been forwarded", i)
+            return 0
+        start = float(self.start[i])
+        now = [tk for tk in forwardable if abs(tk[2] - start) <= tol(start)]
+        token = next((tk for tk in now if not tk[1]), None)
+        if token is None:
+            token = (now or forwardable)[-1 if node.copy else 0]
+        token[1] = True
         self.check_switch_forwards_on_arrival(i, t, node, token[2])
         return token[0]
 
