@@ -158,7 +158,7 @@ def assign_times(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, Columns] |
     """Start and arrival of every transfer of an untimed schedule (as the reference computes them) and
     the columns they were computed from, or None when the fast path does not model the schedule."""
     transfers = schedule.transfers
-    if list(map(itemgetter(3), transfers)).count(None) != len(transfers):
+    if not transfers or transfers[0][3] is not None or set(map(itemgetter(3), transfers)) != {None}:
         return None  # timed or mixed: the reference decides
     c = _Columns(schedule, timed=False)
     if not c.ok or RELAY in c.columns.ops or (c.delay[c.link] <= 0).any():
@@ -171,32 +171,36 @@ def assign_times(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, Columns] |
     epoch = _epoch_release(schedule)
     (read_key, write_key), size = _dense_keys(c.key_span * c.n_chunks, c.src * c.n_chunks + c.chunk,
                                               c.dst * c.n_chunks + c.chunk)
+    # Everything in step order, so that a step group is a slice
+    link, read_key, write_key = c.link[order], read_key[order], write_key[order]
+    occupancy, delay = c.occupancy[link], c.delay[link]
     available = np.zeros(size)  # latest arrival of an earlier step per (node, chunk)
     link_free = np.zeros(len(c.occupancy))
     start = np.empty(c.n)
     arrival = np.empty(c.n)
-    bounds = np.concatenate(([0], cuts, [c.n]))
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        group = order[a:b]
-        ready = available[read_key[group]]
+    bounds = np.concatenate(([0], cuts, [c.n])).tolist()
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        ready = available[read_key[a:b]]
         if epoch:
             opens = np.floor(steps[a] + EPOCH_EPS) * epoch
             ready = np.where(opens > ready, opens, ready)
-        for part, part_ready in _rounds(group, ready, c.link):
-            lk = c.link[part]
+        for part, part_ready in _rounds(a, b, ready, link):
+            lk = link[part]
             s = np.maximum(part_ready, link_free[lk])
-            link_free[lk] = s + c.occupancy[lk]
+            link_free[lk] = s + occupancy[part]
             start[part] = s
-            arrival[part] = s + c.delay[lk]
-        np.maximum.at(available, write_key[group], arrival[group])
+            arrival[part] = s + delay[part]
+        np.maximum.at(available, write_key[a:b], arrival[a:b])
+    start[order], arrival[order] = start.copy(), arrival.copy()  # back to the schedule's order
     return start, arrival, c.columns
 
 
-def _rounds(group: np.ndarray, ready: np.ndarray, link: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """A step group split so that no link appears twice in a part; the k-th use of a link is in part k."""
-    lk = link[group]
+def _rounds(a: int, b: int, ready: np.ndarray, link: np.ndarray) -> Iterator[tuple[slice | np.ndarray, np.ndarray]]:
+    """The step group ``a:b`` split so that no link appears twice in a part; the k-th use of a link is in
+    part k (a slice when every link appears once, else positions)."""
+    lk = link[a:b]
     if np.bincount(lk).max() <= 1:
-        yield group, ready
+        yield slice(a, b), ready
         return
     by_link = np.argsort(lk, kind="stable")
     sorted_lk = lk[by_link]
@@ -206,7 +210,7 @@ def _rounds(group: np.ndarray, ready: np.ndarray, link: np.ndarray) -> Iterator[
     use[by_link] = np.arange(len(lk)) - run_start
     for k in range(int(use.max()) + 1):
         mask = use == k
-        yield group[mask], ready[mask]
+        yield a + np.flatnonzero(mask), ready[mask]
 
 
 def _dense_keys(span: int, *keys: np.ndarray) -> tuple[list[np.ndarray], int]:
