@@ -264,20 +264,23 @@ def _arrival_rows(topology: Topology, sources: list[int], delay: dict[tuple[int,
     for n in nodes:
         for j, link in enumerate(topology.in_links[n]):
             feeders[index[n], j] = index[link.src]
-    reached = np.zeros((len(sources), len(nodes) + 1), dtype=bool)
-    reached[np.arange(len(sources)), [index[p] for p in sources]] = True
-    hops = np.where(reached[:, :-1], 0, -1)
+    # reached[node, source]: one row per node, so that a node's in-neighbours are whole rows to OR in
+    reached = np.zeros((len(nodes) + 1, len(sources)), dtype=bool)
+    reached[[index[p] for p in sources], np.arange(len(sources))] = True
+    hops = np.where(reached[:-1], 0, -1)
     level, t, times = 0, 0.0, [0.0]
     while True:
-        grown = reached[:, :-1] | reached[:, feeders].any(axis=2)
-        new = grown & ~reached[:, :-1]
+        grown = reached[:-1].copy()
+        for column in feeders.T:
+            grown |= reached[column]
+        new = grown & ~reached[:-1]
         if not new.any():
             break
         level, t = level + 1, t + w
         times.append(t)
         hops[new] = level
-        reached[:, :-1] = grown
-    table = np.append(np.array(times), math.inf)[hops]  # hop count -1 (unreached) -> inf
+        reached[:-1] = grown
+    table = np.append(np.array(times), math.inf)[hops.T]  # hop count -1 (unreached) -> inf
     return {p: dict(zip(nodes, row, strict=True)) for p, row in zip(sources, table.tolist(), strict=True)}
 
 
