@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from functools import cached_property
-from itertools import chain
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -260,7 +259,8 @@ def verify(schedule: Schedule) -> Timeline | None:
     at_start = np.zeros(size, dtype=bool)
     at_start[pre] = True
     # A sender holds what it sends if it started with it or its first arrival lands by the send.
-    if not (at_start[sent] | (earliest[sent] <= start + ABS_TOL + REL_TOL * start)).all():
+    late = np.flatnonzero(earliest[sent] > start + ABS_TOL + REL_TOL * start)
+    if not at_start[sent[late]].all():
         return None
     # Each (chunk, post rank) completes at 0 if it held the chunk from the start, else at its first arrival.
     completed = np.where(at_start[post], 0.0, earliest[post])
@@ -272,11 +272,16 @@ def verify(schedule: Schedule) -> Timeline | None:
 
 
 def _members(chunks: list, side: str) -> tuple[np.ndarray, np.ndarray]:
-    """Every (chunk id, rank) of the chunks' ``pre`` or ``post`` sets, as two arrays (in set order)."""
+    """Every (chunk id, rank) of the chunks' ``pre`` or ``post`` sets, as two arrays (in set order).
+    Chunks often share one set object (every rank of an AllGather): each is read once."""
     sets = [getattr(ch, side) for ch in chunks]
+    read: dict[int, np.ndarray] = {}
+    for members in sets:
+        if id(members) not in read:
+            read[id(members)] = np.fromiter(members, dtype=np.int64, count=len(members))
     sizes = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
     chunk = np.repeat(np.fromiter((ch.id for ch in chunks), dtype=np.int64, count=len(chunks)), sizes)
-    rank = np.fromiter(chain.from_iterable(sets), dtype=np.int64, count=int(sizes.sum()))
+    rank = np.concatenate([read[id(members)] for members in sets]) if sets else np.zeros(0, dtype=np.int64)
     return chunk, rank
 
 
