@@ -505,6 +505,10 @@ class Mteg(ReversalSynthesizer):
         return Forward(mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed,
                                      switch_copy=mirrored_from is None, budget=self.budget))
 
+    def mirror_solves_gather(self, topology: Topology) -> bool:
+        """The mirror differs only in forbidding multicast at switches: the same problem when none can copy."""
+        return not any(node.copy for node in topology.nodes.values() if node.is_switch)
+
 
 def synthesize_mteg(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """Registry entry: copies directly, reductions by reversal, AllReduce as RS then AG."""

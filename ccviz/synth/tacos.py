@@ -532,6 +532,10 @@ class Tacos(ReversalSynthesizer):
         run, done = best_copy_run(topology, collective, self.options, start_s, self.budget)
         return Forward(as_schedule(topology, collective, run, self.options, done, self.budget), run.feeders)
 
+    def mirror_solves_gather(self, topology: Topology) -> bool:
+        """The matching ignores ``mirrored_from``: a reduction's mirror on a self-reverse fabric is the AllGather."""
+        return True
+
     def replay(self, schedule: Schedule) -> Schedule:
         """Matching runs are timed by TACOS's own link model (the simulator judges the final schedule)."""
         return schedule
