@@ -316,3 +316,15 @@ def test_restarts_in_parallel_processes_keep_the_sequential_answer() -> None:
     assert simulate(parallel).verified
     with pytest.raises(CcvizError, match="workers"):
         synthesize(topology, coll, "tacos", SynthOptions(extra={"workers": 0}))
+
+
+def test_switched_routes_come_from_the_shared_search_with_fewest_hops_on_ties() -> None:
+    """Under switch_hop='free' a hop out of a switch costs nothing, so 0->2->3 and 0->2->1->3 land together;
+    the route is the one with fewer hops (it books fewer links), though switch 1 < 2 would win a tie by id."""
+    nodes = [Node(0), Node(1, "switch"), Node(2, "switch"), Node(3)]
+    pairs = [(0, 2), (2, 3), (2, 1), (1, 3), (3, 2), (2, 0), (1, 2), (3, 1)]
+    topology = Topology("tie", nodes, [Link(u, v, 50.0, 1.0) for u, v in pairs], switch_hop="free")
+    routes = build_routes(topology, 1e6, "arrival")
+    by_pair = {(h[0][0], h[-1][1]): h for h in routes.hops}
+    assert by_pair[(0, 3)] == ((0, 2), (2, 3))
+    assert by_pair[(3, 0)] in (((3, 2), (2, 0)), ((3, 1), (1, 2), (2, 0)))  # 3->1 and 3->2 cost the same
