@@ -193,6 +193,7 @@ class SteinerSearch:
         self.planner = planner
         self.tree = MulticastTree(chunk, dict.fromkeys(holders, 0))
         self.uncovered = set(terminals) - set(self.tree.gpu_slot)
+        self.frontier = dict.fromkeys(self.tree.gpu_slot)  # tree GPUs that may still have a move, in tree order
 
     def grow(self) -> MulticastTree:
         """Add paths until every terminal holds the chunk."""
@@ -221,11 +222,15 @@ class SteinerSearch:
         planner = self.planner
         heap: list[tuple[int, int, Key, Key | None, Hop | None]] = []
         covered, direct = self.tree.gpu_slot, planner.direct_neighbours
-        for gpu, slot in covered.items():
+        spent = []
+        for gpu in self.frontier:
             near = direct[gpu]
             if near is not None and all(n in covered for n in near):
-                continue  # every neighbour holds the chunk: no move from here
-            heap.append((slot, len(heap), (gpu, -1), None, None))
+                spent.append(gpu)  # every neighbour holds the chunk: no move from here, now or later
+                continue
+            heap.append((covered[gpu], len(heap), (gpu, -1), None, None))
+        for gpu in spent:
+            del self.frontier[gpu]
         for state in self.tree.switch_slots:
             heap.append((state[1], len(heap), state, None, None))
         counter = len(heap)
@@ -308,6 +313,8 @@ class SteinerSearch:
                     tree.switch_slots.add((dst, depart + planner.delay(edge)))
                 previous = edge
             if hop.arrival < tree.gpu_slot.get(hop.dst, math.inf):
+                if hop.dst not in tree.gpu_slot:
+                    self.frontier[hop.dst] = None
                 tree.gpu_slot[hop.dst] = hop.arrival
 
     def _feeder_of(self, src: int, depart: int) -> Edge | None:
