@@ -269,6 +269,7 @@ def size_bound(topology: Topology, collective: str, size: float, chunks: int = 1
 
 
 def _seconds(bound: cost.LowerBound | None) -> float:
+    """A bound in seconds for the table (NaN where none could be computed)."""
     return math.nan if bound is None else float(bound.time_s)
 
 
@@ -290,6 +291,7 @@ def not_run_because(why: str, rows: Iterable[dict], total: int) -> str:
 
 
 def _base(topology, collective, algorithm, size, bound_s, root: int | None = None) -> dict:
+    """The columns every row has, run or not: the bound, the fabric's limit and the textbook formula."""
     formula_s = formula_time(collective, algorithm, topology, size)
     try:
         limit = limit_or_none(topology, collective, size, root)

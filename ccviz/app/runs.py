@@ -115,10 +115,12 @@ _REPRODUCED = LruCache(2 * 66)  # published rows (two time limits' worth of the 
 
 
 def cached(request: RunRequest) -> CachedRun | None:
+    """The finished run of this request, if one is still in the cache."""
     return _RUNS.get(request)
 
 
 def cached_row(key: tuple) -> dict | None:
+    """A Compare row finished earlier (``SweepRequest.row_key``), if still in the cache."""
     return _ROWS.get(key)
 
 
@@ -202,9 +204,11 @@ class SweepRequest:
     epoch: str | float = "fastest"  # TE-CCL's epoch (the other algorithms ignore it)
 
     def points(self) -> list[Point]:
+        """(size, algorithm) of every row, in table order."""
         return points(self.algorithms, self.sizes)
 
     def row_key(self, size: float, algorithm: str) -> tuple:
+        """What one row's result depends on: its cache key."""
         return (self.topology_json, self.collective, algorithm, float(size), self.chunks, self.root, self.time_limit,
                 self.epoch)
 
@@ -244,6 +248,7 @@ class SweepJob(BackgroundJob):
         return any(row.get("status") == "skipped" for row in self.rows)
 
     def table(self) -> pd.DataFrame:
+        """The rows so far as the Compare table, in table order."""
         return table(self.rows, self.request.algorithms, self.request.sizes)
 
     def status_line(self) -> str:
@@ -330,6 +335,7 @@ def engine_for(request: SweepRequest, topology: Topology, scheduler: str | None 
 
 
 def engine_label(engine: str, scheduler: str | None = None) -> str:
+    """Where a sweep runs, in words for the status line."""
     if engine == "scheduler":
         return f"on the Dask cluster at {scheduler}"
     if engine == "local cluster":
