@@ -134,18 +134,19 @@ def compare(
         if on_row is not None:
             on_row(row)
 
+    known = known or {}
     for point in wanted:
-        if known and point in known:
+        if point in known:
             add(known[point])
-    todo = [point for point in wanted if not (known and point in known)]
-    sweep = _Sweep(topology, collective, chunks, root, options, stop, deadline, add, on_solver_progress)
-    if todo and not sweep.ended():
+    todo = [point for point in wanted if point not in known]
+    runner = _Sweep(topology, collective, chunks, root, options, stop, deadline, add, on_solver_progress)
+    if todo and not runner.ended():
         if client is None:
-            sweep.run_here(todo, len(wanted), on_progress)
+            runner.run_here(todo, len(wanted), on_progress)
         else:
-            sweep.run_on(client, algorithms, sizes, set(wanted) - set(todo), on_progress)
-    for row in skipped_rest(topology, collective, algorithms, sizes, rows, sweep.ended() or "the sweep ended early",
-                            sweep.bounds):
+            runner.run_on(client, algorithms, sizes, set(known), on_progress)
+    why = runner.ended() or "the sweep ended early"
+    for row in skipped_rest(topology, collective, algorithms, sizes, rows, why, runner.bounds):
         add(row)
     return table(rows, algorithms, sizes)
 
