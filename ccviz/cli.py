@@ -81,6 +81,22 @@ def _finite(obj: Any) -> Any:
 
 MAX_RESTARTS = 10_000
 
+def option_line(o: dict[str, Any]) -> str:
+    """One algorithm option in ``ccviz list``: name=values (default) and what it means."""
+    low, high = o["minimum"], o["maximum"]
+    if o["choices"]:
+        values = "|".join(o["choices"])
+    elif low is not None and high is not None:
+        values = f"{o['type']} {low:g}..{high:g}"
+    else:
+        values = o["type"] + (f" >= {low:g}" if low is not None else "") + (f" <= {high:g}" if high is not None else "")
+    if o["automatic"]:
+        values += "|auto"
+    default = o["default"]
+    default = "auto" if default is None else str(default).lower() if isinstance(default, bool) else default
+    return f"{o['name']}={values} (default {default}): {o['meaning']}"
+
+
 # ---------------------------------------------------------------------- commands
 def cmd_synth(args: argparse.Namespace) -> int:
     from ccviz.loading import load_topology
@@ -186,7 +202,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     listing = {
         "algorithms": [
             {"name": a.name, "kind": a.kind, "collectives": sorted(a.collectives & set(COLLECTIVES)),
-             "description": a.description}
+             "description": a.description, "options_used": list(a.options_used),
+             "options": [spec.as_dict() for spec in a.options.specs()]}
             for a in sorted(REGISTRY.values(), key=lambda a: a.name)
         ],
         "collectives": list(COLLECTIVES),
@@ -203,6 +220,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for a in listing["algorithms"]:
         print(f"  {a['name']:<14} {a['kind']:<10} {a['description']}")
         print(f"  {'':<14} {'':<10} collectives: {', '.join(a['collectives'])}")
+        for o in a["options"]:
+            print(f"  {'':<14} {'':<10} --opt {option_line(o)}")
     print("\nCollectives: " + ", ".join(listing["collectives"]))
     print("\nTopology builders (TOPOLOGY = name[:key=value,...] or a JSON/YAML file):")
     for b in listing["topology_builders"]:
