@@ -124,7 +124,7 @@ def option_inputs(algorithm: Algorithm, key: str) -> dict[str, Any]:
 def algorithm_option_input(spec: OptionSpec, key: str) -> Any:
     """The widget an option's declaration asks for: a selectbox for choices (and for a yes/no that may be
     automatic), a checkbox for yes/no, a number input for numbers (0 = automatic where it may be)."""
-    label, help_text = spec.name.replace("_", " "), spec.meaning
+    label, help_text = spec.name.replace("_", " "), f"{spec.meaning} (CLI: `--opt {spec.name}=...`)"
     if spec.choices:
         return st.selectbox(label, spec.choices, index=spec.choices.index(spec.default), key=key, help=help_text)
     if spec.kind is bool and spec.automatic:
