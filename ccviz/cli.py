@@ -37,7 +37,8 @@ def parse_extra(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise CcvizError(f"--opt: {item!r} should be key=value, e.g. --opt switch_degree=2", "opt")
+            raise CcvizError(f"--opt: {item!r} should be key=value, e.g. --opt pick=random (`ccviz list` shows each algorithm's)",
+                              "opt")
         try:
             extra[key.strip()] = json.loads(value, parse_constant=str)
         except json.JSONDecodeError:
@@ -438,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--gap", type=float, default=None, help="stop at this relative MIP gap (0.3 = early stop)")
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--restarts", type=int, default=1, help="randomized algorithms: keep the best of R runs")
-    s.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="algorithm-specific option")
+    s.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="an algorithm's own option, e.g. --opt pick=random (each algorithm's are in `ccviz list`)")
     s.add_argument("--out", help="write the simulated schedule as JSON")
     s.add_argument("--msccl", help="write the schedule as MSCCL XML")
     s.add_argument("--progress", action="store_true", help="print solver progress on stderr")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 
@@ -108,7 +109,7 @@ def test_allreduce_halves_share_forestcolls_tree_count():
 
 def test_listed_algorithms_load_their_code_on_first_use_and_third_party_callables_still_register(monkeypatch):
     assert isinstance(REGISTRY["tacos"].synthesize, LazyFunction)
-    assert REGISTRY["tacos"].synthesize.resolve() is __import__("ccviz.synth.tacos").synth.tacos.synthesize_tacos
+    assert REGISTRY["tacos"].synthesize.resolve() is importlib.import_module("ccviz.synth.tacos").synthesize_tacos
     calls = []
 
     def mine(topology, collective, options):
