@@ -35,7 +35,7 @@ from ccviz.simulate import simulate
 from ccviz.synth.catalog import TecclAstarOptions
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
-from ccviz.synth.teccl.extract import USED, Hop
+from ccviz.synth.teccl.extract import USED, Hop, landings
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.solve import HIGHS_THREADS
 from ccviz.synth.teccl.synthesizer import EpochPlan, EpochProblem, EpochSolver, plan_schedule
@@ -406,14 +406,8 @@ class _RoundModel:
 
     def extract(self, values: np.ndarray) -> tuple[list[Key], bool]:
         """The used sends that feed a GPU's first arrival (and the switch hops feeding them); all met?"""
-        topo, links = self.topo, self.grid.links
-        used = [s for s, col in self.sends.items() if values[col] > USED]
-        landing: dict[tuple[int, int], list[tuple[int, Key]]] = defaultdict(list)
-        for s in used:
-            c, i, j, k = s
-            landing[(c, j)].append((k + links[(i, j)].offset, s))
-        for arrivals in landing.values():
-            arrivals.sort()
+        topo = self.topo
+        landing = landings(self.grid.links, [s for s, col in self.sends.items() if values[col] > USED])
         kept: set[Key] = set()
         spent: set[Key] = set()
 
