@@ -204,6 +204,16 @@ def test_the_command_line_starts_without_heavy_libraries(code):
     assert not loaded & set(HEAVY), f"{code!r} imported {sorted(loaded & set(HEAVY))}"
 
 
+@pytest.mark.parametrize("code", [
+    "from ccviz.cli import main; main(['list'])",
+    "from ccviz.cli import main; main(['list', '--json'])",
+])
+def test_listing_algorithms_and_their_options_loads_no_array_or_graph_library(code):
+    """The catalog names each synthesizer's code; only a synthesis imports it (and numpy, networkx)."""
+    loaded = _modules_after(code)
+    assert not loaded & {*HEAVY, "numpy", "networkx"}, f"{code!r} imported {sorted(loaded & {*HEAVY, 'numpy', 'networkx'})}"
+
+
 # Streamlit and streamlit-flow made unimportable (a None entry in sys.modules makes `import` raise).
 WITHOUT_APP = "import sys\nfor name in ('streamlit', 'streamlit_flow'):\n    sys.modules[name] = None\n"
 
