@@ -538,6 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ccviz: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (`ccviz list | head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 1
     except Exception as exc:  # last resort: one line, never a traceback
         if os.environ.get("CCVIZ_DEBUG"):
             raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -259,3 +260,16 @@ def test_lazy_package_keeps_its_public_api():
 def test_a_submodule_import_does_not_shadow_the_function_of_the_same_name():
     probe = "import ccviz.simulate, ccviz; assert callable(ccviz.simulate), ccviz.simulate; print('ok')"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "ok"
+
+
+def test_a_reader_that_leaves_early_gets_no_error_line():
+    """`ccviz list | head -1`: the pipe closes before the listing ends; ccviz stops without a word on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has already left: every write meets a closed pipe
+    try:
+        done = subprocess.run([sys.executable, "-m", "ccviz.cli", "list"], stdout=write_end,
+                              capture_output=False, stderr=subprocess.PIPE, cwd=ROOT, timeout=60)
+    finally:
+        os.close(write_end)
+    assert done.stderr == b"", done.stderr.decode()
+    assert done.returncode == 1
