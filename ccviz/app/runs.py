@@ -63,7 +63,7 @@ class RunRequest:
 
     def synth_options(self, progress: Callable[[Progress], None] | None = None,
                       stop: threading.Event | None = None) -> SynthOptions:
-        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra"}
+        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options"}
         opts = dict(self.options)
         extra = {k: v for k, v in opts.items() if k not in known}
         return SynthOptions(**{k: v for k, v in opts.items() if k in known}, extra=extra,

@@ -72,14 +72,12 @@ from ccviz.physics import epoch_cost, epoch_length
 from ccviz.routing import earliest_arrivals
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.budget import Budget
+from ccviz.synth.catalog import MtegOptions
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
-from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Link, Topology
 from ccviz.units import us_text
 
-GROWTHS = ("interleaved", "sequential")
-GROWTH_MEANING = ("'interleaved' grows all trees together in time order (the tree furthest behind first), "
-                  "'sequential' builds one tree after another as in the paper")
 Key = tuple[int, int]  # a time-expanded state: (node, slot); GPUs use slot -1 (they store)
 Edge = tuple[int, int, int]  # a transmission: (src, dst, departure slot)
 
@@ -535,8 +533,7 @@ def mteg_schedule(
     slot_s = slot_length(topology, collective.chunk_bytes, epoch_s)
     budget = budget or Budget(SynthOptions())
     rng = random.Random(seed)
-    if growth not in GROWTHS:
-        raise CcvizError(f"growth: {growth!r} is not one of {', '.join(GROWTHS)}; {GROWTH_MEANING}", "growth")
+    growth = MtegOptions.parse({"growth": growth}, "mteg").growth  # the --opt check, for library callers too
 
     def attempt(k: int, check: Check) -> list[MulticastTree] | None:
         order = multicast_order(collective, rng if k else None)
@@ -577,7 +574,7 @@ class Mteg(ReversalSynthesizer):
              start_s: float = 0.0) -> Forward:
         """The best MTEG plan of ``options.restarts`` source orders, untimed (the simulator times it)."""
         options = self.options
-        growth = options.choice("growth", "interleaved", GROWTHS, GROWTH_MEANING)
+        growth = options.settings(MtegOptions).growth
         return Forward(mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed,
                                      switch_copy=mirrored_from is None, budget=self.budget, growth=growth))
 
@@ -592,16 +589,3 @@ def synthesize_mteg(topology: Topology, collective: Collective, options: SynthOp
     schedule = Mteg(topology, collective, options).synthesize()
     schedule.synth_time_s = time.perf_counter() - t0
     return schedule
-
-
-register(Algorithm(
-    "mteg",
-    synthesize_mteg,
-    frozenset({"allgather", "broadcast", "gather", "scatter", "alltoall", "custom", "reducescatter", "reduce",
-               "allreduce"}),
-    "Multicast time-expanded graph: one Steiner tree (Takahashi-Matsuyama) per chunk in a slotted "
-    "time-expanded graph, links reserved tree by tree",
-    kind="heuristic",
-    options_used=("epoch", "restarts", "seed", "time_limit", "progress", "stop"),
-    extra_keys=("growth",),
-))
