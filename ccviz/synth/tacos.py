@@ -30,6 +30,7 @@ time; AllReduce is ReduceScatter then AllGather.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable
@@ -38,15 +39,14 @@ from dataclasses import dataclass, field
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.physics import LinkCost, link_costs
+from ccviz.routing import earliest_arrivals
 from ccviz.schedule import Schedule, Transfer, gc_paused
 from ccviz.synth.budget import Budget
+from ccviz.synth.catalog import TacosOptions
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
-from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Topology
 
-LINK_HOLDS = ("arrival", "serialization")
-PATIENCE = ("on", "off", "alternate")
-PICKS = ("spread", "random")
 SLOW_ROUTE = 2.0  # patience: a route this many times slower than a rank's fastest in-route is "slow"
 # A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of
 # hop delays; this slack (far inside the simulator's tolerance) keeps that revisit from missing it.
@@ -103,39 +103,34 @@ def build_routes(topology: Topology, nbytes: float, link_hold: str) -> Routes:
     link_id = {key: i for i, key in enumerate(sorted(topology.links))}
     routes.link_keys = sorted(topology.links)
     costs = link_costs(topology, nbytes)
+    # A switched route enters a switch first and leaves one last: a GPU->GPU link is never part of it.
+    switched = {key: cost.delay if topology.is_switch(key[0]) or topology.is_switch(key[1]) else math.inf
+                for key, cost in costs.items()}
     for gpu in topology.gpus:
         for link in sorted(topology.out_links[gpu], key=lambda lk: lk.dst):
             if not topology.is_switch(link.dst):
                 routes.add([(gpu, link.dst)], costs, link_hold, link_id)
-        for _, path in sorted(_paths_through_switches(topology, gpu, costs).items()):
-            routes.add(path, costs, link_hold, link_id)
+        if topology.switches:
+            for _, path in sorted(_paths_through_switches(topology, gpu, switched).items()):
+                routes.add(path, costs, link_hold, link_id)
     return routes
 
 
-def _paths_through_switches(topology: Topology, gpu: int, costs: dict[tuple[int, int], LinkCost]
+def _paths_through_switches(topology: Topology, gpu: int, switched: dict[tuple[int, int], float]
                             ) -> dict[int, list[tuple[int, int]]]:
-    """Dijkstra from ``gpu`` through switches only: the fastest switched path to every other GPU.
-
-    (Paths, not just times: ties between equally fast paths go to the lexicographically first.)
-    """
-    best: dict[int, float] = {}
+    """The fastest switched path from ``gpu`` to every other GPU it reaches (``routing.earliest_arrivals``
+    crossing switches only, GPU->GPU links weighted infinite; ties to the fewest hops)."""
+    parents: dict[int, int] = {}
+    arrival = earliest_arrivals(topology, {gpu: 0.0}, switched, through=topology.is_switch, parents=parents)
     paths: dict[int, list[tuple[int, int]]] = {}
-    heap = [(costs[(gpu, lk.dst)].delay, lk.dst, [(gpu, lk.dst)])
-            for lk in topology.out_links[gpu] if topology.is_switch(lk.dst)]
-    heapq.heapify(heap)
-    settled: set[int] = set()
-    while heap:
-        t, node, path = heapq.heappop(heap)
-        if node in settled:
+    for dst in topology.gpus:
+        if dst == gpu or arrival[dst] == math.inf:
             continue
-        settled.add(node)
-        if not topology.is_switch(node):
-            if node != gpu and t < best.get(node, float("inf")):
-                best[node], paths[node] = t, path
-            continue
-        for lk in topology.out_links[node]:
-            if lk.dst not in settled:
-                heapq.heappush(heap, (t + costs[(node, lk.dst)].delay, lk.dst, [*path, (node, lk.dst)]))
+        path, node = [], dst
+        while node != gpu:
+            path.append((parents[node], node))
+            node = parents[node]
+        paths[dst] = path[::-1]
     return paths
 
 
@@ -383,25 +378,6 @@ class Matcher:
 
 
 # --------------------------------------------------------------------------- synthesizer
-def _link_hold(options: SynthOptions) -> str:
-    """How long a route books its links (``--opt link_hold``)."""
-    return options.choice("link_hold", "arrival", LINK_HOLDS, "'arrival' keeps a link busy until its chunk lands "
-                          "(TACOS), 'serialization' frees it after bytes/bandwidth")
-
-
-def _pick(options: SynthOptions) -> str:
-    """Which chunk a free link pulls (``--opt pick``)."""
-    return options.choice("pick", "spread", PICKS, "'spread' gives each free link a chunk the rank's later free "
-                          "links cannot bring (when it has one), 'random' any chunk its source holds")
-
-
-def _patience(options: SynthOptions) -> str:
-    """Whether slow links leave alone chunks a fast route can bring (``--opt patience``)."""
-    return options.choice("patience", "on", PATIENCE, "'off' is the paper's greedy, 'on' keeps slow links off "
-                          "chunks a faster route can bring, 'alternate' tries both over the restarts (run 1 off, "
-                          "run 2 on, ...)")
-
-
 def best_copy_run(topology: Topology, collective: Collective, options: SynthOptions,
                   start_s: float = 0.0, budget: Budget | None = None) -> tuple[Run, int]:
     """Best of ``options.restarts`` seeded matching runs of a copy collective (AllGather, Broadcast),
@@ -418,11 +394,12 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
     """
     check_restarts(options.restarts)
     budget = budget or Budget(options)
-    routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
-    patience, spread = _patience(options), _pick(options) == "spread"
+    settings = options.settings(TacosOptions)
+    routes = build_routes(topology, collective.chunk_bytes, settings.link_hold)
+    patience, spread = settings.patience, settings.pick == "spread"
     base = 0 if options.seed is None else int(options.seed)
     restarts = options.restarts
-    workers = min(_workers(options), restarts)
+    workers = min(settings.workers, restarts)
     if workers > 1:
         jobs = [(base * 1_000_003 + k, patience == "on" or (patience == "alternate" and k % 2 == 1))
                 for k in range(restarts)]
@@ -436,14 +413,6 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
 
     return best_of_restarts(budget, "TACOS", "run", restarts, attempt, lambda run: run.finish_s,
                             "0% of its demands delivered")
-
-
-def _workers(options: SynthOptions) -> int:
-    workers = options.extra.get("workers", 1)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise CcvizError(f"workers: {workers!r} is not a whole number >= 1; restarts run in this many processes",
-                         "workers")
-    return workers
 
 
 _TEMPLATE: Matcher | None = None  # the run every forked worker copies (set just before the pool forks)
@@ -494,7 +463,8 @@ def _parallel_runs(template: Matcher, jobs: list[tuple[int, bool]], workers: int
 def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions,
                 done: int | None = None, budget: Budget | None = None) -> Schedule:
     """A run as a timed Schedule, with its settings and (when restarts were cut short) why."""
-    hold, patience, pick = _link_hold(options), _patience(options), _pick(options)
+    settings = options.settings(TacosOptions)
+    hold, patience, pick = settings.link_hold, settings.patience, settings.pick
     done = options.restarts if done is None else done
     notes = [f"best of {done} seeded TACOS runs (link held until {hold}, patience {patience}, pick {pick})"]
     cut = budget.note("TACOS", done, options.restarts) if budget is not None else None
@@ -532,6 +502,10 @@ class Tacos(ReversalSynthesizer):
         run, done = best_copy_run(topology, collective, self.options, start_s, self.budget)
         return Forward(as_schedule(topology, collective, run, self.options, done, self.budget), run.feeders)
 
+    def mirror_solves_gather(self, topology: Topology) -> bool:
+        """The matching ignores ``mirrored_from``: a reduction's mirror on a self-reverse fabric is the AllGather."""
+        return True
+
     def replay(self, schedule: Schedule) -> Schedule:
         """Matching runs are timed by TACOS's own link model (the simulator judges the final schedule)."""
         return schedule
@@ -540,11 +514,3 @@ class Tacos(ReversalSynthesizer):
 def synthesize_tacos(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG."""
     return Tacos(topology, collective, options).synthesize()
-
-
-SUPPORTED = frozenset({"allgather", "broadcast", "reducescatter", "reduce", "allreduce"})
-DESCRIPTION = ("TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
-               "reductions by time reversal on the reversed topology")
-register(Algorithm("tacos", synthesize_tacos, SUPPORTED, DESCRIPTION, kind="heuristic",
-                   options_used=("seed", "restarts", "time_limit", "progress", "stop"),
-                   extra_keys=("link_hold", "patience", "pick", "workers")))  # workers: restarts in processes
