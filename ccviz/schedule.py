@@ -255,19 +255,13 @@ def gc_paused() -> Iterator[None]:
                 gc.unfreeze()
             gc.enable()
 
-def _read_only(name: str):  # noqa: ANN202 - a method that refuses
-    def refuse(self, *args, **kwargs):  # noqa: ANN001, ANN202
-        raise TypeError(f"JudgedTransfers.{name}: the simulator's timed transfers are read-only "
-                        "(the arrays they were computed from travel with them); copy them with list(...)")
-    return refuse
-
 
 class JudgedTransfers(list):
     """The simulator's timed transfers: a read-only list that carries the arrays they were built from.
 
     ``columns`` (or None) holds each field as an array, so judging the timed schedule does not read a
     million tuples back into arrays. Read-only is what makes that safe: the list cannot drift from its
-    arrays. It pickles and copies as a plain list (the arrays stay behind).
+    arrays (every mutating method refuses). It pickles and copies as a plain list (the arrays stay behind).
     """
 
     columns: Any = None
@@ -275,15 +269,14 @@ class JudgedTransfers(list):
     def __reduce__(self):  # noqa: ANN204 - pickle and copy give a plain list
         return list, (list(self),)
 
-    __setitem__ = _read_only("__setitem__")
-    __delitem__ = _read_only("__delitem__")
-    __iadd__ = _read_only("__iadd__")
-    __imul__ = _read_only("__imul__")
-    append = _read_only("append")
-    extend = _read_only("extend")
-    insert = _read_only("insert")
-    pop = _read_only("pop")
-    remove = _read_only("remove")
-    clear = _read_only("clear")
-    sort = _read_only("sort")
-    reverse = _read_only("reverse")
+
+def _refuse(name: str):  # noqa: ANN202 - a method that refuses
+    def refuse(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        raise TypeError(f"JudgedTransfers.{name}: the simulator's timed transfers are read-only "
+                        "(the arrays they were computed from travel with them); copy them with list(...)")
+    return refuse
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop", "remove",
+              "clear", "sort", "reverse"):
+    setattr(JudgedTransfers, _name, _refuse(_name))
