@@ -14,6 +14,10 @@ For those the rules reduce to sorts and searches:
 * timing: step groups in order, each group one vectorised update (links used twice in one group are
   served in rounds, which keeps first-come-first-served order exact).
 
+Reading a million tuples into arrays costs more than judging them, so the timed schedule that
+``assign_times`` returns keeps its arrays (``Columns`` on the read-only ``JudgedTransfers``) and
+``verify`` starts from them; any other list is read once, a field per C-speed pass.
+
 Anything else (reductions, switches, lanes, zero-delay hops, odd values) and *any* fault found
 returns ``None``: the reference then replays the schedule and names every violation, so verdicts,
 violations and times are the reference's by construction. ``tests/test_simulate_fast.py`` runs both
