@@ -171,12 +171,13 @@ class _Demands:
                 for p in pre:
                     if len(post) > 1 or p not in post:
                         send[p] += count
-            elif count == 1:
-                receive.update(post - pre)  # Counter.update counts in C: a million (chunk, rank) pairs at 1,024 GPUs
             else:
-                for r in post - pre:
-                    receive[r] += count
-                if len(pre) == 1 and not post <= pre:
+                if count == 1:
+                    receive.update(post - pre)  # Counter.update counts in C: a million (chunk, rank) pairs at 1,024 GPUs
+                else:
+                    for r in post - pre:
+                        receive[r] += count
+                if len(pre) == 1 and not post <= pre:  # its only holder must send it (a scatter's root: all)
                     send[next(iter(pre))] += count
         return receive, send
 
