@@ -171,12 +171,13 @@ class _Demands:
                 for p in pre:
                     if len(post) > 1 or p not in post:
                         send[p] += count
-            elif count == 1:
-                receive.update(post - pre)  # Counter.update counts in C: a million (chunk, rank) pairs at 1,024 GPUs
             else:
-                for r in post - pre:
-                    receive[r] += count
-                if len(pre) == 1 and not post <= pre:
+                if count == 1:
+                    receive.update(post - pre)  # Counter.update counts in C: a million (chunk, rank) pairs at 1,024 GPUs
+                else:
+                    for r in post - pre:
+                        receive[r] += count
+                if len(pre) == 1 and not post <= pre:  # its only holder must send it (a scatter's root: all)
                     send[next(iter(pre))] += count
         return receive, send
 
@@ -264,20 +265,23 @@ def _arrival_rows(topology: Topology, sources: list[int], delay: dict[tuple[int,
     for n in nodes:
         for j, link in enumerate(topology.in_links[n]):
             feeders[index[n], j] = index[link.src]
-    reached = np.zeros((len(sources), len(nodes) + 1), dtype=bool)
-    reached[np.arange(len(sources)), [index[p] for p in sources]] = True
-    hops = np.where(reached[:, :-1], 0, -1)
+    # reached[node, source]: one row per node, so that a node's in-neighbours are whole rows to OR in
+    reached = np.zeros((len(nodes) + 1, len(sources)), dtype=bool)
+    reached[[index[p] for p in sources], np.arange(len(sources))] = True
+    hops = np.where(reached[:-1], 0, -1)
     level, t, times = 0, 0.0, [0.0]
     while True:
-        grown = reached[:, :-1] | reached[:, feeders].any(axis=2)
-        new = grown & ~reached[:, :-1]
+        grown = reached[:-1].copy()
+        for column in feeders.T:
+            grown |= reached[column]
+        new = grown & ~reached[:-1]
         if not new.any():
             break
         level, t = level + 1, t + w
         times.append(t)
         hops[new] = level
-        reached[:, :-1] = grown
-    table = np.append(np.array(times), math.inf)[hops]  # hop count -1 (unreached) -> inf
+        reached[:-1] = grown
+    table = np.append(np.array(times), math.inf)[hops.T]  # hop count -1 (unreached) -> inf
     return {p: dict(zip(nodes, row, strict=True)) for p, row in zip(sources, table.tolist(), strict=True)}
 
 

@@ -80,6 +80,9 @@ class Schedule:
 
     @property
     def is_timed(self) -> bool:
+        columns = getattr(self.transfers, "columns", None)  # the simulator's timed transfers say so
+        if columns is not None:
+            return columns.start is not None
         return None not in map(itemgetter(3), self.transfers)  # start_s; C-speed on a million transfers
 
     @property
@@ -228,14 +231,52 @@ def _is_plain(v: Any) -> bool:
     return v is None or isinstance(v, (str, int, float, bool, list, tuple, dict))
 
 
+PROMOTE_AT = 100_000  # objects allocated in a pause beyond which they go straight to the oldest generation
+
+
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Building or reading a million transfers allocates a million small tuples that never form
-    cycles; the cyclic collector rescanning them again and again costs more than the work itself."""
+    cycles; the cyclic collector rescanning them again and again costs more than the work itself.
+
+    Transfers are tuple subclasses, which the collector never stops tracking, so after the pause a
+    big batch would still be scanned once in each young generation before it settles in the oldest.
+    It skips that: ``gc.freeze()`` then ``gc.unfreeze()`` moves every tracked object into the oldest
+    generation at once (documented behaviour, a list splice), where it is scanned only at the next
+    full collection, as any long-lived object. Not done when the program froze objects itself."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was_enabled:
+            if gc.get_count()[0] > PROMOTE_AT and not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
+
+
+class JudgedTransfers(list):
+    """The simulator's timed transfers: a read-only list that carries the arrays they were built from.
+
+    ``columns`` (or None) holds each field as an array, so judging the timed schedule does not read a
+    million tuples back into arrays. Read-only is what makes that safe: the list cannot drift from its
+    arrays (every mutating method refuses). It pickles and copies as a plain list (the arrays stay behind).
+    """
+
+    columns: Any = None
+
+    def __reduce__(self):  # noqa: ANN204 - pickle and copy give a plain list
+        return list, (list(self),)
+
+
+def _refuse(name: str):  # noqa: ANN202 - a method that refuses
+    def refuse(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        raise TypeError(f"JudgedTransfers.{name}: the simulator's timed transfers are read-only "
+                        "(the arrays they were computed from travel with them); copy them with list(...)")
+    return refuse
+
+
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__imul__", "append", "extend", "insert", "pop", "remove",
+              "clear", "sort", "reverse"):
+    setattr(JudgedTransfers, _name, _refuse(_name))

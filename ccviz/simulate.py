@@ -23,13 +23,15 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from ccviz.errors import CcvizError
 from ccviz.physics import ABS_TOL, EPOCH_EPS, REL_TOL, LaneBook, link_costs, tol
-from ccviz.schedule import RELAY, Schedule, Transfer, gc_paused
+from ccviz.schedule import RELAY, JudgedTransfers, Schedule, Transfer, gc_paused
 from ccviz.units import BYTES_PER_GB, us_text
 
 
@@ -196,10 +198,12 @@ def assign_times(schedule: Schedule) -> Schedule:
     """
     from ccviz import simulate_fast
 
-    times = simulate_fast.assign_times(schedule)
-    if times is None:
+    fast = simulate_fast.assign_times(schedule)
+    if fast is None:
         return reference_assign_times(schedule)
-    return _with_times(schedule, *times)
+    start, arrival, columns = fast
+    return _with_times(schedule, start.tolist(), arrival.tolist(),
+                       columns._replace(start=start, end=arrival, step=None))  # the judge needs no steps
 
 
 def reference_assign_times(schedule: Schedule) -> Schedule:
@@ -253,14 +257,20 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
     return _with_times(schedule, start_of, arrival_of)
 
 
-def _with_times(schedule: Schedule, start_of: list[float], arrival_of: list[float]) -> Schedule:
-    """The schedule with each transfer's start and arrival filled in."""
-    make = tuple.__new__
-    with gc_paused():
-        timed = [
-            make(Transfer, (t[0], t[1], t[2], s, e, t[5], t[6]))
-            for t, s, e in zip(schedule.transfers, start_of, arrival_of, strict=True)
-        ]
+def _with_times(schedule: Schedule, start_of: list[float], arrival_of: list[float], columns=None) -> Schedule:
+    """The schedule with each transfer's start and arrival filled in (read-only ``JudgedTransfers``,
+    carrying ``columns``, the arrays the times came from, when the caller has them)."""
+    transfers, field = schedule.transfers, itemgetter
+    with gc_paused():  # one C-speed pass: no bytecode per transfer
+        timed = JudgedTransfers(map(
+            tuple.__new__, repeat(Transfer, len(transfers)),
+            zip(map(field(0), transfers), map(field(1), transfers), map(field(2), transfers), start_of, arrival_of,
+                map(field(5), transfers), map(field(6), transfers), strict=True)))
+    if columns is not None:
+        for array in columns:
+            if isinstance(array, np.ndarray):
+                array.flags.writeable = False  # shared with the transfers (and timelines): never written
+    timed.columns = columns
     return schedule.with_transfers(timed)
 
 
@@ -572,34 +582,30 @@ class _Verifier:
         return {}
 
     def _take_from_switch(self, i: int, t: Transfer, tokens: dict) -> int:
-        """A switch forwards an arrival: once if it cannot copy, any number of times if it can."""
+        """A switch forwards an arrival: each once if it cannot copy, any number of times if it can.
+
+        One rule for both: among the arrivals it may still forward, the one of this very instant not
+        forwarded yet (arrivals at one instant may carry different partials of a reduction); else one of
+        this instant again (a copy: multicast); else a held one (the holding is reported unless the
+        switch has a buffer): the latest copy on a copy switch, the earliest in the queue on one that
+        forwards each arrival once.
+        """
         queue = tokens.get((t.src, t.chunk))
         if not queue:
             self._flag_not_held(i, t)
             return 0
         node = self.topo.nodes[t.src]
-        if node.copy:
-            # The latest arrival; among arrivals at this very instant, one not forwarded yet (they may
-            # carry different partials of a reduction), else any of them (a multicast).
-            start = float(self.start[i])
-            now = [tk for tk in queue if abs(tk[2] - start) <= tol(start)]
-            token = next((tk for tk in now if not tk[1]), now[-1] if now else queue[-1])
-            token[1] = True
-        else:
-            # The arrival at this very instant (what a bufferless switch forwards), else the earliest one not
-            # forwarded yet (holding it is then reported, unless the switch has a buffer).
-            start = float(self.start[i])
-            unused = [tk for tk in queue if not tk[1]]
-            token = next((tk for tk in unused if abs(tk[2] - start) <= tol(start)), unused[0] if unused else None)
-            if token is None:
-                self.flag(
-                    "switch_copy",
-                    f"transfer #{i}: switch {t.src} cannot copy, and every arrival of chunk {t.chunk} at it "
-                    "has already been forwarded",
-                    i,
-                )
-                return 0
-            token[1] = True
+        forwardable = queue if node.copy else [tk for tk in queue if not tk[1]]
+        if not forwardable:
+            self.flag("switch_copy", f"transfer #{i}: switch {t.src} cannot copy, and every arrival of chunk "
+                      f"{t.chunk} at it has already been forwarded", i)
+            return 0
+        start = float(self.start[i])
+        now = [tk for tk in forwardable if abs(tk[2] - start) <= tol(start)]
+        token = next((tk for tk in now if not tk[1]), None)
+        if token is None:
+            token = (now or forwardable)[-1 if node.copy else 0]
+        token[1] = True
         self.check_switch_forwards_on_arrival(i, t, node, token[2])
         return token[0]
 

@@ -14,6 +14,10 @@ For those the rules reduce to sorts and searches:
 * timing: step groups in order, each group one vectorised update (links used twice in one group are
   served in rounds, which keeps first-come-first-served order exact).
 
+Reading a million tuples into arrays costs more than judging them, so the timed schedule that
+``assign_times`` returns keeps its arrays (``Columns`` on the read-only ``JudgedTransfers``) and
+``verify`` starts from them; any other list is read once, a field per C-speed pass.
+
 Anything else (reductions, switches, lanes, zero-delay hops, odd values) and *any* fault found
 returns ``None``: the reference then replays the schedule and names every violation, so verdicts,
 violations and times are the reference's by construction. ``tests/test_simulate_fast.py`` runs both
@@ -25,11 +29,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from functools import cached_property
 from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
 from ccviz.physics import ABS_TOL, EPOCH_EPS, REL_TOL, link_costs
-from ccviz.schedule import Schedule, gc_paused
+from ccviz.schedule import RELAY, Schedule, gc_paused
 from ccviz.simulate import Timeline, _epoch_release
 
 DENSE_LINK_TABLE = 1 << 22  # link lookup by a table of nodes^2 entries up to this size, else a binary search
@@ -59,6 +64,42 @@ class Completion(Mapping):
         return self._dict.values()
 
 
+class Columns(NamedTuple):
+    """A schedule's transfers field by field (what the judge reads; ``start``/``end`` None when untimed)."""
+
+    chunk: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    start: np.ndarray | None
+    end: np.ndarray | None  # nan: no claimed arrival
+    step: np.ndarray | None  # None when read from a timed schedule (the judge does not need it)
+    ops: frozenset[str]
+
+
+def read_columns(transfers: list, timed: bool) -> Columns | None:
+    """The fields the judge reads, as arrays: the memo a ``JudgedTransfers`` carries, else one C-speed
+    pass per field (None when the ids are not whole numbers or the times not numbers)."""
+    memo = getattr(transfers, "columns", None)
+    if memo is not None:
+        return memo
+    n = len(transfers)
+
+    def column(k: int, dtype: type) -> np.ndarray:
+        try:
+            return np.fromiter(map(itemgetter(k), transfers), dtype=dtype, count=n)
+        except TypeError:  # None in a float column (no claimed end), or a value of the wrong type
+            return np.array(list(map(itemgetter(k), transfers)), dtype=dtype)
+
+    with gc_paused():
+        try:
+            ids = [column(k, np.int64) for k in (0, 1, 2)]
+            start, end = (column(3, float), column(4, float)) if timed else (None, None)
+            step = None if timed else column(6, float)
+        except (TypeError, ValueError, OverflowError):
+            return None  # the reference names what is malformed
+        return Columns(*ids, start, end, step, frozenset(map(itemgetter(5), transfers)))
+
+
 class _Columns:
     """A schedule's transfers as arrays, or ``ok = False`` when the fast path does not model them."""
 
@@ -71,15 +112,15 @@ class _Columns:
         self.n_chunks = n_chunks = len(chunks)
         if n == 0 or n_chunks == 0 or any(c.id != k for k, c in enumerate(chunks)):
             return
-        column = _column_reader(transfers)
-        self.chunk, self.src, self.dst = column(0, np.int64), column(1, np.int64), column(2, np.int64)
+        cols = read_columns(transfers, timed)
+        if cols is None:
+            return
+        self.columns = cols
+        self.chunk, self.src, self.dst = cols.chunk, cols.src, cols.dst
         if self.chunk.min() < 0 or self.chunk.max() >= n_chunks:
             return
-        if timed:
-            self.start, self.claimed_end = column(3, float), column(4, float)
-            self.only_copies = set(map(itemgetter(5), transfers)) == {"copy"}
-        else:
-            self.step = column(6, float)
+        self.start, self.claimed_end, self.step = cols.start, cols.end, cols.step
+        self.only_copies = cols.ops == {"copy"}
         span = int(max(max(topo.nodes), self.src.max(), self.dst.max())) + 1
         is_gpu = np.zeros(span, dtype=bool)
         is_gpu[topo.gpus] = True
@@ -95,22 +136,8 @@ class _Columns:
         used[link] = True
         if (lanes[used] != 1).any() or not (np.isfinite(occupancy[used]).all() and np.isfinite(delay[used]).all()):
             return
-        self.key_span = span
+        self.key_span, self.is_gpu = span, is_gpu
         self.ok = True
-
-
-def _column_reader(transfers: list):
-    """``column(k, dtype)``: field k of every transfer as an array (None -> nan for floats)."""
-    n = len(transfers)
-
-    def column(k: int, dtype: type) -> np.ndarray:
-        with gc_paused():
-            try:
-                return np.fromiter(map(itemgetter(k), transfers), dtype=dtype, count=n)
-            except TypeError:  # None in a float column (no claimed end), or a value of the wrong type
-                return np.array(list(map(itemgetter(k), transfers)), dtype=dtype)
-
-    return column
 
 
 def _link_index(topo, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
@@ -130,16 +157,15 @@ def _link_index(topo, src: np.ndarray, dst: np.ndarray) -> np.ndarray | None:
     return order[pos]
 
 
-def assign_times(schedule: Schedule) -> tuple[list[float], list[float]] | None:
-    """Start and arrival of every transfer of an untimed schedule (as the reference computes them),
-    or None when the fast path does not model the schedule."""
-    if list(map(itemgetter(3), schedule.transfers)).count(None) != len(schedule.transfers):
+def assign_times(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, Columns] | None:
+    """Start and arrival of every transfer of an untimed schedule (as the reference computes them) and
+    the columns they were computed from, or None when the fast path does not model the schedule."""
+    transfers = schedule.transfers
+    if not transfers or transfers[0][3] is not None or set(map(itemgetter(3), transfers)) != {None}:
         return None  # timed or mixed: the reference decides
-    if any(t[5] == "relay" for t in schedule.transfers):
-        return None  # a relayed value leaves when its relay arrives: the reference's relay rule times it
     c = _Columns(schedule, timed=False)
-    if not c.ok or (c.delay[c.link] <= 0).any():
-        return None
+    if not c.ok or RELAY in c.columns.ops or (c.delay[c.link] <= 0).any():
+        return None  # a relayed value leaves when its relay arrives: the reference's relay rule times it
     order = np.argsort(c.step, kind="stable")
     steps = c.step[order]
     cuts = np.flatnonzero(steps[1:] != steps[:-1]) + 1
@@ -148,32 +174,36 @@ def assign_times(schedule: Schedule) -> tuple[list[float], list[float]] | None:
     epoch = _epoch_release(schedule)
     (read_key, write_key), size = _dense_keys(c.key_span * c.n_chunks, c.src * c.n_chunks + c.chunk,
                                               c.dst * c.n_chunks + c.chunk)
+    # Everything in step order, so that a step group is a slice
+    link, read_key, write_key = c.link[order], read_key[order], write_key[order]
+    occupancy, delay = c.occupancy[link], c.delay[link]
     available = np.zeros(size)  # latest arrival of an earlier step per (node, chunk)
     link_free = np.zeros(len(c.occupancy))
     start = np.empty(c.n)
     arrival = np.empty(c.n)
-    bounds = np.concatenate(([0], cuts, [c.n]))
-    for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        group = order[a:b]
-        ready = available[read_key[group]]
+    bounds = np.concatenate(([0], cuts, [c.n])).tolist()
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        ready = available[read_key[a:b]]
         if epoch:
             opens = np.floor(steps[a] + EPOCH_EPS) * epoch
             ready = np.where(opens > ready, opens, ready)
-        for part, part_ready in _rounds(group, ready, c.link):
-            lk = c.link[part]
+        for part, part_ready in _rounds(a, b, ready, link):
+            lk = link[part]
             s = np.maximum(part_ready, link_free[lk])
-            link_free[lk] = s + c.occupancy[lk]
+            link_free[lk] = s + occupancy[part]
             start[part] = s
-            arrival[part] = s + c.delay[lk]
-        np.maximum.at(available, write_key[group], arrival[group])
-    return start.tolist(), arrival.tolist()
+            arrival[part] = s + delay[part]
+        np.maximum.at(available, write_key[a:b], arrival[a:b])
+    start[order], arrival[order] = start.copy(), arrival.copy()  # back to the schedule's order
+    return start, arrival, c.columns
 
 
-def _rounds(group: np.ndarray, ready: np.ndarray, link: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """A step group split so that no link appears twice in a part; the k-th use of a link is in part k."""
-    lk = link[group]
+def _rounds(a: int, b: int, ready: np.ndarray, link: np.ndarray) -> Iterator[tuple[slice | np.ndarray, np.ndarray]]:
+    """The step group ``a:b`` split so that no link appears twice in a part; the k-th use of a link is in
+    part k (a slice when every link appears once, else positions)."""
+    lk = link[a:b]
     if np.bincount(lk).max() <= 1:
-        yield group, ready
+        yield slice(a, b), ready
         return
     by_link = np.argsort(lk, kind="stable")
     sorted_lk = lk[by_link]
@@ -183,7 +213,7 @@ def _rounds(group: np.ndarray, ready: np.ndarray, link: np.ndarray) -> Iterator[
     use[by_link] = np.arange(len(lk)) - run_start
     for k in range(int(use.max()) + 1):
         mask = use == k
-        yield group[mask], ready[mask]
+        yield a + np.flatnonzero(mask), ready[mask]
 
 
 def _dense_keys(span: int, *keys: np.ndarray) -> tuple[list[np.ndarray], int]:
@@ -211,6 +241,8 @@ def verify(schedule: Schedule) -> Timeline | None:
         return None
     delay = c.delay[c.link]
     arrival = start + delay
+    if np.array_equal(arrival, claimed):
+        arrival = claimed  # the timing's own arrivals: the timeline shares the array
     busy_until = start + c.occupancy[c.link]
     if (start < -ABS_TOL).any() or (claimed < arrival - (ABS_TOL + REL_TOL * np.abs(arrival))).any():
         return None
@@ -218,13 +250,13 @@ def verify(schedule: Schedule) -> Timeline | None:
         return None  # a hop that lands as it leaves: the replay's same-instant ordering decides
     if _overlaps(c.link, start, busy_until):
         return None
-    coll, n_chunks = schedule.collective, c.n_chunks
-    gpus = set(schedule.topology.gpus)
-    if any(not (ch.pre <= gpus and ch.post <= gpus) for ch in coll.chunks):
+    n_chunks = c.n_chunks
+    pre_chunk, pre_rank = _members(coll.chunks, "pre")
+    post_chunk, post_rank = _members(coll.chunks, "post")
+    ranks = np.concatenate((pre_rank, post_rank))
+    if len(ranks) and (ranks.min() < 0 or ranks.max() >= c.key_span or not c.is_gpu[ranks].all()):
         return None  # the reference names a switch or an unknown node in a pre/postcondition
-    post_chunk = np.array([ch.id for ch in coll.chunks for _ in ch.post], dtype=np.int64)
-    post_rank = np.array([r for ch in coll.chunks for r in sorted(ch.post)], dtype=np.int64)
-    pre_key = np.array([r * n_chunks + ch.id for ch in coll.chunks for r in ch.pre], dtype=np.int64)
+    pre_key = pre_rank * n_chunks + pre_chunk
     (landed, sent, pre, post), size = _dense_keys(
         c.key_span * n_chunks, c.dst * n_chunks + c.chunk, c.src * n_chunks + c.chunk, pre_key,
         post_rank * n_chunks + post_chunk)
@@ -233,7 +265,8 @@ def verify(schedule: Schedule) -> Timeline | None:
     at_start = np.zeros(size, dtype=bool)
     at_start[pre] = True
     # A sender holds what it sends if it started with it or its first arrival lands by the send.
-    if not (at_start[sent] | (earliest[sent] <= start + ABS_TOL + REL_TOL * start)).all():
+    late = np.flatnonzero(earliest[sent] > start + ABS_TOL + REL_TOL * start)
+    if not at_start[sent[late]].all():
         return None
     # Each (chunk, post rank) completes at 0 if it held the chunk from the start, else at its first arrival.
     completed = np.where(at_start[post], 0.0, earliest[post])
@@ -244,9 +277,26 @@ def verify(schedule: Schedule) -> Timeline | None:
     return Timeline(schedule, start, arrival, busy_until, np.ones(c.n), finish, completion, [])
 
 
+def _members(chunks: list, side: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every (chunk id, rank) of the chunks' ``pre`` or ``post`` sets, as two arrays (in set order).
+    Chunks often share one set object (every rank of an AllGather): each is read once."""
+    sets = [getattr(ch, side) for ch in chunks]
+    read: dict[int, np.ndarray] = {}
+    for members in sets:
+        if id(members) not in read:
+            read[id(members)] = np.fromiter(members, dtype=np.int64, count=len(members))
+    sizes = np.fromiter(map(len, sets), dtype=np.int64, count=len(sets))
+    chunk = np.repeat(np.fromiter((ch.id for ch in chunks), dtype=np.int64, count=len(chunks)), sizes)
+    rank = np.concatenate([read[id(members)] for members in sets]) if sets else np.zeros(0, dtype=np.int64)
+    return chunk, rank
+
+
 def _overlaps(link: np.ndarray, start: np.ndarray, busy_until: np.ndarray) -> bool:
     """Does any transfer start before its predecessor on the same link is done (beyond the tolerance)?"""
-    order = np.lexsort((start, link))
+    # by start, then stably by link: (link, start) order; small link ids sort by radix
+    by_start = np.argsort(start)
+    narrow = np.int16 if len(busy_until) and link.max() < 2**15 else np.int64
+    order = by_start[np.argsort(link[by_start].astype(narrow), kind="stable")]
     same = link[order][1:] == link[order][:-1]
     s = start[order][1:]
     return bool((same & (busy_until[order][:-1] - s > ABS_TOL + REL_TOL * np.abs(s))).any())

@@ -7,7 +7,7 @@ import math
 import pytest
 
 import ccviz
-from ccviz.cost import FORMULAS, formula, formula_table, lower_bound
+from ccviz.cost import FORMULAS, _Demands, formula, formula_table, lower_bound
 from ccviz.errors import CcvizError
 from tests.paths import REFERENCE
 
@@ -182,3 +182,20 @@ def test_bidirectional_ring_halves_the_bytes_only_with_two_or_more_chunks() -> N
     ring = formula("allgather", "ring", 8, 1e6, 0.5, 50.0)
     assert formula("allgather", "ring-bidir", 8, 1e6, 0.5, 50.0, segments=1).n_beta == ring.n_beta
     assert formula("allgather", "ring-bidir", 8, 1e6, 0.5, 50.0, segments=2).n_beta == ring.n_beta / 2
+
+
+def test_a_single_holder_counts_as_a_sender_on_every_per_gpu_cut() -> None:
+    """A scatter's root holds every chunk alone: its own cut must see all of them leave, one chunk each
+    (as the receivers' cuts see one arrive), whether the chunks share a signature or not."""
+    topo = ccviz.load_topology("ring:n=8")
+    for chunks in (1, 3):
+        coll = ccviz.make_collective("scatter", topo, 8e6, chunks_per_rank=chunks, root=0)
+        receive, send = _Demands(coll).per_rank_crossings()
+        assert dict(send) == {0: 7 * chunks}
+        assert dict(receive) == {r: chunks for r in range(1, 8)}
+    # A 4x4 mesh's corner has two links: 15 chunks leave it in 8 chunk times (farthest GPU: 6 hops).
+    mesh = ccviz.load_topology("mesh2d:dims=4x4,alpha=0")
+    coll = ccviz.make_collective("scatter", mesh, 16e6, root=0)
+    chunk_s = mesh.links[(0, 1)].serialization_s(coll.chunk_bytes)
+    assert len(mesh.out_links[0]) == 2
+    assert lower_bound(mesh, coll).time_s == pytest.approx(8 * chunk_s)

@@ -8,9 +8,13 @@ agree on everything a Timeline reports.
 
 from __future__ import annotations
 
+import copy
+import gc
+import pickle
 from unittest.mock import patch
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +22,7 @@ import ccviz
 from ccviz import simulate_fast
 from ccviz.builders import ring, torus2d
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer
+from ccviz.schedule import PROMOTE_AT, JudgedTransfers, Schedule, Transfer, gc_paused
 from ccviz.simulate import Timeline, assign_times, reference_assign_times, reference_simulate, simulate
 from tests.test_properties import small_fabrics
 
@@ -139,3 +143,35 @@ def test_a_fault_defers_to_the_reference_which_names_it() -> None:
     assert simulate_fast.verify(broken) is None
     assert {v.rule for v in simulate(broken).violations} == {v.rule for v in reference_simulate(broken).violations}
     assert "not_held" in {v.rule for v in simulate(broken).violations}
+
+
+def test_timed_transfers_are_read_only_and_carry_their_arrays() -> None:
+    """The simulator's timed transfers keep the arrays they came from; being read-only keeps them in step."""
+    topo = ring(n=4, bidirectional=False)
+    coll = ccviz.make_collective("allgather", topo, 1e6)
+    transfers = [Transfer((i - k) % 4, i, (i + 1) % 4, None, None, "copy", k) for k in range(3) for i in range(4)]
+    with patch.object(simulate_fast, "MIN_GROUP", 1):
+        timed = assign_times(Schedule(topo, coll, transfers, "ring"))
+    judged = timed.transfers
+    assert isinstance(judged, JudgedTransfers) and timed.is_timed
+    cols = judged.columns
+    assert np.array_equal(cols.start, [t.start_s for t in judged]) and np.array_equal(cols.end, [t.end_s for t in judged])
+    assert np.array_equal(cols.src, [t.src for t in judged]) and cols.ops == {"copy"}
+    for mutate in (lambda x: x.append(judged[0]), lambda x: x.__setitem__(0, judged[1]), lambda x: x.sort(),
+                   lambda x: x.__delitem__(0), lambda x: x.pop(), lambda x: x.extend([])):
+        with pytest.raises(TypeError, match="read-only"):
+            mutate(judged)
+    copied = pickle.loads(pickle.dumps(judged))
+    assert type(copied) is list and copied == judged and type(copy.deepcopy(judged)) is list
+    # Judged from its arrays or from the tuples (a plain copy), the verdict is the same.
+    assert_same(simulate(timed), simulate(timed.with_transfers(list(judged))))
+    assert_same(simulate(timed), reference_simulate(timed))
+
+
+def test_a_big_pause_leaves_its_objects_in_the_oldest_generation() -> None:
+    """gc_paused: a million-tuple build is not rescanned by the young generations afterwards, and nothing
+    stays frozen (a program's own gc.freeze() is left alone)."""
+    with gc_paused():
+        batch = [Transfer(i, 0, 1) for i in range(PROMOTE_AT + 1000)]
+    assert gc.get_count()[0] < 1000 and gc.get_freeze_count() == 0
+    assert gc.is_tracked(batch[-1])
