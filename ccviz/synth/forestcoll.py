@@ -55,7 +55,7 @@ from ccviz.topology import Topology
 from ccviz.units import us_text
 from ccviz.validate import MIN_CHUNK_BYTES
 
-LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
+LOOKAHEAD = 32  # waiting chunks a free link considers (cut-through): the most urgent that can start soonest
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
 MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
@@ -299,6 +299,9 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     calendars = [[_Calendar() for _ in range(topology.links[key].lanes)] if topology.is_switch(key[0]) else []
                  for key in links]
     copy_switch = [reducing and topology.is_switch(u) and topology.nodes[u].copy for u, _ in links]
+    # Only cut-through routes differ in when they can start (a route's later hops may be booked); with
+    # switch queues every waiting chunk of a link starts when the link is free, so the most urgent goes.
+    lookahead = 1 if switch_queue else LOOKAHEAD
     passes: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (copy switch, chunk) -> [(arrival, departure)]
     chunks = collective.chunks
     waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, urgency, seq, chunk, dst, route)
@@ -356,11 +359,21 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         return hops
 
     def book(first: int, now: float) -> None:
+        """Send, on link ``first``, the most urgent of its next ``lookahead`` waiting chunks that can start
+        soonest (the first that can start now ends the search)."""
         nonlocal seq, finish
         heap = waiting[first]
-        looked = [heapq.heappop(heap) for _ in range(min(len(heap), LOOKAHEAD))]
-        options = [(earliest(item[-1], now), n) for n, item in enumerate(looked)]
-        (start, lanes), n = min(options, key=lambda o: (max(o[0][0], now + 1e-12 * max(1.0, now)), o[1]))
+        soon = now + 1e-12 * max(1.0, now)
+        looked, best = [], None
+        while heap and len(looked) < lookahead:
+            item = heapq.heappop(heap)
+            looked.append(item)
+            start, lanes = earliest(item[-1], now)
+            if best is None or max(start, soon) < best[0]:
+                best = (max(start, soon), start, lanes, len(looked) - 1)
+            if start <= soon:
+                break
+        _, start, lanes, n = best
         for m, item in enumerate(looked):
             if m != n:
                 heapq.heappush(heap, item)
