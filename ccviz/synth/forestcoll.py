@@ -302,6 +302,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     # Only cut-through routes differ in when they can start (a route's later hops may be booked); with
     # switch queues every waiting chunk of a link starts when the link is free, so the most urgent goes.
     lookahead = 1 if switch_queue else LOOKAHEAD
+    multicast = not reducing and not switch_queue and any(topology.nodes[x].copy for x in topology.switches)
     passes: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (copy switch, chunk) -> [(arrival, departure)]
     chunks = collective.chunks
     waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, urgency, seq, chunk, dst, route)
@@ -391,8 +392,52 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         t = hops[-1][2] + delay[hops[-1][0]]
         finish = max(finish, t)
         heapq.heappush(events, (t, 0, seq, cid, dst))
-        heapq.heappush(events, (min(lanes_free[first]), 1, seq + 1, first, 0))
-        seq += 2
+        seq += 1
+        if multicast:
+            ride(heap, cid, route, hops)
+        heapq.heappush(events, (min(lanes_free[first]), 1, seq, first, 0))
+        seq += 1
+
+    def ride(heap: list, cid: int, route: list[int], hops: list[tuple[int, int, float]]) -> None:
+        """Other tree edges of the same chunk waiting on this link ride along where their routes leave the
+        booked one at a copy switch whose out-hops are free at that instant (cut-through multicast): the
+        sender's link carries the chunk once instead of once per child."""
+        nonlocal seq, finish
+        booked = {tuple(route[:h + 1]): (lane, t) for h, (_, lane, t) in enumerate(hops)}
+        kept = []
+        for item in heap:
+            other = item[-1]
+            if item[3] != cid:
+                kept.append(item)
+                continue
+            h = 0
+            while h < len(other) and tuple(other[:h + 1]) in booked:
+                h += 1
+            branch = links[other[h - 1]][1] if 0 < h < len(other) else None
+            if branch is None or not topology.nodes[branch].copy:
+                kept.append(item)
+                continue
+            t = booked[tuple(other[:h])][1] + delay[other[h - 1]]
+            new_hops = []
+            for lid in other[h:]:
+                lane = next((n for n, cal in enumerate(calendars[lid]) if cal.conflict(t, t + hold[lid]) is None), None)
+                if lane is None:
+                    break
+                new_hops.append((lid, lane, t))
+                t += delay[lid]
+            if len(new_hops) < len(other) - h:
+                kept.append(item)
+                continue
+            for k, (lid, lane, a) in enumerate(new_hops):
+                calendars[lid][lane].reserve(a, a + hold[lid])
+                booked[tuple(other[:h + k + 1])] = (lane, a)
+                transfers.append(Transfer(cid, links[lid][0], links[lid][1], a, a + delay[lid], op))
+            finish = max(finish, t)
+            heapq.heappush(events, (t, 0, seq, cid, item[4]))
+            seq += 1
+        if len(kept) < len(heap):
+            heap[:] = kept
+            heapq.heapify(heap)
 
     while events:
         now, kind, _, a, b = heapq.heappop(events)
