@@ -62,7 +62,7 @@ ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-li
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 8
 STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
-MAX_TRANSFERS = 100_000  # the automatic piece count keeps a schedule below this many transfers
+MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers (64-GPU tori: 4 pieces, 1.044 x the limit instead of 2 pieces, 1.069 x)
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 
 
