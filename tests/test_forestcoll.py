@@ -117,3 +117,18 @@ def test_bad_fabrics_and_sizes_are_one_line(tmp_path, capsys: pytest.CaptureFixt
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
+
+
+def test_copy_switches_send_a_piece_once_for_several_children() -> None:
+    """Cut-through through a copy switch: tree edges of one piece leaving a GPU ride one transfer into the
+    switch, which sends the copies; without copies every child costs the sender's link a transfer."""
+    runs = {copy: ccviz.run(ccviz.load_topology(f"star:n=6,copy={copy}"), "allgather", "forestcoll", 1e6,
+                            options=SynthOptions(extra={"trees": 2, "pieces": 2}))
+            for copy in ("true", "false")}
+    into_switch = {}
+    for copy, result in runs.items():
+        assert result.timeline.verified, copy
+        topology = result.schedule.topology
+        into_switch[copy] = sum(1 for t in result.schedule.transfers if topology.is_switch(t.dst))
+    assert into_switch["true"] < into_switch["false"]
+    assert runs["true"].finish_time_s < runs["false"].finish_time_s
