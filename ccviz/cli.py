@@ -37,7 +37,8 @@ def parse_extra(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise CcvizError(f"--opt: {item!r} should be key=value, e.g. --opt switch_degree=2", "opt")
+            raise CcvizError(f"--opt: {item!r} should be key=value, e.g. --opt pick=random (`ccviz list` shows each algorithm's)",
+                              "opt")
         try:
             extra[key.strip()] = json.loads(value, parse_constant=str)
         except json.JSONDecodeError:
@@ -80,6 +81,22 @@ def _finite(obj: Any) -> Any:
 
 
 MAX_RESTARTS = 10_000
+
+def option_line(o: dict[str, Any]) -> str:
+    """One algorithm option in ``ccviz list``: name=values (default) and what it means."""
+    low, high = o["minimum"], o["maximum"]
+    if o["choices"]:
+        values = "|".join(o["choices"])
+    elif low is not None and high is not None:
+        values = f"{o['type']} {low:g}..{high:g}"
+    else:
+        values = o["type"] + (f" >= {low:g}" if low is not None else "") + (f" <= {high:g}" if high is not None else "")
+    if o["automatic"]:
+        values += "|auto"
+    default = o["default"]
+    default = "auto" if default is None else str(default).lower() if isinstance(default, bool) else default
+    return f"{o['name']}={values} (default {default}): {o['meaning']}"
+
 
 # ---------------------------------------------------------------------- commands
 def cmd_synth(args: argparse.Namespace) -> int:
@@ -186,7 +203,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     listing = {
         "algorithms": [
             {"name": a.name, "kind": a.kind, "collectives": sorted(a.collectives & set(COLLECTIVES)),
-             "description": a.description}
+             "description": a.description, "options_used": list(a.options_used),
+             "options": [spec.as_dict() for spec in a.options.specs()]}
             for a in sorted(REGISTRY.values(), key=lambda a: a.name)
         ],
         "collectives": list(COLLECTIVES),
@@ -203,6 +221,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for a in listing["algorithms"]:
         print(f"  {a['name']:<14} {a['kind']:<10} {a['description']}")
         print(f"  {'':<14} {'':<10} collectives: {', '.join(a['collectives'])}")
+        for o in a["options"]:
+            print(f"  {'':<14} {'':<10} --opt {option_line(o)}")
     print("\nCollectives: " + ", ".join(listing["collectives"]))
     print("\nTopology builders (TOPOLOGY = name[:key=value,...] or a JSON/YAML file):")
     for b in listing["topology_builders"]:
@@ -419,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--gap", type=float, default=None, help="stop at this relative MIP gap (0.3 = early stop)")
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--restarts", type=int, default=1, help="randomized algorithms: keep the best of R runs")
-    s.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="algorithm-specific option")
+    s.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="an algorithm's own option, e.g. --opt pick=random (each algorithm's are in `ccviz list`)")
     s.add_argument("--out", help="write the simulated schedule as JSON")
     s.add_argument("--msccl", help="write the schedule as MSCCL XML")
     s.add_argument("--progress", action="store_true", help="print solver progress on stderr")
@@ -518,6 +538,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ccviz: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (`ccviz list | head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 1
     except Exception as exc:  # last resort: one line, never a traceback
         if os.environ.get("CCVIZ_DEBUG"):
             raise

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -160,17 +160,19 @@ class Topology:
 
     @cached_property
     def out_links(self) -> dict[int, list[Link]]:
-        out: dict[int, list[Link]] = {n: [] for n in self.nodes}
-        for link in self.links.values():
-            out[link.src].append(link)
-        return out
+        """Every node's links leaving it, in link order."""
+        return self._links_by(lambda link: link.src)
 
     @cached_property
     def in_links(self) -> dict[int, list[Link]]:
-        inn: dict[int, list[Link]] = {n: [] for n in self.nodes}
+        """Every node's links entering it, in link order."""
+        return self._links_by(lambda link: link.dst)
+
+    def _links_by(self, end: Callable[[Link], int]) -> dict[int, list[Link]]:
+        by_node: dict[int, list[Link]] = {n: [] for n in self.nodes}
         for link in self.links.values():
-            inn[link.dst].append(link)
-        return inn
+            by_node[end(link)].append(link)
+        return by_node
 
     @cached_property
     def graph(self) -> nx.DiGraph:

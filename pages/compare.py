@@ -1,7 +1,8 @@
 """Compare: several algorithms over a size sweep on the current topology, against the lower bound.
 
-The sweep runs on the same Dask engine as ``ccviz sweep`` (``SweepJob``): light sweeps in the app
-process, heavy ones on an embedded cluster, or on any Dask cluster whose scheduler address is given.
+The table is the library's ``ccviz.compare.compare``, started by a ``SweepJob`` on the same Dask engine
+as ``ccviz sweep``: light sweeps in the app process, heavy ones on an embedded cluster, or on any Dask
+cluster whose scheduler address is given.
 """
 
 import streamlit as st

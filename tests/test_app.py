@@ -99,6 +99,35 @@ def test_synthesize_with_another_algorithm_and_play_it_back():
     assert any(f"link {shown}" in m.value and "carries" in m.value for m in at.markdown)
 
 
+def last_schedule(at: AppTest) -> ccviz.Schedule:
+    return at.session_state["ccviz_last_run"].result.schedule
+
+
+def test_the_options_expander_draws_each_algorithms_own_options_and_the_run_uses_them():
+    at = fresh_app()
+    at.selectbox(key="syn_algorithm").select("teccl").run()
+    assert at.selectbox(key="syn_opt_teccl_replay").options == ["asap", "epoch"]
+    assert at.number_input(key="syn_opt_teccl_max_variables").value == 250_000
+    at.selectbox(key="syn_algorithm").select("teccl-astar").run()
+    assert at.checkbox(key="syn_opt_teccl-astar_astar_greedy").value is True
+    at.selectbox(key="syn_algorithm").select("tacos").run()
+    assert at.selectbox(key="syn_opt_tacos_pick").value == "spread"
+    at.selectbox(key="syn_opt_tacos_pick").select("random").run()
+    synthesize(at, "tacos")
+    schedule = last_schedule(at)
+    assert schedule.algorithm == "tacos" and schedule.options["pick"] == "random"
+    assert metrics(at)["verified by simulator"] == "yes"
+    at.selectbox(key="syn_algorithm").select("forestcoll").run()
+    assert at.selectbox(key="syn_opt_forestcoll_switch_queue").options == ["auto", "true", "false"]
+    at.number_input(key="syn_opt_forestcoll_trees").set_value(2).run()
+    synthesize(at, "forestcoll")
+    assert last_schedule(at).options["trees"] == 2
+    at.number_input(key="syn_opt_forestcoll_trees").set_value(0).run()  # back to automatic: the default's run
+    synthesize(at, "forestcoll")
+    assert "trees" not in dict(at.session_state["ccviz_last_run"].request.options)
+    assert last_schedule(at).options["trees"] != 2
+
+
 def test_compare_two_algorithms_within_the_bound():
     algorithm = other_algorithm()
     at = fresh_app()

@@ -371,3 +371,19 @@ def test_ndv2_as_run_is_the_published_runs_file() -> None:
     assert built.switch_hop == sample.switch_hop == "teccl" and built.meta["buffer_ranks"] == 16
     with pytest.raises(CcvizError, match="as_run"):
         build("ndv2:chassis=4,as_run=true")
+
+
+POSITIONS = json.loads((REPO / "tests" / "fixtures" / "builder_positions.json").read_text())
+
+
+@pytest.mark.parametrize("spec", sorted(POSITIONS))
+def test_layout_functions_draw_every_node_where_the_builders_did(spec: str) -> None:
+    """Positions come from ``ccviz.builders.layout`` after construction; the snapshot (see
+    tests/fixtures/README.md) was taken while the builders still placed nodes themselves."""
+    got = {str(n.id): list(n.pos) for n in build(spec).nodes.values()}
+    assert all(math.isfinite(v) for pos in got.values() for v in pos)
+    assert got == POSITIONS[spec]
+
+
+def test_the_snapshot_covers_every_builder() -> None:
+    assert {spec.partition(":")[0] for spec in POSITIONS} == set(BUILDERS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -204,6 +205,16 @@ def test_the_command_line_starts_without_heavy_libraries(code):
     assert not loaded & set(HEAVY), f"{code!r} imported {sorted(loaded & set(HEAVY))}"
 
 
+@pytest.mark.parametrize("code", [
+    "from ccviz.cli import main; main(['list'])",
+    "from ccviz.cli import main; main(['list', '--json'])",
+])
+def test_listing_algorithms_and_their_options_loads_no_array_or_graph_library(code):
+    """The catalog names each synthesizer's code; only a synthesis imports it (and numpy, networkx)."""
+    loaded = _modules_after(code)
+    assert not loaded & {*HEAVY, "numpy", "networkx"}, f"{code!r} imported {sorted(loaded & {*HEAVY, 'numpy', 'networkx'})}"
+
+
 # Streamlit and streamlit-flow made unimportable (a None entry in sys.modules makes `import` raise).
 WITHOUT_APP = "import sys\nfor name in ('streamlit', 'streamlit_flow'):\n    sys.modules[name] = None\n"
 
@@ -249,3 +260,16 @@ def test_lazy_package_keeps_its_public_api():
 def test_a_submodule_import_does_not_shadow_the_function_of_the_same_name():
     probe = "import ccviz.simulate, ccviz; assert callable(ccviz.simulate), ccviz.simulate; print('ok')"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "ok"
+
+
+def test_a_reader_that_leaves_early_gets_no_error_line():
+    """`ccviz list | head -1`: the pipe closes before the listing ends; ccviz stops without a word on stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has already left: every write meets a closed pipe
+    try:
+        done = subprocess.run([sys.executable, "-m", "ccviz.cli", "list"], stdout=write_end,
+                              capture_output=False, stderr=subprocess.PIPE, cwd=ROOT, timeout=60)
+    finally:
+        os.close(write_end)
+    assert done.stderr == b"", done.stderr.decode()
+    assert done.returncode == 1

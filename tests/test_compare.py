@@ -73,3 +73,36 @@ def test_an_unstopped_sweep_runs_every_row() -> None:
     table = compare(topo, "allgather", ["ring", "mteg"], SIZES, stop=threading.Event(), time_limit=600)
     assert table["error"].isna().all() and table["verified"].all()
     assert (table["status"] != "skipped").all()
+
+
+def test_the_same_loop_runs_the_rows_on_a_dask_cluster_with_the_same_table() -> None:
+    """``client``: the rows run as tasks of the sweep engine; the table equals the in-process one."""
+    from ccviz.sweep import dask_client
+
+    topo = ccviz.load_topology("ring:n=4")
+    here = compare(topo, "allgather", ["ring", "direct"], SIZES)
+    reports = []
+    with dask_client(workers=1, processes=False) as client:
+        there = compare(topo, "allgather", ["ring", "direct"], SIZES, client=client, on_progress=reports.append)
+    same = ["algorithm", "size_bytes", "finish_time_s", "lower_bound_s", "limit_s", "verified", "status"]
+    pd.testing.assert_frame_equal(here[same], there[same])
+    assert reports and reports[-1].done == 6 and reports[-1].running == 0
+    with dask_client(workers=1, processes=False) as client, pytest.raises(CcvizError, match="seed"):
+        compare(topo, "allgather", ["tacos"], SIZES, options=SynthOptions(seed=3), client=client)
+
+
+def test_known_rows_are_not_run_and_each_size_bound_is_computed_once(monkeypatch) -> None:
+    from ccviz import compare as module
+
+    topo = ccviz.load_topology("ring:n=4")
+    first = compare(topo, "allgather", ["ring"], SIZES[:1])
+    known = {(SIZES[0], "ring"): {**first.iloc[0].to_dict(), "synth_time_s": -1.0}}  # a mark no run leaves
+    bounds = []
+    real = module.size_bound
+    monkeypatch.setattr(module, "size_bound", lambda *args: bounds.append(args[2]) or real(*args))
+    solver = []
+    table = compare(topo, "allgather", ["ring", "tacos"], SIZES, known=known,
+                    on_solver_progress=lambda algorithm, size, p: solver.append((algorithm, size)))
+    assert table.iloc[0]["synth_time_s"] == -1.0 and len(table) == 6  # served, not run
+    assert sorted(bounds) == SIZES  # once per size, shared by its algorithms
+    assert table["verified"].all() and {a for a, _ in solver} == {"tacos"}

@@ -7,10 +7,11 @@ algorithm as ``SynthOptions.stop``. Finished runs are cached process-wide,
 keyed by topology JSON + collective + options (``RunRequest``), together
 with the figures drawn from them, so revisiting a result is instant.
 
-A ``SweepJob`` is the same for the Compare page: its rows run on the Dask
-sweep engine (``ccviz.sweep``: in the app process, on an embedded cluster or
-on a Dask scheduler) from a background thread that a Stop button can end
-(the stop also reaches the running solvers). Finished rows are cached
+A ``SweepJob`` is the same for the Compare page: it calls the library's
+``ccviz.compare.compare`` (the loop ``ccviz`` users call) from a background
+thread that a Stop button can end, with its rows running on the Dask sweep
+engine (in the app process, on an embedded cluster or on a Dask scheduler;
+the stop also reaches the running solvers). Finished rows are cached
 process-wide per (topology, collective, algorithm, size, chunks, root, time
 limit), so changing the sweep reruns only the new points.
 """
@@ -19,22 +20,21 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import math
 import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from ccviz.compare import COLUMNS, not_run_because, skipped_row, table_row
+from ccviz.compare import Point, compare, point_of, points, skipped_rest, table
 from ccviz.errors import CcvizError
-from ccviz.grid import Grid
 from ccviz.pipeline import RunResult, run
-from ccviz.sweep import SweepProgress, dask_client, sweep
+from ccviz.sweep import SweepProgress, dask_client
 from ccviz.synth.registry import REGISTRY, Progress, SynthOptions
 from ccviz.topology import Topology
 from ccviz.units import format_size, format_time
@@ -63,7 +63,7 @@ class RunRequest:
 
     def synth_options(self, progress: Callable[[Progress], None] | None = None,
                       stop: threading.Event | None = None) -> SynthOptions:
-        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra"}
+        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options"}
         opts = dict(self.options)
         extra = {k: v for k, v in opts.items() if k not in known}
         return SynthOptions(**{k: v for k, v in opts.items() if k in known}, extra=extra,
@@ -115,10 +115,12 @@ _REPRODUCED = LruCache(2 * 66)  # published rows (two time limits' worth of the 
 
 
 def cached(request: RunRequest) -> CachedRun | None:
+    """The finished run of this request, if one is still in the cache."""
     return _RUNS.get(request)
 
 
 def cached_row(key: tuple) -> dict | None:
+    """A Compare row finished earlier (``SweepRequest.row_key``), if still in the cache."""
     return _ROWS.get(key)
 
 
@@ -201,16 +203,18 @@ class SweepRequest:
     time_limit: float | None = None  # per run, seconds
     epoch: str | float = "fastest"  # TE-CCL's epoch (the other algorithms ignore it)
 
-    def points(self) -> list[tuple[float, str]]:
-        return [(float(size), algorithm) for size in self.sizes for algorithm in self.algorithms]
+    def points(self) -> list[Point]:
+        """(size, algorithm) of every row, in table order."""
+        return points(self.algorithms, self.sizes)
 
     def row_key(self, size: float, algorithm: str) -> tuple:
+        """What one row's result depends on: its cache key."""
         return (self.topology_json, self.collective, algorithm, float(size), self.chunks, self.root, self.time_limit,
                 self.epoch)
 
 
 class SweepJob(BackgroundJob):
-    """A comparison sweep on the Dask sweep engine (``ccviz.sweep``); poll ``done``, read ``rows``, ``stop()`` it.
+    """A comparison (``ccviz.compare.compare``) on the Dask sweep engine; poll ``done``, read ``rows``, ``stop()`` it.
 
     Rows run where ``engine_for`` says: a Dask scheduler when an address is given, else this app's
     embedded cluster (worker processes, started once and kept) or, for light sweeps, a one-thread
@@ -244,9 +248,8 @@ class SweepJob(BackgroundJob):
         return any(row.get("status") == "skipped" for row in self.rows)
 
     def table(self) -> pd.DataFrame:
-        order = {point: k for k, point in enumerate(self.request.points())}
-        rows = sorted(self.rows, key=lambda row: order.get((float(row["size_bytes"]), row["algorithm"]), len(order)))
-        return pd.DataFrame(rows, columns=list(COLUMNS))
+        """The rows so far as the Compare table, in table order."""
+        return table(self.rows, self.request.algorithms, self.request.sizes)
 
     def status_line(self) -> str:
         """'12/48 runs, 1 failed, 2 running, ETA 5 s, on the embedded cluster (2 processes)'."""
@@ -267,52 +270,34 @@ class SweepJob(BackgroundJob):
     def _on_progress(self, progress: SweepProgress) -> None:
         self.sweep_progress = progress
 
-    def _on_solver_progress(self, event: dict) -> None:
-        self.current = (event["algorithm"], float(event["size_bytes"]))
-        self.progress = Progress(**event["progress"])
+    def _on_solver_progress(self, algorithm: str, size: float, progress: Progress) -> None:
+        self.current, self.progress = (algorithm, size), progress
 
     def _work(self, topology: Topology) -> None:
         r = self.request
-        cached = {}
-        for size, algorithm in r.points():
-            row = cached_row(r.row_key(size, algorithm))
-            if row is not None:
-                cached[(size, algorithm)] = row
-        self.rows.extend(cached.values())
-        if len(cached) == self.total:
-            return
-        try:
-            grid = Grid.make(topology, r.collective, list(r.algorithms), list(r.sizes), r.chunks,
-                             time_limit=r.time_limit, epoch=r.epoch, root=r.root)
-            skip = {p.key for p in grid.points() if (p.size_bytes, p.algorithm) in cached}
-            with engine_client(self.engine, self.scheduler) as client:
-                if not self.stop_event.is_set():
-                    sweep(grid, client, stop=self.stop_event, skip=skip, on_row=lambda row: self._add(topology, row),
-                          on_progress=self._on_progress, on_solver_progress=self._on_solver_progress)
+        known = {point: row for point in r.points() if (row := cached_row(r.row_key(*point))) is not None}
+        options = SynthOptions(time_limit=r.time_limit, epoch=r.epoch)
+        try:  # the engine is started only when some point is not cached
+            with engine_client(self.engine, self.scheduler) if len(known) < self.total else nullcontext() as client:
+                compare(topology, r.collective, r.algorithms, r.sizes, r.chunks, r.root, options, on_row=self._add,
+                        stop=self.stop_event, client=client, known=known, on_progress=self._on_progress,
+                        on_solver_progress=self._on_solver_progress)
         except CcvizError as exc:
             self.error = str(exc)
         except Exception as exc:  # a broken cluster or a bug must not kill the app
             self.error = f"unexpected {type(exc).__name__} in the sweep: {exc}"
-        done = {(float(row["size_bytes"]), row["algorithm"]) for row in self.rows}
-        why = "the sweep was stopped" if self.stop_event.is_set() else "the sweep ended early"
-        for size, algorithm in r.points():
-            if (size, algorithm) not in done:
-                self.rows.append(skipped_row(topology, r.collective, algorithm, size,
-                                             not_run_because(why, self.rows, self.total)))
+        if self.error:
+            why = "the sweep was stopped" if self.stop_event.is_set() else "the sweep ended early"
+            self.rows.extend(skipped_rest(topology, r.collective, r.algorithms, r.sizes, self.rows, why))
 
-    def _add(self, topology: Topology, row: dict) -> None:
-        """An engine row (``ccviz.sweep.COLUMNS``) as a Compare table row, cached unless the sweep was stopped."""
-        r = self.request
-        summary = {**row, "status": row.get("solver_status")}
-        bound_s = row.get("lower_bound_s")
-        table_row_ = table_row(topology, r.collective, row["algorithm"], float(row["size_bytes"]),
-                               math.nan if bound_s is None else float(bound_s), summary,
-                               row.get("error") if row.get("status") != "ok" else None)
-        if not self.stop_event.is_set():
-            _ROWS.put(r.row_key(float(row["size_bytes"]), row["algorithm"]), table_row_)
-        if self.current == (row["algorithm"], float(row["size_bytes"])):
+    def _add(self, row: dict) -> None:
+        """A row of the table as it arrives, cached unless it was skipped or the sweep stopped."""
+        point = point_of(row)
+        if row.get("status") != "skipped" and not self.stop_event.is_set():
+            _ROWS.put(self.request.row_key(*point), row)
+        if self.current == (row["algorithm"], point[0]):
             self.current = self.progress = None
-        self.rows.append(table_row_)
+        self.rows.append(row)
 
 
 # ----------------------------------------------------------------------------- where sweeps run
@@ -350,6 +335,7 @@ def engine_for(request: SweepRequest, topology: Topology, scheduler: str | None 
 
 
 def engine_label(engine: str, scheduler: str | None = None) -> str:
+    """Where a sweep runs, in words for the status line."""
     if engine == "scheduler":
         return f"on the Dask cluster at {scheduler}"
     if engine == "local cluster":

@@ -11,6 +11,7 @@ from ccviz.app import url
 from ccviz.app.runs import CachedRun
 from ccviz.app.state import current_topology, topology_source, user_errors
 from ccviz.limit import limit_sentence
+from ccviz.synth.options import OptionSpec
 from ccviz.synth.registry import Algorithm, Progress
 from ccviz.units import format_size, format_time, size_sweep
 from ccviz.viz import schedule_animation
@@ -92,17 +93,61 @@ def size_range_picker(label: str, key: str, default: tuple[float, float] = (1e3,
 
 
 def option_inputs(algorithm: Algorithm, key: str) -> dict[str, Any]:
-    """Inputs for exactly the options this algorithm uses (``Algorithm.options_used``)."""
+    """Inputs for exactly the options this algorithm uses: the shared ones it reads
+    (``Algorithm.options_used``), then its own, drawn from its options dataclass (``Algorithm.options``).
+
+    Its own options are returned only where they differ from the default, so a run records what the
+    user changed (as ``--opt`` does) and equal runs share a cache entry.
+    """
     values: dict[str, Any] = {}
     used = [name for name in algorithm.options_used if name not in APP_CONTROLLED]
-    if not used:
+    specs = algorithm.options.specs()
+    if not used and not specs:
         st.caption(f"{algorithm.name} has no options.")
         return values
-    cols = st.columns(min(len(used), 4))
-    for k, name in enumerate(used):
-        with cols[k % len(cols)]:
-            values[name] = _option_input(name, f"{key}_{name}")
+    if used:
+        cols = st.columns(min(len(used), 4))
+        for k, name in enumerate(used):
+            with cols[k % len(cols)]:
+                values[name] = _option_input(name, f"{key}_{name}")
+    if specs:
+        st.caption(f"{algorithm.name}'s own options (`--opt key=value` in the CLI, listed by `ccviz list`)")
+        cols = st.columns(min(len(specs), 4))
+        for k, spec in enumerate(specs):
+            with cols[k % len(cols)]:
+                value = algorithm_option_input(spec, f"{key}_{algorithm.name}_{spec.name}")
+            if value != spec.default:
+                values[spec.name] = value
     return values
+
+
+def algorithm_option_input(spec: OptionSpec, key: str) -> Any:
+    """The widget an option's declaration asks for: a selectbox for choices (and for a yes/no that may be
+    automatic), a checkbox for yes/no, a number input for numbers (0 = automatic where it may be)."""
+    label, help_text = spec.name.replace("_", " "), f"{spec.meaning} (CLI: `--opt {spec.name}=...`)"
+    if spec.choices:
+        return st.selectbox(label, spec.choices, index=spec.choices.index(spec.default), key=key, help=help_text)
+    if spec.kind is bool and spec.automatic:
+        words = {"auto": None, "true": True, "false": False}
+        default = next(word for word, value in words.items() if value is spec.default)
+        return words[st.selectbox(label, list(words), index=list(words).index(default), key=key, help=help_text)]
+    if spec.kind is bool:
+        return st.checkbox(label, value=spec.default, key=key, help=help_text)
+    if spec.kind is str:
+        return st.text_input(label, value=spec.default or "", key=key, help=help_text) or spec.default
+    whole = spec.kind is int
+    cast = int if whole else float
+    if spec.automatic:  # 0 stands for automatic (such options start at 1 or above)
+        number = st.number_input(f"{label} (0 = auto)", min_value=cast(0), max_value=_bound(spec.maximum, cast),
+                                 value=cast(spec.default or 0), step=cast(1), key=key, help=help_text)
+        return cast(number) or None
+    number = st.number_input(label, min_value=_bound(spec.minimum, cast), max_value=_bound(spec.maximum, cast),
+                             value=cast(spec.default), step=cast(1) if whole else None, key=key, help=help_text)
+    return cast(number)
+
+
+def _bound(limit: float | None, cast: type) -> Any:
+    return None if limit is None else cast(limit)
 
 
 def _option_input(name: str, key: str) -> Any:

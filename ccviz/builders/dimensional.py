@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from ccviz.builders.fabric import DEFAULT_ALPHA, DEFAULT_BW, Fabric, exact_dims, per_dim, require
-from ccviz.builders.layout import tiled_grid_position, tiled_switch_position
+from ccviz.builders.layout import Position, tiled_grid_position, tiled_switch_position
 from ccviz.builders.registry import builder
 from ccviz.topology import Topology
 
@@ -35,6 +35,7 @@ def multidim(dims: tuple[int, ...] = (4, 4), kinds: tuple[str, ...] = ("ring", "
     system = DimensionalSystem(dims, per_dim(bw, len(dims), "bw"), per_dim(alpha, len(dims), "alpha"), copy)
     for axis, kind in enumerate(kinds):
         system.connect_dimension(axis, kind)
+    system.fabric.place(system.positions())
     shape = "x".join(map(str, dims))
     return system.fabric.topology(f"multidim_{shape}", f"{len(dims)}D {'/'.join(kinds)} system {shape}", "multidim",
                                   meta={"dims": list(dims), "kinds": list(kinds)})
@@ -47,8 +48,16 @@ class DimensionalSystem:
         self.dims, self.bws, self.alphas, self.copy = dims, bws, alphas, copy
         self.fabric = Fabric()
         self.strides = [math.prod(dims[:a]) for a in range(len(dims))]
-        for npu in range(math.prod(dims)):
-            self.fabric.add_gpu(pos=tiled_grid_position(dims, self.coords(npu)))
+        self.hubs: list[tuple[int, int, int]] = []  # (switch, axis, first NPU of its line), for the drawing
+        for _ in range(math.prod(dims)):
+            self.fabric.add_gpu()
+
+    def positions(self) -> dict[int, Position]:
+        """NPUs tiled by their coordinates; each line's switch beside the line's first NPU."""
+        positions = {npu: tiled_grid_position(self.dims, self.coords(npu)) for npu in range(math.prod(self.dims))}
+        positions.update({hub: tiled_switch_position(self.dims, axis, self.coords(first))
+                          for hub, axis, first in self.hubs})
+        return positions
 
     def coords(self, npu: int) -> tuple[int, ...]:
         """The grid coordinates of NPU ``npu`` (dimension 1 counts fastest)."""
@@ -74,8 +83,8 @@ class DimensionalSystem:
             if len(members) < 2:
                 continue
             if kind == "switch":
-                hub = self.fabric.add_switch(group=f"dim{axis + 1}", copy=self.copy,
-                                             pos=tiled_switch_position(self.dims, axis, self.coords(members[0])))
+                hub = self.fabric.add_switch(group=f"dim{axis + 1}", copy=self.copy)
+                self.hubs.append((hub, axis, members[0]))
                 for npu in members:
                     self.fabric.cable(npu, hub, bw, alpha)
             else:

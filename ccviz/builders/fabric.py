@@ -3,7 +3,8 @@ scratchpad a builder adds GPUs, switches and cables to before freezing it into a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from ccviz.builders.layout import Position, rounded
 from ccviz.errors import CcvizError
@@ -71,19 +72,23 @@ class Fabric:
         """The id a node added without one gets: one past the largest so far."""
         return max(self.nodes, default=-1) + 1
 
-    def add_gpu(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None) -> int:
-        """Add a GPU (the next free id unless given) and return its id."""
+    def add_gpu(self, node_id: int | None = None, group: str | None = None) -> int:
+        """Add a GPU (the next free id unless given) and return its id; ``place`` draws it."""
         node_id = self.next_id if node_id is None else node_id
-        self.nodes[node_id] = Node(node_id, "gpu", group=group, pos=rounded(pos))
+        self.nodes[node_id] = Node(node_id, "gpu", group=group)
         return node_id
 
-    def add_switch(self, node_id: int | None = None, group: str | None = None, pos: Position | None = None,
-                   copy: bool = True, label: str | None = None, buffer: bool = False) -> int:
+    def add_switch(self, node_id: int | None = None, group: str | None = None, copy: bool = True,
+                   label: str | None = None, buffer: bool = False) -> int:
         """Add a switch (multicasting unless ``copy=False``; queueing chunks when ``buffer``) and return its id."""
         node_id = self.next_id if node_id is None else node_id
-        self.nodes[node_id] = Node(node_id, "switch", label=label or "", group=group, pos=rounded(pos),
-                                   copy=copy, buffer=buffer)
+        self.nodes[node_id] = Node(node_id, "switch", label=label or "", group=group, copy=copy, buffer=buffer)
         return node_id
+
+    def place(self, positions: Mapping[int, Position]) -> None:
+        """Draw the nodes built so far where ``positions`` (from ``ccviz.builders.layout``) says."""
+        for node_id, pos in positions.items():
+            self.nodes[node_id] = replace(self.nodes[node_id], pos=rounded(pos))
 
     def cable(self, u: int, v: int, bw: float, alpha: float) -> None:
         """A full-duplex cable (two directed links)."""

@@ -56,10 +56,10 @@ def fully_connected(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_A
     require(n * (n - 1) <= MAX_LINKS, "n", f"fully_connected:n={n} would need {n * (n - 1):.3g} links; "
             f"the limit is {MAX_LINKS:.3g}")
     fabric = Fabric()
-    for pos in circle_positions(n):
-        fabric.add_gpu(pos=pos)
-    for u, v in itertools.combinations(range(n), 2):
+    gpus = [fabric.add_gpu() for _ in range(n)]
+    for u, v in itertools.combinations(gpus, 2):
         fabric.cable(u, v, bw, alpha)
+    fabric.place(dict(zip(gpus, circle_positions(n), strict=True)))
     return fabric.topology(f"fully_connected{n}", f"{n} GPUs, every pair cabled directly", "circle")
 
 
@@ -72,13 +72,14 @@ def hypercube(n: int = 8, bw: tuple[float, ...] = (DEFAULT_BW,),
     bws = per_dim(bw, k, "bw")
     alphas = per_dim(alpha, k, "alpha")
     fabric = Fabric()
-    for i in range(n):
-        fabric.add_gpu(pos=hypercube_position(i, k))
+    for _ in range(n):
+        fabric.add_gpu()
     for i in range(n):
         for bit in range(k):
             j = i ^ (1 << bit)
             if i < j:
                 fabric.cable(i, j, bws[bit], alphas[bit])
+    fabric.place({i: hypercube_position(i, k) for i in range(n)})
     return fabric.topology(f"hypercube{n}", f"{k}-dimensional binary hypercube of {n} GPUs", "hypercube",
                            meta={"dims": [2] * k})
 

@@ -1,8 +1,9 @@
 """Drawing positions of built topologies: where each node sits in a 2D figure, apart from how it is cabled.
 
 Builders place every node (``Node.pos``) so that front ends can draw any built topology without
-guessing; the shapes that take more than a line of arithmetic live here, next to ``rounded``, which keeps
-saved files tidy and deterministic.
+guessing. A builder constructs nodes and cables only; where they are drawn is decided here, by plain
+functions returning positions (a list in node order, or ``{node id: position}`` for ``Fabric.place``),
+next to ``rounded``, which keeps saved files tidy and deterministic.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 Position = tuple[float, float]
 
 CHASSIS_SPACING = 3.6  # distance between the centres of two drawn chassis
+TIER_HEIGHT = 1.5  # vertical distance between the rows of a switched tree (GPUs, then each switch tier)
 # DGX-1 cube drawing: GPUs 0-3 an inner square, 4-7 the outer square.
 DGX1_POSITIONS = ((-0.5, 0.5), (0.5, 0.5), (-0.5, -0.5), (0.5, -0.5),
                   (-1.2, 1.2), (1.2, 1.2), (-1.2, -1.2), (1.2, -1.2))
@@ -99,3 +101,77 @@ def tiled_switch_position(dims: Sequence[int], axis: int, first: Sequence[int]) 
 def _blocks_per_row(dims: Sequence[int]) -> int:
     """2D slices per row of the tiling (the slices beyond axis 2, in a near-square grid)."""
     return math.ceil(math.sqrt(math.prod(dims[2:])))
+
+
+def hub_positions(hub: int, spokes: Sequence[int], radius: float = 1.0, center: Position = (0.0, 0.0)
+                  ) -> dict[int, Position]:
+    """A switch at ``center`` with its GPUs on a circle around it (a star, a DGX-2 or A100 box)."""
+    return {hub: center, **dict(zip(spokes, circle_positions(len(spokes), radius, center), strict=True))}
+
+
+def tree_positions(gpus: Sequence[int], tiers: Sequence[Sequence[tuple[Sequence[int], range]]]
+                   ) -> dict[int, Position]:
+    """A switched tree drawn bottom-up: the GPUs in a row (x = their index), then one row per tier.
+
+    Each tier is a list of (switches, the GPU indices below them): those switches are spread evenly
+    over the span of those GPUs (one switch sits centred above them), ``TIER_HEIGHT`` per tier higher.
+    """
+    positions = {gpu: (float(x), 0.0) for x, gpu in enumerate(gpus)}
+    for height, tier in enumerate(tiers, start=1):
+        for switches, below in tier:
+            first, last = below[0], below[-1]
+            xs = spread(len(switches), last - first, (first + last) / 2)
+            positions.update({s: (x, height * TIER_HEIGHT) for s, x in zip(switches, xs, strict=True)})
+    return positions
+
+
+def dragonfly_positions(gpus: Sequence[int], routers: Sequence[Sequence[int]]) -> dict[int, Position]:
+    """Groups on a circle, each group's routers on a small circle, each router's GPUs fanned outwards.
+
+    ``routers[g][r]`` is a router's id; ``gpus`` are dealt to the routers in order, as many each.
+    """
+    groups, per_group = len(routers), len(routers[0])
+    per_router = len(gpus) // (groups * per_group)
+    centers = circle_positions(groups, radius=3.0 * per_group ** 0.5 if groups > 1 else 0.0)
+    at = [circle_positions(per_group, radius=0.8 if per_group > 1 else 0.0, center=c) for c in centers]
+    positions = {router: at[g][r] for g, group in enumerate(routers) for r, router in enumerate(group)}
+    for k, gpu in enumerate(gpus):
+        g, r = divmod(k // per_router, per_group)
+        positions[gpu] = fan_out(at[g][r], centers[g], k % per_router, per_router)
+    return positions
+
+
+def dgx1_positions(gpus: Sequence[int], x_offset: float = 0.0) -> dict[int, Position]:
+    """A DGX-1 chassis's eight GPUs as a cube seen from the front, shifted right by ``x_offset``."""
+    return {gpu: (x + x_offset, y) for gpu, (x, y) in zip(gpus, DGX1_POSITIONS, strict=True)}
+
+
+def above_chassis(chassis: int, spacing: float, height: float) -> Position:
+    """The network switch of ``chassis`` chassis drawn ``spacing`` apart: centred above them at ``height``."""
+    return ((chassis - 1) * spacing / 2, height)
+
+
+def a100_positions(hubs: Sequence[int], gpus: Sequence[Sequence[int]], nics: Sequence[Sequence[int]],
+                   ib: Sequence[int]) -> dict[int, Position]:
+    """ForestColl's A100 boxes side by side (NVSwitch in the middle, GPUs around it, their NICs in a row
+    below), the two IB switches under the middle of the row of boxes."""
+    spacing = CHASSIS_SPACING * 1.2
+    positions: dict[int, Position] = {}
+    for b, hub in enumerate(hubs):
+        center = (b * spacing, 0.0)
+        positions.update(hub_positions(hub, gpus[b], radius=1.2, center=center))
+        positions.update({nic: (center[0] - 1.4 + local * 0.4, -2.2) for local, nic in enumerate(nics[b])})
+    width = (len(hubs) - 1) * spacing
+    positions.update({switch: (width / 2 + dx, -3.6) for switch, dx in zip(ib, (-0.8, 0.8), strict=True)})
+    return positions
+
+
+AMD_SPACING = CHASSIS_SPACING * 1.4  # an MI250 chassis is drawn wider than a DGX-1
+
+
+def amd_chassis_positions(c: int, gpus: Sequence[int], nics: Sequence[int]) -> dict[int, Position]:
+    """MI250 chassis ``c``: its GPUs a 4x4 grid, its NICs (if any) in a row below."""
+    x0 = c * AMD_SPACING
+    positions = {gpu: (x0 + (g % 4) * 0.8, -(g // 4) * 0.8) for g, gpu in enumerate(gpus)}
+    positions.update({nic: (x0 - 0.4 + k * 0.4, -3.4) for k, nic in enumerate(nics)})
+    return positions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from ccviz.builders.fabric import DEFAULT_ALPHA, DEFAULT_BW, Fabric, link_classes, require
-from ccviz.builders.layout import circle_positions, fan_out, spread
+from ccviz.builders.layout import Position, dragonfly_positions, hub_positions, tree_positions
 from ccviz.builders.registry import builder
 from ccviz.topology import Topology
 
@@ -15,11 +15,11 @@ def star(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA, copy:
     """n GPUs around one switch (copy=false for a switch without multicast)."""
     require(n >= 2, "n", f"star needs n >= 2 GPUs, got {n}")
     fabric = Fabric()
-    for pos in circle_positions(n):
-        fabric.add_gpu(group="gpus", pos=pos)
-    hub = fabric.add_switch(pos=(0.0, 0.0), copy=copy, label="switch")
-    for gpu in range(n):
+    gpus = [fabric.add_gpu(group="gpus") for _ in range(n)]
+    hub = fabric.add_switch(copy=copy, label="switch")
+    for gpu in gpus:
         fabric.cable(gpu, hub, bw, alpha)
+    fabric.place(hub_positions(hub, gpus))
     kind = "multicast" if copy else "non-copying"
     return fabric.topology(f"star{n}", f"{n} GPUs on one {kind} switch", "star")
 
@@ -38,6 +38,7 @@ def fattree(k: int = 4, bw: tuple[float, ...] = (DEFAULT_BW,), alpha: tuple[floa
     for pod in range(k):
         tree.add_pod(pod)
     tree.add_core()
+    tree.fabric.place(tree.positions())
     return tree.fabric.topology(f"fattree_k{k}", f"{k}-ary fat-tree: {tree.n_gpus} GPUs, {k} pods, "
                                 f"{tree.half ** 2} core switches", "tree", meta={"k": k})
 
@@ -51,7 +52,9 @@ class FatTree:
         self.n_gpus = k * self.pod_size
         self.bws, self.alphas, self.copy = bws, alphas, copy
         self.fabric = Fabric()
+        self.edges: list[list[int]] = []  # per pod, filled by add_pod
         self.aggregation: list[list[int]] = []  # per pod, filled by add_pod
+        self.cores: list[int] = []
 
     def gpu_id(self, pod: int, edge: int, port: int) -> int:
         """The GPU on ``port`` of edge switch ``edge`` in ``pod``."""
@@ -60,31 +63,38 @@ class FatTree:
     def add_gpus(self) -> None:
         """All GPUs first (ids 0..k^3/4-1, so ranks are contiguous), one pod after another."""
         for gpu in range(self.n_gpus):
-            self.fabric.add_gpu(group=f"pod{gpu // self.pod_size}", pos=(float(gpu), 0.0))
+            self.fabric.add_gpu(group=f"pod{gpu // self.pod_size}")
 
     def add_pod(self, pod: int) -> None:
         """Edge switches above their k/2 GPUs, aggregation switches above the pod, edge x aggregation cabled."""
-        left = pod * self.pod_size
-        edges = [self.fabric.add_switch(group=f"pod{pod}", copy=self.copy, label=f"edge{pod}.{e}",
-                                        pos=(left + e * self.half + (self.half - 1) / 2, 1.5))
+        edges = [self.fabric.add_switch(group=f"pod{pod}", copy=self.copy, label=f"edge{pod}.{e}")
                  for e in range(self.half)]
-        aggs = [self.fabric.add_switch(group=f"pod{pod}", copy=self.copy, label=f"agg{pod}.{a}", pos=(x, 3.0))
-                for a, x in enumerate(spread(self.half, self.pod_size - 1, left + (self.pod_size - 1) / 2))]
+        aggs = [self.fabric.add_switch(group=f"pod{pod}", copy=self.copy, label=f"agg{pod}.{a}")
+                for a in range(self.half)]
         for e, edge in enumerate(edges):
             for port in range(self.half):
                 self.fabric.cable(self.gpu_id(pod, e, port), edge, self.bws[0], self.alphas[0])
             for agg in aggs:
                 self.fabric.cable(edge, agg, self.bws[1], self.alphas[1])
+        self.edges.append(edges)
         self.aggregation.append(aggs)
 
     def add_core(self) -> None:
         """(k/2)^2 core switches; aggregation switch a of every pod reaches cores a*k/2 .. a*k/2 + k/2 - 1."""
-        cores = [self.fabric.add_switch(group="core", copy=self.copy, label=f"core{c}", pos=(x, 4.5))
-                 for c, x in enumerate(spread(self.half ** 2, self.n_gpus - 1, (self.n_gpus - 1) / 2))]
+        self.cores = [self.fabric.add_switch(group="core", copy=self.copy, label=f"core{c}")
+                      for c in range(self.half ** 2)]
         for aggs in self.aggregation:
             for a, agg in enumerate(aggs):
-                for core in cores[a * self.half:(a + 1) * self.half]:
+                for core in self.cores[a * self.half:(a + 1) * self.half]:
                     self.fabric.cable(agg, core, self.bws[2], self.alphas[2])
+
+    def positions(self) -> dict[int, Position]:
+        """Bottom-up rows: GPUs; each edge switch above its GPUs; aggregation over its pod; cores over all."""
+        pods = [range(pod * self.pod_size, (pod + 1) * self.pod_size) for pod in range(self.k)]
+        edges = [([edge], pods[pod][e * self.half:(e + 1) * self.half])
+                 for pod in range(self.k) for e, edge in enumerate(self.edges[pod])]
+        aggs = [(self.aggregation[pod], pods[pod]) for pod in range(self.k)]
+        return tree_positions(range(self.n_gpus), [edges, aggs, [(self.cores, range(self.n_gpus))]])
 
 
 @builder("leafspine")
@@ -107,17 +117,16 @@ def leafspine(leaves: int = 4, hosts: int = 4, spines: int = 2, bw: float = DEFA
     ratio = hosts * bw / (spines * uplink_bw)
     n_gpus = leaves * hosts
     fabric = Fabric()
-    for gpu in range(n_gpus):
-        fabric.add_gpu(group=f"leaf{gpu // hosts}", pos=(float(gpu), 0.0))
-    leaf_ids = [fabric.add_switch(group=f"leaf{i}", copy=copy, label=f"leaf{i}", pos=(i * hosts + (hosts - 1) / 2, 1.5))
-                for i in range(leaves)]
-    spine_ids = [fabric.add_switch(group="spine", copy=copy, label=f"spine{s}", pos=(x, 3.0))
-                 for s, x in enumerate(spread(spines, n_gpus - 1, (n_gpus - 1) / 2))]
-    for gpu in range(n_gpus):
+    gpus = [fabric.add_gpu(group=f"leaf{gpu // hosts}") for gpu in range(n_gpus)]
+    leaf_ids = [fabric.add_switch(group=f"leaf{i}", copy=copy, label=f"leaf{i}") for i in range(leaves)]
+    spine_ids = [fabric.add_switch(group="spine", copy=copy, label=f"spine{s}") for s in range(spines)]
+    for gpu in gpus:
         fabric.cable(gpu, leaf_ids[gpu // hosts], bw, alpha)
     for leaf in leaf_ids:
         for spine in spine_ids:
             fabric.cable(leaf, spine, uplink_bw, alpha)
+    fabric.place(tree_positions(gpus, [[([leaf], range(i * hosts, (i + 1) * hosts)) for i, leaf in enumerate(leaf_ids)],
+                                       [(spine_ids, range(n_gpus))]]))
     return fabric.topology(
         f"leafspine_{leaves}x{hosts}_s{spines}",
         f"leaf-spine: {leaves} leaves x {hosts} GPUs, {spines} spines, {uplink_bw:g} GB/s uplinks "
@@ -140,15 +149,10 @@ def dragonfly(groups: int = 4, routers: int = 4, gpus: int = 2, bw: tuple[float,
     classes = ("terminal", "local", "global")
     bws, alphas = link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha")
     n_gpus = groups * routers * gpus
-    group_centers = circle_positions(groups, radius=3.0 * routers ** 0.5 if groups > 1 else 0.0)
-    router_pos = [circle_positions(routers, radius=0.8 if routers > 1 else 0.0, center=c) for c in group_centers]
     fabric = Fabric()
-    for gpu in range(n_gpus):
-        g, r = divmod(gpu // gpus, routers)
-        pos = fan_out(router_pos[g][r], group_centers[g], gpu % gpus, gpus)
-        fabric.add_gpu(group=f"group{g}", pos=pos)
-    router_ids = [[fabric.add_switch(group=f"group{g}", copy=copy, label=f"R{g}.{r}", pos=router_pos[g][r])
-                   for r in range(routers)] for g in range(groups)]
+    gpu_ids = [fabric.add_gpu(group=f"group{gpu // (gpus * routers)}") for gpu in range(n_gpus)]
+    router_ids = [[fabric.add_switch(group=f"group{g}", copy=copy, label=f"R{g}.{r}") for r in range(routers)]
+                  for g in range(groups)]
     for gpu in range(n_gpus):
         g, r = divmod(gpu // gpus, routers)
         fabric.cable(gpu, router_ids[g][r], bws[0], alphas[0])
@@ -158,6 +162,7 @@ def dragonfly(groups: int = 4, routers: int = 4, gpus: int = 2, bw: tuple[float,
     for g, h in itertools.combinations(range(groups), 2):
         fabric.cable(router_ids[g][_global_port(g, h, routers)], router_ids[h][_global_port(h, g, routers)],
                      bws[2], alphas[2])
+    fabric.place(dragonfly_positions(gpu_ids, router_ids))
     return fabric.topology(f"dragonfly_{groups}x{routers}x{gpus}",
                            f"dragonfly: {groups} groups x {routers} routers x {gpus} GPUs", "dragonfly")
 

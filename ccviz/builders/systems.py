@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ccviz.builders.fabric import Fabric, link_classes, require
-from ccviz.builders.layout import CHASSIS_SPACING, DGX1_POSITIONS, circle_positions
+from ccviz.builders.layout import (
+    AMD_SPACING,
+    CHASSIS_SPACING,
+    a100_positions,
+    above_chassis,
+    amd_chassis_positions,
+    dgx1_positions,
+    hub_positions,
+)
 from ccviz.builders.registry import builder
 from ccviz.topology import Node, Topology
 
@@ -20,9 +28,10 @@ DGX1_CABLES = (
 def _add_dgx1_chassis(fabric: Fabric, base: int, group: str, x_offset: float, bws: Sequence[float],
                       alphas: Sequence[float]) -> list[int]:
     """Eight GPUs with ids base..base+7 wired as a DGX-1 hybrid cube-mesh; returns their ids."""
-    ids = [fabric.add_gpu(base + i, group=group, pos=(x + x_offset, y)) for i, (x, y) in enumerate(DGX1_POSITIONS)]
+    ids = [fabric.add_gpu(base + i, group=group) for i in range(8)]
     for u, v, cls in DGX1_CABLES:
         fabric.cable(base + u, base + v, bws[cls], alphas[cls])
+    fabric.place(dgx1_positions(ids, x_offset))
     return ids
 
 
@@ -61,7 +70,8 @@ def ndv2(chassis: int = 2, bw: tuple[float, ...] = (50.0, 25.0, 12.5),
             fabric.one_way(boxes[c][0], boxes[(c + 1) % chassis][1], bws[2], alphas[2])
         how = "GPU 0 of each chassis sends directly to GPU 1 of the other"
     else:
-        hub = fabric.add_switch(0, group="network", pos=((chassis - 1) * CHASSIS_SPACING / 2, 2.4), label="NIC switch")
+        hub = fabric.add_switch(0, group="network", label="NIC switch")
+        fabric.place({hub: above_chassis(chassis, CHASSIS_SPACING, 2.4)})
         for box in boxes:
             fabric.one_way(box[0], hub, bws[2], alphas[2])
             fabric.one_way(hub, box[1], bws[2], alphas[2])
@@ -90,11 +100,11 @@ def dgx2(chassis: int = 2, bw: tuple[float, ...] = (125.0, 12.5), alpha: tuple[f
     gpus_per_box = 16
     for c in range(chassis):
         base = c * (gpus_per_box + 1)
-        center = (c * CHASSIS_SPACING * 1.2, 0.0)
-        hub = fabric.add_switch(base, group=f"chassis{c}", pos=center, label=f"NVSwitch{c}")
-        for local, pos in enumerate(circle_positions(gpus_per_box, radius=1.6, center=center)):
-            fabric.add_gpu(base + 1 + local, group=f"chassis{c}", pos=pos)
-            fabric.cable(base + 1 + local, hub, bws[0], alphas[0])
+        hub = fabric.add_switch(base, group=f"chassis{c}", label=f"NVSwitch{c}")
+        gpus = [fabric.add_gpu(base + 1 + local, group=f"chassis{c}") for local in range(gpus_per_box)]
+        for gpu in gpus:
+            fabric.cable(gpu, hub, bws[0], alphas[0])
+        fabric.place(hub_positions(hub, gpus, radius=1.6, center=(c * CHASSIS_SPACING * 1.2, 0.0)))
     if chassis > 1:
         for c in range(chassis):
             here, there = c * (gpus_per_box + 1) + 1, (c + 1) % chassis * (gpus_per_box + 1) + 1
@@ -120,25 +130,21 @@ def a100(boxes: int = 2, bw: tuple[float, ...] = (300.0, 25.0), alpha: tuple[flo
     bws, alphas = link_classes(bw, classes, "bw"), link_classes(alpha, classes, "alpha")
     fabric = Fabric()
     per_box = 8
-    spacing = CHASSIS_SPACING * 1.2
+    hubs, gpus, nics = [], [], []
     for b in range(boxes):
-        center = (b * spacing, 0.0)
-        hub = fabric.add_switch(group=f"box{b}", pos=center, copy=copy, label=f"NVSwitch{b}", buffer=buffer)
-        for local, pos in enumerate(circle_positions(per_box, radius=1.2, center=center)):
-            gpu = fabric.add_gpu(group=f"box{b}", pos=pos)
-            fabric.cable(gpu, hub, bws[0], alphas[0])
-            x = center[0] - 1.4 + local * 0.4
-            nic = fabric.add_switch(group=f"box{b}", pos=(x, -2.2), copy=copy, label=f"NIC{b}.{local}",
-                                    buffer=buffer)
-            fabric.cable(gpu, nic, bws[1], alphas[1])
-    width = (boxes - 1) * spacing
-    ib = [fabric.add_switch(group="network", pos=(width / 2 + dx, -3.6), copy=copy, label=f"IB{k}",
-                            buffer=buffer)
-          for k, dx in enumerate((-0.8, 0.8))]
-    for node in list(fabric.nodes.values()):
-        if node.label.startswith("NIC"):
-            local = int(node.label.split(".")[1])
-            fabric.cable(node.id, ib[local % 2], bws[1], alphas[1])
+        hubs.append(fabric.add_switch(group=f"box{b}", copy=copy, label=f"NVSwitch{b}", buffer=buffer))
+        gpus.append([])
+        nics.append([])
+        for local in range(per_box):
+            gpus[b].append(fabric.add_gpu(group=f"box{b}"))
+            fabric.cable(gpus[b][-1], hubs[b], bws[0], alphas[0])
+            nics[b].append(fabric.add_switch(group=f"box{b}", copy=copy, label=f"NIC{b}.{local}", buffer=buffer))
+            fabric.cable(gpus[b][-1], nics[b][-1], bws[1], alphas[1])
+    ib = [fabric.add_switch(group="network", copy=copy, label=f"IB{k}", buffer=buffer) for k in range(2)]
+    for box in nics:
+        for local, nic in enumerate(box):
+            fabric.cable(nic, ib[local % 2], bws[1], alphas[1])
+    fabric.place(a100_positions(hubs, gpus, nics, ib))
     return fabric.topology(f"a100_{boxes}x8", f"{boxes} x 8 A100 (ForestColl): NVSwitch per box, a NIC per GPU, "
                            "even/odd NICs on two IB switches, no switch copies"
                            + (", buffering switches" if buffer else ""), "chassis", meta={"boxes": boxes})
@@ -176,8 +182,8 @@ def amd(chassis: int = 1, bw: tuple[float, ...] = (200.0, 100.0, 50.0, 25.0),
     stride = AMD_GPUS + AMD_NICS
     shift = 0 if as_published else 1  # TE-CCL's off-by-one: NIC k is declared at 16+24c+k, built at 17+24c+k
     switch_ids = {stride * c + AMD_GPUS + shift + k for c in range(chassis) for k in range(AMD_NICS)}
-    hub = fabric.add_switch(0, group="network", copy=True, label="NIC switch",
-                            pos=((chassis - 1) * CHASSIS_SPACING * 1.4 / 2, 2.0))
+    hub = fabric.add_switch(0, group="network", copy=True, label="NIC switch")
+    fabric.place({hub: above_chassis(chassis, AMD_SPACING, 2.0)})
     for c in range(chassis):
         _add_amd_chassis(fabric, 1 + stride * c, c, bws, alphas, switch_ids)
     for nic in sorted(switch_ids):
@@ -190,15 +196,15 @@ def amd(chassis: int = 1, bw: tuple[float, ...] = (200.0, 100.0, 50.0, 25.0),
 def _add_amd_chassis(fabric: Fabric, base: int, c: int, bws: Sequence[float], alphas: Sequence[float],
                      switch_ids: set[int]) -> None:
     """One MI250 chassis at ids base.. (GPUs as a 4x4 grid, NICs in a row below when switch_ids is set)."""
-    group, x0 = f"chassis{c}", c * CHASSIS_SPACING * 1.4
-    positions = {base + g: (x0 + (g % 4) * 0.8, -(g // 4) * 0.8) for g in range(AMD_GPUS)}
+    group = f"chassis{c}"
+    gpus = [base + g for g in range(AMD_GPUS)]
     nics = [base + AMD_GPUS + k for k in range(AMD_NICS)] if switch_ids else []
-    positions.update({nic: (x0 - 0.4 + k * 0.4, -3.4) for k, nic in enumerate(nics)})
-    for node_id, pos in positions.items():
+    for node_id in gpus + nics:
         if node_id in switch_ids:
-            fabric.add_switch(node_id, group=group, pos=pos)
+            fabric.add_switch(node_id, group=group)
         else:
-            fabric.add_gpu(node_id, group=group, pos=pos)
+            fabric.add_gpu(node_id, group=group)
+    fabric.place(amd_chassis_positions(c, gpus, nics))
     for u, v, cls in AMD_CABLES:
         fabric.cable(base + u, base + v, bws[cls], alphas[cls])
     for k, nic in enumerate(nics):

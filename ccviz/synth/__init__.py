@@ -1,12 +1,9 @@
-"""Synthesizers. Importing this package registers every algorithm in ``REGISTRY``."""
+"""Synthesizers. Importing this package fills ``REGISTRY``: the textbook algorithms register
+themselves, the others are declared in ``catalog`` and their code loads on first use."""
 
-# Each algorithm module registers itself on import (one line per module).
 from ccviz.synth import (
+    catalog,  # noqa: F401
     classic,  # noqa: F401
-    forestcoll,  # noqa: F401
-    mteg,  # noqa: F401
-    tacos,  # noqa: F401
-    teccl,  # noqa: F401
 )
 from ccviz.synth.registry import (
     REGISTRY,

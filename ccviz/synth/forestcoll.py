@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,8 +43,9 @@ from ccviz.physics import link_costs
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.arborescence import RouteClosure, min_arborescence
 from ccviz.synth.budget import Budget
+from ccviz.synth.catalog import ForestcollOptions
 from ccviz.synth.common import dispatch
-from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.synth.registry import SynthOptions
 from ccviz.synth.reversal import (
     concatenate,
     mirror_collective,
@@ -516,18 +517,13 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     roots = _roots(collective)
     slots = 1 if name == "broadcast" else int(topology.meta.get("buffer_ranks", topology.n_gpus))
     unit_s = collective.size_bytes / slots / 1e9 / limit.limit_s  # one root's share on 1 GB/s, over the limit
-    trees = options.extra.get("trees")
-    pieces = options.extra.get("pieces")
+    settings = options.settings(ForestcollOptions)
+    trees, pieces = settings.trees, settings.pieces
     buffered = all(topology.nodes[s].buffer for s in topology.switches)
-    switch_queue = options.extra.get("switch_queue", buffered)
-    if not isinstance(switch_queue, bool):
-        raise CcvizError(f"switch_queue: true or false, got {switch_queue!r}", "switch_queue")
+    switch_queue = buffered if settings.switch_queue is None else settings.switch_queue
     if switch_queue and not buffered:
         raise CcvizError("switch_queue: this fabric's switches have no buffer, so a chunk cannot wait in one; "
                          "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
-    for key, value in (("trees", trees), ("pieces", pieces)):
-        if value is not None and not (isinstance(value, int) and value >= 1):
-            raise CcvizError(f"{key}: must be a whole number >= 1, got {value!r}", key)
     packing = best_packing(fabric, roots, unit_s, trees, budget)
     refined = _refined(topology, collective, packing, pieces) if refine else collective
     run = pipeline(topology, refined, packing, start_s, switch_queue)
@@ -564,7 +560,7 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         whole = collective if cpr == collective.chunks_per_rank else make_collective(
             "allreduce", topology, collective.size_bytes, cpr)
         gather_part = split_allreduce(whole)[1]
-        same_trees = replace(options, extra={**options.extra, "trees": int(rs.options["trees"])})
+        same_trees = options.with_extra(trees=int(rs.options["trees"]))
         ag, _ = copy_schedule(topology, gather_part, same_trees, budget.phase(0.5, 1.0), start_s=schedule_end(rs),
                               refine=False)
         schedule = concatenate(rs, ag, whole)
@@ -573,16 +569,3 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
 
     return dispatch(collective, lambda: copy_schedule(topology, collective, options, budget)[0],
                     lambda: reduction_schedule(topology, collective, options, budget), allreduce)
-
-
-
-register(Algorithm(
-    "forestcoll",
-    synthesize_forestcoll,
-    frozenset({"allgather", "reducescatter", "allreduce", "broadcast", "reduce"}),
-    "ForestColl (arXiv 2402.06787): spanning trees packed up to the fabric's limit, switches turned into "
-    "routes, each tree pipelined in pieces; reductions up the trees packed on the reversed fabric",
-    kind="heuristic",
-    options_used=("time_limit", "progress", "stop"),
-    extra_keys=("trees", "pieces", "switch_queue"),
-))

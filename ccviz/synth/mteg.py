@@ -66,7 +66,7 @@ from ccviz.routing import earliest_arrivals
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.budget import Budget
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
-from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Link, Topology
 from ccviz.units import us_text
 
@@ -512,15 +512,3 @@ def synthesize_mteg(topology: Topology, collective: Collective, options: SynthOp
     schedule = Mteg(topology, collective, options).synthesize()
     schedule.synth_time_s = time.perf_counter() - t0
     return schedule
-
-
-register(Algorithm(
-    "mteg",
-    synthesize_mteg,
-    frozenset({"allgather", "broadcast", "gather", "scatter", "alltoall", "custom", "reducescatter", "reduce",
-               "allreduce"}),
-    "Multicast time-expanded graph: one Steiner tree (Takahashi-Matsuyama) per chunk in a slotted "
-    "time-expanded graph, links reserved tree by tree",
-    kind="heuristic",
-    options_used=("epoch", "restarts", "seed", "time_limit", "progress", "stop"),
-))

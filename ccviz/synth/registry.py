@@ -1,21 +1,25 @@
 """The one algorithm registry: every synthesizer is ``synthesize(topology, collective, options)``.
 
 The app, the CLI and comparisons look algorithms up here and never
-special-case one. An algorithm module registers itself at import time with
-``register(Algorithm(...))``.
+special-case one. The built-in synthesizers are declared in ``ccviz.synth.catalog`` with their code
+named as ``"module:function"`` and imported on the first call, so listing them loads no solver or
+array library; a third-party algorithm registers itself with ``register(Algorithm(name, function,
+...))``.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypeVar
 
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule
+from ccviz.synth.options import AlgorithmOptions
 from ccviz.topology import Topology
 from ccviz.units import format_time
 
@@ -47,7 +51,8 @@ class SynthOptions:
 
     ``epoch`` is 'fastest', 'slowest' or seconds; ``stop`` lets a front end
     cancel a long solve (the algorithm returns its best schedule so far).
-    Algorithm-specific settings go into ``extra``.
+    Algorithm-specific settings go into ``extra`` (keys and values as ``--opt`` gives them); the
+    algorithm reads them typed with ``settings(ItsOptions)``.
     """
 
     epoch: str | float = "fastest"
@@ -59,18 +64,24 @@ class SynthOptions:
     progress: Callable[[Progress], None] | None = None
     stop: threading.Event | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    algorithm_options: AlgorithmOptions | None = None  # ``extra`` typed, set by ``synthesize`` (not an input)
 
     def report(self, progress: Progress) -> None:
         if self.progress is not None:
             self.progress(progress)
 
-    def choice(self, key: str, default: str, allowed: tuple[str, ...], meaning: str) -> str:
-        """``extra[key]`` (``default`` when absent), one of ``allowed``; else a CcvizError that lists them and
-        says what they mean."""
-        value = self.extra.get(key, default)
-        if value not in allowed:
-            raise CcvizError(f"{key}: {value!r} is not one of {', '.join(allowed)}; {meaning}", key)
-        return value
+    def settings(self, kind: type[Opts]) -> Opts:
+        """The algorithm's typed options: what ``synthesize`` parsed from ``extra``, or (for a direct call
+        of a synthesizer) ``extra`` parsed into ``kind`` now."""
+        if isinstance(self.algorithm_options, kind):
+            return self.algorithm_options
+        return kind.parse(self.extra)
+
+    def with_extra(self, **changes: Any) -> SynthOptions:
+        """These options with some algorithm-specific settings changed (the typed view follows)."""
+        extra = {**self.extra, **changes}
+        typed = self.algorithm_options
+        return replace(self, extra=extra, algorithm_options=None if typed is None else type(typed).parse(extra))
 
     def stopped(self) -> bool:
         return self.stop is not None and self.stop.is_set()
@@ -83,13 +94,43 @@ class SynthOptions:
         }
 
 
+Opts = TypeVar("Opts", bound=AlgorithmOptions)
+
+
 class SynthFunction(Protocol):
     def __call__(self, topology: Topology, collective: Collective, options: SynthOptions) -> Schedule: ...
 
 
+class LazyFunction:
+    """A synthesize function named ``"package.module:function"``, imported on its first call."""
+
+    def __init__(self, target: str) -> None:
+        module, colon, name = target.partition(":")
+        if not colon or not module or not name:
+            raise ValueError(f"a lazy synthesize function is 'package.module:function', got {target!r}")
+        self.target = target
+        self._function: SynthFunction | None = None
+
+    def resolve(self) -> SynthFunction:
+        if self._function is None:
+            module, _, name = self.target.partition(":")
+            self._function = getattr(importlib.import_module(module), name)
+        return self._function
+
+    def __call__(self, topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+        return self.resolve()(topology, collective, options)
+
+    def __repr__(self) -> str:
+        return f"LazyFunction({self.target!r})"
+
+
 @dataclass(frozen=True)
 class Algorithm:
-    """A registered synthesizer and what it can do (for listings and app menus)."""
+    """A registered synthesizer and what it can do (for listings and app menus).
+
+    ``synthesize`` is the function or its ``"module:function"`` name (imported on the first call);
+    ``options`` is the dataclass of its algorithm-specific settings (``ccviz.synth.options``).
+    """
 
     name: str
     synthesize: SynthFunction
@@ -97,7 +138,16 @@ class Algorithm:
     description: str
     kind: str = "classic"  # classic | optimal | heuristic
     options_used: tuple[str, ...] = ()  # which SynthOptions fields matter (the app shows only these)
-    extra_keys: tuple[str, ...] = ()  # the algorithm-specific ``extra`` settings it reads (others are refused)
+    options: type[AlgorithmOptions] = AlgorithmOptions  # its ``extra`` settings, typed (others are refused)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.synthesize, str):
+            object.__setattr__(self, "synthesize", LazyFunction(self.synthesize))
+
+    @property
+    def extra_keys(self) -> tuple[str, ...]:
+        """The names of its algorithm-specific settings."""
+        return self.options.names()
 
     def supports(self, collective_name: str) -> bool:
         return collective_name in self.collectives
@@ -139,10 +189,8 @@ def synthesize(
             "algorithm",
         )
     options = options or SynthOptions()
-    unknown = sorted(set(options.extra) - set(alg.extra_keys))
-    if unknown:
-        takes = f"it takes {', '.join(alg.extra_keys)}" if alg.extra_keys else "it takes none"
-        raise CcvizError(f"opt: {alg.name} has no option {unknown[0]!r}; {takes}", "opt")
+    extra = alg.options.checked(options.extra, alg.name)  # typed once, before any work starts
+    options = replace(options, extra=extra, algorithm_options=alg.options(**extra))
     t0 = time.perf_counter()
     schedule = alg.synthesize(topology, collective, options)
     elapsed = time.perf_counter() - t0

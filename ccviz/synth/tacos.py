@@ -40,13 +40,11 @@ from ccviz.errors import CcvizError
 from ccviz.physics import LinkCost, link_costs
 from ccviz.schedule import Schedule, Transfer, gc_paused
 from ccviz.synth.budget import Budget
+from ccviz.synth.catalog import TacosOptions
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
-from ccviz.synth.registry import Algorithm, SynthOptions, register
+from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Topology
 
-LINK_HOLDS = ("arrival", "serialization")
-PATIENCE = ("on", "off", "alternate")
-PICKS = ("spread", "random")
 SLOW_ROUTE = 2.0  # patience: a route this many times slower than a rank's fastest in-route is "slow"
 # A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of
 # hop delays; this slack (far inside the simulator's tolerance) keeps that revisit from missing it.
@@ -383,25 +381,6 @@ class Matcher:
 
 
 # --------------------------------------------------------------------------- synthesizer
-def _link_hold(options: SynthOptions) -> str:
-    """How long a route books its links (``--opt link_hold``)."""
-    return options.choice("link_hold", "arrival", LINK_HOLDS, "'arrival' keeps a link busy until its chunk lands "
-                          "(TACOS), 'serialization' frees it after bytes/bandwidth")
-
-
-def _pick(options: SynthOptions) -> str:
-    """Which chunk a free link pulls (``--opt pick``)."""
-    return options.choice("pick", "spread", PICKS, "'spread' gives each free link a chunk the rank's later free "
-                          "links cannot bring (when it has one), 'random' any chunk its source holds")
-
-
-def _patience(options: SynthOptions) -> str:
-    """Whether slow links leave alone chunks a fast route can bring (``--opt patience``)."""
-    return options.choice("patience", "on", PATIENCE, "'off' is the paper's greedy, 'on' keeps slow links off "
-                          "chunks a faster route can bring, 'alternate' tries both over the restarts (run 1 off, "
-                          "run 2 on, ...)")
-
-
 def best_copy_run(topology: Topology, collective: Collective, options: SynthOptions,
                   start_s: float = 0.0, budget: Budget | None = None) -> tuple[Run, int]:
     """Best of ``options.restarts`` seeded matching runs of a copy collective (AllGather, Broadcast),
@@ -418,11 +397,12 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
     """
     check_restarts(options.restarts)
     budget = budget or Budget(options)
-    routes = build_routes(topology, collective.chunk_bytes, _link_hold(options))
-    patience, spread = _patience(options), _pick(options) == "spread"
+    settings = options.settings(TacosOptions)
+    routes = build_routes(topology, collective.chunk_bytes, settings.link_hold)
+    patience, spread = settings.patience, settings.pick == "spread"
     base = 0 if options.seed is None else int(options.seed)
     restarts = options.restarts
-    workers = min(_workers(options), restarts)
+    workers = min(settings.workers, restarts)
     if workers > 1:
         jobs = [(base * 1_000_003 + k, patience == "on" or (patience == "alternate" and k % 2 == 1))
                 for k in range(restarts)]
@@ -436,14 +416,6 @@ def best_copy_run(topology: Topology, collective: Collective, options: SynthOpti
 
     return best_of_restarts(budget, "TACOS", "run", restarts, attempt, lambda run: run.finish_s,
                             "0% of its demands delivered")
-
-
-def _workers(options: SynthOptions) -> int:
-    workers = options.extra.get("workers", 1)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise CcvizError(f"workers: {workers!r} is not a whole number >= 1; restarts run in this many processes",
-                         "workers")
-    return workers
 
 
 _TEMPLATE: Matcher | None = None  # the run every forked worker copies (set just before the pool forks)
@@ -494,7 +466,8 @@ def _parallel_runs(template: Matcher, jobs: list[tuple[int, bool]], workers: int
 def as_schedule(topology: Topology, collective: Collective, run: Run, options: SynthOptions,
                 done: int | None = None, budget: Budget | None = None) -> Schedule:
     """A run as a timed Schedule, with its settings and (when restarts were cut short) why."""
-    hold, patience, pick = _link_hold(options), _patience(options), _pick(options)
+    settings = options.settings(TacosOptions)
+    hold, patience, pick = settings.link_hold, settings.patience, settings.pick
     done = options.restarts if done is None else done
     notes = [f"best of {done} seeded TACOS runs (link held until {hold}, patience {patience}, pick {pick})"]
     cut = budget.note("TACOS", done, options.restarts) if budget is not None else None
@@ -540,11 +513,3 @@ class Tacos(ReversalSynthesizer):
 def synthesize_tacos(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG."""
     return Tacos(topology, collective, options).synthesize()
-
-
-SUPPORTED = frozenset({"allgather", "broadcast", "reducescatter", "reduce", "allreduce"})
-DESCRIPTION = ("TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
-               "reductions by time reversal on the reversed topology")
-register(Algorithm("tacos", synthesize_tacos, SUPPORTED, DESCRIPTION, kind="heuristic",
-                   options_used=("seed", "restarts", "time_limit", "progress", "stop"),
-                   extra_keys=("link_hold", "patience", "pick", "workers")))  # workers: restarts in processes

@@ -32,9 +32,10 @@ import numpy as np
 from ccviz.collectives import Collective
 from ccviz.schedule import Schedule
 from ccviz.simulate import simulate
+from ccviz.synth.catalog import TecclAstarOptions
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
-from ccviz.synth.teccl.extract import USED, Hop
+from ccviz.synth.teccl.extract import USED, Hop, landings
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.solve import HIGHS_THREADS
 from ccviz.synth.teccl.synthesizer import EpochPlan, EpochProblem, EpochSolver, plan_schedule
@@ -62,9 +63,10 @@ class AStarRounds(EpochProblem):
         self.mirrored_from = mirrored_from
         links = self.grid.links.values()
         kappa = max(lk.kappa for lk in links)
-        self.round_epochs = int(options.extra.get("astar_round", max(ROUND_MIN_EPOCHS, kappa)))
-        self.horizon = int(options.extra.get("astar_horizon", self.round_epochs + max(lk.offset for lk in links)
-                                             + kappa + LOOKAHEAD_EXTRA))
+        settings = options.settings(TecclAstarOptions)
+        self.round_epochs = settings.astar_round or max(ROUND_MIN_EPOCHS, kappa)
+        self.horizon = settings.astar_horizon or (self.round_epochs + max(lk.offset for lk in links) + kappa
+                                                  + LOOKAHEAD_EXTRA)
         self.chunks = [c for c in collective.chunks if c.post - c.pre]
         self.posts = [frozenset(c.post) for c in self.chunks]
         self.held = [dict.fromkeys(c.pre, 0) for c in self.chunks]  # GPU -> epoch it holds the chunk from
@@ -74,7 +76,7 @@ class AStarRounds(EpochProblem):
         self.distance = {n: epoch_distances(topology, self.grid, {n: 0}) for n in topology.nodes}
         self.best: tuple[int, list[Hop], str] | None = None  # (epochs, hops, how)
         self.greedy_s = 0.0
-        self.use_greedy = bool(options.extra.get("astar_greedy", True))  # False: the rounds alone (to measure them)
+        self.use_greedy = settings.astar_greedy  # False: the rounds alone (to measure them)
         self.rounds = 0
         self.planned: list[Key] = []  # the last round's sends beyond what it committed, shifted to the next round
 
@@ -404,14 +406,8 @@ class _RoundModel:
 
     def extract(self, values: np.ndarray) -> tuple[list[Key], bool]:
         """The used sends that feed a GPU's first arrival (and the switch hops feeding them); all met?"""
-        topo, links = self.topo, self.grid.links
-        used = [s for s, col in self.sends.items() if values[col] > USED]
-        landing: dict[tuple[int, int], list[tuple[int, Key]]] = defaultdict(list)
-        for s in used:
-            c, i, j, k = s
-            landing[(c, j)].append((k + links[(i, j)].offset, s))
-        for arrivals in landing.values():
-            arrivals.sort()
+        topo = self.topo
+        landing = landings(self.grid.links, [s for s, col in self.sends.items() if values[col] > USED])
         kept: set[Key] = set()
         spent: set[Key] = set()
 

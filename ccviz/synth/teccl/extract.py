@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from ccviz.schedule import Transfer
-from ccviz.synth.teccl.epochs import EpochGrid
+from ccviz.synth.teccl.epochs import EpochGrid, LinkEpochs
 from ccviz.synth.teccl.time_expanded import Commodity, Send, TimeExpandedGraph
 from ccviz.topology import Topology
 
@@ -27,19 +27,26 @@ FLOW_EPS = 1e-6
 Hop = tuple[int, int, int, int]  # (collective chunk, src, dst, epoch)
 
 
+def landings(links: dict[tuple[int, int], LinkEpochs], used: Iterable[Send]
+             ) -> defaultdict[tuple[int, int], list[tuple[int, Send]]]:
+    """The used sends by where they land: (commodity, node) -> [(landing epoch, send)], earliest first."""
+    landing: defaultdict[tuple[int, int], list[tuple[int, Send]]] = defaultdict(list)
+    for s in used:
+        c, i, j, k = s
+        landing[(c, j)].append((k + links[(i, j)].offset, s))
+    for arrivals in landing.values():
+        arrivals.sort()
+    return landing
+
+
 def prune_copy_sends(teg: TimeExpandedGraph, used: Iterable[Send],
                      targets: dict[int, Iterable[int]] | None = None) -> list[Send]:
     """The used sends that serve a demand, each GPU fed by its earliest arrival.
 
     ``targets[commodity]`` replaces the destinations (A* rounds keep relays that made progress).
     """
-    topo, links = teg.topology, teg.grid.links
-    landing: dict[tuple[int, int], list[tuple[int, Send]]] = defaultdict(list)  # (c, node) -> [(land, send)]
-    for s in used:
-        c, i, j, k = s
-        landing[(c, j)].append((k + links[(i, j)].offset, s))
-    for arrivals in landing.values():
-        arrivals.sort()
+    topo = teg.topology
+    landing = landings(teg.grid.links, used)
     kept: set[Send] = set()
     fed: set[tuple[int, int]] = set()
     spent: set[Send] = set()  # arrivals a no-copy switch already forwarded

@@ -25,6 +25,7 @@ from ccviz.errors import CcvizError
 from ccviz.routing import earliest_arrivals
 from ccviz.schedule import Schedule, Transfer
 from ccviz.simulate import simulate
+from ccviz.synth.catalog import TecclOptions
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
 from ccviz.synth.teccl.epochs import EpochGrid
@@ -49,7 +50,6 @@ MIN_SOLVE_S = 1.0
 GREEDY_ORDERS = ("given", "reversed", "nearest first", "farthest first")
 GREEDY_SHARE = 0.35  # of the time left, for trying further greedy orders
 MTEG_SHARE = 0.2  # of the time left, for MTEG's trees as a second upper bound
-MAX_VARIABLES = 250_000  # beyond this Pyomo + APPSI setup alone takes minutes (extra["max_variables"])
 SETUP_S_PER_VARIABLE = 2e-4  # measured build + hand-over time per variable on a loaded 2-core machine  # a longer LP horizon is solved on epochs lengthened by a whole factor
 
 
@@ -96,7 +96,7 @@ class EpochSolver(EpochProblem):
         self.commodities = chunk_commodities(collective) if self.use_copy else source_commodities(collective)
         self.posts = {c.id: c.post for c in collective.chunks}
         self.gap = options.gap if options.gap is not None else DEFAULT_GAP
-        self.buffer_limit = options.extra.get("buffer_limit")
+        self.buffer_limit = options.settings(TecclOptions).buffer_limit
         self.notes = list(self.grid.notes)
         self.mirrored = mirrored_from is not None
         self.proven_lower: int | None = None  # epochs no schedule can beat in this grid, once solve() ran
@@ -213,7 +213,7 @@ class EpochSolver(EpochProblem):
 
     def solve_fixed_horizon(self, horizon: int, lower: int, greedy: EpochPlan) -> EpochPlan:
         """The user fixed K: solve at exactly that horizon."""
-        most = self.options.extra.get("max_variables", MAX_VARIABLES) * UNPRUNED_FACTOR
+        most = self.options.settings(TecclOptions).max_variables * UNPRUNED_FACTOR
         unpruned = horizon * len(self.commodities) * (len(self.topology.links) + len(self.topology.nodes))
         if unpruned > most:
             raise CcvizError(f"epochs: {horizon} epochs would lay out up to ~{unpruned:.3g} model variables "
@@ -291,7 +291,7 @@ class EpochSolver(EpochProblem):
             return None, SolveResult("infeasible", False, None, None, None, time.perf_counter() - t0)
         variables = len(teg.sends) + len(teg.holds)
         setup_s = variables * SETUP_S_PER_VARIABLE
-        if variables > self.options.extra.get("max_variables", MAX_VARIABLES) or \
+        if variables > self.options.settings(TecclOptions).max_variables or \
                 setup_s > (self.deadline - time.perf_counter()) * SEARCH_SHARE:
             self.notes.append(f"horizon {horizon}: {teg.size()} is too large to build and solve in the time left "
                               f"(~{setup_s:.0f} s just to build); try teccl-astar, coarser epochs or more time")

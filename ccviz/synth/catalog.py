@@ -1,0 +1,122 @@
+"""The catalog of the built-in synthesizers: what each is, which collectives it runs, what it takes.
+
+Each entry names its code as ``"module:function"`` (imported on the first synthesis), so the
+listing, ``ccviz list`` and the app's menus load no numpy, networkx or solver. Each algorithm's
+specific options are one dataclass here, declared once: the registry checks ``--opt`` and
+``SynthOptions.extra`` against it, the synthesizer reads it with ``options.settings(...)``,
+``ccviz list`` prints it and the app draws its widgets from it. The textbook algorithms
+(``ccviz.synth.classic``) take no options and register themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ccviz.synth.options import AlgorithmOptions, option
+from ccviz.synth.registry import Algorithm, register
+
+# ----------------------------------------------------------------------------------------- TACOS
+LINK_HOLDS = ("arrival", "serialization")
+PATIENCE = ("on", "off", "alternate")
+PICKS = ("spread", "random")
+
+
+@dataclass(frozen=True)
+class TacosOptions(AlgorithmOptions):
+    """TACOS's matching rules (``ccviz.synth.tacos``)."""
+
+    link_hold: str = option("arrival", "how long a route books its links: 'arrival' until its chunk lands (TACOS), "
+                            "'serialization' for bytes/bandwidth only", choices=LINK_HOLDS)
+    pick: str = option("spread", "which chunk a free link pulls: 'spread' one the rank's later free links cannot "
+                       "bring (when it has one), 'random' any chunk its source holds", choices=PICKS)
+    patience: str = option("on", "'off' is the paper's greedy, 'on' keeps slow links off chunks a faster route can "
+                           "bring, 'alternate' tries both over the restarts", choices=PATIENCE)
+    workers: int = option(1, "restarts run in this many processes (the best run wins, as sequentially)",
+                          minimum=1)
+
+
+# ----------------------------------------------------------------------------------------- ForestColl
+@dataclass(frozen=True)
+class ForestcollOptions(AlgorithmOptions):
+    """ForestColl's packing and pipelining (``ccviz.synth.forestcoll``)."""
+
+    trees: int | None = option(None, "trees per root (auto: 8 and 12 tried up to 32 GPUs, fewer beyond, the less "
+                               "congested packing kept)", minimum=1)
+    pieces: int | None = option(None, "pieces each tree's share is cut into (auto: as many as keep the schedule "
+                                "under 100,000 transfers; --chunks also fixes them)", minimum=1)
+    switch_queue: bool | None = option(None, "chunks may wait in a switch's queue for its out-link (auto: when every "
+                                       "switch has a buffer); false books routes cut-through")
+
+
+# ----------------------------------------------------------------------------------------- TE-CCL
+REPLAYS = ("asap", "epoch")
+MAX_VARIABLES = 250_000  # beyond this Pyomo + APPSI setup alone takes minutes
+
+
+@dataclass(frozen=True)
+class TecclOptions(AlgorithmOptions):
+    """TE-CCL's model and replay (``ccviz.synth.teccl``)."""
+
+    replay: str = option("asap", "how the simulator replays the epochs: 'asap' each transfer starts as soon as its "
+                         "chunk and link are ready (a runtime like MSCCL), 'epoch' none before its epoch opens "
+                         "(TE-CCL's epoch-synchronous view)", choices=REPLAYS)
+    buffer_limit: int | None = option(None, "a GPU holds at most this many received chunks at any epoch "
+                                      "(auto: unlimited)", minimum=1)
+    max_variables: int = option(MAX_VARIABLES, "largest model built, in variables (larger horizons are skipped "
+                                "as too large to solve in time)", minimum=1)
+
+
+@dataclass(frozen=True)
+class TecclAstarOptions(TecclOptions):
+    """TE-CCL A*'s rounds (``ccviz.synth.teccl.astar``) on top of TE-CCL's options."""
+
+    astar_round: int | None = option(None, "epochs committed per round (auto: 2 or the slowest link's epochs, "
+                                     "whichever is more)", minimum=1)
+    astar_horizon: int | None = option(None, "epochs each round looks ahead (auto: the round plus the largest "
+                                       "link delay and a margin)", minimum=1)
+    astar_greedy: bool = option(True, "also run the greedy continuation and keep the better; false measures the "
+                                "rounds alone")
+
+
+# ----------------------------------------------------------------------------------------- entries
+EPOCH_OPTIONS = ("epoch", "epochs", "time_limit", "gap", "progress", "stop")
+TECCL_COLLECTIVES = frozenset({"allgather", "broadcast", "alltoall", "gather", "scatter", "custom",
+                               "reducescatter", "reduce", "allreduce"})
+
+BUILT_IN = (
+    Algorithm(
+        "tacos", "ccviz.synth.tacos:synthesize_tacos",
+        frozenset({"allgather", "broadcast", "reducescatter", "reduce", "allreduce"}),
+        "TACOS (MICRO'24): greedy link-chunk matching on an event-driven time-expanded network; "
+        "reductions by time reversal on the reversed topology",
+        kind="heuristic", options_used=("seed", "restarts", "time_limit", "progress", "stop"), options=TacosOptions,
+    ),
+    Algorithm(
+        "mteg", "ccviz.synth.mteg:synthesize_mteg",
+        frozenset({"allgather", "broadcast", "gather", "scatter", "alltoall", "custom", "reducescatter", "reduce",
+                   "allreduce"}),
+        "Multicast time-expanded graph: one Steiner tree (Takahashi-Matsuyama) per chunk in a slotted "
+        "time-expanded graph, links reserved tree by tree",
+        kind="heuristic", options_used=("epoch", "restarts", "seed", "time_limit", "progress", "stop"),
+    ),
+    Algorithm(
+        "forestcoll", "ccviz.synth.forestcoll:synthesize_forestcoll",
+        frozenset({"allgather", "reducescatter", "allreduce", "broadcast", "reduce"}),
+        "ForestColl (arXiv 2402.06787): spanning trees packed up to the fabric's limit, switches turned into "
+        "routes, each tree pipelined in pieces; reductions up the trees packed on the reversed fabric",
+        kind="heuristic", options_used=("time_limit", "progress", "stop"), options=ForestcollOptions,
+    ),
+    Algorithm(
+        "teccl", "ccviz.synth.teccl:synthesize_teccl", TECCL_COLLECTIVES,
+        "TE-CCL multi-commodity flow: MILP (copy) or LP, Pyomo + HiGHS, epoch-optimal with a certificate",
+        kind="optimal", options_used=EPOCH_OPTIONS, options=TecclOptions,
+    ),
+    Algorithm(
+        "teccl-astar", "ccviz.synth.teccl:synthesize_teccl_astar", TECCL_COLLECTIVES,
+        "TE-CCL A*: rounds of a few epochs solved as small MILPs, rewarding progress toward destinations",
+        kind="heuristic", options_used=EPOCH_OPTIONS, options=TecclAstarOptions,
+    ),
+)
+
+for _algorithm in BUILT_IN:
+    register(_algorithm)
