@@ -304,6 +304,8 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     # switch queues every waiting chunk of a link starts when the link is free, so the most urgent goes.
     lookahead = 1 if switch_queue else LOOKAHEAD
     multicast = not reducing and not switch_queue and any(topology.nodes[x].copy for x in topology.switches)
+    same_chunk: dict[tuple[int, int], list[tuple]] = {}  # (first link, chunk) -> its waiting tree edges
+    taken: set[int] = set()  # seq of waiting tree edges already sent (booked, or rode along)
     passes: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (copy switch, chunk) -> [(arrival, departure)]
     chunks = collective.chunks
     waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, urgency, seq, chunk, dst, route)
@@ -369,16 +371,21 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         looked, best = [], None
         while heap and len(looked) < lookahead:
             item = heapq.heappop(heap)
+            if item[2] in taken:  # rode along with an earlier transfer of its chunk
+                continue
             looked.append(item)
             start, lanes = earliest(item[-1], now)
             if best is None or max(start, soon) < best[0]:
                 best = (max(start, soon), start, lanes, len(looked) - 1)
             if start <= soon:
                 break
+        if best is None:
+            return
         _, start, lanes, n = best
         for m, item in enumerate(looked):
             if m != n:
                 heapq.heappush(heap, item)
+        taken.add(looked[n][2])
         *_, cid, dst, route = looked[n]
         while not isinstance(hops := place(cid, route, start, lanes), list):
             start = hops
@@ -395,28 +402,25 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         heapq.heappush(events, (t, 0, seq, cid, dst))
         seq += 1
         if multicast:
-            ride(heap, cid, route, hops)
+            ride(first, cid, route, hops)
         heapq.heappush(events, (min(lanes_free[first]), 1, seq, first, 0))
         seq += 1
 
-    def ride(heap: list, cid: int, route: list[int], hops: list[tuple[int, int, float]]) -> None:
+    def ride(first: int, cid: int, route: list[int], hops: list[tuple[int, int, float]]) -> None:
         """Other tree edges of the same chunk waiting on this link ride along where their routes leave the
         booked one at a copy switch whose out-hops are free at that instant (cut-through multicast): the
         sender's link carries the chunk once instead of once per child."""
         nonlocal seq, finish
         booked = {tuple(route[:h + 1]): (lane, t) for h, (_, lane, t) in enumerate(hops)}
-        kept = []
-        for item in heap:
+        for item in same_chunk.get((first, cid), ()):
             other = item[-1]
-            if item[3] != cid:
-                kept.append(item)
+            if item[2] in taken:
                 continue
             h = 0
             while h < len(other) and tuple(other[:h + 1]) in booked:
                 h += 1
             branch = links[other[h - 1]][1] if 0 < h < len(other) else None
             if branch is None or not topology.nodes[branch].copy:
-                kept.append(item)
                 continue
             t = booked[tuple(other[:h])][1] + delay[other[h - 1]]
             new_hops = []
@@ -427,18 +431,15 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
                 new_hops.append((lid, lane, t))
                 t += delay[lid]
             if len(new_hops) < len(other) - h:
-                kept.append(item)
                 continue
             for k, (lid, lane, a) in enumerate(new_hops):
                 calendars[lid][lane].reserve(a, a + hold[lid])
                 booked[tuple(other[:h + k + 1])] = (lane, a)
                 transfers.append(Transfer(cid, links[lid][0], links[lid][1], a, a + delay[lid], op))
+            taken.add(item[2])
             finish = max(finish, t)
             heapq.heappush(events, (t, 0, seq, cid, item[4]))
             seq += 1
-        if len(kept) < len(heap):
-            heap[:] = kept
-            heapq.heapify(heap)
 
     while events:
         now, kind, _, a, b = heapq.heappop(events)
@@ -446,7 +447,10 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
             c = chunks[a]
             for urgency, dst, route in plan.arrive(c, b, kind == 2):
                 first = route[0]
-                heapq.heappush(waiting.setdefault(first, []), (c.index, urgency, seq, a, dst, route))
+                item = (c.index, urgency, seq, a, dst, route)
+                heapq.heappush(waiting.setdefault(first, []), item)
+                if multicast:
+                    same_chunk.setdefault((first, a), []).append(item)
                 heapq.heappush(events, (max(now, min(lanes_free[first])), 1, seq + 1, first, 0))
                 seq += 2
         elif waiting.get(a) and min(lanes_free[a]) <= now + 1e-15:
