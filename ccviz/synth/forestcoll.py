@@ -491,8 +491,8 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
         hops_per_piece = sum(len(tree.links) for trees in packing.trees.values() for tree in trees)
         pieces = MIN_PIECES
         per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank  # one rank's share of the buffer
-        for p in PIECE_COUNTS:
-            if hops_per_piece * p <= MAX_TRANSFERS and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
+        for p in PIECE_COUNTS:  # more than MIN_PIECES where the transfer budget allows, never fewer
+            if p > pieces and hops_per_piece * p <= MAX_TRANSFERS and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
                 pieces = p
         pieces = max(1, min(pieces, int(per_rank_bytes // (packing.k * MIN_CHUNK_BYTES))))  # tiny buffers
         if per_rank_bytes / packing.k < MIN_CHUNK_BYTES:
