@@ -17,9 +17,11 @@ limit allows. This module packs them and schedules them:
   per rank) and sent down its tree as pieces arrive; a GPU's free out-link sends its most urgent
   waiting piece. A piece reaching a switch whose out-link is busy waits in the switch's queue and
   leaves once, where switches have a buffer (``Node.buffer``); elsewhere, or with
-  ``--opt switch_queue=false``, routes are booked cut-through. ``--chunks C``
-  (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule under
-  ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
+  ``--opt switch_queue=false``, routes are booked cut-through, a free link sending the most urgent
+  of its next ``LOOKAHEAD`` waiting pieces that can start soonest, and other tree edges of the same
+  piece riding along where they branch off at a copy switch (the sender's link carries it once).
+  ``--chunks C`` (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule
+  under ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
 
 ReduceScatter packs the trees of the mirrored AllGather on the reversed fabric and runs partial sums up
 them, turned around, on the real one; AllReduce is ReduceScatter then AllGather (``concatenate``);
