@@ -33,14 +33,17 @@ RelayFilter = Callable[[int], bool]
 
 
 def earliest_arrivals(topology: Topology, starts: Mapping[int, float], weight: Mapping[tuple[int, int], float],
-                      reverse: bool = False, through: Callable[[int], bool] | None = None) -> dict[int, float]:
+                      reverse: bool = False, through: Callable[[int], bool] | None = None,
+                      parents: dict[int, int] | None = None) -> dict[int, float]:
     """Earliest arrival at every node from the start nodes (value = start time), ignoring capacity.
 
     ``weight[(u, v)]`` is the cost of link u->v (seconds, epochs, ...); with ``reverse`` the result is the
     shortest time from every node *to* the starts. ``through`` (optional) says which nodes a path may
     cross: others are reached but not left (MTEG's chains cross only switches). Unreachable nodes get
-    ``math.inf``. Lower bounds, TE-CCL's reachability pruning and MTEG's switch chains stand on this one
-    search.
+    ``math.inf``. ``parents`` (optional, filled in) gets, for every node reached from another, its
+    neighbour on a fastest path (ties to the path of fewest hops, then to the first found), so the paths
+    themselves can be walked back (TACOS's routes through switches). Lower bounds, TE-CCL's reachability
+    pruning, MTEG's switch chains and TACOS's switched routes stand on this one search.
     """
     dist = dict.fromkeys(topology.nodes, math.inf)
     heap = [(t, n) for n, t in starts.items()]
@@ -48,16 +51,27 @@ def earliest_arrivals(topology: Topology, starts: Mapping[int, float], weight: M
         dist[n] = min(dist[n], t)
     heapq.heapify(heap)
     neighbours = topology.in_links if reverse else topology.out_links
+    settled: set[int] = set()
+    hops = dict.fromkeys(starts, 0)
     while heap:
         t, n = heapq.heappop(heap)
         if t > dist[n] or (through is not None and n not in starts and not through(n)):
             continue
+        if parents is not None:
+            if n in settled:
+                continue
+            settled.add(n)
         for link in neighbours[n]:
             other = link.src if reverse else link.dst
             arrive = t + weight[(link.src, link.dst)]
             if arrive < dist[other]:
                 dist[other] = arrive
                 heapq.heappush(heap, (arrive, other))
+                if parents is not None:
+                    parents[other], hops[other] = n, hops[n] + 1
+            elif parents is not None and arrive == dist[other] < math.inf and other not in settled \
+                    and hops[n] + 1 < hops[other]:
+                parents[other], hops[other] = n, hops[n] + 1
     return dist
 
 

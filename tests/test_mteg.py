@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 import ccviz
 from ccviz import CcvizError, Link, Node, Topology, make_collective, simulate
+from ccviz.cost import lower_bound
 from ccviz.synth import SynthOptions, synthesize
 from ccviz.synth.budget import Budget
 from ccviz.synth.mteg import (
@@ -156,9 +158,13 @@ def test_progress_counts_trees_and_never_goes_back() -> None:
     coll = make_collective("allgather", topo, 1e6)
     reports = []
     options = SynthOptions(progress=reports.append)
-    mteg_schedule(topo, coll, budget=Budget(options, every_s=0.0))  # unthrottled: one report per tree
+    mteg_schedule(topo, coll, budget=Budget(options, every_s=0.0), growth="sequential")  # one report per tree
     trees = [p for p in reports if "tree" in p.message]
     assert [p.fraction for p in trees] == pytest.approx([k / 9 for k in range(9)])
+    reports.clear()
+    mteg_schedule(topo, coll, budget=Budget(options, every_s=0.0))  # interleaved: one report per search
+    searches = [p.fraction for p in reports if "tree" in p.message]
+    assert searches[0] == 0.0 and searches == sorted(searches) and len(searches) > 9 and searches[-1] < 1.0
 
 
 def test_a_preset_stop_or_an_expired_limit_raises_a_clear_error() -> None:
@@ -205,7 +211,10 @@ def test_stop_between_restarts_via_synthesize_verifies() -> None:
 
 
 def test_a_stop_after_the_reducescatter_half_still_yields_a_whole_allreduce() -> None:
-    topo = ccviz.load_topology("mesh2d:dims=3x3")
+    # One link slower than its twin: the fabric is not its own reversal, so the AllGather half is planned anew.
+    mesh = ccviz.load_topology("mesh2d:dims=3x3")
+    topo = mesh.with_changes(links=[replace(lk, bandwidth_GBps=lk.bandwidth_GBps / 2) if key == (0, 1) else lk
+                                    for key, lk in mesh.links.items()])
     stop = threading.Event()
 
     def stop_after_first_attempt(p) -> None:
@@ -298,3 +307,28 @@ def test_planner_reaches_every_gpu_through_a_no_copy_switch() -> None:
     into = sum(1 for e in tree.edges if e[1] == hub)
     out = sum(1 for e in tree.edges if e[0] == hub)
     assert into == out
+
+
+@pytest.mark.parametrize(("dims", "sequential_slots", "bound_slots"), [("4x4", 12, 8), ("6x6", 30, 18)])
+def test_interleaved_trees_reach_the_mesh_bound_where_sequential_trees_queue(dims, sequential_slots,
+                                                                              bound_slots) -> None:
+    """Grown together (the tree furthest behind first), the trees keep every corner's two in-links busy:
+    (n*n - 1) / 2 slots, the bound; grown one after another, the last trees queue behind the first."""
+    topo = ccviz.load_topology(f"mesh2d:dims={dims},bw=53.6870912,alpha=0.5")
+    coll = make_collective("allgather", topo, 2**30)
+    sequential = mteg_schedule(topo, coll, growth="sequential")
+    interleaved = mteg_schedule(topo, coll)
+    assert (sequential.epochs, interleaved.epochs) == (sequential_slots, bound_slots)
+    timeline = simulate(interleaved)
+    assert timeline.verified
+    assert timeline.finish_time_s <= 1.001 * lower_bound(topo, coll).time_s
+
+
+def test_growth_is_an_mteg_option_with_a_clear_error() -> None:
+    topo = ccviz.load_topology("mesh2d:dims=3x3")
+    coll = make_collective("allgather", topo, 1e6)
+    paper = synthesize(topo, coll, "mteg", SynthOptions(extra={"growth": "sequential"}))
+    assert simulate(paper).verified
+    with pytest.raises(CcvizError, match=r"growth: 'later' is not one of interleaved, sequential") as err:
+        synthesize(topo, coll, "mteg", SynthOptions(extra={"growth": "later"}))
+    assert err.value.field == "growth"

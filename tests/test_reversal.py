@@ -110,3 +110,23 @@ def test_allreduce_cannot_be_mirrored() -> None:
     topology = load_topology("ring:n=4")
     with pytest.raises(CcvizError, match="collective"):
         mirror_collective(make_collective("allreduce", topology, 1e6))
+
+
+def test_a_switchless_reversal_shares_steps_and_times_like_one_transfer_per_step() -> None:
+    """Transfers with one nominal reversed start share a step (so the simulator times the reduction in
+    array work); the times are those of ranking every transfer on its own, i.e. the tree's waits."""
+    from ccviz.simulate import reference_assign_times
+    from ccviz.synth import SynthOptions
+    from ccviz.synth.tacos import copy_schedule
+
+    topology = load_topology("torus2d:dims=4x4")
+    target = make_collective("reducescatter", topology, 1e6)
+    forward = copy_schedule(topology.reversed(), mirror_collective(target), SynthOptions(seed=0))
+    reduction = reverse_schedule(forward, topology, target)
+    steps = [t.step for t in reduction.transfers]
+    assert steps == sorted(steps) and len(set(steps)) * 4 < len(steps)
+    one_each = reduction.with_transfers([t._replace(start_s=None, end_s=None, step=float(k))
+                                         for k, t in enumerate(reduction.transfers)])
+    alone = reference_assign_times(one_each).transfers
+    assert [(t.start_s, t.end_s) for t in alone] == [(t.start_s, t.end_s) for t in reduction.transfers]
+    assert simulate(reduction).verified

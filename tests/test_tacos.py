@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -214,8 +215,16 @@ def test_stop_during_a_later_run_returns_the_earlier_runs_best() -> None:
     assert schedule.transfers == single.transfers
 
 
+def one_slow_direction(topology: Topology) -> Topology:
+    """The fabric with one link slower than its twin: no longer its own reversal."""
+    first = min(topology.links)
+    return topology.with_changes(links=[replace(lk, bandwidth_GBps=lk.bandwidth_GBps / 2) if key == first else lk
+                                        for key, lk in topology.links.items()])
+
+
 def test_a_stop_after_the_reducescatter_half_still_yields_a_whole_allreduce() -> None:
-    topology = load_topology(MESH_4X4)
+    # An asymmetric fabric: the AllGather half is a run of its own, which completes despite the stop.
+    topology = one_slow_direction(load_topology(MESH_4X4))
     stop = threading.Event()
 
     def stop_after_first_run(p) -> None:
@@ -225,6 +234,32 @@ def test_a_stop_after_the_reducescatter_half_still_yields_a_whole_allreduce() ->
     schedule, _ = run(topology, "allreduce", seed=0, restarts=4, stop=stop, progress=stop_after_first_run)
     assert any("stopped after 1 of 4 TACOS restarts" in note for note in schedule.notes)
     assert any("completed anyway" in note for note in schedule.notes)
+
+
+def test_allreduce_on_a_self_reverse_fabric_solves_the_copy_once() -> None:
+    """The ReduceScatter's mirror is the AllGather: one matching run serves both halves, and the AllGather
+    half is that run shifted past the first half (so it cannot differ from a fresh run on the same routes)."""
+    topology = load_topology(MESH_4X4)
+    runs = []
+    original = Matcher.run
+
+    def counted(self, check=None):
+        runs.append(self.topology.name)
+        return original(self, check)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Matcher, "run", counted)
+        schedule, timeline = run(topology, "allreduce", seed=0, restarts=2)
+    assert timeline.verified and len(runs) == 2 and all(name.endswith("-reversed") for name in runs)
+    rs = [t for t in schedule.transfers if t.op == "reduce"]
+    ag = [t for t in schedule.transfers if t.op == "copy"]
+    assert len(rs) == len(ag) and min(t.start_s for t in ag) >= max(t.end_s for t in rs) - 1e-12
+    asymmetric = one_slow_direction(topology)
+    runs.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Matcher, "run", counted)
+        _, timeline = run(asymmetric, "allreduce", seed=0, restarts=2)
+    assert timeline.verified and len(runs) == 4 and sum(not name.endswith("-reversed") for name in runs) == 2
 
 
 # ------------------------------------------------------------------ property test
@@ -281,3 +316,15 @@ def test_restarts_in_parallel_processes_keep_the_sequential_answer() -> None:
     assert simulate(parallel).verified
     with pytest.raises(CcvizError, match="workers"):
         synthesize(topology, coll, "tacos", SynthOptions(extra={"workers": 0}))
+
+
+def test_switched_routes_come_from_the_shared_search_with_fewest_hops_on_ties() -> None:
+    """Under switch_hop='free' a hop out of a switch costs nothing, so 0->2->3 and 0->2->1->3 land together;
+    the route is the one with fewer hops (it books fewer links), though switch 1 < 2 would win a tie by id."""
+    nodes = [Node(0), Node(1, "switch"), Node(2, "switch"), Node(3)]
+    pairs = [(0, 2), (2, 3), (2, 1), (1, 3), (3, 2), (2, 0), (1, 2), (3, 1)]
+    topology = Topology("tie", nodes, [Link(u, v, 50.0, 1.0) for u, v in pairs], switch_hop="free")
+    routes = build_routes(topology, 1e6, "arrival")
+    by_pair = {(h[0][0], h[-1][1]): h for h in routes.hops}
+    assert by_pair[(0, 3)] == ((0, 2), (2, 3))
+    assert by_pair[(3, 0)] in (((3, 2), (2, 0)), ((3, 1), (1, 2), (2, 0)))  # 3->1 and 3->2 cost the same

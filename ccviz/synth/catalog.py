@@ -35,6 +35,19 @@ class TacosOptions(AlgorithmOptions):
                           minimum=1)
 
 
+# ----------------------------------------------------------------------------------------- MTEG
+GROWTHS = ("interleaved", "sequential")
+
+
+@dataclass(frozen=True)
+class MtegOptions(AlgorithmOptions):
+    """How MTEG grows its multicast trees (``ccviz.synth.mteg``)."""
+
+    growth: str = option("interleaved", "'interleaved' grows all trees together in time order (the tree furthest "
+                         "behind first), 'sequential' builds one tree after another as in the paper",
+                         choices=GROWTHS)
+
+
 # ----------------------------------------------------------------------------------------- ForestColl
 @dataclass(frozen=True)
 class ForestcollOptions(AlgorithmOptions):
@@ -96,8 +109,9 @@ BUILT_IN = (
         frozenset({"allgather", "broadcast", "gather", "scatter", "alltoall", "custom", "reducescatter", "reduce",
                    "allreduce"}),
         "Multicast time-expanded graph: one Steiner tree (Takahashi-Matsuyama) per chunk in a slotted "
-        "time-expanded graph, links reserved tree by tree",
+        "time-expanded graph, all trees grown together in time order on shared link calendars",
         kind="heuristic", options_used=("epoch", "restarts", "seed", "time_limit", "progress", "stop"),
+        options=MtegOptions,
     ),
     Algorithm(
         "forestcoll", "ccviz.synth.forestcoll:synthesize_forestcoll",

@@ -96,6 +96,16 @@ def best_of_restarts(budget: Budget, algorithm: str, unit: str, restarts: int,
     return best, done
 
 
+def same_copy_problem(fabric: Topology, other: Topology, demand: Collective, other_demand: Collective) -> bool:
+    """True when two copy problems are one: the same nodes, links (costs, lanes) and switch rule, and
+    chunks of the same size with the same (source, index), holders and receivers."""
+    if (fabric.switch_hop != other.switch_hop or fabric.nodes != other.nodes or fabric.links != other.links
+            or demand.chunk_bytes != other_demand.chunk_bytes or len(demand.chunks) != len(other_demand.chunks)):
+        return False
+    return ({(c.source, c.index, c.pre, c.post, c.reduce) for c in demand.chunks}
+            == {(c.source, c.index, c.pre, c.post, c.reduce) for c in other_demand.chunks})
+
+
 @dataclass
 class Forward:
     """What a copy core returns: the schedule, and for timed paths through switches which arrival each
@@ -158,25 +168,49 @@ class ReversalSynthesizer:
 
     def reduction(self, topology: Topology, collective: Collective) -> Schedule:
         """ReduceScatter / Reduce: the mirrored copy demand on the reversed fabric, reversed in time."""
-        forward = self.copy(self.mirror_topology(topology), mirror_collective(collective), mirrored_from=topology)
+        return self.reduction_and_forward(topology, collective, self.mirror_topology(topology))[0]
+
+    def reduction_and_forward(self, topology: Topology, collective: Collective,
+                              mirror: Topology) -> tuple[Schedule, Schedule]:
+        """The reduction and the timed copy schedule on ``mirror`` (the reversed fabric) it reverses."""
+        forward = self.copy(mirror, mirror_collective(collective), mirrored_from=topology)
         timed = self.replay(forward.schedule)
         with gc_paused():
             schedule = reverse_schedule(timed, topology, collective, forward.feeders)
         self.carry(schedule, forward.schedule)
-        return schedule
+        return schedule, timed
 
+    def mirror_solves_gather(self, topology: Topology) -> bool:
+        """Whether ``copy`` asked for the mirror of a reduction (``mirrored_from`` set) solves the same
+        problem as asked for the copy itself, when the fabrics and demands are the same. Off by default:
+        a core may treat the mirror differently (TE-CCL times it by the real links, MTEG forbids
+        multicast at switches there)."""
+        return False
     def carry(self, reduction: Schedule, forward: Schedule) -> None:
         """What a reduction keeps of its forward schedule: the solver's gap and epoch grid."""
         reduction.mip_gap = forward.mip_gap
         reduction.epoch_s, reduction.epochs = forward.epoch_s, forward.epochs
 
     def allreduce(self, topology: Topology, collective: Collective) -> Schedule:
-        """AllReduce = ReduceScatter into each chunk's owner, then AllGather from it once the first half ends."""
+        """AllReduce = ReduceScatter into each chunk's owner, then AllGather from it once the first half ends.
+
+        On a fabric that is its own reversal (every link's twin has the same cost: tori, meshes, most
+        clusters) the ReduceScatter's mirror *is* the AllGather: same fabric, same demand. A core that
+        solves the two alike (``mirror_solves_gather``) then solves it once, and the AllGather half is
+        that forward schedule, started after the first half (``concatenate`` shifts it).
+        """
         reduce_part, gather_part = split_allreduce(collective)
+        mirror = self.mirror_topology(topology)
         self.enter_half(0)
-        rs = self.reduction(topology, reduce_part)
+        rs, forward = self.reduction_and_forward(topology, reduce_part, mirror)
         self.enter_half(1)
-        ag = self.replay(self.copy(topology, gather_part, start_s=schedule_end(rs)).schedule)
+        if self.mirror_solves_gather(topology) and same_copy_problem(mirror, topology, forward.collective,
+                                                                      gather_part):
+            ag = forward
+            self.budget.report(f"{self.name}: the AllGather half is the ReduceScatter's mirror, already solved", 1.0,
+                               force=True)
+        else:
+            ag = self.replay(self.copy(topology, gather_part, start_s=schedule_end(rs)).schedule)
         schedule = concatenate(rs, ag, collective)
         self.combine(schedule, rs, ag)
         return schedule

@@ -13,6 +13,13 @@ then reserved, so later trees cannot collide.
 
 Choices of this implementation (and why):
 
+- *Trees grow together* (``--opt growth=interleaved``, the default). The paper builds one
+  tree after another; then the first trees take every link's early slots and the last
+  queue behind them (8x8 mesh AllGather: 56 slots, 1.75x the bound). Here the next
+  attachment is always the earliest one of any tree, ties going to the tree that covers
+  the fewest GPUs, so each slot's links serve the chunks furthest behind (32 slots: the
+  bound). ``growth=sequential`` keeps the paper's order.
+
 - *Implicit, unbounded graph.* Slot copies are never materialized: a GPU's
   storage chain is a jump to the first slot where the out-link is free (a
   per-link calendar of reserved slot intervals). Switches store nothing, so
@@ -42,7 +49,7 @@ Choices of this implementation (and why):
   mirrored broadcast on ``topology.reversed()`` (switches may not multicast
   there: they cannot add partials) reversed in time; AllReduce = RS then AG.
 - ``restarts``/``seed`` retry shuffled orders of equally loaded sources and
-  keep the fewest slots (on meshes the order matters: 4x4 mesh 12 -> 9 slots).
+  keep the fewest slots (grown sequentially, the order matters on meshes: 4x4 mesh 12 -> 9 slots).
 
 For TE-CCL: ``mteg_schedule(topology, collective, epoch_s)`` with slots of TE-CCL's epoch is a
 second upper bound and warm start (``EpochSolver.mteg_plan``): ``int(transfer.step)`` is the epoch
@@ -65,6 +72,7 @@ from ccviz.physics import epoch_cost, epoch_length
 from ccviz.routing import earliest_arrivals
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.budget import Budget
+from ccviz.synth.catalog import MtegOptions
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
 from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Link, Topology
@@ -183,29 +191,44 @@ class SteinerSearch:
         self.planner = planner
         self.tree = MulticastTree(chunk, dict.fromkeys(holders, 0))
         self.uncovered = set(terminals) - set(self.tree.gpu_slot)
+        self.frontier = dict.fromkeys(self.tree.gpu_slot)  # tree GPUs that may still have a move, in tree order
 
     def grow(self) -> MulticastTree:
         """Add paths until every terminal holds the chunk."""
         while self.uncovered:
-            settled, order = self._dijkstra_from_tree()
-            if not order:
-                raise CcvizError(
-                    f"topology: chunk {self.tree.chunk} cannot reach GPU(s) {sorted(self.uncovered)} through the "
-                    "links and switches; connect them (no-copy switches forward each arrival only once)",
-                    "topology",
-                )
+            settled, order = self.reach()
             if not self._attach_in_arrival_order(settled, order):  # never loop without progress
                 raise CcvizError(f"mteg: no path of chunk {self.tree.chunk} fits its own search; please report "
                                  "this topology", "mteg")
         return self.tree
 
-    def _dijkstra_from_tree(self) -> tuple[dict[Key, _Label], list[Key]]:
+    def reach(self, until: float = math.inf) -> tuple[dict[Key, _Label], list[Key]]:
+        """The search from the current tree, and the uncovered terminals it reaches in arrival order: the nearest
+        and all others reached by slot ``until``."""
+        settled, order = self._dijkstra_from_tree(until)
+        if not order:
+            raise CcvizError(
+                f"topology: chunk {self.tree.chunk} cannot reach GPU(s) {sorted(self.uncovered)} through the "
+                "links and switches; connect them (no-copy switches forward each arrival only once)",
+                "topology",
+            )
+        return settled, order
+
+    def _dijkstra_from_tree(self, until: float = math.inf) -> tuple[dict[Key, _Label], list[Key]]:
         """Purpose: arrival slots from the whole current tree (every holder seeds at the slot it holds from, copy
         switches at the slots the chunk passes them)."""
         planner = self.planner
         heap: list[tuple[int, int, Key, Key | None, Hop | None]] = []
-        for gpu, slot in self.tree.gpu_slot.items():
-            heap.append((slot, len(heap), (gpu, -1), None, None))
+        covered, direct = self.tree.gpu_slot, planner.direct_neighbours
+        spent = []
+        for gpu in self.frontier:
+            near = direct[gpu]
+            if near is not None and all(n in covered for n in near):
+                spent.append(gpu)  # every neighbour holds the chunk: no move from here, now or later
+                continue
+            heap.append((covered[gpu], len(heap), (gpu, -1), None, None))
+        for gpu in spent:
+            del self.frontier[gpu]
         for state in self.tree.switch_slots:
             heap.append((state[1], len(heap), state, None, None))
         counter = len(heap)
@@ -218,6 +241,8 @@ class SteinerSearch:
             slot, _, key, parent, hop = heapq.heappop(heap)
             if key in settled:
                 continue
+            if order and slot > until:
+                break
             settled[key] = _Label(slot, parent, hop)
             node, waits = key[0], key[1] < 0
             if waits and node in self.uncovered:
@@ -231,11 +256,14 @@ class SteinerSearch:
                 counter += 1
         return settled, order
 
-    def _attach_in_arrival_order(self, settled: dict[Key, _Label], order: list[Key]) -> int:
-        """Purpose: one search serves many terminals. A path that now collides with what this round already added
-        waits for the next search; the nearest terminal's path always fits."""
+    def _attach_in_arrival_order(self, settled: dict[Key, _Label], order: list[Key], until: float = math.inf) -> int:
+        """Purpose: one search serves many terminals (those reached by slot ``until``, and always the nearest). A
+        path that now collides with what this round already added waits for the next search; the nearest
+        terminal's path always fits."""
         attached = 0
         for terminal in order:
+            if attached and settled[terminal].slot > until:
+                break
             path = self._path_to(terminal, settled)
             if self._fits(path):
                 self._commit(path)
@@ -283,6 +311,8 @@ class SteinerSearch:
                     tree.switch_slots.add((dst, depart + planner.delay(edge)))
                 previous = edge
             if hop.arrival < tree.gpu_slot.get(hop.dst, math.inf):
+                if hop.dst not in tree.gpu_slot:
+                    self.frontier[hop.dst] = None
                 tree.gpu_slot[hop.dst] = hop.arrival
 
     def _feeder_of(self, src: int, depart: int) -> Edge | None:
@@ -302,8 +332,10 @@ class MtegPlanner:
     built from a reversed broadcast, and a switch cannot add partials).
     """
 
-    def __init__(self, topology: Topology, collective: Collective, slot_s: float, switch_copy: bool = True) -> None:
+    def __init__(self, topology: Topology, collective: Collective, slot_s: float, switch_copy: bool = True,
+                 interleave: bool = True) -> None:
         self.topology = topology
+        self.interleave = interleave
         self.collective = collective
         self.slot_s = slot_s
         self.is_switch = {n: node.is_switch for n, node in topology.nodes.items()}
@@ -315,6 +347,9 @@ class MtegPlanner:
             key: LinkCalendar(link.lanes * self.timing[key].per_slot) for key, link in topology.links.items()
         }
         self.out_links = {n: [link.dst for link in links] for n, links in topology.out_links.items()}
+        # A node's out-neighbours when all are GPUs (then its moves reach only them), else None.
+        self.direct_neighbours = {n: None if any(self.is_switch[d] for d in out) else out
+                                  for n, out in self.out_links.items()}
         self.delays = {key: timing.delay for key, timing in self.timing.items()}
         self._distances: dict[int, dict[int, float]] = {}
 
@@ -380,20 +415,55 @@ class MtegPlanner:
             depart = later
         return None
 
-    def plan(self, chunk_order: list[Chunk], check: Callable[[int, int], bool] | None = None
+    def plan(self, chunk_order: list[Chunk], check: Callable[[float, int, int], bool] | None = None
              ) -> list[MulticastTree] | None:
-        """One Steiner tree per chunk, in the given order (earlier trees get the free links).
+        """One Steiner tree per chunk, in the given order (which breaks ties between trees).
 
-        Before each tree ``check(trees done, trees)`` may end the plan early (True on a stop or an
+        ``interleave`` (the default, ``growth='interleaved'``) grows all trees together, in time order:
+        the next attachment is the earliest one of any tree, ties to the tree that covers the fewest
+        GPUs, so every slot's free links go to the chunks furthest behind. Grown one after another
+        (``growth='sequential'``, the paper's order) the first trees take every link's early slots
+        and the last ones queue behind them (8x8 mesh AllGather: 56 slots against 32 interleaved,
+        which is the bound). A tree's next attachment only gets later as other trees reserve links,
+        so a tree whose search lands later than another tree's due slot goes back in the queue.
+
+        ``check(fraction planned, trees done, trees)`` may end the plan early (True on a stop or an
         expired time limit): it then returns None, since a partial plan is no schedule.
         """
         todo = [chunk for chunk in chunk_order if chunk.post - chunk.pre]
-        trees = []
-        for k, chunk in enumerate(todo):
-            if check is not None and check(k, len(todo)):
+        searches = [SteinerSearch(self, chunk.id, sorted(chunk.pre), sorted(chunk.post - chunk.pre)) for chunk in todo]
+        if not self.interleave:
+            for k, search in enumerate(searches):
+                if check is not None and check(k / len(todo), k, len(todo)):
+                    return None
+                search.grow()
+            return [search.tree for search in searches]
+        # (no attachment of tree k lands before this slot, how many GPUs it covers, k): the tree furthest behind first
+        heap = [(0, len(search.tree.gpu_slot), k) for k, search in enumerate(searches)]
+        heapq.heapify(heap)
+        total = sum(len(search.uncovered) for search in searches)
+        left, done = total, 0
+        while heap:
+            if check is not None and check(1.0 - left / total, done, len(todo)):
                 return None
-            trees.append(SteinerSearch(self, chunk.id, sorted(chunk.pre), sorted(chunk.post - chunk.pre)).grow())
-        return trees
+            earliest, _, k = heapq.heappop(heap)
+            search = searches[k]
+            rival = heap[0][0] if heap else math.inf
+            settled, order = search.reach(until=rival)
+            first = settled[order[0]].slot
+            if first > earliest and first > rival:  # reservations since made it later: another tree may go first
+                heapq.heappush(heap, (first, len(search.tree.gpu_slot), k))
+                continue
+            attached = search._attach_in_arrival_order(settled, order, until=rival)
+            if not attached:
+                raise CcvizError(f"mteg: no path of chunk {search.tree.chunk} fits its own search; please report "
+                                 "this topology", "mteg")
+            left -= attached
+            if search.uncovered:
+                heapq.heappush(heap, (first, len(search.tree.gpu_slot), k))
+            else:
+                done += 1
+        return [search.tree for search in searches]
 
 
 # ----------------------------------------------------------------------- ordering
@@ -446,11 +516,12 @@ def mteg_schedule(
     seed: int | None = None,
     switch_copy: bool = True,
     budget: Budget | None = None,
+    growth: str = "interleaved",
 ) -> Schedule:
     """The MTEG schedule of a copy collective with slots of ``epoch_s`` (best of ``restarts`` orders).
 
     ``budget`` (optional) carries the stop event, time limit and progress of a synthesis: it is looked
-    at before every tree. A stop or an expired limit ends the current attempt; the best complete
+    at before every search. ``growth``: 'interleaved' or 'sequential' trees (``MtegPlanner.plan``). A stop or an expired limit ends the current attempt; the best complete
     attempt is returned with a note, and with none complete a ``CcvizError`` says so.
     """
     if collective.is_reducing:
@@ -462,11 +533,12 @@ def mteg_schedule(
     slot_s = slot_length(topology, collective.chunk_bytes, epoch_s)
     budget = budget or Budget(SynthOptions())
     rng = random.Random(seed)
+    growth = MtegOptions.parse({"growth": growth}, "mteg").growth  # the --opt check, for library callers too
 
     def attempt(k: int, check: Check) -> list[MulticastTree] | None:
         order = multicast_order(collective, rng if k else None)
-        return MtegPlanner(topology, collective, slot_s, switch_copy).plan(
-            order, lambda done, n: check(done / n, f"tree {done}/{n}", f"{done} of {n} multicast trees built"))
+        return MtegPlanner(topology, collective, slot_s, switch_copy, growth == "interleaved").plan(
+            order, lambda fraction, done, n: check(fraction, f"tree {done}/{n}", f"{done} of {n} multicast trees built"))
 
     best, done = best_of_restarts(budget, "MTEG", "attempt", restarts, attempt,
                                   lambda trees: _finish_slot(trees) * slot_s,
@@ -502,8 +574,13 @@ class Mteg(ReversalSynthesizer):
              start_s: float = 0.0) -> Forward:
         """The best MTEG plan of ``options.restarts`` source orders, untimed (the simulator times it)."""
         options = self.options
+        growth = options.settings(MtegOptions).growth
         return Forward(mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed,
-                                     switch_copy=mirrored_from is None, budget=self.budget))
+                                     switch_copy=mirrored_from is None, budget=self.budget, growth=growth))
+
+    def mirror_solves_gather(self, topology: Topology) -> bool:
+        """The mirror differs only in forbidding multicast at switches: the same problem when none can copy."""
+        return not any(node.copy for node in topology.nodes.values() if node.is_switch)
 
 
 def synthesize_mteg(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:

@@ -22,12 +22,16 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from operator import itemgetter
+
+import numpy as np
 
 from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
 from ccviz.physics import link_costs, tol
-from ccviz.schedule import Schedule, Transfer
+from ccviz.schedule import Schedule, Transfer, gc_paused
 from ccviz.simulate import assign_times
+from ccviz.simulate_fast import _link_index
 from ccviz.topology import Topology
 from ccviz.units import us_text
 
@@ -80,55 +84,77 @@ def split_allreduce(target: Collective) -> tuple[Collective, Collective]:
 class _Tree:
     """The useful part of a forward schedule: first arrivals and the switch hops that feed them.
 
-    ``children[k]`` lists the kept forward transfers that forward what transfer k
-    delivered; reversed, transfer k waits for all of them.
+    ``parent[i]`` is the kept forward transfer whose delivery ``kept[i]`` forwards (-1 when it
+    leaves a rank that held the chunk from the start); reversed, a transfer waits for all the
+    transfers it is the parent of. Arrays, because a 512-GPU reduction keeps a quarter of a
+    million transfers.
     """
 
-    kept: list[int]
-    children: dict[int, list[int]]
+    kept: np.ndarray  # forward transfer indices, ascending
+    parent: np.ndarray  # per kept transfer: the forward transfer it forwards, or -1
     switch_pairs: dict[tuple[int, int], list[tuple[int, int]]]  # (switch, chunk) -> [(arrival, departure)]
 
 
-def _forward_tree(forward: Schedule, feeders: dict[int, int] | None) -> _Tree:
-    """Keep each rank's first arrival of a chunk and prune branches that feed nobody."""
-    switches = set(forward.topology.switches)
-    transfers = forward.transfers
-    pre = [c.pre for c in forward.collective.chunks]
-    ends = [t.end_s for t in transfers]
-    first_arrival: dict[tuple[int, int], int] = {}
-    into_switch: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for k in sorted(range(len(transfers)), key=ends.__getitem__):  # stable: ties in list order
-        t = transfers[k]
-        if t.dst in switches:
-            into_switch[(t.dst, t.chunk)].append(k)
-        elif t.dst not in pre[t.chunk] and (t.dst, t.chunk) not in first_arrival:
-            first_arrival[(t.dst, t.chunk)] = k
-    feeder = feeders if feeders is not None else _switch_feeders(forward, into_switch)
-    # A transfer is useful when it is a first arrival at a rank, or feeds a switch hop that is.
-    useful: set[int] = set(first_arrival.values())
-    for k in first_arrival.values():
-        while transfers[k].src in switches:
-            k = feeder[k]
+def _columns(transfers: list[Transfer]) -> tuple[np.ndarray, ...]:
+    """(chunk, src, dst, end) of every transfer as arrays."""
+    n = len(transfers)
+    return tuple(np.fromiter(map(itemgetter(k), transfers), dtype=dtype, count=n)
+                 for k, dtype in ((0, np.int64), (1, np.int64), (2, np.int64), (4, float)))
+
+
+def _forward_tree(forward: Schedule, feeders: dict[int, int] | None,
+                  columns: tuple[np.ndarray, ...]) -> _Tree:
+    """Keep each rank's first arrival of a chunk and prune branches that feed nobody
+    (``columns``: the forward transfers' ``_columns``)."""
+    topology = forward.topology
+    chunks = forward.collective.chunks
+    n_chunks = len(chunks)
+    chunk, src, dst, end = columns
+    span = max(max(topology.nodes), int(src.max()), int(dst.max())) + 1
+    is_switch = np.zeros(span, dtype=bool)
+    is_switch[list(topology.switches)] = True
+    held = np.zeros(span * n_chunks, dtype=bool)  # (rank, chunk): the rank holds the chunk from the start
+    for c in chunks:
+        held[[r * n_chunks + c.id for r in c.pre]] = True
+    key = dst * n_chunks + chunk
+    by_end = np.argsort(end, kind="stable")  # ties in list order
+    arriving = by_end[~is_switch[dst[by_end]] & ~held[key[by_end]]]
+    _, first = np.unique(key[arriving], return_index=True)
+    firsts = arriving[first]  # the first arrival of each (rank, chunk)
+    first_of = np.full(span * n_chunks, -1, dtype=np.int64)
+    first_of[key[firsts]] = firsts
+    from_switch = is_switch[src]
+    if not from_switch.any():
+        kept = np.sort(firsts)
+        return _Tree(kept, first_of[src[kept] * n_chunks + chunk[kept]], {})
+    # Paths through switches: a transfer is useful when it is a first arrival at a rank, or feeds a
+    # switch hop that is; each hop out of a switch forwards one arrival (its feeder).
+    if feeders is None:
+        into_switch: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for k in by_end[is_switch[dst[by_end]]].tolist():
+            into_switch[(int(dst[k]), int(chunk[k]))].append(k)
+        feeders = _switch_feeders(forward, into_switch)
+    useful: set[int] = set(firsts.tolist())
+    for k in firsts[from_switch[firsts]].tolist():
+        while from_switch[k]:
+            k = feeders[k]
             useful.add(k)
-    children: dict[int, list[int]] = defaultdict(list)
+    kept = np.array(sorted(useful), dtype=np.int64)
+    parent = first_of[src[kept] * n_chunks + chunk[kept]]
+    forwarded: set[int] = set()
     switch_pairs: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for k in sorted(useful):
-        t = transfers[k]
-        if t.src in switches:
-            parent = feeder[k]
-            if children[parent]:
-                raise CcvizError(
-                    f"schedule: switch {t.src} multicasts chunk {t.chunk}; a multicast cannot be reversed into a "
-                    "reduction (a switch cannot add partials) - synthesize the broadcast without switch copies",
-                    "schedule",
-                )
-            children[parent].append(k)
-            switch_pairs[(t.src, t.chunk)].append((parent, k))
-        else:
-            parent = first_arrival.get((t.src, t.chunk))
-            if parent is not None:
-                children[parent].append(k)
-    return _Tree(sorted(useful), children, switch_pairs)
+    for i in np.flatnonzero(from_switch[kept]).tolist():
+        k = int(kept[i])
+        parent[i] = feeder = feeders[k]
+        if feeder in forwarded:
+            raise CcvizError(
+                f"schedule: switch {src[k]} multicasts chunk {chunk[k]}; a multicast cannot be reversed into a "
+                "reduction (a switch cannot add partials) - synthesize the broadcast without switch copies",
+                "schedule",
+            )
+        forwarded.add(feeder)
+        switch_pairs[(int(src[k]), int(chunk[k]))].append((feeder, k))
+    return _Tree(kept, parent, switch_pairs)
 
 
 def _switch_feeders(forward: Schedule, into_switch: dict[tuple[int, int], list[int]]) -> dict[int, int]:
@@ -179,19 +205,22 @@ def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
     if not forward.is_timed:
         raise CcvizError("schedule: only a timed schedule can be reversed in time; simulate it first", "schedule")
     chunk_map = _chunk_map(forward.collective, target)
-    tree = _forward_tree(forward, feeders)
-    if not tree.kept:
+    if not forward.transfers:
         return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
-    fwd = forward.transfers
-    horizon = max(fwd[k].end_s for k in tree.kept)
-    steps = _reversed_steps(tree, {k: horizon - fwd[k].end_s for k in tree.kept})
-    untimed = [
-        Transfer(chunk_map[fwd[k].chunk], fwd[k].dst, fwd[k].src, None, None, "reduce", steps[k])
-        for k in sorted(tree.kept, key=lambda k: (steps[k], k))
-    ]
+    columns = _columns(forward.transfers)
+    tree = _forward_tree(forward, feeders, columns)
+    if not len(tree.kept):
+        return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
+    chunk, src, dst, end = (column[tree.kept] for column in columns)
+    steps = _reversed_steps(tree, end.max() - end, end)
+    order = np.lexsort((tree.kept, steps))
+    to_target = np.array([chunk_map[c] for c in range(len(forward.collective.chunks))], dtype=np.int64)
+    new = tuple.__new__
+    untimed = [new(Transfer, (c, s, d, None, None, "reduce", step)) for c, s, d, step in zip(
+        to_target[chunk[order]].tolist(), dst[order].tolist(), src[order].tolist(), steps[order].tolist(), strict=True)]
     draft = Schedule(topology, target, untimed, forward.algorithm, dict(forward.options), forward.status)
     transfers = assign_times(draft).transfers
-    finish = max(t.end_s for t in transfers)
+    finish = max(map(itemgetter(4), transfers), default=0.0)
     return Schedule(topology, target, transfers, forward.algorithm, dict(forward.options), forward.status,
                     estimated_finish_s=finish,
                     notes=[*forward.notes, "reduction = time-reversed copy schedule on the reversed topology"])
@@ -210,20 +239,36 @@ def _chunk_map(forward: Collective, target: Collective) -> dict[int, int]:
     return out
 
 
-def _reversed_steps(tree: _Tree, nominal: dict[int, float]) -> dict[int, float]:
-    """Logical steps of the reversed transfers, replayed by the simulator (``assign_times``).
+def _reversed_steps(tree: _Tree, nominal: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Logical steps of the reversed transfers (aligned with ``tree.kept``), replayed by the simulator
+    (``assign_times``); ``nominal`` is each one's reversed start, ``end`` its forward arrival.
 
     Reversed time orders the transfers: a node sends its partial up only after the partials of its
-    whole forward subtree have arrived, which come earlier in reversed time. Steps are the distinct
-    ranks of the nominal reversed starts (ties broken by index, so passes never share a step), so the untimed rule (a send waits for every earlier-step arrival of
-    its chunk) is exactly the tree's waits and no cycle can form. A pass through a switch leaves by
-    the reverse of the forward arrival; its step is put just after the step it enters by, so the
-    simulator pairs each pass's entry and exit and moves the chain through the switch in one go.
+    whole forward subtree have arrived, which come earlier in reversed time. Steps rank the nominal
+    reversed starts, so the untimed rule (a send waits for every earlier-step arrival of its chunk) is
+    exactly the tree's waits and no cycle can form.
+
+    Without switches, transfers with the same nominal start share a step: a forward transfer lands
+    strictly after the arrival it forwards, so reversed, every child starts strictly before its parent
+    and the waits are the same; large step groups let the simulator time the reversal in array work
+    instead of one transfer at a time. With switches (or a forward schedule whose hops land no later
+    than what they forward), ties are broken by index so passes never share a step; a pass through a
+    switch leaves by the reverse of the forward arrival, and its step is put just after the step it
+    enters by, so the simulator pairs each pass's entry and exit and moves the chain through the switch
+    in one go.
     """
-    steps = {k: float(i) for i, k in enumerate(sorted(nominal, key=lambda k: (nominal[k], k)))}
+    if not tree.switch_pairs:
+        fed = tree.parent >= 0
+        position = np.searchsorted(tree.kept, tree.parent[fed])
+        if (end[fed] > end[position]).all():
+            return np.unique(nominal, return_inverse=True)[1].astype(float)
+    ranked = np.empty(len(nominal))
+    ranked[np.lexsort((tree.kept, nominal))] = np.arange(len(nominal), dtype=float)
+    steps = dict(zip(tree.kept.tolist(), ranked.tolist(), strict=True))
+    reversed_start = dict(zip(tree.kept.tolist(), nominal.tolist(), strict=True))
     leaves_by = {departure: arrival for pairs in tree.switch_pairs.values() for arrival, departure in pairs}
     entered = set(leaves_by.values())
-    for departure in sorted(leaves_by, key=nominal.__getitem__):
+    for departure in sorted(leaves_by, key=reversed_start.__getitem__):
         if departure in entered:
             continue  # not a chain's last hop; reached from the hop it feeds
         k = departure
@@ -231,7 +276,7 @@ def _reversed_steps(tree: _Tree, nominal: dict[int, float]) -> dict[int, float]:
             exit_hop = leaves_by[k]
             steps[exit_hop] = steps[k] + (math.floor(steps[k]) + 1 - steps[k]) / 2
             k = exit_hop
-    return steps
+    return np.array([steps[k] for k in tree.kept.tolist()])
 
 
 def schedule_end(schedule: Schedule) -> float:
@@ -239,8 +284,16 @@ def schedule_end(schedule: Schedule) -> float:
 
     (Under ``switch_hop="teccl"``/``"free"`` a hop out of a switch can land before its link is free again.)
     """
-    costs = link_costs(schedule.topology, schedule.chunk_bytes)
-    return max((t.start_s + costs[(t.src, t.dst)].over for t in schedule.transfers), default=0.0)
+    transfers = schedule.transfers
+    if not transfers:
+        return 0.0
+    over = np.array([cost.over for cost in link_costs(schedule.topology, schedule.chunk_bytes).values()])
+    _, src, dst, _ = _columns(transfers)
+    link = _link_index(schedule.topology, src, dst)
+    if link is None:
+        raise CcvizError("schedule: a transfer uses a link the topology lacks; verify the schedule first", "schedule")
+    start = np.fromiter(map(itemgetter(3), transfers), dtype=float, count=len(transfers))
+    return float((start + over[link]).max())
 
 
 def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedule:
@@ -249,22 +302,34 @@ def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedu
     AllReduce = ReduceScatter then AllGather: the result's finish time is exactly the sum. ``second`` is
     shifted only as far as needed, so a schedule synthesized to start at ``schedule_end(first)`` keeps
     its exact times (shifting adds float rounding between a switch hop and the arrival it forwards).
+    A part that needs neither a shift nor new chunk ids is taken as it is (a 512-GPU AllReduce has half
+    a million transfers).
     """
     if not (first.is_timed and second.is_timed):
         raise CcvizError("schedule: only timed schedules can be concatenated; simulate them first", "schedule")
-    by_key = {(c.source, c.index): c.id for c in target.chunks}
     first_end = schedule_end(first)
     offset = max(0.0, first_end - min((t.start_s for t in second.transfers), default=first_end))
-    transfers = []
+    transfers: list[Transfer] = []
     for part, shift in ((first, 0.0), (second, offset)):
-        for t in part.transfers:
-            c = part.collective.chunks[t.chunk]
-            if (c.source, c.index) not in by_key:
-                raise CcvizError(f"schedule: chunk {t.chunk} of {part.collective.name} has no counterpart in "
-                                 f"{target.name}", "schedule")
-            transfers.append(t._replace(chunk=by_key[(c.source, c.index)], start_s=t.start_s + shift,
-                                        end_s=t.end_s + shift))
+        transfers += _relabelled(part, target, shift)
     est = (second.estimated_finish_s or schedule_end(second)) + offset
     return Schedule(first.topology, target, transfers, first.algorithm, dict(first.options), first.status,
                     estimated_finish_s=est, notes=[*first.notes, f"then {second.collective.name} from "
                                                    f"{us_text(first_end)}"])
+
+
+def _relabelled(part: Schedule, target: Collective, shift: float) -> list[Transfer]:
+    """``part``'s transfers on ``target``'s chunks (matched by (source, index)), ``shift`` seconds later."""
+    by_key = {(c.source, c.index): c.id for c in target.chunks}
+    ids = [by_key.get((c.source, c.index), -1) for c in part.collective.chunks]
+    used = sorted({t.chunk for t in part.transfers})
+    missing = next((c for c in used if ids[c] < 0), None)
+    if missing is not None:
+        raise CcvizError(f"schedule: chunk {missing} of {part.collective.name} has no counterpart in {target.name}",
+                         "schedule")
+    if shift == 0.0 and all(ids[c] == c for c in used):
+        return part.transfers
+    new = tuple.__new__
+    with gc_paused():  # tuples only: nothing to collect, and a collection per 700 tuples costs more than the work
+        return [new(Transfer, (ids[t[0]], t[1], t[2], t[3] + shift, t[4] + shift, t[5], t[6]))
+                for t in part.transfers]

@@ -30,6 +30,7 @@ time; AllReduce is ReduceScatter then AllGather.
 from __future__ import annotations
 
 import heapq
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.physics import LinkCost, link_costs
+from ccviz.routing import earliest_arrivals
 from ccviz.schedule import Schedule, Transfer, gc_paused
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import TacosOptions
@@ -101,39 +103,34 @@ def build_routes(topology: Topology, nbytes: float, link_hold: str) -> Routes:
     link_id = {key: i for i, key in enumerate(sorted(topology.links))}
     routes.link_keys = sorted(topology.links)
     costs = link_costs(topology, nbytes)
+    # A switched route enters a switch first and leaves one last: a GPU->GPU link is never part of it.
+    switched = {key: cost.delay if topology.is_switch(key[0]) or topology.is_switch(key[1]) else math.inf
+                for key, cost in costs.items()}
     for gpu in topology.gpus:
         for link in sorted(topology.out_links[gpu], key=lambda lk: lk.dst):
             if not topology.is_switch(link.dst):
                 routes.add([(gpu, link.dst)], costs, link_hold, link_id)
-        for _, path in sorted(_paths_through_switches(topology, gpu, costs).items()):
-            routes.add(path, costs, link_hold, link_id)
+        if topology.switches:
+            for _, path in sorted(_paths_through_switches(topology, gpu, switched).items()):
+                routes.add(path, costs, link_hold, link_id)
     return routes
 
 
-def _paths_through_switches(topology: Topology, gpu: int, costs: dict[tuple[int, int], LinkCost]
+def _paths_through_switches(topology: Topology, gpu: int, switched: dict[tuple[int, int], float]
                             ) -> dict[int, list[tuple[int, int]]]:
-    """Dijkstra from ``gpu`` through switches only: the fastest switched path to every other GPU.
-
-    (Paths, not just times: ties between equally fast paths go to the lexicographically first.)
-    """
-    best: dict[int, float] = {}
+    """The fastest switched path from ``gpu`` to every other GPU it reaches (``routing.earliest_arrivals``
+    crossing switches only, GPU->GPU links weighted infinite; ties to the fewest hops)."""
+    parents: dict[int, int] = {}
+    arrival = earliest_arrivals(topology, {gpu: 0.0}, switched, through=topology.is_switch, parents=parents)
     paths: dict[int, list[tuple[int, int]]] = {}
-    heap = [(costs[(gpu, lk.dst)].delay, lk.dst, [(gpu, lk.dst)])
-            for lk in topology.out_links[gpu] if topology.is_switch(lk.dst)]
-    heapq.heapify(heap)
-    settled: set[int] = set()
-    while heap:
-        t, node, path = heapq.heappop(heap)
-        if node in settled:
+    for dst in topology.gpus:
+        if dst == gpu or arrival[dst] == math.inf:
             continue
-        settled.add(node)
-        if not topology.is_switch(node):
-            if node != gpu and t < best.get(node, float("inf")):
-                best[node], paths[node] = t, path
-            continue
-        for lk in topology.out_links[node]:
-            if lk.dst not in settled:
-                heapq.heappush(heap, (t + costs[(node, lk.dst)].delay, lk.dst, [*path, (node, lk.dst)]))
+        path, node = [], dst
+        while node != gpu:
+            path.append((parents[node], node))
+            node = parents[node]
+        paths[dst] = path[::-1]
     return paths
 
 
@@ -504,6 +501,10 @@ class Tacos(ReversalSynthesizer):
         """The best matching run, starting at ``start_s``; its switch hops name the arrival they forward."""
         run, done = best_copy_run(topology, collective, self.options, start_s, self.budget)
         return Forward(as_schedule(topology, collective, run, self.options, done, self.budget), run.feeders)
+
+    def mirror_solves_gather(self, topology: Topology) -> bool:
+        """The matching ignores ``mirrored_from``: a reduction's mirror on a self-reverse fabric is the AllGather."""
+        return True
 
     def replay(self, schedule: Schedule) -> Schedule:
         """Matching runs are timed by TACOS's own link model (the simulator judges the final schedule)."""
