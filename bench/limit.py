@@ -8,6 +8,11 @@ from one run on this machine; read ratios, not seconds, on a shared machine.
     .venv/bin/python bench/limit.py                                  # forestcoll, AllGather/RS/AR, 1 GB
     .venv/bin/python bench/limit.py --algorithms forestcoll,tacos,mteg,teccl --time-limit 30
     .venv/bin/python bench/limit.py --fabrics dgx1,a100 --collectives allgather
+    .venv/bin/python bench/limit.py --scale    # the limit at 64 / 256 / 1,024 GPUs; forestcoll at 256
+
+``--scale`` times the limit (AllGather) on fabrics of 64, 256 and 1,024 GPUs with the exact integer
+Newton on scipy, beside the networkx float path it replaced (same run, up to 256 GPUs), and runs
+forestcoll on 256-GPU fabrics.
 
 Targets: forestcoll within 1.05 x the limit on every fabric for AllGather, ReduceScatter and
 AllReduce at 1 GB, median within 1.03 x; synthesis <= 30 s at 64 GPUs; the limit <= 1 s at 64 GPUs.
@@ -21,6 +26,7 @@ import time
 from pathlib import Path
 
 from ccviz import CcvizError, SynthOptions, bandwidth_limit, load_topology, run
+from ccviz import limit as limit_module
 from ccviz.builders import BUILDERS
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_topologies"
@@ -34,6 +40,41 @@ def fabrics(selected: list[str] | None) -> list[str]:
         [name for name in selected if ":" in name]
 
 
+SCALE_LIMIT = ["torus2d:dims=8x8", "dgx2:chassis=4", "rfs3d:dims=2x4x8", "torus2d:dims=16x16", "dgx2:chassis=16",
+               "leafspine:leaves=16,hosts=16,spines=4", "ring:n=256", "torus2d:dims=32x32", "hypercube:n=1024",
+               "fattree:k=16", "rfs3d:dims=2x4x128", "dgx2:chassis=64", "ring:n=1024"]
+SCALE_SYNTH = ["torus2d:dims=8x8", "torus2d:dims=16x16", "leafspine:leaves=16,hosts=16,spines=4"]
+FLOAT_PATH_MAX_GPUS = 256  # the networkx path takes minutes above
+
+
+def scale(size: float) -> None:
+    """The limit's computing time by fabric size, before (networkx floats) and after (scipy integers)."""
+    print(f"{'fabric':<40} {'GPUs':>5} {'limit us':>10} {'scipy s':>8} {'networkx s':>10} {'speed-up':>8}", flush=True)
+    for spec in SCALE_LIMIT:
+        topology = load_topology(spec)
+        t0 = time.perf_counter()
+        limit = bandwidth_limit(topology, "allgather", size)
+        fast = time.perf_counter() - t0
+        line = f"{spec:<40} {topology.n_gpus:>5} {limit.limit_s * 1e6:>10.1f} {fast:>8.2f}"
+        if topology.n_gpus <= FLOAT_PATH_MAX_GPUS:
+            capacity = limit_module._capacities(topology)
+            t0 = time.perf_counter()
+            ratio, _ = limit_module._float_gather(topology, capacity,
+                                                  limit_module._single_gpu_start(topology, capacity)[0])
+            slow = time.perf_counter() - t0
+            assert abs(ratio * size / topology.n_gpus / 1e9 - limit.limit_s) <= 1e-9 * limit.limit_s
+            line += f" {slow:>10.2f} {slow / fast:>7.0f}x"
+        print(line, flush=True)
+    print(f"\n{'forestcoll at scale':<40} {'GPUs':>5} {'collective':<10} {'x limit':>8} {'synth s':>8}", flush=True)
+    for spec in SCALE_SYNTH:
+        topology = load_topology(spec)
+        limit = bandwidth_limit(topology, "allgather", size)
+        result = run(topology, "allgather", "forestcoll", size)
+        mark = "" if result.timeline.verified else "!"
+        print(f"{spec:<40} {topology.n_gpus:>5} {'allgather':<10} {result.finish_time_s / limit.limit_s:>7.3f}{mark} "
+              f"{result.schedule.synth_time_s:>8.2f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algorithms", default="forestcoll")
@@ -42,7 +83,11 @@ def main() -> None:
     parser.add_argument("--size", type=float, default=1e9)
     parser.add_argument("--time-limit", type=float, default=60.0, help="per synthesis, for the solvers")
     parser.add_argument("--max-gpus", type=int, default=256)
+    parser.add_argument("--scale", action="store_true", help="time the limit at 64-1,024 GPUs, forestcoll at 256")
     args = parser.parse_args()
+    if args.scale:
+        scale(args.size)
+        return
     algorithms = args.algorithms.split(",")
     collectives = args.collectives.split(",")
     ratios: dict[str, list[float]] = {a: [] for a in algorithms}

@@ -315,7 +315,7 @@ def limit_bounds_time(topology: Topology, collective: Collective) -> bool:
     It does when every hop's arrival waits for its bytes to cross the link. Under ``switch_hop`` "teccl"
     or "free" a hop out of a switch delivers before its link has finished serializing (the time is
     charged on the way in), so a chunk can arrive before the limit says its bytes could have crossed.
-    Above ``ccviz.limit.AUTO_LIMIT_GPUS`` GPUs it is left out (it takes minutes to compute there).
+    Above ``ccviz.limit.AUTO_LIMIT_GPUS`` GPUs it is left out (it can take seconds to compute there).
     """
     if collective.name not in _LIMIT_BOUNDS or tuple(collective.ranks) != tuple(topology.gpus):
         return False

@@ -20,12 +20,17 @@ max flows each settle it.
 
 from __future__ import annotations
 
+import math
 import weakref
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import networkx as nx
+import numpy as np
 from networkx.algorithms.flow import preflow_push
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from ccviz.collectives import normalize_name
 from ccviz.errors import CcvizError
@@ -103,8 +108,79 @@ def _leaving(topology: Topology, inside: frozenset[int]) -> list[tuple[int, int]
     return sorted(key for key in topology.links if key[0] in inside and key[1] not in inside)
 
 
+_INT32 = 2**31 - 1  # scipy's maximum_flow works in int32 (larger values wrap silently)
+
+
+def _whole_bandwidths(capacity: dict[tuple[int, int], float]) -> tuple[int, dict[tuple[int, int], int]] | None:
+    """(D, capacity x D) with D the smallest scale making every capacity whole (12.5 GB/s -> D = 2), or None
+    for bandwidths with no small common denominator (those take the float path)."""
+    scale = 1
+    fractions = {}
+    for key, cap in capacity.items():
+        frac = Fraction(cap).limit_denominator(1000)
+        if cap <= 0 or abs(float(frac) - cap) > 1e-12 * cap:
+            return None
+        fractions[key] = frac
+        scale = math.lcm(scale, frac.denominator)
+        if scale > 10**6:
+            return None
+    return scale, {key: int(frac * scale) for key, frac in fractions.items()}
+
+
+class _IntegerFlows:
+    """Exact max flows in whole numbers on scipy's compiled Dinic (one CSR matrix, capacities rewritten).
+
+    Every capacity is a whole multiple of 1/D GB/s, so a Newton round at ratio t = c / B (c GPUs, B the
+    whole-number bandwidth of the last cut) scales to integers exactly: links c x bandwidth, source edges
+    B. "Below N" is then an exact integer comparison, never a tolerance.
+    """
+
+    def __init__(self, topology: Topology, scale: int, whole: dict[tuple[int, int], int]) -> None:
+        self.topology = topology
+        self.scale = scale
+        self.nodes = list(topology.nodes)
+        self.index = {n: i for i, n in enumerate(self.nodes)}
+        self.source = len(self.nodes)
+        keys = list(whole)
+        gpus = topology.gpus
+        rows = np.array([self.index[u] for u, _ in keys] + [self.source] * len(gpus), dtype=np.int32)
+        cols = np.array([self.index[v] for _, v in keys] + [self.index[g] for g in gpus], dtype=np.int32)
+        self.link_caps = np.array([whole[key] for key in keys], dtype=np.int64)
+        self.link_gcd = math.gcd(*whole.values()) if whole else 1
+        size = self.source + 1
+        tags = np.arange(1, len(rows) + 1, dtype=np.int32)  # find where each entry lands in the CSR data
+        self.matrix = csr_matrix((tags, (rows, cols)), shape=(size, size), dtype=np.int32)
+        where = np.empty(len(rows), dtype=np.int64)
+        where[self.matrix.data - 1] = np.arange(len(rows))
+        self.link_pos, self.source_pos = where[:len(keys)], where[len(keys):]
+
+    def set_capacities(self, link_factor: int, source_cap: int) -> int | None:
+        """Links ``link_factor`` x whole bandwidth, source edges ``source_cap`` (both divided by their
+        common divisor); the scaled capacity of all N source edges, or None where int32 would overflow."""
+        g = math.gcd(link_factor * self.link_gcd, source_cap)
+        links = self.link_caps * link_factor // g
+        source = source_cap // g
+        total = source * len(self.topology.gpus)
+        if total > _INT32 or (len(links) and int(links.max()) > _INT32):
+            return None
+        self.matrix.data[self.link_pos] = links
+        self.matrix.data[self.source_pos] = source
+        return total
+
+    def max_flow(self, source: int, sink: int):
+        return maximum_flow(self.matrix, source, sink, method="dinic")
+
+    def source_side(self, result, source: int) -> frozenset:
+        """Nodes reachable from the source in the residual graph: the source side of a min cut."""
+        residual = self.matrix - result.flow
+        residual.data = (residual.data > 0).astype(np.int8)
+        residual.eliminate_zeros()
+        reached = breadth_first_order(residual, source, directed=True, return_predecessors=False)
+        return frozenset(self.nodes[i] for i in reached if i != self.source)
+
+
 class _FlowNetwork:
-    """One networkx graph reused for every max flow (only capacities change between them)."""
+    """Float max flows on networkx (the fallback for bandwidths with no small common denominator)."""
 
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
@@ -131,36 +207,91 @@ class _FlowNetwork:
         return value, frozenset(n for n in residual if n not in reaches_sink)
 
 
+def _single_gpu_start(topology: Topology, capacity: dict[tuple[int, int], float]) -> tuple[frozenset[int], int]:
+    """The GPU whose in-links are thinnest: "everything but v" is the usual bottleneck and Newton's start."""
+    into = dict.fromkeys(topology.gpus, 0.0)
+    for (_, v), cap in capacity.items():
+        if v in into:
+            into[v] += cap
+    v = min(topology.gpus, key=lambda g: (into[g], g))
+    if into[v] <= 0:
+        raise CcvizError(f"links: GPU {v} has no link into it; every GPU must reach every other GPU", "links")
+    return frozenset(topology.nodes) - {v}, v
+
+
 def max_gather_ratio(topology: Topology) -> tuple[float, frozenset[int]]:
     """max over S (a GPU outside) of |S ∩ GPUs| / B+(S), in GPUs per GB/s, and the maximizing S.
 
     Newton iterations: at ratio t the cut function N - |S ∩ GPUs| + t B+(S) is minimized by N max
     flows (one per GPU sink); a minimum below N names an S with a larger ratio, which becomes t.
+    Exact in integers on scipy where the bandwidths have a small common denominator (a round stops
+    at the first violated sink: only the last, certifying round needs all N), else in floats.
     """
+    capacity = _capacities(topology)
+    best_set, _ = _single_gpu_start(topology, capacity)
+    whole = _whole_bandwidths(capacity)
+    if whole is not None:
+        found = _integer_gather(topology, best_set, *whole)
+        if found is not None:
+            return found
+    return _float_gather(topology, capacity, best_set)
+
+
+def _integer_gather(topology: Topology, best_set: frozenset[int], scale: int, whole: dict[tuple[int, int], int]
+                    ) -> tuple[float, frozenset[int]] | None:
+    """Newton in whole numbers: the ratio is c x D / B exactly; None if a round would overflow int32."""
+    flows = _IntegerFlows(topology, scale, whole)
     gpus = topology.gpus
-    n = len(gpus)
+
+    def count_and_bandwidth(inside: frozenset[int]) -> tuple[int, int]:
+        out = sum(whole[key] for key in _leaving(topology, inside))
+        if out <= 0:
+            raise CcvizError("links: a set of nodes holding GPUs has no link leaving it; every GPU must reach "
+                             "every other GPU", "links")
+        return sum(1 for g in gpus if g in inside), out
+
+    count, bandwidth = count_and_bandwidth(best_set)
+    order = list(gpus)
+    for _ in range(200):
+        target = flows.set_capacities(count, bandwidth)
+        if target is None:
+            return None
+        violated = None
+        for i, v in enumerate(order):  # the first violated sink is enough to raise the ratio
+            result = flows.max_flow(flows.source, flows.index[v])
+            if result.flow_value < target:
+                violated = result
+                order.insert(0, order.pop(i))  # and is tried first next round
+                break
+        if violated is None:
+            break
+        inside = flows.source_side(violated, flows.source)
+        c, b = count_and_bandwidth(inside)
+        if c * bandwidth <= count * b:  # not a larger ratio (cannot happen with exact cuts; a guard)
+            break
+        best_set, count, bandwidth = inside, c, b
+    return count * scale / bandwidth, best_set
+
+
+def _float_gather(topology: Topology, capacity: dict[tuple[int, int], float], best_set: frozenset[int]
+                  ) -> tuple[float, frozenset[int]]:
+    n = topology.n_gpus
     net = _FlowNetwork(topology)
     g = net.graph
-    for v in gpus:
+    for v in topology.gpus:
         g.add_edge(_SOURCE, v, capacity=1.0)
-    # Start from the best "everything but one GPU" cut.
-    best_set, best_ratio = None, -1.0
-    for v in gpus:
-        inside = frozenset(topology.nodes) - {v}
-        ratio = _ratio(topology, net.capacity, inside)
-        if ratio > best_ratio:
-            best_set, best_ratio = inside, ratio
+    best_ratio = _ratio(topology, capacity, best_set)
     for _ in range(200):
-        for (u, w), cap in net.capacity.items():
+        for (u, w), cap in capacity.items():
             g[u][w]["capacity"] = best_ratio * cap
         worst_value, worst_set = n * (1 - _REL), None
-        for v in gpus:
+        for v in topology.gpus:
             value, side = net.min_cut(_SOURCE, v)
             if value < worst_value:
                 worst_value, worst_set = value, side - {_SOURCE}
         if worst_set is None:
             break
-        ratio = _ratio(topology, net.capacity, frozenset(worst_set))
+        ratio = _ratio(topology, capacity, frozenset(worst_set))
         if ratio <= best_ratio * (1 + 1e-12):
             break
         best_set, best_ratio = frozenset(worst_set), ratio
@@ -178,6 +309,20 @@ def _ratio(topology: Topology, capacity: dict[tuple[int, int], float], inside: f
 
 def min_broadcast_cut(topology: Topology, root: int) -> tuple[float, frozenset[int]]:
     """The smallest root->GPU max flow (GB/s) and the root side of its min cut."""
+    capacity = _capacities(topology)
+    whole = _whole_bandwidths(capacity)
+    if whole is not None and sum(whole[1].values()) <= _INT32:
+        flows = _IntegerFlows(topology, *whole)
+        flows.set_capacities(1, 1)
+        worst = None
+        for v in topology.gpus:
+            if v != root:
+                result = flows.max_flow(flows.index[root], flows.index[v])
+                if worst is None or result.flow_value < worst.flow_value:
+                    worst = result
+        if worst is None:
+            return float("inf"), frozenset()
+        return worst.flow_value / whole[0], flows.source_side(worst, flows.index[root])
     net = _FlowNetwork(topology)
     best, best_side = float("inf"), frozenset()
     for v in topology.gpus:
@@ -292,10 +437,11 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
     return BandwidthLimit(name, float(size_bytes), cut.ratio * size_bytes, cut)
 
 
-# Each Newton round is one max flow per GPU in pure Python: 0.5 s at 64 GPUs, ~6 s at 256 and minutes at
-# 1,024 on this machine. Summaries, lower bounds and the designer compute it up to here; `ccviz limit`
-# (and ``bandwidth_limit``) always.
-AUTO_LIMIT_GPUS = 128
+# The certifying Newton round is one compiled max flow per GPU: 0.02 s for a 64-GPU torus, 0.2-0.9 s at
+# 256-512 GPUs, 1-2 s for a 1,024-GPU torus or rfs3d but 6-18 s for a 1,024-GPU ring or DGX-2 (long
+# augmenting paths). Summaries, lower bounds and the designer compute it up to here; `ccviz limit` (and
+# ``bandwidth_limit``) always.
+AUTO_LIMIT_GPUS = 512
 
 
 def limit_is_quick(topology: Topology) -> bool:
@@ -316,8 +462,8 @@ def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: 
 def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | None = None) -> str:
     """How a result compares with the fabric's limit, in one line (CLI and app)."""
     if not limit_s and n_gpus is not None and n_gpus > AUTO_LIMIT_GPUS:
-        return (f"the fabric's limit is not computed automatically above {AUTO_LIMIT_GPUS} GPUs (it takes minutes "
-                "here); `ccviz limit` computes it")
+        return (f"the fabric's limit is not computed automatically above {AUTO_LIMIT_GPUS} GPUs (it can take "
+                "seconds per collective there); `ccviz limit` computes it")
     if not limit_s:
         return "no fabric limit is defined for this collective (AllToAll and custom demands)"
     if not finish_s:

@@ -87,3 +87,48 @@ def test_alltoall_is_refused_on_one_line(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["synth", "ring:n=4", "--algorithm", "forestcoll", "--collective", "alltoall"]) == 2
     err = capsys.readouterr().err
     assert "forestcoll" in err and err.count("\n") == 1
+
+
+def _json_fabric(tmp_path, name: str, links: list[tuple[int, int, float]], gpus: int = 3) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({
+        "format": "ccviz-topology/1", "name": name, "switch_hop": "paid", "meta": {},
+        "nodes": [{"id": i, "kind": "gpu", "label": f"GPU{i}"} for i in range(gpus)],
+        "links": [{"src": a, "dst": b, "bandwidth_GBps": bw, "alpha_us": 0.5} for a, b, bw in links]}))
+    return str(path)
+
+
+@pytest.mark.parametrize("command", ["limit", "synth"])
+@pytest.mark.parametrize("case, words", [
+    ("one-way", "cannot be reached"), ("island", "cannot reach GPU 3"), ("zero", "must be positive"),
+    ("size", "size must be a positive"),
+])
+def test_bad_fabrics_and_sizes_are_one_line(tmp_path, capsys: pytest.CaptureFixture[str], command: str, case: str,
+                                            words: str) -> None:
+    """The issue's bad inputs, for `ccviz limit` and `ccviz synth --algorithm forestcoll` alike."""
+    full = [(a, b, 10.0) for a in range(3) for b in range(3) if a != b]
+    spec = {"one-way": lambda: _json_fabric(tmp_path, "oneway", [(0, 1, 10), (1, 0, 10), (1, 2, 10)]),
+            "island": lambda: _json_fabric(tmp_path, "island", full, gpus=4),
+            "zero": lambda: _json_fabric(tmp_path, "zero", [(a, b, 0.0 if (a, b) == (0, 1) else bw) for a, b, bw in full]),
+            "size": lambda: "dgx1"}[case]()
+    argv = [command, spec, "--size", "0" if case == "size" else "1MB"]
+    if command == "synth":
+        argv += ["--algorithm", "forestcoll", "--collective", "allreduce"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1
+
+
+def test_copy_switches_send_a_piece_once_for_several_children() -> None:
+    """Cut-through through a copy switch: tree edges of one piece leaving a GPU ride one transfer into the
+    switch, which sends the copies; without copies every child costs the sender's link a transfer."""
+    runs = {copy: ccviz.run(ccviz.load_topology(f"star:n=6,copy={copy}"), "allgather", "forestcoll", 1e6,
+                            options=SynthOptions(extra={"trees": 2, "pieces": 2}))
+            for copy in ("true", "false")}
+    into_switch = {}
+    for copy, result in runs.items():
+        assert result.timeline.verified, copy
+        topology = result.schedule.topology
+        into_switch[copy] = sum(1 for t in result.schedule.transfers if topology.is_switch(t.dst))
+    assert into_switch["true"] < into_switch["false"]
+    assert runs["true"].finish_time_s < runs["false"].finish_time_s

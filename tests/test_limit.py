@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 
 import pytest
 
 from ccviz import CcvizError, bandwidth_limit, load_topology
+from ccviz import limit as limit_module
 from ccviz.builders import build
 from ccviz.cli import main
 from ccviz.collectives import make_collective
@@ -65,7 +67,7 @@ def _brute_broadcast(topo: Topology, root: int) -> float:
     return best
 
 
-FABRICS = [build(spec) for spec in SMALL] + [_random_fabric(seed) for seed in range(12)]
+FABRICS = [build(spec) for spec in SMALL] + [_random_fabric(seed) for seed in range(24)]
 
 
 @pytest.mark.parametrize("topo", FABRICS, ids=lambda t: t.name)
@@ -99,6 +101,43 @@ def test_reported_cut_sets_the_limit(topo: Topology, collective: str) -> None:
     if collective == "allgather":  # the shards of the GPUs inside leave over these links
         count = len(inside & set(topo.gpus))
         assert out["limit_s"] == pytest.approx(1e9 / topo.n_gpus * count / (out["cut_bandwidth_GBps"] * 1e9))
+
+
+def _odd_bandwidths(topo: Topology, bandwidths: list[float]) -> Topology:
+    """The same fabric with bandwidths drawn from ``bandwidths`` (irrational ones force the float path)."""
+    rng = random.Random(len(topo.links))
+    links = [Link(u, v, rng.choice(bandwidths), lk.alpha_us, lk.lanes) for (u, v), lk in topo.links.items()]
+    return Topology(topo.name + "-odd", list(topo.nodes.values()), links)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("bandwidths", [[math.pi, 10.0, math.e * 7], [1e9, 0.001, 3.0], [1 / 3, 2 / 7, 12.5]],
+                         ids=["irrational", "int32-overflow", "thirds"])
+def test_float_and_integer_paths_agree_with_brute_force(seed: int, bandwidths: list[float]) -> None:
+    """Bandwidths with no small common denominator, or too wide for scipy's int32, take networkx's float
+    path; thirds take the integer path with D = 21. All three equal the brute force."""
+    topo = _odd_bandwidths(_random_fabric(100 + seed), bandwidths)
+    for name, reverse in (("allgather", False), ("reducescatter", True)):
+        expected = 1e9 / topo.n_gpus * _brute_gather(topo, reverse) / 1e9
+        assert bandwidth_limit(topo, name, 1e9).limit_s == pytest.approx(expected, rel=1e-9)
+    root = topo.gpus[0]
+    assert bandwidth_limit(topo, "broadcast", 1e9, root).limit_s == pytest.approx(
+        1e9 / (_brute_broadcast(topo, root) * 1e9), rel=1e-9)
+
+
+@pytest.mark.parametrize("spec", ["dgx2:chassis=4", "a100:boxes=4", "rfs3d:dims=2x2x8", "fattree:k=6",
+                                  "leafspine:leaves=6,hosts=4,spines=2,oversub=3", "ndv2:chassis=4"])
+def test_integer_newton_equals_float_newton_on_larger_fabrics(spec: str) -> None:
+    """Beyond brute force: scipy's exact integer Newton and networkx's float Newton find the same ratio."""
+    topo = load_topology(spec)
+    for fabric in (topo, topo.reversed()):
+        capacity = limit_module._capacities(fabric)
+        whole = limit_module._whole_bandwidths(capacity)
+        start, _ = limit_module._single_gpu_start(fabric, capacity)
+        assert whole is not None
+        exact = limit_module._integer_gather(fabric, start, *whole)
+        floating = limit_module._float_gather(fabric, capacity, start)
+        assert exact is not None and exact[0] == pytest.approx(floating[0], rel=1e-12)
 
 
 def test_issue_numbers_and_words() -> None:

@@ -56,7 +56,7 @@ class ForestcollOptions(AlgorithmOptions):
     trees: int | None = option(None, "trees per root (auto: 8 and 12 tried up to 32 GPUs, fewer beyond, the less "
                                "congested packing kept)", minimum=1)
     pieces: int | None = option(None, "pieces each tree's share is cut into (auto: as many as keep the schedule "
-                                "under 100,000 transfers; --chunks also fixes them)", minimum=1)
+                                "under 200,000 transfers; --chunks also fixes them)", minimum=1)
     switch_queue: bool | None = option(None, "chunks may wait in a switch's queue for its out-link (auto: when every "
                                        "switch has a buffer); false books routes cut-through")
 

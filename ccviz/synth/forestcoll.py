@@ -17,9 +17,11 @@ limit allows. This module packs them and schedules them:
   per rank) and sent down its tree as pieces arrive; a GPU's free out-link sends its most urgent
   waiting piece. A piece reaching a switch whose out-link is busy waits in the switch's queue and
   leaves once, where switches have a buffer (``Node.buffer``); elsewhere, or with
-  ``--opt switch_queue=false``, routes are booked cut-through. ``--chunks C``
-  (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule under
-  ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
+  ``--opt switch_queue=false``, routes are booked cut-through, a free link sending the most urgent
+  of its next ``LOOKAHEAD`` waiting pieces that can start soonest, and other tree edges of the same
+  piece riding along where they branch off at a copy switch (the sender's link carries it once).
+  ``--chunks C`` (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule
+  under ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
 
 ReduceScatter packs the trees of the mirrored AllGather on the reversed fabric and runs partial sums up
 them, turned around, on the real one; AllReduce is ReduceScatter then AllGather (``concatenate``);
@@ -56,14 +58,14 @@ from ccviz.topology import Topology
 from ccviz.units import us_text
 from ccviz.validate import MIN_CHUNK_BYTES
 
-LOOKAHEAD = 6  # waiting chunks a free link considers: the most urgent that can start soonest
+LOOKAHEAD = 32  # waiting chunks a free link considers (cut-through): the most urgent that can start soonest
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
 MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 8
 STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
-MAX_TRANSFERS = 100_000  # the automatic piece count keeps a schedule below this many transfers
+MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers (64-GPU tori: 4 pieces, 1.044 x the limit instead of 2 pieces, 1.069 x)
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 
 
@@ -300,6 +302,12 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     calendars = [[_Calendar() for _ in range(topology.links[key].lanes)] if topology.is_switch(key[0]) else []
                  for key in links]
     copy_switch = [reducing and topology.is_switch(u) and topology.nodes[u].copy for u, _ in links]
+    # Only cut-through routes differ in when they can start (a route's later hops may be booked); with
+    # switch queues every waiting chunk of a link starts when the link is free, so the most urgent goes.
+    lookahead = 1 if switch_queue else LOOKAHEAD
+    multicast = not reducing and not switch_queue and any(topology.nodes[x].copy for x in topology.switches)
+    same_chunk: dict[tuple[int, int], list[tuple]] = {}  # (first link, chunk) -> its waiting tree edges
+    taken: set[int] = set()  # seq of waiting tree edges already sent (booked, or rode along)
     passes: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (copy switch, chunk) -> [(arrival, departure)]
     chunks = collective.chunks
     waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, urgency, seq, chunk, dst, route)
@@ -357,14 +365,29 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         return hops
 
     def book(first: int, now: float) -> None:
+        """Send, on link ``first``, the most urgent of its next ``lookahead`` waiting chunks that can start
+        soonest (the first that can start now ends the search)."""
         nonlocal seq, finish
         heap = waiting[first]
-        looked = [heapq.heappop(heap) for _ in range(min(len(heap), LOOKAHEAD))]
-        options = [(earliest(item[-1], now), n) for n, item in enumerate(looked)]
-        (start, lanes), n = min(options, key=lambda o: (max(o[0][0], now + 1e-12 * max(1.0, now)), o[1]))
+        soon = now + 1e-12 * max(1.0, now)
+        looked, best = [], None
+        while heap and len(looked) < lookahead:
+            item = heapq.heappop(heap)
+            if item[2] in taken:  # rode along with an earlier transfer of its chunk
+                continue
+            looked.append(item)
+            start, lanes = earliest(item[-1], now)
+            if best is None or max(start, soon) < best[0]:
+                best = (max(start, soon), start, lanes, len(looked) - 1)
+            if start <= soon:
+                break
+        if best is None:
+            return
+        _, start, lanes, n = best
         for m, item in enumerate(looked):
             if m != n:
                 heapq.heappush(heap, item)
+        taken.add(looked[n][2])
         *_, cid, dst, route = looked[n]
         while not isinstance(hops := place(cid, route, start, lanes), list):
             start = hops
@@ -379,8 +402,46 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         t = hops[-1][2] + delay[hops[-1][0]]
         finish = max(finish, t)
         heapq.heappush(events, (t, 0, seq, cid, dst))
-        heapq.heappush(events, (min(lanes_free[first]), 1, seq + 1, first, 0))
-        seq += 2
+        seq += 1
+        if multicast:
+            ride(first, cid, route, hops)
+        heapq.heappush(events, (min(lanes_free[first]), 1, seq, first, 0))
+        seq += 1
+
+    def ride(first: int, cid: int, route: list[int], hops: list[tuple[int, int, float]]) -> None:
+        """Other tree edges of the same chunk waiting on this link ride along where their routes leave the
+        booked one at a copy switch whose out-hops are free at that instant (cut-through multicast): the
+        sender's link carries the chunk once instead of once per child."""
+        nonlocal seq, finish
+        booked = {tuple(route[:h + 1]): (lane, t) for h, (_, lane, t) in enumerate(hops)}
+        for item in same_chunk.get((first, cid), ()):
+            other = item[-1]
+            if item[2] in taken:
+                continue
+            h = 0
+            while h < len(other) and tuple(other[:h + 1]) in booked:
+                h += 1
+            branch = links[other[h - 1]][1] if 0 < h < len(other) else None
+            if branch is None or not topology.nodes[branch].copy:
+                continue
+            t = booked[tuple(other[:h])][1] + delay[other[h - 1]]
+            new_hops = []
+            for lid in other[h:]:
+                lane = next((n for n, cal in enumerate(calendars[lid]) if cal.conflict(t, t + hold[lid]) is None), None)
+                if lane is None:
+                    break
+                new_hops.append((lid, lane, t))
+                t += delay[lid]
+            if len(new_hops) < len(other) - h:
+                continue
+            for k, (lid, lane, a) in enumerate(new_hops):
+                calendars[lid][lane].reserve(a, a + hold[lid])
+                booked[tuple(other[:h + k + 1])] = (lane, a)
+                transfers.append(Transfer(cid, links[lid][0], links[lid][1], a, a + delay[lid], op))
+            taken.add(item[2])
+            finish = max(finish, t)
+            heapq.heappush(events, (t, 0, seq, cid, item[4]))
+            seq += 1
 
     while events:
         now, kind, _, a, b = heapq.heappop(events)
@@ -388,7 +449,10 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
             c = chunks[a]
             for urgency, dst, route in plan.arrive(c, b, kind == 2):
                 first = route[0]
-                heapq.heappush(waiting.setdefault(first, []), (c.index, urgency, seq, a, dst, route))
+                item = (c.index, urgency, seq, a, dst, route)
+                heapq.heappush(waiting.setdefault(first, []), item)
+                if multicast:
+                    same_chunk.setdefault((first, a), []).append(item)
                 heapq.heappush(events, (max(now, min(lanes_free[first])), 1, seq + 1, first, 0))
                 seq += 2
         elif waiting.get(a) and min(lanes_free[a]) <= now + 1e-15:
@@ -429,8 +493,8 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
         hops_per_piece = sum(len(tree.links) for trees in packing.trees.values() for tree in trees)
         pieces = MIN_PIECES
         per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank  # one rank's share of the buffer
-        for p in PIECE_COUNTS:
-            if hops_per_piece * p <= MAX_TRANSFERS and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
+        for p in PIECE_COUNTS:  # more than MIN_PIECES where the transfer budget allows, never fewer
+            if p > pieces and hops_per_piece * p <= MAX_TRANSFERS and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
                 pieces = p
         pieces = max(1, min(pieces, int(per_rank_bytes // (packing.k * MIN_CHUNK_BYTES))))  # tiny buffers
         if per_rank_bytes / packing.k < MIN_CHUNK_BYTES:
