@@ -26,11 +26,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-import networkx as nx
 import numpy as np
-from networkx.algorithms.flow import preflow_push
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from ccviz.collectives import normalize_name
 from ccviz.errors import CcvizError
@@ -148,6 +144,9 @@ class _IntegerFlows:
         self.link_caps = np.array([whole[key] for key in keys], dtype=np.int64)
         self.link_gcd = math.gcd(*whole.values()) if whole else 1
         size = self.source + 1
+        # imported here: a synthesis that computes no limit never loads scipy
+        from scipy.sparse import csr_matrix
+
         tags = np.arange(1, len(rows) + 1, dtype=np.int32)  # find where each entry lands in the CSR data
         self.matrix = csr_matrix((tags, (rows, cols)), shape=(size, size), dtype=np.int32)
         where = np.empty(len(rows), dtype=np.int64)
@@ -168,6 +167,8 @@ class _IntegerFlows:
         return total
 
     def max_flow(self, source: int, sink: int):
+        from scipy.sparse.csgraph import maximum_flow
+
         return maximum_flow(self.matrix, source, sink, method="dinic")
 
     def source_side(self, result, source: int) -> frozenset:
@@ -175,6 +176,8 @@ class _IntegerFlows:
         residual = self.matrix - result.flow
         residual.data = (residual.data > 0).astype(np.int8)
         residual.eliminate_zeros()
+        from scipy.sparse.csgraph import breadth_first_order
+
         reached = breadth_first_order(residual, source, directed=True, return_predecessors=False)
         return frozenset(self.nodes[i] for i in reached if i != self.source)
 
@@ -185,6 +188,8 @@ class _FlowNetwork:
     def __init__(self, topology: Topology) -> None:
         self.topology = topology
         self.capacity = _capacities(topology)
+        import networkx as nx  # imported here: only the float fallback needs it
+
         self.graph = nx.DiGraph()
         self.graph.add_nodes_from(topology.nodes)
         for key, cap in self.capacity.items():
@@ -193,6 +198,8 @@ class _FlowNetwork:
     def min_cut(self, source: Any, sink: int) -> tuple[float, frozenset]:
         """Max-flow value and the largest source side of a min cut (everything that cannot reach the
         sink in the residual graph; valid after preflow-push's first phase, as in networkx)."""
+        from networkx.algorithms.flow import preflow_push
+
         residual = preflow_push(self.graph, source, sink, capacity="capacity", value_only=True)
         value = residual.graph["flow_value"]
         reaches_sink = {sink}
