@@ -7,8 +7,8 @@ limit allows. This module packs them and schedules them:
 
 * Packing. Switches are taken out the way ForestColl's edge splitting does: a tree edge u -> x is a
   GPU-to-GPU route through switches (``RouteClosure``), so a switch never has to copy. Trees are
-  added by multiplicative weights: each new tree is the cheapest arborescence (Chu-Liu/Edmonds) under
-  link lengths that grow exponentially with the link's load relative to the limit; then every tree is
+  added by multiplicative weights: each new tree is the cheapest arborescence (Chu-Liu/Edmonds; beyond
+  ``EXACT_TREES_UP_TO`` GPUs grown Prim's way, ``greedy_arborescence``) under link lengths that grow exponentially with the link's load relative to the limit; then every tree is
   ripped up and re-laid eight times with ever steeper lengths. ForestColl builds an exactly optimal
   packing with integer capacities; this is the practical approximation, reported as the packing's
   congestion (1.0 = at the limit). ``--opt trees=k`` fixes k; by default k = 8 and 12 are tried up to
