@@ -33,8 +33,7 @@ def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     best = w[parent, np.arange(n)]
     parent[root] = -1
     if np.isinf(np.delete(best, root)).any():
-        raise CcvizError("topology: some GPU cannot be reached from GPU index "
-                         f"{root}; every GPU must reach every other GPU", "topology")
+        raise _unreachable(root)
     cycles = _cycles(parent)
     if not cycles:
         return parent
@@ -66,6 +65,11 @@ def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     candidates = np.where(group[:, None] == from_group[heads][None, :], adjusted[:, heads], INF)
     parent[heads] = np.argmin(candidates, axis=0)
     return parent
+
+
+def _unreachable(root: int) -> CcvizError:
+    return CcvizError(f"topology: some GPU cannot be reached from GPU index {root}; every GPU must reach every "
+                      "other GPU", "topology")
 
 
 def _cycles(parent: np.ndarray) -> list[list[int]]:
@@ -186,8 +190,7 @@ def greedy_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     for _ in range(n - 1):
         v = int(np.argmin(best))
         if not np.isfinite(best[v]):
-            raise CcvizError("topology: some GPU cannot be reached from GPU index "
-                             f"{root}; every GPU must reach every other GPU", "topology")
+            raise _unreachable(root)
         parent[v] = source[v]
         done[v] = True
         best[v] = INF
