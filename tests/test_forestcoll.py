@@ -16,6 +16,7 @@ from ccviz.collectives import ROOTED
 from ccviz.cost import lower_bound
 from ccviz.export import write_msccl_xml
 from ccviz.limit import bandwidth_limit
+from ccviz.synth import forestcoll
 from ccviz.synth.arborescence import greedy_arborescence, min_arborescence
 from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Topology
@@ -169,3 +170,20 @@ def test_large_fabrics_grow_their_trees_prims_way_and_verify() -> None:
     result = ccviz.run(topology, "allgather", "forestcoll", 1e6, options=SynthOptions(extra={"trees": 1, "pieces": 1}))
     assert result.timeline.verified
     assert result.limit_s <= result.finish_time_s <= 2.0 * result.limit_s
+
+
+def test_large_packings_stop_re_laying_trees_after_passes_without_gain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond EXACT_TREES_UP_TO GPUs a pass costs seconds: re-laying stops after STALE_PASSES passes that
+    found no less congested packing; smaller fabrics run every pass."""
+    topology = ccviz.load_topology("ring:n=4")
+    passes = {}
+    for exact_up_to in (64, 2):
+        monkeypatch.setattr(forestcoll, "EXACT_TREES_UP_TO", exact_up_to)
+        packer = forestcoll.TreePacker(topology, list(topology.gpus), 1.0)
+        monkeypatch.setattr(packer, "congestion", lambda load: 2.0)  # never at the limit, never better
+        calls = []
+        grow = packer.cheapest_tree
+        monkeypatch.setattr(packer, "cheapest_tree", lambda *a, calls=calls, grow=grow: calls.append(1) or grow(*a))
+        packer.pack(1)
+        passes[exact_up_to] = len(calls) // topology.n_gpus - 1
+    assert passes == {64: forestcoll.REROUTE_PASSES, 2: forestcoll.STALE_PASSES}

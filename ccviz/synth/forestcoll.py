@@ -64,6 +64,7 @@ MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 8
+STALE_PASSES = 2  # beyond EXACT_TREES_UP_TO GPUs re-laying stops after this many passes without a better packing
 STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
 MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers (64-GPU tori: 4 pieces, 1.044 x the limit instead of 2 pieces, 1.069 x)
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
@@ -134,6 +135,7 @@ class TreePacker:
                 np.add.at(load, tree.links, share)
                 trees[r].append(tree)
         best = Packing({r: list(ts) for r, ts in trees.items()}, k, self.congestion(load))
+        stale = 0
         for rerun in range(REROUTE_PASSES):
             if best.congestion <= 1.0 + 1e-9 or (budget is not None and budget.expired()):
                 break
@@ -146,7 +148,11 @@ class TreePacker:
                     trees[r][j] = tree
             congestion = self.congestion(load)
             if congestion < best.congestion:
-                best = Packing({r: list(ts) for r, ts in trees.items()}, k, congestion)
+                best, stale = Packing({r: list(ts) for r, ts in trees.items()}, k, congestion), 0
+            else:
+                stale += 1
+            if stale >= STALE_PASSES and len(self.closure.gpus) > EXACT_TREES_UP_TO:
+                break  # at 256 GPUs a pass costs seconds and steeper lengths after the best rarely find better
         return best
 
 
