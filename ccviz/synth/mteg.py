@@ -351,6 +351,12 @@ class MtegPlanner:
         self.direct_neighbours = {n: None if any(self.is_switch[d] for d in out) else out
                                   for n, out in self.out_links.items()}
         self.delays = {key: timing.delay for key, timing in self.timing.items()}
+        # Out-links of a node whose out-neighbours are all GPUs, as (GPU, calendar, busy, delay), else None:
+        # ``hops`` then needs no chain search (and no spent arrival can be among them: those enter switches).
+        self.direct_links = {
+            n: None if near is None else [(d, self.calendars[(n, d)], self.timing[(n, d)].busy,
+                                           self.timing[(n, d)].delay) for d in near]
+            for n, near in self.direct_neighbours.items()}
         self._distances: dict[int, dict[int, float]] = {}
 
     def copies(self, node: int) -> bool:
@@ -370,6 +376,16 @@ class MtegPlanner:
         shortest routes (all of them, as ECMP): longer detours multiply
         without bound on fat trees and dragonflies.
         """
+        direct = self.direct_links[node]
+        if direct is not None:  # only GPUs next: a move is one link, aligned by its calendar alone
+            for nxt, calendar, busy, delay in direct:
+                if nxt in done or nxt == node:
+                    continue
+                aligned = calendar.earliest_free(slot, busy)
+                if not can_wait and aligned != slot:
+                    continue
+                yield Hop(nxt, aligned + delay, ((node, nxt, aligned),))
+            return
         nearest = self._switch_distances(node)
         stack: list[tuple[int, tuple[tuple[int, int, int], ...], int]] = [(node, (), slot)]
         while stack:
