@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from collections import defaultdict
 from dataclasses import replace
@@ -332,3 +333,49 @@ def test_growth_is_an_mteg_option_with_a_clear_error() -> None:
     with pytest.raises(CcvizError, match=r"growth: 'later' is not one of interleaved, sequential") as err:
         synthesize(topo, coll, "mteg", SynthOptions(extra={"growth": "later"}))
     assert err.value.field == "growth"
+
+
+# Interleaved AllGather (1 GiB, bw 53.6870912, alpha 0.5) as grown before the search got its fast paths
+# (issue 14): (finish slot, transfers, sum of departure slots). Faster searches must grow the same trees.
+INTERLEAVED_PINNED = {
+    "mesh2d:dims=8x8": (32, 4032, 39796),
+    "torus2d:dims=8x8": (17, 4032, 29771),
+    "mesh3d:dims=4x4x4": (21, 4032, 28553),
+    "leafspine": (32, 379, 5806),
+    "dgx2": (32, 1124, 14970),
+    "ndv2": (11, 240, 712),
+}
+
+
+@pytest.mark.parametrize("spec", sorted(INTERLEAVED_PINNED))
+def test_interleaved_trees_are_the_ones_grown_before_the_fast_paths(spec: str) -> None:
+    topo = ccviz.load_topology(spec + ("," if ":" in spec else ":") + "bw=53.6870912,alpha=0.5")
+    schedule = mteg_schedule(topo, make_collective("allgather", topo, 2**30))
+    assert (schedule.epochs, len(schedule.transfers),
+            sum(int(t.step) for t in schedule.transfers)) == INTERLEAVED_PINNED[spec]
+
+
+@pytest.mark.parametrize("spec", ["mesh2d:dims=4x4", "torus2d:dims=3x3", "star:n=4", "star:n=4,copy=false"])
+def test_direct_moves_equal_the_chain_search(spec: str) -> None:
+    """A node whose out-neighbours are all GPUs takes the one-link fast path in ``hops``; on calendars with
+    random reservations it yields exactly what the general chain search yields."""
+    topo = ccviz.load_topology(spec)
+    coll = make_collective("allgather", topo, 1e6)
+    planner = MtegPlanner(topo, coll, slot_length(topo, coll.chunk_bytes, "fastest"))
+    rng = random.Random(7)
+    for calendar in planner.calendars.values():
+        for _ in range(6):
+            start = rng.randrange(40)
+            if calendar.is_free(start, 2):
+                calendar.reserve(start, 2)
+    direct = [n for n, links in planner.direct_links.items() if links is not None]
+    assert direct
+    for node in direct:
+        for slot in range(0, 40, 3):
+            for can_wait in (True, False):
+                done = {rng.choice(topo.gpus)}
+                fast = list(planner.hops(node, slot, can_wait, done))
+                links, planner.direct_links[node] = planner.direct_links[node], None
+                general = list(planner.hops(node, slot, can_wait, done))
+                planner.direct_links[node] = links
+                assert fast == general, (node, slot, can_wait)
