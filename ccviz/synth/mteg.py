@@ -134,7 +134,23 @@ class LinkCalendar:
         return candidate
 
     def reserve(self, start: int, length: int) -> None:
-        insort(self.intervals, (start, start + length))
+        """Add ``[start, start + length)``; with one lane, joined to the reservations it touches.
+
+        Busy links are booked slot after slot, so without joining ``earliest_free`` would walk every
+        reservation since ``start`` (a search seeds a GPU at the old slot it got the chunk in).
+        """
+        end = start + length
+        intervals = self.intervals
+        if self.lanes == 1:
+            k = bisect_left(intervals, (start, -1))
+            if k < len(intervals) and intervals[k][0] == end:
+                end = intervals.pop(k)[1]
+            if k and intervals[k - 1][1] == start:
+                intervals[k - 1] = (intervals[k - 1][0], end)
+                return
+            intervals.insert(k, (start, end))
+            return
+        insort(intervals, (start, end))
 
     def _overlaps(self, start: int, end: int) -> int:
         hi = bisect_left(self.intervals, (end, -1))
