@@ -255,7 +255,7 @@ class SteinerSearch:
         best: dict[int, int] = {}
         order: list[Key] = []
         remaining = len(self.uncovered)
-        uncovered, consumed, hops = self.uncovered, tree.consumed, planner.hops
+        uncovered, consumed, hops, direct_links = self.uncovered, tree.consumed, planner.hops, planner.direct_links
         pop, push, no_best = heapq.heappop, heapq.heappush, math.inf
         while heap and remaining:
             slot, _, key, parent, hop = pop(heap)
@@ -269,6 +269,21 @@ class SteinerSearch:
             if waits and node in uncovered:
                 order.append(key)
                 remaining -= 1
+            links = direct_links[node]
+            if links is not None:  # what ``hops`` yields for one-link moves; a Hop only for a move pushed
+                for nxt, calendar, busy, delay in links:
+                    if nxt in covered or nxt == node:
+                        continue
+                    aligned = calendar.earliest_free(slot, busy)
+                    if not waits and aligned != slot:
+                        continue
+                    arrival, state = aligned + delay, (nxt, -1)
+                    if best.get(nxt, no_best) <= arrival or state in settled:
+                        continue
+                    best[nxt] = arrival
+                    push(heap, (arrival, counter, state, key, Hop(nxt, arrival, ((node, nxt, aligned),))))
+                    counter += 1
+                continue
             for move in hops(node, slot, waits, covered, consumed):
                 arrival, state = move.arrival, (move.dst, -1)
                 if best.get(move.dst, no_best) <= arrival or state in settled:
@@ -377,7 +392,8 @@ class MtegPlanner:
                                      for n, out in self.direct_neighbours.items()}
         self.delays = {key: timing.delay for key, timing in self.timing.items()}
         # Out-links of a node whose out-neighbours are all GPUs, as (GPU, calendar, busy, delay), else None:
-        # ``hops`` then needs no chain search (and no spent arrival can be among them: those enter switches).
+        # the search then takes its moves without ``hops``' chain search: one link each, aligned by its
+        # calendar alone (no spent arrival can be among them: those enter switches).
         self.direct_links = {
             n: None if near is None else [(d, self.calendars[(n, d)], self.timing[(n, d)].busy,
                                            self.timing[(n, d)].delay) for d in near]
@@ -401,16 +417,6 @@ class MtegPlanner:
         shortest routes (all of them, as ECMP): longer detours multiply
         without bound on fat trees and dragonflies.
         """
-        direct = self.direct_links[node]
-        if direct is not None:  # only GPUs next: a move is one link, aligned by its calendar alone
-            for nxt, calendar, busy, delay in direct:
-                if nxt in done or nxt == node:
-                    continue
-                aligned = calendar.earliest_free(slot, busy)
-                if not can_wait and aligned != slot:
-                    continue
-                yield Hop(nxt, aligned + delay, ((node, nxt, aligned),))
-            return
         nearest = self._switch_distances(node)
         stack: list[tuple[int, tuple[tuple[int, int, int], ...], int]] = [(node, (), slot)]
         while stack:
