@@ -424,9 +424,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("synth", help="synthesize a schedule and judge it with the simulator")
     s.add_argument("topology", help="a JSON/YAML file or a builder spec such as ring:n=8 or torus2d:dims=4x4")
-    s.add_argument("--collective", default="allgather", help="allgather, reducescatter, allreduce, alltoall, ...")
-    s.add_argument("--algorithm", default="ring", help="see `ccviz list`")
-    s.add_argument("--size", default="1MB", help="per-rank buffer (nccl-tests convention), e.g. 1KB, 64MB, 1GiB")
+    s.add_argument("-c", "--collective", default="allgather", help="allgather, reducescatter, allreduce, alltoall, ...")
+    s.add_argument("-a", "--algorithm", default="ring", help="see `ccviz list`")
+    s.add_argument("-s", "--size", default="1MB", help="per-rank buffer (nccl-tests convention), e.g. 1KB, 64MB, 1GiB")
     s.add_argument("--chunks", type=int, default=1, help="chunks per rank")
     s.add_argument("--switch-hop", choices=["paid", "teccl", "free"], default=None,
                    help="how a hop out of a switch is charged (default: the topology's own, paid unless it says): "
@@ -456,10 +456,10 @@ def build_parser() -> argparse.ArgumentParser:
     ls.set_defaults(func=cmd_list)
 
     c = sub.add_parser("cost", help="closed-form alpha-beta cost of a textbook algorithm")
-    c.add_argument("--collective", required=True)
-    c.add_argument("--algorithm", required=True)
+    c.add_argument("-c", "--collective", required=True)
+    c.add_argument("-a", "--algorithm", required=True)
     c.add_argument("--n", type=int, required=True, help="number of ranks")
-    c.add_argument("--size", required=True)
+    c.add_argument("-s", "--size", required=True)
     c.add_argument("--alpha", type=float, default=0.5, help="per-message latency in microseconds")
     c.add_argument("--bw", type=float, default=50.0, help="link bandwidth in GB/s")
     c.add_argument("--segments", type=int, default=None,
@@ -476,8 +476,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     lim = sub.add_parser("limit", help="the fabric's exact bandwidth limit for a collective and its bottleneck cut")
     lim.add_argument("topology", help="a JSON/YAML file or a builder spec such as ring:n=8")
-    lim.add_argument("--collective", default="allgather", help="allgather, reducescatter, allreduce, broadcast, reduce")
-    lim.add_argument("--size", default="1GB", help="per-rank buffer (nccl-tests convention), e.g. 1GB")
+    lim.add_argument("-c", "--collective", default="allgather", help="allgather, reducescatter, allreduce, broadcast, reduce")
+    lim.add_argument("-s", "--size", default="1GB", help="per-rank buffer (nccl-tests convention), e.g. 1GB")
     lim.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce")
     lim.add_argument("--json", action="store_true")
     lim.set_defaults(func=cmd_limit)
@@ -506,9 +506,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("sweep", help="a grid of runs on Dask: embedded cluster, or any Dask cluster")
     w.add_argument("--topology", action="append", help="repeatable: a file or builder spec (ring:n=8)")
-    w.add_argument("--collective", help="one or a comma list: allgather,allreduce")
-    w.add_argument("--algorithm", help="one or a comma list: ring,tacos (see `ccviz list`)")
-    w.add_argument("--size", help="a range in x4 steps (1KB..1GB) or a comma list (1MB,64MB)")
+    w.add_argument("-c", "--collective", help="one or a comma list: allgather,allreduce")
+    w.add_argument("-a", "--algorithm", help="one or a comma list: ring,tacos (see `ccviz list`)")
+    w.add_argument("-s", "--size", help="a range in x4 steps (1KB..1GB) or a comma list (1MB,64MB)")
     w.add_argument("--chunks", help="chunks per rank, one or a comma list (1,2); default 1")
     w.add_argument("--time-limit", type=float, default=None, help="seconds per row; a solver returns its best")
     w.add_argument("--sweep-time-limit", type=float, default=None,

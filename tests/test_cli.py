@@ -273,3 +273,10 @@ def test_a_reader_that_leaves_early_gets_no_error_line():
         os.close(write_end)
     assert done.stderr == b"", done.stderr.decode()
     assert done.returncode == 1
+
+
+def test_short_flags_name_the_same_choices(capsys):
+    """-a/-c/-s are --algorithm/--collective/--size (what a user types first)."""
+    assert main(["synth", "ring:n=4", "-a", "tacos", "-c", "allreduce", "-s", "1MB", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["algorithm"], out["collective"], out["size_bytes"]) == ("tacos", "allreduce", 1e6)

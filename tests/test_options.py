@@ -32,7 +32,7 @@ def refusal(algorithm: str, **extra) -> str:
     ("tacos", {"workers": 2.5}, ["workers", "2.5", "a whole number"]),  # not whole
     ("tacos", {"workers": True}, ["workers", "True"]),  # a yes/no is no number
     ("tacos", {"workers": 0}, ["workers", ">= 1"]),  # out of range
-    ("forestcoll", {"trees": 0}, ["trees", ">= 1", "or null for automatic"]),
+    ("forestcoll", {"trees": 0}, ["trees", ">= 1", "or auto to let the algorithm choose"]),
     ("forestcoll", {"switch_queue": "maybe"}, ["switch_queue", "true or false"]),
     ("teccl", {"replay": "later"}, ["replay", "one of asap, epoch"]),
     ("teccl-astar", {"astar_greedy": 3}, ["astar_greedy", "true or false"]),

@@ -53,7 +53,7 @@ class OptionSpec:
             low = f">= {self.minimum:g}" if self.minimum is not None else ""
             high = f"<= {self.maximum:g}" if self.maximum is not None else ""
             words = " ".join(filter(None, (noun, low, "and" if low and high else "", high)))
-        return words + (" (or null for automatic)" if self.automatic else "")
+        return words + (" (or auto to let the algorithm choose)" if self.automatic else "")
 
     def refuse(self, value: Any) -> CcvizError:
         return CcvizError(f"{self.name}: {value!r} is not {self.allowed()}; {self.meaning}", self.name)
