@@ -332,3 +332,40 @@ def test_growth_is_an_mteg_option_with_a_clear_error() -> None:
     with pytest.raises(CcvizError, match=r"growth: 'later' is not one of interleaved, sequential") as err:
         synthesize(topo, coll, "mteg", SynthOptions(extra={"growth": "later"}))
     assert err.value.field == "growth"
+
+
+# Interleaved AllGather (1 GiB, bw 53.6870912, alpha 0.5) as grown before the search got its fast paths
+# (issue 14): (finish slot, transfers, sum of departure slots). Faster searches must grow the same trees.
+INTERLEAVED_PINNED = {
+    "mesh2d:dims=8x8": (32, 4032, 39796),
+    "torus2d:dims=8x8": (17, 4032, 29771),
+    "mesh3d:dims=4x4x4": (21, 4032, 28553),
+    "leafspine": (32, 379, 5806),
+    "dgx2": (32, 1124, 14970),
+    "ndv2": (11, 240, 712),
+}
+
+
+@pytest.mark.parametrize("spec", sorted(INTERLEAVED_PINNED))
+def test_interleaved_trees_are_the_ones_grown_before_the_fast_paths(spec: str) -> None:
+    topo = ccviz.load_topology(spec + ("," if ":" in spec else ":") + "bw=53.6870912,alpha=0.5")
+    schedule = mteg_schedule(topo, make_collective("allgather", topo, 2**30))
+    assert (schedule.epochs, len(schedule.transfers),
+            sum(int(t.step) for t in schedule.transfers)) == INTERLEAVED_PINNED[spec]
+
+
+@pytest.mark.parametrize("spec", ["mesh2d:dims=4x4", "torus2d:dims=3x3", "star:n=4", "star:n=4,copy=false",
+                                  "mesh3d:dims=2x2x3"])
+@pytest.mark.parametrize("interleave", [True, False])
+def test_one_link_moves_grow_the_trees_of_the_chain_search(spec: str, interleave: bool) -> None:
+    """Out of a node whose out-neighbours are all GPUs the search takes one-link moves without ``hops``;
+    with that fast path switched off (every move from the chain search) the trees are the same."""
+    topo = ccviz.load_topology(spec)
+    coll = make_collective("allgather", topo, 1e6, chunks_per_rank=2)
+    slot_s = slot_length(topo, coll.chunk_bytes, "fastest")
+    fast = MtegPlanner(topo, coll, slot_s, interleave=interleave)
+    chains = MtegPlanner(topo, coll, slot_s, interleave=interleave)
+    assert any(links is not None for links in fast.direct_links.values())
+    chains.direct_links = dict.fromkeys(chains.direct_links)
+    order = multicast_order(coll)
+    assert [tree.edges for tree in fast.plan(order)] == [tree.edges for tree in chains.plan(order)]

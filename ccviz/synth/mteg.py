@@ -134,7 +134,23 @@ class LinkCalendar:
         return candidate
 
     def reserve(self, start: int, length: int) -> None:
-        insort(self.intervals, (start, start + length))
+        """Add ``[start, start + length)``; with one lane, joined to the reservations it touches.
+
+        Busy links are booked slot after slot, so without joining ``earliest_free`` would walk every
+        reservation since ``start`` (a search seeds a GPU at the old slot it got the chunk in).
+        """
+        end = start + length
+        intervals = self.intervals
+        if self.lanes == 1:
+            k = bisect_left(intervals, (start, -1))
+            if k < len(intervals) and intervals[k][0] == end:
+                end = intervals.pop(k)[1]
+            if k and intervals[k - 1][1] == start:
+                intervals[k - 1] = (intervals[k - 1][0], end)
+                return
+            intervals.insert(k, (start, end))
+            return
+        insort(intervals, (start, end))
 
     def _overlaps(self, start: int, end: int) -> int:
         hi = bisect_left(self.intervals, (end, -1))
@@ -153,6 +169,7 @@ class MulticastTree:
     switch_slots: set[Key] = field(default_factory=set)  # (copy switch, slot) where the chunk passes
     edges: dict[Edge, Edge | None] = field(default_factory=dict)  # edge -> the edge that fed its source
     consumed: set[Edge] = field(default_factory=set)  # arrivals at no-copy switches already forwarded
+    into: dict[int, list[Edge]] = field(default_factory=dict)  # node -> its edges in ``edges``, in the same order
 
     def finish_slot(self) -> int:
         return max(self.gpu_slot.values())
@@ -217,19 +234,20 @@ class SteinerSearch:
     def _dijkstra_from_tree(self, until: float = math.inf) -> tuple[dict[Key, _Label], list[Key]]:
         """Purpose: arrival slots from the whole current tree (every holder seeds at the slot it holds from, copy
         switches at the slots the chunk passes them)."""
-        planner = self.planner
+        planner, tree = self.planner, self.tree
         heap: list[tuple[int, int, Key, Key | None, Hop | None]] = []
-        covered, direct = self.tree.gpu_slot, planner.direct_neighbours
+        covered, direct = tree.gpu_slot, planner.direct_neighbour_set
+        holders = covered.keys()
         spent = []
         for gpu in self.frontier:
             near = direct[gpu]
-            if near is not None and all(n in covered for n in near):
+            if near is not None and holders >= near:
                 spent.append(gpu)  # every neighbour holds the chunk: no move from here, now or later
                 continue
             heap.append((covered[gpu], len(heap), (gpu, -1), None, None))
         for gpu in spent:
             del self.frontier[gpu]
-        for state in self.tree.switch_slots:
+        for state in tree.switch_slots:
             heap.append((state[1], len(heap), state, None, None))
         counter = len(heap)
         heapq.heapify(heap)
@@ -237,22 +255,41 @@ class SteinerSearch:
         best: dict[int, int] = {}
         order: list[Key] = []
         remaining = len(self.uncovered)
+        uncovered, consumed, hops, direct_links = self.uncovered, tree.consumed, planner.hops, planner.direct_links
+        pop, push, no_best = heapq.heappop, heapq.heappush, math.inf
         while heap and remaining:
-            slot, _, key, parent, hop = heapq.heappop(heap)
+            slot, _, key, parent, hop = pop(heap)
             if key in settled:
                 continue
             if order and slot > until:
                 break
             settled[key] = _Label(slot, parent, hop)
-            node, waits = key[0], key[1] < 0
-            if waits and node in self.uncovered:
+            node, waits = key
+            waits = waits < 0
+            if waits and node in uncovered:
                 order.append(key)
                 remaining -= 1
-            for move in planner.hops(node, slot, waits, self.tree.gpu_slot, self.tree.consumed):
-                if best.get(move.dst, math.inf) <= move.arrival or (move.dst, -1) in settled:
+            links = direct_links[node]
+            if links is not None:  # what ``hops`` yields for one-link moves; a Hop only for a move pushed
+                for nxt, calendar, busy, delay in links:
+                    if nxt in covered or nxt == node:
+                        continue
+                    aligned = calendar.earliest_free(slot, busy)
+                    if not waits and aligned != slot:
+                        continue
+                    arrival, state = aligned + delay, (nxt, -1)
+                    if best.get(nxt, no_best) <= arrival or state in settled:
+                        continue
+                    best[nxt] = arrival
+                    push(heap, (arrival, counter, state, key, Hop(nxt, arrival, ((node, nxt, aligned),))))
+                    counter += 1
+                continue
+            for move in hops(node, slot, waits, covered, consumed):
+                arrival, state = move.arrival, (move.dst, -1)
+                if best.get(move.dst, no_best) <= arrival or state in settled:
                     continue
-                best[move.dst] = move.arrival
-                heapq.heappush(heap, (move.arrival, counter, (move.dst, -1), key, move))
+                best[move.dst] = arrival
+                push(heap, (arrival, counter, state, key, move))
                 counter += 1
         return settled, order
 
@@ -304,6 +341,7 @@ class SteinerSearch:
                 src, dst, depart = edge
                 if edge not in tree.edges:
                     tree.edges[edge] = previous if previous is not None else self._feeder_of(src, depart)
+                    tree.into.setdefault(dst, []).append(edge)
                     planner.calendars[(src, dst)].reserve(depart, planner.timing[(src, dst)].busy)
                     if previous is not None and not planner.copies(src):
                         tree.consumed.add(previous)
@@ -318,8 +356,8 @@ class SteinerSearch:
     def _feeder_of(self, src: int, depart: int) -> Edge | None:
         """The tree edge that brought the chunk to ``src`` (None at an original holder)."""
         planner = self.planner
-        for edge in self.tree.edges:
-            if edge[1] == src and (not planner.is_switch[src] or edge[2] + planner.delay(edge) == depart):
+        for edge in self.tree.into.get(src, ()):
+            if (not planner.is_switch[src] or edge[2] + planner.delay(edge) == depart):
                 return edge
         return None
 
@@ -350,7 +388,16 @@ class MtegPlanner:
         # A node's out-neighbours when all are GPUs (then its moves reach only them), else None.
         self.direct_neighbours = {n: None if any(self.is_switch[d] for d in out) else out
                                   for n, out in self.out_links.items()}
+        self.direct_neighbour_set = {n: None if out is None else frozenset(out)
+                                     for n, out in self.direct_neighbours.items()}
         self.delays = {key: timing.delay for key, timing in self.timing.items()}
+        # Out-links of a node whose out-neighbours are all GPUs, as (GPU, calendar, busy, delay), else None:
+        # the search then takes its moves without ``hops``' chain search: one link each, aligned by its
+        # calendar alone (no spent arrival can be among them: those enter switches).
+        self.direct_links = {
+            n: None if near is None else [(d, self.calendars[(n, d)], self.timing[(n, d)].busy,
+                                           self.timing[(n, d)].delay) for d in near]
+            for n, near in self.direct_neighbours.items()}
         self._distances: dict[int, dict[int, float]] = {}
 
     def copies(self, node: int) -> bool:
