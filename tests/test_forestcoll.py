@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,8 @@ from ccviz.collectives import ROOTED
 from ccviz.cost import lower_bound
 from ccviz.export import write_msccl_xml
 from ccviz.limit import bandwidth_limit
+from ccviz.synth import forestcoll
+from ccviz.synth.arborescence import greedy_arborescence, min_arborescence
 from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Topology
 from tests.test_properties import small_fabrics
@@ -132,3 +135,55 @@ def test_copy_switches_send_a_piece_once_for_several_children() -> None:
         into_switch[copy] = sum(1 for t in result.schedule.transfers if topology.is_switch(t.dst))
     assert into_switch["true"] < into_switch["false"]
     assert runs["true"].finish_time_s < runs["false"].finish_time_s
+
+
+@settings(max_examples=20, deadline=None)
+@given(n=st.integers(2, 9), seed=st.integers(0, 10_000), symmetric=st.booleans())
+def test_prim_grown_trees_span_and_are_cheapest_on_symmetric_costs(n: int, seed: int, symmetric: bool) -> None:
+    """The large-fabric tree (Prim's) is a spanning out-tree of the root, never cheaper than Chu-Liu/Edmonds'
+    exact one, and as cheap where costs are symmetric (the cheapest arborescence is then the MST)."""
+    rng = np.random.default_rng(seed)
+    cost = rng.random((n, n)) + 0.1
+    if symmetric:
+        cost = cost + cost.T
+    exact, grown = min_arborescence(cost, 0), greedy_arborescence(cost, 0)
+    assert grown[0] == -1 and (grown[1:] >= 0).all()
+    for v in range(1, n):  # every GPU reaches the root through its parents
+        seen, u = set(), v
+        while u != 0:
+            assert u not in seen
+            seen.add(u)
+            u = int(grown[u])
+
+    def weight(parent):
+        return sum(cost[u, v] for v, u in enumerate(parent) if u >= 0)
+
+    assert weight(grown) >= weight(exact) - 1e-9
+    if symmetric:
+        assert weight(grown) == pytest.approx(weight(exact))
+
+
+def test_large_fabrics_grow_their_trees_prims_way_and_verify() -> None:
+    """Over 64 GPUs the packing grows trees Prim's way (a GPU of every leaf forwarding to its leaf); every
+    tree still spans all GPUs and the simulator verifies the pipelined schedule."""
+    topology = ccviz.load_topology("leafspine:leaves=9,hosts=8,spines=2")
+    result = ccviz.run(topology, "allgather", "forestcoll", 1e6, options=SynthOptions(extra={"trees": 1, "pieces": 1}))
+    assert result.timeline.verified
+    assert result.limit_s <= result.finish_time_s <= 2.0 * result.limit_s
+
+
+def test_large_packings_stop_re_laying_trees_after_passes_without_gain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond EXACT_TREES_UP_TO GPUs a pass costs seconds: re-laying stops after STALE_PASSES passes that
+    found no less congested packing; smaller fabrics run every pass."""
+    topology = ccviz.load_topology("ring:n=4")
+    passes = {}
+    for exact_up_to in (64, 2):
+        monkeypatch.setattr(forestcoll, "EXACT_TREES_UP_TO", exact_up_to)
+        packer = forestcoll.TreePacker(topology, list(topology.gpus), 1.0)
+        monkeypatch.setattr(packer, "congestion", lambda load: 2.0)  # never at the limit, never better
+        calls = []
+        grow = packer.cheapest_tree
+        monkeypatch.setattr(packer, "cheapest_tree", lambda *a, calls=calls, grow=grow: calls.append(1) or grow(*a))
+        packer.pack(1)
+        passes[exact_up_to] = len(calls) // topology.n_gpus - 1
+    assert passes == {64: forestcoll.REROUTE_PASSES, 2: forestcoll.STALE_PASSES}

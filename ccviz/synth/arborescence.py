@@ -33,8 +33,7 @@ def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     best = w[parent, np.arange(n)]
     parent[root] = -1
     if np.isinf(np.delete(best, root)).any():
-        raise CcvizError("topology: some GPU cannot be reached from GPU index "
-                         f"{root}; every GPU must reach every other GPU", "topology")
+        raise _unreachable(root)
     cycles = _cycles(parent)
     if not cycles:
         return parent
@@ -66,6 +65,11 @@ def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     candidates = np.where(group[:, None] == from_group[heads][None, :], adjusted[:, heads], INF)
     parent[heads] = np.argmin(candidates, axis=0)
     return parent
+
+
+def _unreachable(root: int) -> CcvizError:
+    return CcvizError(f"topology: some GPU cannot be reached from GPU index {root}; every GPU must reach every "
+                      "other GPU", "topology")
 
 
 def _cycles(parent: np.ndarray) -> list[list[int]]:
@@ -103,6 +107,13 @@ class RouteClosure:
                    if u in sw_index and v in sw_index]
         self.sg = [(sw_index[u], index[v], k) for k, (u, v) in enumerate(self.links) if u in sw_index and v in index]
         self.link_index = {key: k for k, key in enumerate(self.links)}
+        into = sorted((v, u, k) for u, v, k in self.sg)  # switch -> GPU links grouped by GPU
+        self.down_switch = np.array([u for _, u, _ in into], dtype=int)
+        self.down_link = np.array([k for *_, k in into], dtype=int)
+        counts = np.bincount([v for v, _, _ in into], minlength=len(self.gpus))
+        self.down_ends = np.cumsum(counts)
+        self.down_starts = self.down_ends - counts
+        self.down_from_switch = np.flatnonzero(counts)  # GPUs some switch is cabled to
 
     def _matrix(self, entries, rows: int, cols: int, length: np.ndarray) -> np.ndarray:
         m = np.full((rows, cols), INF)
@@ -125,15 +136,18 @@ class RouteClosure:
             d = np.where(better, through, d)
             via = np.where(better, k, via)
         up = self._matrix(self.gs, n, s, length)
-        down = self._matrix(self.sg, s, n, length)
         to_switch = up[:, :, None] + d[None, :, :]  # gpu, entry switch, exit switch
         entry = np.argmin(to_switch, axis=1)
         reach = np.take_along_axis(to_switch, entry[:, None, :], axis=1)[:, 0, :]  # gpu x exit switch
-        total = reach[:, :, None] + down[None, :, :]
-        exit_ = np.argmin(total, axis=1)
-        switched = np.take_along_axis(total, exit_[:, None, :], axis=1)[:, 0, :]
+        # Last hops: one column per switch -> GPU link (a GPU has few), the cheapest per GPU kept.
+        ends = reach[:, self.down_switch] + length[self.down_link][None, :]
+        switched = np.full((n, n), INF)
+        if len(self.down_link):
+            switched[:, self.down_from_switch] = np.minimum.reduceat(
+                ends, self.down_starts[self.down_from_switch], axis=1)
         cost = np.minimum(direct, switched)
-        return cost, {"direct": direct, "switched": switched, "entry": entry, "exit": exit_, "via": via}
+        return cost, {"direct": direct, "switched": switched, "entry": entry, "via": via, "reach": reach,
+                      "length": length}
 
     def route(self, u: int, x: int, info: dict) -> list[int]:
         """Link ids of the cheapest route from GPU index u to GPU index x."""
@@ -141,7 +155,9 @@ class RouteClosure:
         gu, gx = self.gpus[u], self.gpus[x]
         if "switched" not in info or direct[u, x] <= info["switched"][u, x]:
             return [self.link_index[(gu, gx)]]
-        out_sw = int(info["exit"][u, x])
+        lo, hi = self.down_starts[x], self.down_ends[x]
+        last = lo + int(np.argmin(info["reach"][u, self.down_switch[lo:hi]] + info["length"][self.down_link[lo:hi]]))
+        out_sw = int(self.down_switch[last])
         in_sw = int(info["entry"][u, out_sw])
         nodes = [gu, *self._switch_path(in_sw, out_sw, info["via"]), gx]
         return [self.link_index[(a, b)] for a, b in zip(nodes, nodes[1:], strict=False)]
@@ -153,3 +169,32 @@ class RouteClosure:
         if k < 0:
             return [self.switches[a], self.switches[b]]
         return self._switch_path(a, k, via)[:-1] + self._switch_path(k, b, via)
+
+
+def greedy_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
+    """A cheap spanning out-tree grown from ``root`` Prim's way: the cheapest edge from the tree to a GPU
+    not yet in it, n times (O(n^2) in numpy, no contraction levels).
+
+    Exact where costs are symmetric (then the cheapest arborescence is the minimum spanning tree);
+    on directed costs a close approximation. Chu-Liu/Edmonds needs a level per batch of cycles, and on
+    switched fabrics, where every GPU behind a switch prefers the same cheapest uplink, a level contracts
+    only a cycle or two per switch: about a hundred levels per tree at 256 GPUs.
+    """
+    n = cost.shape[0]
+    parent = np.full(n, -1)
+    best = np.array(cost[root], dtype=float)
+    source = np.full(n, root)
+    done = np.zeros(n, dtype=bool)
+    done[root] = True
+    best[root] = INF
+    for _ in range(n - 1):
+        v = int(np.argmin(best))
+        if not np.isfinite(best[v]):
+            raise _unreachable(root)
+        parent[v] = source[v]
+        done[v] = True
+        best[v] = INF
+        better = (cost[v] < best) & ~done
+        best[better] = cost[v][better]
+        source[better] = v
+    return parent
