@@ -107,31 +107,48 @@ def _leaving(topology: Topology, inside: frozenset[int]) -> list[tuple[int, int]
 _INT32 = 2**31 - 1  # scipy's maximum_flow works in int32 (larger values wrap silently)
 
 
-def _whole_bandwidths(capacity: dict[tuple[int, int], float]) -> tuple[int, dict[tuple[int, int], int]] | None:
-    """(D, capacity x D) with D the smallest scale making every capacity whole (12.5 GB/s -> D = 2), or None
-    for bandwidths with no small common denominator (those take the float path)."""
+def _whole_bandwidths(capacity: dict[tuple[int, int], float]) -> tuple[float, dict[tuple[int, int], int]] | None:
+    """(D, capacity x D) with D a scale making every capacity whole, or None for bandwidths with no small
+    common denominator (those take the float path).
+
+    D is first sought per GB/s (12.5 GB/s -> D = 2), then per the smallest capacity, which makes fabrics of
+    one odd bandwidth (50 GiB/s = 53.6870912 GB/s) and its small multiples whole too: a common factor of
+    every capacity changes no cut, only the unit the limit is counted in.
+    """
+    positive = [cap for cap in capacity.values() if cap > 0]
+    if len(positive) < len(capacity):
+        return None
+    for unit in dict.fromkeys((1.0, min(positive, default=1.0))):
+        found = _whole_in(capacity, unit)
+        if found is not None:
+            return found
+    return None
+
+
+def _whole_in(capacity: dict[tuple[int, int], float], unit: float) -> tuple[float, dict[tuple[int, int], int]] | None:
+    """Capacities as whole multiples of ``unit / D`` (the smallest D up to a million), with ``D / unit``."""
     scale = 1
     fractions = {}
     for key, cap in capacity.items():
-        frac = Fraction(cap).limit_denominator(1000)
-        if cap <= 0 or abs(float(frac) - cap) > 1e-12 * cap:
+        frac = Fraction(cap / unit).limit_denominator(1000)
+        if abs(float(frac) * unit - cap) > 1e-12 * cap:
             return None
         fractions[key] = frac
         scale = math.lcm(scale, frac.denominator)
         if scale > 10**6:
             return None
-    return scale, {key: int(frac * scale) for key, frac in fractions.items()}
+    return scale / unit, {key: int(frac * scale) for key, frac in fractions.items()}
 
 
 class _IntegerFlows:
     """Exact max flows in whole numbers on scipy's compiled Dinic (one CSR matrix, capacities rewritten).
 
-    Every capacity is a whole multiple of 1/D GB/s, so a Newton round at ratio t = c / B (c GPUs, B the
-    whole-number bandwidth of the last cut) scales to integers exactly: links c x bandwidth, source edges
-    B. "Below N" is then an exact integer comparison, never a tolerance.
+    Every capacity is a whole multiple of 1/D (GB/s, or of the smallest capacity), so a Newton round at
+    ratio t = c / B (c GPUs, B the whole-number bandwidth of the last cut) scales to integers exactly:
+    links c x bandwidth, source edges B. "Below N" is then an exact integer comparison, never a tolerance.
     """
 
-    def __init__(self, topology: Topology, scale: int, whole: dict[tuple[int, int], int]) -> None:
+    def __init__(self, topology: Topology, scale: float, whole: dict[tuple[int, int], int]) -> None:
         self.topology = topology
         self.scale = scale
         self.nodes = list(topology.nodes)
@@ -244,7 +261,7 @@ def max_gather_ratio(topology: Topology) -> tuple[float, frozenset[int]]:
     return _float_gather(topology, capacity, best_set)
 
 
-def _integer_gather(topology: Topology, best_set: frozenset[int], scale: int, whole: dict[tuple[int, int], int]
+def _integer_gather(topology: Topology, best_set: frozenset[int], scale: float, whole: dict[tuple[int, int], int]
                     ) -> tuple[float, frozenset[int]] | None:
     """Newton in whole numbers: the ratio is c x D / B exactly; None if a round would overflow int32."""
     flows = _IntegerFlows(topology, scale, whole)

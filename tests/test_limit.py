@@ -103,6 +103,9 @@ def test_reported_cut_sets_the_limit(topo: Topology, collective: str) -> None:
         assert out["limit_s"] == pytest.approx(1e9 / topo.n_gpus * count / (out["cut_bandwidth_GBps"] * 1e9))
 
 
+GIB_GB = 53.6870912  # 50 GiB/s in GB/s: whole only in units of itself
+
+
 def _odd_bandwidths(topo: Topology, bandwidths: list[float]) -> Topology:
     """The same fabric with bandwidths drawn from ``bandwidths`` (irrational ones force the float path)."""
     rng = random.Random(len(topo.links))
@@ -111,12 +114,19 @@ def _odd_bandwidths(topo: Topology, bandwidths: list[float]) -> Topology:
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("bandwidths", [[math.pi, 10.0, math.e * 7], [1e9, 0.001, 3.0], [1 / 3, 2 / 7, 12.5]],
-                         ids=["irrational", "int32-overflow", "thirds"])
+@pytest.mark.parametrize("bandwidths", [[math.pi, 10.0, math.e * 7], [1e9, 0.001, 3.0], [1 / 3, 2 / 7, 12.5],
+                                        [GIB_GB, 2 * GIB_GB, GIB_GB / 2]],
+                         ids=["irrational", "int32-overflow", "thirds", "gibibytes"])
 def test_float_and_integer_paths_agree_with_brute_force(seed: int, bandwidths: list[float]) -> None:
     """Bandwidths with no small common denominator, or too wide for scipy's int32, take networkx's float
-    path; thirds take the integer path with D = 21. All three equal the brute force."""
+    path; thirds take the integer path with D = 21, 25/50/100 GiB/s in units of the smallest. All equal
+    the brute force."""
     topo = _odd_bandwidths(_random_fabric(100 + seed), bandwidths)
+    whole = limit_module._whole_bandwidths(limit_module._capacities(topo))
+    if bandwidths[0] in (1 / 3, GIB_GB):  # these two take the integer path
+        assert whole is not None
+    if bandwidths[0] == math.pi:
+        assert whole is None
     for name, reverse in (("allgather", False), ("reducescatter", True)):
         expected = 1e9 / topo.n_gpus * _brute_gather(topo, reverse) / 1e9
         assert bandwidth_limit(topo, name, 1e9).limit_s == pytest.approx(expected, rel=1e-9)
@@ -126,7 +136,8 @@ def test_float_and_integer_paths_agree_with_brute_force(seed: int, bandwidths: l
 
 
 @pytest.mark.parametrize("spec", ["dgx2:chassis=4", "a100:boxes=4", "rfs3d:dims=2x2x8", "fattree:k=6",
-                                  "leafspine:leaves=6,hosts=4,spines=2,oversub=3", "ndv2:chassis=4"])
+                                  "leafspine:leaves=6,hosts=4,spines=2,oversub=3", "ndv2:chassis=4",
+                                  f"torus3d:dims=4x4x4,bw={GIB_GB}", f"dgx2:chassis=2,bw={GIB_GB}"])
 def test_integer_newton_equals_float_newton_on_larger_fabrics(spec: str) -> None:
     """Beyond brute force: scipy's exact integer Newton and networkx's float Newton find the same ratio."""
     topo = load_topology(spec)
