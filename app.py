@@ -2,10 +2,11 @@
 
 The page scripts live in ``pages/`` and are registered in ``PAGES`` below
 (the one place a new page is added). Each page also configures itself
-(``ccviz.app.ui.configure_page``), so it renders the same when Streamlit runs it
-directly: with a ``pages/`` folder present, the very first request a fresh
-server gets for a deep link (``/topology``) goes through Streamlit's older
-multipage mode before ``st.navigation`` runs.
+(``ccviz.app.ui.configure_page``): with a ``pages/`` folder present, the very
+first request a fresh server gets for a deep link (``/topology``) goes through
+Streamlit's older multipage mode, which runs the page file alone and lists
+pages/ by file name; the page then hands itself over to this file's
+``st.navigation`` (one rerun, the same URL).
 
 A link's query parameters (``?topology=torus2d:dims=4x4&collective=alltoall
 &algorithm=tacos&size=4MB&chunks=2&page=compare``) are applied once per
@@ -30,7 +31,7 @@ PAGES = {
 
 
 def main() -> None:
-    configure_page()
+    configure_page(from_navigation=True)
     wanted = url.wanted_page()
     page = st.navigation(list(PAGES.values()))
     if wanted in PAGES and PAGES[wanted].title != page.title:

@@ -46,10 +46,11 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> 
     raise TimeoutError("streamlit did not become healthy in time")
 
 
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
+@contextlib.contextmanager
+def streamlit_server(log_dir: Path):
+    """`streamlit run app.py` headless on a free port of 127.0.0.1; its URL once healthy, stopped on the way out."""
     port = _free_port()
-    log = (tmp_path_factory.mktemp("streamlit") / "server.log").open("w")  # a pipe nobody reads could block
+    log = (log_dir / "server.log").open("w")  # a pipe nobody reads could block
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
            "--browser.gatherUsageStats", "false", "--server.address", "127.0.0.1", "--server.port", str(port)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
@@ -65,6 +66,12 @@ def app_url(tmp_path_factory):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    with streamlit_server(tmp_path_factory.mktemp("streamlit")) as url:
+        yield url
 
 
 needs_chromium = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"Debian chromium not installed at "
@@ -236,3 +243,19 @@ def test_one_edit_of_a_cable_changes_both_directions(app_url, tmp_path):
     bandwidth = {(lk["src"], lk["dst"]): lk["bandwidth_GBps"] for lk in data["links"]}
     changed = sorted(k for k, bw in bandwidth.items() if bw == 7)
     assert changed == [(0, 1), (1, 0)], bandwidth  # the first cable, both directions, in one edit
+
+
+@needs_chromium
+def test_a_fresh_servers_first_visit_by_a_shared_link_gets_the_apps_sidebar(tmp_path):
+    """A server whose first visitor follows a link to a page (not the start page) shows the app's page titles,
+    not the files of pages/ ('app', 'compare', ...), opens the linked page and applies the link."""
+    with streamlit_server(tmp_path) as url, browser_page() as page:
+        page.goto(f"{url}/compare?topology=ring:n%3D8&collective=allreduce")
+        page.get_by_role("heading", name="Compare algorithms").wait_for()
+        _main(page).get_by_text("Topology ring", exact=False).first.wait_for()
+        sidebar = page.locator("[data-testid=stSidebarNav]")
+        sidebar.get_by_text("Topology designer").wait_for()
+        labels = sidebar.inner_text()
+        page.screenshot(path=str(tmp_path / "first_visit.png"), full_page=True)
+    assert "Synthesize" in labels and "Learn" in labels, labels
+    assert "app" not in labels.split(), labels

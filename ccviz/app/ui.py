@@ -21,14 +21,42 @@ PLOT_CONFIG = {"displaylogo": False, "scrollZoom": False}
 APP_CONTROLLED = frozenset({"progress", "stop", "extra"})  # the app wires these itself (progress display, Stop)
 
 
-def configure_page() -> None:
+_NAVIGATION_RAN = False  # app.py's st.navigation has run in this server process (it then serves every page)
+
+
+def configure_page(from_navigation: bool = False) -> None:
     """Title and wide layout; every page calls it so a page run on its own looks the same.
+
+    ``from_navigation``: app.py calls it before its ``st.navigation``; a page run without app.py having
+    run in this process hands itself over to it (``hand_over_to_navigation``).
 
     The icon is an emoji: Streamlit draws it locally, where a ``:material/...:`` favicon is fetched
     from a font host (the app must work offline).
     """
+    global _NAVIGATION_RAN
+    if from_navigation:
+        _NAVIGATION_RAN = True
+    else:
+        hand_over_to_navigation()
     st.set_page_config(page_title="ccviz workbench", page_icon="🕸️", layout="wide")
     url.restore(SIZES)  # a shared link, applied once per session whichever page it opens
+
+
+def hand_over_to_navigation() -> None:
+    """Run this page again through app.py's ``st.navigation`` when Streamlit ran it as a file of pages/.
+
+    A fresh server that first gets a deep link (``/learn``) has not seen ``st.navigation`` yet, so it
+    runs the page file directly and lists pages/ by file name ('app', 'compare', ...) in the sidebar.
+    Clearing the flag ``st.navigation`` itself clears and rerunning sends the same URL through app.py:
+    the sidebar shows the app's titles and the page opened is the one linked.
+    """
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:  # another Streamlit layout: keep its own behaviour
+        return
+    if not _NAVIGATION_RAN and getattr(PagesManager, "uses_pages_directory", None):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def algorithm_picker(container: Any, choices: list[str], collective: str, key: str) -> str:
