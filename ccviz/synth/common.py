@@ -186,6 +186,7 @@ class ReversalSynthesizer:
         a core may treat the mirror differently (TE-CCL times it by the real links, MTEG forbids
         multicast at switches there)."""
         return False
+
     def carry(self, reduction: Schedule, forward: Schedule) -> None:
         """What a reduction keeps of its forward schedule: the solver's gap and epoch grid."""
         reduction.mip_gap = forward.mip_gap
