@@ -318,6 +318,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     taken: set[int] = set()  # seq of waiting tree edges already sent (booked, or rode along)
     passes: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (copy switch, chunk) -> [(arrival, departure)]
     chunks = collective.chunks
+    same_route: dict[tuple[int, ...], list[int]] = {}
     waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, urgency, seq, chunk, dst, route)
     events: list[tuple[float, int, int, int, int]] = []  # (time, kind 0 arrival / 1 link free / 2 start, seq, a, b)
     seq = 0
@@ -328,27 +329,43 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     transfers: list[Transfer] = []
     finish = start_s
 
-    def earliest(route: list[int], now: float) -> tuple[float, list[int]]:
-        """The first start >= now at which every hop finds a free lane (cut-through), and the lanes."""
+    route_offsets: dict[int, list[float]] = {}  # id(route) -> when each hop starts after the first
+
+    def earliest(route: list[int], now: float, bound: float = math.inf) -> tuple[float, list[int]]:
+        """The first start >= now at which every hop finds a free lane (cut-through), and the lanes.
+
+        The search gives up (returning a start >= ``bound`` and no lanes) once it cannot start before
+        ``bound``: the caller only wants a start earlier than its best so far.
+        """
         first_lane = lanes_free[route[0]].index(min(lanes_free[route[0]]))
         start = max(now, lanes_free[route[0]][first_lane])
         if switch_queue:
             return start, [first_lane]
-        offsets, t = [], 0.0
-        for lid in route:
-            offsets.append(t)
-            t += delay[lid]
+        offsets = route_offsets.get(id(route))
+        if offsets is None:
+            offsets, t = [], 0.0
+            for lid in route:
+                offsets.append(t)
+                t += delay[lid]
+            route_offsets[id(route)] = offsets
+        hops = list(zip(route[1:], offsets[1:], strict=True))
         while True:
+            if start >= bound:
+                return start, []
             chosen, moved = [first_lane], False
-            for lid, off in zip(route[1:], offsets[1:], strict=True):
+            for lid, off in hops:
                 a = start + off
+                b = a + hold[lid]
+                eps = 1e-12 * max(1.0, abs(b))  # _Calendar.conflict, inlined: this loop is the pipeline's hot spot
                 later = []
                 for lane, cal in enumerate(calendars[lid]):
-                    end = cal.conflict(a, a + hold[lid])
-                    if end is None:
+                    ends = cal.ends
+                    i = bisect.bisect_right(ends, a + eps)
+                    if i < len(ends) and cal.starts[i] < b - eps:
+                        later.append(ends[i])
+                    else:
                         chosen.append(lane)
                         break
-                    later.append(end)
                 else:
                     start, moved = min(later) - off, True
                     break
@@ -378,13 +395,16 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         nonlocal seq, finish
         heap = waiting[first]
         soon = now + 1e-12 * max(1.0, now)
-        looked, best = [], None
+        looked, best, seen = [], None, set()
         while heap and len(looked) < lookahead:
             item = heapq.heappop(heap)
             if item[2] in taken:  # rode along with an earlier transfer of its chunk
                 continue
             looked.append(item)
-            start, lanes = earliest(item[-1], now)
+            if id(item[-1]) in seen:  # the same route as an earlier candidate: the same start, not sooner
+                continue
+            seen.add(id(item[-1]))
+            start, lanes = earliest(item[-1], now, math.inf if best is None else best[0])
             if best is None or max(start, soon) < best[0]:
                 best = (max(start, soon), start, lanes, len(looked) - 1)
             if start <= soon:
@@ -456,6 +476,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         if kind != 1:  # chunk a arrived at GPU b (or starts there): the tree edges it releases start waiting
             c = chunks[a]
             for urgency, dst, route in plan.arrive(c, b, kind == 2):
+                route = same_route.setdefault(tuple(route), route)  # one list per route: book compares ids
                 first = route[0]
                 item = (c.index, urgency, seq, a, dst, route)
                 heapq.heappush(waiting.setdefault(first, []), item)
