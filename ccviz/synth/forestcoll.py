@@ -163,15 +163,25 @@ def tree_counts(n_roots: int) -> tuple[int, ...]:
 
 
 def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int | None,
-                 budget: Budget) -> Packing:
-    """The least congested packing over the tree counts tried (``trees`` fixes k)."""
+                 budget: Budget, packed: dict | None = None) -> Packing:
+    """The least congested packing over the tree counts tried (``trees`` fixes k).
+
+    ``packed`` keeps the packings made, keyed by everything a packing depends on, so that the two halves
+    of an AllReduce on a fabric that equals its reversal (every link as fast both ways) pack once.
+    """
     packer = TreePacker(topology, roots, unit_s)
     counts = (trees,) if trees else tree_counts(len(roots)) if len(roots) > 1 else ROOTED_TREE_COUNTS
+    fabric = tuple(sorted((key, float(c)) for key, c in zip(packer.closure.links, packer.capacity, strict=True)))
     best: Packing | None = None
     for i, k in enumerate(counts):
         if best is not None and budget.expired():
             break
-        packing = packer.pack(k, budget)
+        key = (fabric, tuple(topology.gpus), tuple(topology.switches), tuple(roots), unit_s, k)
+        packing = packed.get(key) if packed is not None else None
+        if packing is None:
+            packing = packer.pack(k, budget)
+            if packed is not None:
+                packed[key] = packing
         budget.report(f"ForestColl: {k} tree(s) per root, congestion {packing.congestion:.4f} x the limit",
                       0.5 * (i + 1) / len(counts))
         if best is None or packing.congestion < best.congestion - 1e-6:
@@ -540,11 +550,12 @@ def _roots(collective: Collective) -> list[int]:
 
 def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
                   start_s: float = 0.0, refine: bool = True, pack_on: Topology | None = None,
-                  limit_collective: str | None = None) -> tuple[Schedule, Pipelined]:
+                  limit_collective: str | None = None, packed: dict | None = None) -> tuple[Schedule, Pipelined]:
     """Any of the five collectives by packed trees (the name is historical: reductions pass ``pack_on``,
     the reversed fabric, and the mirrored copy's name for the limit the packing aims at).
 
-    ``refine=False`` keeps the collective's chunks as they are (the second half of an AllReduce).
+    ``refine=False`` keeps the collective's chunks as they are (the second half of an AllReduce);
+    ``packed``: packings already made (``best_packing``).
     """
     name = limit_collective or collective.name
     fabric = pack_on or topology
@@ -559,7 +570,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     if switch_queue and not buffered:
         raise CcvizError("switch_queue: this fabric's switches have no buffer, so a chunk cannot wait in one; "
                          "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
-    packing = best_packing(fabric, roots, unit_s, trees, budget)
+    packing = best_packing(fabric, roots, unit_s, trees, budget, packed)
     refined = _refined(topology, collective, packing, pieces) if refine else collective
     run = pipeline(topology, refined, packing, start_s, switch_queue)
     budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
@@ -575,10 +586,11 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
 
 
 def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
-                       refine: bool = True, start_s: float = 0.0) -> Schedule:
+                       refine: bool = True, start_s: float = 0.0, packed: dict | None = None) -> Schedule:
     """ReduceScatter / Reduce: trees packed for the mirrored copy on the reversed fabric, run upwards here."""
     return copy_schedule(topology, collective, options, budget, start_s, refine,
-                         pack_on=topology.reversed(), limit_collective=mirror_collective(collective).name)[0]
+                         pack_on=topology.reversed(), limit_collective=mirror_collective(collective).name,
+                         packed=packed)[0]
 
 
 def synthesize_forestcoll(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
@@ -589,15 +601,17 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
     budget = Budget(options)
 
     def allreduce() -> Schedule:
+        packed: dict = {}  # a fabric as fast both ways packs the AllGather half's trees as the ReduceScatter's
         rs = reduction_schedule(topology, make_collective("reducescatter", topology, collective.size_bytes,
-                                                          collective.chunks_per_rank), options, budget.phase(0.0, 0.5))
+                                                          collective.chunks_per_rank), options, budget.phase(0.0, 0.5),
+                                packed=packed)
         cpr = rs.collective.chunks_per_rank
         whole = collective if cpr == collective.chunks_per_rank else make_collective(
             "allreduce", topology, collective.size_bytes, cpr)
         gather_part = split_allreduce(whole)[1]
         same_trees = options.with_extra(trees=int(rs.options["trees"]))
         ag, _ = copy_schedule(topology, gather_part, same_trees, budget.phase(0.5, 1.0), start_s=schedule_end(rs),
-                              refine=False)
+                              refine=False, packed=packed)
         schedule = concatenate(rs, ag, whole)
         schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
         return schedule
