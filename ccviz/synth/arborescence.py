@@ -7,7 +7,7 @@ Two pieces used by tree packing (``ccviz.synth.forestcoll``):
   splitting achieves in ForestColl: a tree edge u -> x runs over a path through switches, and a switch
   never branches (no copy needed), so every tree is a GPU-only arborescence on the closure.
 * ``min_arborescence``: Chu-Liu/Edmonds on a dense cost matrix (numpy), contracting every cycle of
-  cheapest in-edges at once, so a level costs O(n^2) and fabrics of 256 GPUs stay fast.
+  cheapest in-edges at once, so a level costs O(n^2) in a few dozen numpy calls.
 """
 
 from __future__ import annotations
@@ -23,41 +23,46 @@ INF = np.inf
 def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     """Parent of every node in a cheapest spanning out-tree rooted at ``root`` (parent[root] = -1).
 
-    ``cost[u, v]`` is the price of edge u -> v (``inf`` where there is none).
+    ``cost[u, v]`` is the price of edge u -> v (``inf`` where there is none). On switched fabrics a
+    level often contracts a single cycle (about n levels per tree), so a level's fixed cost is what
+    counts: its few cycles are merged row by row rather than by a sort and ``reduceat`` over all nodes.
     """
     n = cost.shape[0]
     w = np.array(cost, dtype=float)
-    np.fill_diagonal(w, INF)
+    w.flat[::n + 1] = INF  # the diagonal
     w[:, root] = INF
     parent = np.argmin(w, axis=0)
-    best = w[parent, np.arange(n)]
+    columns = np.arange(n)
+    best = w[parent, columns]
     parent[root] = -1
-    if np.isinf(np.delete(best, root)).any():
+    if np.count_nonzero(best == INF) > 1:  # the root's column is all inf; another one cannot be reached
         raise _unreachable(root)
     cycles = _cycles(parent)
     if not cycles:
         return parent
-    group = np.full(n, -1)
-    for k, cycle in enumerate(cycles):
-        group[cycle] = k
+    k = len(cycles)
+    group = np.full(n, -1)  # cycles first, in the order found, then every other node in index order
+    for i, cycle in enumerate(cycles):
+        group[cycle] = i
     free = np.flatnonzero(group < 0)
-    group[free] = len(cycles) + np.arange(len(free))
-    m = len(cycles) + len(free)
+    group[free] = k + np.arange(len(free))
+    m = k + len(free)
     # Entering a cycle at v replaces v's cheapest in-edge: its price is the difference.
-    in_cycle = np.zeros(n, dtype=bool)
-    for cycle in cycles:
-        in_cycle[cycle] = True
-    adjusted = w - np.where(in_cycle, best, 0.0)[None, :]
-    order = np.argsort(group, kind="stable")
-    starts = np.searchsorted(group[order], np.arange(m))
-    by_row_group = np.minimum.reduceat(adjusted[order], starts, axis=0)  # [g, v]: cheapest edge from group g
-    block = np.minimum.reduceat(by_row_group[:, order], starts, axis=1)
-    np.fill_diagonal(block, INF)
+    adjusted = w - np.where(group < k, best, 0.0)[None, :]
+    by_row_group = np.empty((m, n))  # [g, v]: cheapest edge from group g
+    by_row_group[k:] = adjusted[free]
+    block = np.empty((m, m))
+    for i, cycle in enumerate(cycles):
+        by_row_group[i] = adjusted[cycle].min(axis=0)
+    block[:, k:] = by_row_group[:, free]
+    for i, cycle in enumerate(cycles):
+        block[:, i] = by_row_group[:, cycle].min(axis=1)
+    block.flat[::m + 1] = INF
     contracted = min_arborescence(block, int(group[root]))
     # Expand: each contracted edge a -> b is the cheapest original edge from group a into group b.
     from_group = contracted[group]  # per original v: the group its group is entered from (-1 at the root)
     entered = from_group >= 0
-    value = np.where(entered, by_row_group[np.maximum(from_group, 0), np.arange(n)], INF)
+    value = np.where(entered, by_row_group[np.maximum(from_group, 0), columns], INF)
     pick = np.lexsort((value, group))  # per group, its cheapest entry column comes first
     first = np.ones(n, dtype=bool)
     first[1:] = group[pick][1:] != group[pick][:-1]
@@ -73,9 +78,12 @@ def _unreachable(root: int) -> CcvizError:
 
 
 def _cycles(parent: np.ndarray) -> list[list[int]]:
-    """Cycles of the parent pointers (each node's cheapest in-edge)."""
+    """Cycles of the parent pointers (each node's cheapest in-edge), in the order walks from node 0, 1, ...
+    first reach them (that order numbers the contracted nodes, so it decides ties). Python lists: a
+    numpy element access costs more than the whole walk step."""
     n = len(parent)
-    state = np.zeros(n, dtype=np.int8)  # 0 new, 1 on the current walk, 2 done
+    up = parent.tolist()
+    state = [0] * n  # 0 new, 1 on the current walk, 2 done
     cycles = []
     for start in range(n):
         walk = []
@@ -83,7 +91,7 @@ def _cycles(parent: np.ndarray) -> list[list[int]]:
         while v >= 0 and state[v] == 0:
             state[v] = 1
             walk.append(v)
-            v = int(parent[v])
+            v = up[v]
         if v >= 0 and state[v] == 1:
             cycles.append(walk[walk.index(v):])
         for u in walk:
