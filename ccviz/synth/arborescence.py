@@ -23,21 +23,28 @@ INF = np.inf
 def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     """Parent of every node in a cheapest spanning out-tree rooted at ``root`` (parent[root] = -1).
 
-    ``cost[u, v]`` is the price of edge u -> v (``inf`` where there is none). On switched fabrics a
-    level often contracts a single cycle (about n levels per tree), so a level's fixed cost is what
-    counts: its few cycles are merged row by row rather than by a sort and ``reduceat`` over all nodes.
+    ``cost[u, v]`` is the price of edge u -> v (``inf`` where there is none).
     """
-    n = cost.shape[0]
-    w = np.array(cost, dtype=float)
+    return _arborescence(np.array(cost, dtype=float), root)
+
+
+def _arborescence(w: np.ndarray, root: int) -> np.ndarray:
+    """``min_arborescence`` on a matrix it may overwrite.
+
+    On switched fabrics a level often contracts a single cycle (about n levels per tree), so a level's
+    fixed cost is what counts: the few cycles are merged and expanded one by one, the other nodes in bulk.
+    Ties go as in the textbook form (contracted cycles numbered first, in the order found, then the other
+    nodes in index order; the lowest index wins), which is what fixes the trees.
+    """
+    n = w.shape[0]
     w.flat[::n + 1] = INF  # the diagonal
     w[:, root] = INF
-    parent = np.argmin(w, axis=0)
-    columns = np.arange(n)
-    best = w[parent, columns]
+    parent = w.argmin(axis=0)
+    best = w[parent, np.arange(n)]
     parent[root] = -1
     if np.count_nonzero(best == INF) > 1:  # the root's column is all inf; another one cannot be reached
         raise _unreachable(root)
-    cycles = _cycles(parent)
+    cycles = [np.array(sorted(c)) for c in _cycles(parent)]
     if not cycles:
         return parent
     k = len(cycles)
@@ -45,10 +52,9 @@ def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     for i, cycle in enumerate(cycles):
         group[cycle] = i
     free = np.flatnonzero(group < 0)
-    group[free] = k + np.arange(len(free))
     m = k + len(free)
     # Entering a cycle at v replaces v's cheapest in-edge: its price is the difference.
-    adjusted = w - np.where(group < k, best, 0.0)[None, :]
+    adjusted = w - np.where(group < 0, 0.0, best)[None, :]
     by_row_group = np.empty((m, n))  # [g, v]: cheapest edge from group g
     by_row_group[k:] = adjusted[free]
     block = np.empty((m, m))
@@ -57,18 +63,18 @@ def min_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     block[:, k:] = by_row_group[:, free]
     for i, cycle in enumerate(cycles):
         block[:, i] = by_row_group[:, cycle].min(axis=1)
-    block.flat[::m + 1] = INF
-    contracted = min_arborescence(block, int(group[root]))
+    contracted = _arborescence(block, k + int(np.searchsorted(free, root)))
     # Expand: each contracted edge a -> b is the cheapest original edge from group a into group b.
-    from_group = contracted[group]  # per original v: the group its group is entered from (-1 at the root)
-    entered = from_group >= 0
-    value = np.where(entered, by_row_group[np.maximum(from_group, 0), columns], INF)
-    pick = np.lexsort((value, group))  # per group, its cheapest entry column comes first
-    first = np.ones(n, dtype=bool)
-    first[1:] = group[pick][1:] != group[pick][:-1]
-    heads = pick[first & entered[pick]]
-    candidates = np.where(group[:, None] == from_group[heads][None, :], adjusted[:, heads], INF)
-    parent[heads] = np.argmin(candidates, axis=0)
+    source = contracted[k:]  # per free node: the group it is entered from (-1 at the root)
+    parent[free] = np.where(source >= k, free[np.maximum(source - k, 0)], -1)
+    for i, cycle in enumerate(cycles):
+        into = free[source == i]
+        if len(into):
+            parent[into] = cycle[adjusted[cycle][:, into].argmin(axis=0)]
+    for i, cycle in enumerate(cycles):  # a cycle is entered at its cheapest entry; the rest keep their edges
+        g = int(contracted[i])
+        head = int(cycle[by_row_group[g, cycle].argmin()])
+        parent[head] = free[g - k] if g >= k else cycles[g][adjusted[cycles[g], head].argmin()]
     return parent
 
 
