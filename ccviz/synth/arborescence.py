@@ -128,6 +128,20 @@ class RouteClosure:
         self.down_ends = np.cumsum(counts)
         self.down_starts = self.down_ends - counts
         self.down_from_switch = np.flatnonzero(counts)  # GPUs some switch is cabled to
+        # The same switch -> GPU links padded to one row per GPU (in the order above, so ties go alike),
+        # and link ids by end points, so that every route of a tree is found at once.
+        width = max(1, int(counts.max(initial=0)))
+        slot = np.arange(width)[None, :]
+        inside = slot < counts[:, None]
+        at = np.where(inside, self.down_starts[:, None] + slot, 0)
+        self.pad_switch = np.where(inside, self.down_switch[at], 0) if len(self.down_link) else np.zeros_like(at)
+        self.pad_link = np.where(inside, self.down_link[at], -1) if len(self.down_link) else np.full_like(at, -1)
+        self.gg_link = np.full((len(self.gpus), len(self.gpus)), -1)
+        self.gs_link = np.full((len(self.gpus), len(self.switches)), -1)
+        for i, j, k in self.gg:
+            self.gg_link[i, j] = k
+        for i, j, k in self.gs:
+            self.gs_link[i, j] = k
 
     def _matrix(self, entries, rows: int, cols: int, length: np.ndarray) -> np.ndarray:
         m = np.full((rows, cols), INF)
@@ -163,18 +177,34 @@ class RouteClosure:
         return cost, {"direct": direct, "switched": switched, "entry": entry, "via": via, "reach": reach,
                       "length": length}
 
-    def route(self, u: int, x: int, info: dict) -> list[int]:
-        """Link ids of the cheapest route from GPU index u to GPU index x."""
-        direct = info["direct"]
-        gu, gx = self.gpus[u], self.gpus[x]
-        if "switched" not in info or direct[u, x] <= info["switched"][u, x]:
-            return [self.link_index[(gu, gx)]]
-        lo, hi = self.down_starts[x], self.down_ends[x]
-        last = lo + int(np.argmin(info["reach"][u, self.down_switch[lo:hi]] + info["length"][self.down_link[lo:hi]]))
-        out_sw = int(self.down_switch[last])
-        in_sw = int(info["entry"][u, out_sw])
-        nodes = [gu, *self._switch_path(in_sw, out_sw, info["via"]), gx]
-        return [self.link_index[(a, b)] for a, b in zip(nodes, nodes[1:], strict=False)]
+    def tree_routes(self, parent: np.ndarray, info: dict) -> list[list[int] | None]:
+        """Per GPU index x, the link ids of the cheapest route from ``parent[x]`` to x (None at the root)."""
+        children = np.flatnonzero(parent >= 0)
+        up = parent[children]
+        routes: list[list[int] | None] = [None] * len(parent)
+        switched = np.zeros(len(children), dtype=bool)
+        if "switched" in info:
+            switched = info["direct"][up, children] > info["switched"][up, children]
+        for x, link in zip(children[~switched].tolist(), self.gg_link[up[~switched], children[~switched]].tolist(),
+                           strict=True):
+            routes[x] = [link]
+        if not switched.any():
+            return routes
+        xs, us = children[switched], up[switched]
+        ends = info["reach"][us[:, None], self.pad_switch[xs]] + info["length"][self.pad_link[xs]]
+        ends[self.pad_link[xs] < 0] = INF
+        last = ends.argmin(axis=1)  # the switch -> GPU link a route ends on (first of equals, as before)
+        out_sw = self.pad_switch[xs, last]
+        in_sw = info["entry"][us, out_sw]
+        middles: dict[tuple[int, int], list[int]] = {}
+        for x, first, a, b, final in zip(xs.tolist(), self.gs_link[us, in_sw].tolist(), in_sw.tolist(),
+                                         out_sw.tolist(), self.pad_link[xs, last].tolist(), strict=True):
+            middle = middles.get((a, b))
+            if middle is None:
+                path = self._switch_path(a, b, info["via"])
+                middle = middles[(a, b)] = [self.link_index[hop] for hop in zip(path, path[1:], strict=False)]
+            routes[x] = [first, *middle, final]
+        return routes
 
     def _switch_path(self, a: int, b: int, via: np.ndarray) -> list[int]:
         if a == b:

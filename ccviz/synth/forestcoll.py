@@ -114,10 +114,9 @@ class TreePacker:
         gpus = self.closure.gpus
         children: dict[int, list[tuple[int, list[int]]]] = {}
         used: list[int] = []
-        for v, u in enumerate(parent):
+        for v, (u, route) in enumerate(zip(parent.tolist(), self.closure.tree_routes(parent, info), strict=True)):
             if u < 0:
                 continue
-            route = self.closure.route(int(u), v, info)
             children.setdefault(gpus[u], []).append((gpus[v], route))
             used.extend(route)
         return Tree(root, children, used)
