@@ -338,7 +338,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     transfers: list[Transfer] = []
     finish = start_s
 
-    route_offsets: dict[int, list[float]] = {}  # id(route) -> when each hop starts after the first
+    route_hops: dict[int, list[tuple]] = {}  # id(route) -> per hop after the first: (offset, hold, lanes' intervals)
 
     def earliest(route: list[int], now: float, bound: float = math.inf) -> tuple[float, list[int]]:
         """The first start >= now at which every hop finds a free lane (cut-through), and the lanes.
@@ -350,33 +350,31 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         start = max(now, lanes_free[route[0]][first_lane])
         if switch_queue:
             return start, [first_lane]
-        offsets = route_offsets.get(id(route))
-        if offsets is None:
-            offsets, t = [], 0.0
-            for lid in route:
-                offsets.append(t)
+        hops = route_hops.get(id(route))
+        if hops is None:  # the calendars' lists are updated in place, so they can be held here
+            hops, t = [], delay[route[0]]
+            for lid in route[1:]:
+                hops.append((t, hold[lid], [(cal.starts, cal.ends) for cal in calendars[lid]]))
                 t += delay[lid]
-            route_offsets[id(route)] = offsets
-        hops = list(zip(route[1:], offsets[1:], strict=True))
+            route_hops[id(route)] = hops
         while True:
             if start >= bound:
                 return start, []
             chosen, moved = [first_lane], False
-            for lid, off in hops:
+            for off, length, lanes in hops:
                 a = start + off
-                b = a + hold[lid]
+                b = a + length
                 eps = 1e-12 * max(1.0, abs(b))  # _Calendar.conflict, inlined: this loop is the pipeline's hot spot
-                later = []
-                for lane, cal in enumerate(calendars[lid]):
-                    ends = cal.ends
+                later = math.inf
+                for lane, (starts, ends) in enumerate(lanes):
                     i = bisect.bisect_right(ends, a + eps)
-                    if i < len(ends) and cal.starts[i] < b - eps:
-                        later.append(ends[i])
+                    if i < len(ends) and starts[i] < b - eps:
+                        later = min(later, ends[i])
                     else:
                         chosen.append(lane)
                         break
                 else:
-                    start, moved = min(later) - off, True
+                    start, moved = later - off, True
                     break
             if not moved:
                 return start, chosen
@@ -464,7 +462,11 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
             t = booked[tuple(other[:h])][1] + delay[other[h - 1]]
             new_hops = []
             for lid in other[h:]:
-                lane = next((n for n, cal in enumerate(calendars[lid]) if cal.conflict(t, t + hold[lid]) is None), None)
+                lane = None
+                for n, cal in enumerate(calendars[lid]):
+                    if cal.conflict(t, t + hold[lid]) is None:
+                        lane = n
+                        break
                 if lane is None:
                     break
                 new_hops.append((lid, lane, t))
