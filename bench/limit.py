@@ -9,6 +9,7 @@ from one run on this machine; read ratios, not seconds, on a shared machine.
     .venv/bin/python bench/limit.py --algorithms forestcoll,tacos,mteg,teccl --time-limit 30
     .venv/bin/python bench/limit.py --fabrics dgx1,a100 --collectives allgather
     .venv/bin/python bench/limit.py --scale    # the limit at 64 / 256 / 1,024 GPUs; forestcoll at 256
+    .venv/bin/python bench/limit.py --synth64  # forestcoll's synthesis time on five 64-GPU fabrics
 
 ``--scale`` times the limit (AllGather) on fabrics of 64, 256 and 1,024 GPUs with the exact integer
 Newton on scipy, beside the networkx float path it replaced (same run, up to 256 GPUs), and runs
@@ -45,6 +46,26 @@ SCALE_LIMIT = ["torus2d:dims=8x8", "dgx2:chassis=4", "rfs3d:dims=2x4x8", "torus2
                "fattree:k=16", "rfs3d:dims=2x4x128", "dgx2:chassis=64", "ring:n=1024"]
 SCALE_SYNTH = ["torus2d:dims=8x8", "torus2d:dims=16x16", "leafspine:leaves=16,hosts=16,spines=4"]
 FLOAT_PATH_MAX_GPUS = 256  # the networkx path takes minutes above
+SYNTH_64 = ["torus2d:dims=8x8", "rfs3d:dims=2x4x8", "dgx2:chassis=4", "hypercube:n=64",
+            "leafspine:leaves=8,hosts=8,spines=4"]
+SYNTH_TARGET_S = 30.0  # issue 17: forestcoll synthesis at 64 GPUs
+
+
+def synth64(size: float, collectives: list[str]) -> None:
+    """forestcoll's synthesis time on 64-GPU fabrics (target <= 30 s each), with each schedule's ratio."""
+    print(f"{'forestcoll at 64 GPUs':<40} {'collective':<13} {'x limit':>8} {'synth s':>8} {'<= 30 s':>7}", flush=True)
+    times = []
+    for spec in SYNTH_64:
+        topology = load_topology(spec)
+        for collective in collectives:
+            limit = bandwidth_limit(topology, collective, size)
+            result = run(topology, collective, "forestcoll", size)
+            mark = "" if result.timeline.verified else "!"
+            seconds = result.schedule.synth_time_s
+            times.append(seconds)
+            print(f"{spec:<40} {collective:<13} {result.finish_time_s / limit.limit_s:>7.3f}{mark} {seconds:>8.2f} "
+                  f"{'yes' if seconds <= SYNTH_TARGET_S else 'NO':>7}", flush=True)
+    print(f"slowest {max(times):.1f} s, {sum(t <= SYNTH_TARGET_S for t in times)}/{len(times)} within {SYNTH_TARGET_S:g} s")
 
 
 def scale(size: float) -> None:
@@ -84,12 +105,16 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0, help="per synthesis, for the solvers")
     parser.add_argument("--max-gpus", type=int, default=256)
     parser.add_argument("--scale", action="store_true", help="time the limit at 64-1,024 GPUs, forestcoll at 256")
+    parser.add_argument("--synth64", action="store_true", help="forestcoll's synthesis time on 64-GPU fabrics")
     args = parser.parse_args()
+    collectives = args.collectives.split(",")
     if args.scale:
         scale(args.size)
         return
+    if args.synth64:
+        synth64(args.size, collectives)
+        return
     algorithms = args.algorithms.split(",")
-    collectives = args.collectives.split(",")
     ratios: dict[str, list[float]] = {a: [] for a in algorithms}
     header = f"{'fabric':<28} {'GPUs':>4} {'collective':<13} {'limit us':>10} {'lim s':>6}"
     header += "".join(f" {a + ' x':>12} {'synth s':>8}" for a in algorithms)
