@@ -18,7 +18,8 @@ SLOTS = SynthOptions(extra={"slots": True})
 
 @pytest.mark.parametrize(("spec", "eligible"), [
     ("leafspine", True), ("fattree", True), ("star", True), ("switch2d", True), ("dgx2", True),
-    ("dragonfly", False),  # 25 GB/s global cables behind 50 GB/s up-links: a hop would overrun its slot
+    ("dragonfly", True),  # 25 GB/s global cables behind 50 GB/s up-links: their hops span two slots
+    ("a100", False),  # 300 GB/s NVSwitch and 25 GB/s NIC up-links
     ("dgx1", False),  # no switches
 ])
 def test_slot_grid_applies_where_up_links_are_alike(spec: str, eligible: bool) -> None:
@@ -32,7 +33,7 @@ def test_a_fast_spine_link_gives_slotted_routes_one_up_link_of_capacity() -> Non
     assert {capacity[key] for key in links} == {50.0}
 
 
-@pytest.mark.parametrize("spec", ["leafspine", "fattree", "star", "switch2d"])
+@pytest.mark.parametrize("spec", ["leafspine", "fattree", "star", "switch2d", "dragonfly"])
 @pytest.mark.parametrize("collective", ["allgather", "reducescatter", "allreduce", "broadcast", "reduce"])
 def test_slotted_schedules_verify_and_respect_the_limit(spec: str, collective: str) -> None:
     options = SynthOptions(extra={"slots": True, "trees": 4, "pieces": 4})
@@ -74,7 +75,7 @@ def test_parts_of_a_slot_that_do_not_overlap_both_fit() -> None:
 
 def test_slots_where_the_grid_cannot_apply_is_one_clear_line(capsys) -> None:
     with pytest.raises(CcvizError) as error:
-        ccviz.run(ccviz.load_topology("dragonfly"), "allgather", "forestcoll", 1e9, options=SLOTS)
+        ccviz.run(ccviz.load_topology("a100:buffer=false"), "allgather", "forestcoll", 1e9, options=SLOTS)
     assert error.value.field == "slots"
     assert main(["synth", "dgx1", "-a", "forestcoll", "-c", "allgather", "-s", "1GB", "--opt", "slots=true"]) == 2
     err = capsys.readouterr().err.strip()

@@ -54,7 +54,7 @@ from ccviz.synth.reversal import (
     schedule_end,
     split_allreduce,
 )
-from ccviz.synth.slotted import NotSlottable, slot_capacities, slot_eligible, slot_overhead, slotted_pipeline
+from ccviz.synth.slotted import slot_capacities, slot_eligible, slot_overhead, slotted_pipeline
 from ccviz.topology import Topology
 from ccviz.units import us_text
 from ccviz.validate import MIN_CHUNK_BYTES
@@ -546,7 +546,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
                          "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
     if settings.slots and (switch_queue or not _slot_grid_fits(topology)):
         raise CcvizError("slots: the slot grid books routes through bufferless switches whose GPU -> switch links "
-                         "are alike (one bandwidth and alpha, no slower link behind them); this fabric "
+                         "are alike (one bandwidth and alpha); this fabric "
                          + ("queues chunks in its switches" if switch_queue else "has none") + "; drop --opt slots=true",
                          "slots")
     packing = best_packing(fabric, roots, unit_s, trees, budget)
@@ -565,10 +565,10 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
             booking = "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
-    if run is None:  # slots asked for, but a route does not fit the grid or its pieces would be too small
+    if run is None:  # slots asked for, but pieces would be too small for the grid
         refined = _refined(topology, collective, packing, pieces) if refine else collective
         run = pipeline(topology, refined, packing, start_s, switch_queue)
-        booking += " (the slot grid did not fit: a route's hop would overrun its slot, or pieces are too small)"
+        booking += " (pieces too small for the slot grid: alpha would take over a fifth of each slot)"
     budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
     notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per tree "
@@ -587,8 +587,8 @@ def _slot_grid_fits(topology: Topology) -> bool:
 def _slotted(topology: Topology, collective: Collective, fabric: Topology, packing: Packing, roots: list[int],
              unit_s: float, budget: Budget, refine: bool, pieces: int | None,
              start_s: float) -> tuple[Packing, Collective, Pipelined] | None:
-    """The fastest slot-grid schedule over ``SLOT_PIECES``, or None where a route does not fit the grid
-    or pieces would be too small for it (a slot costs alpha on top of a piece's bytes).
+    """The fastest slot-grid schedule over ``SLOT_PIECES``, or None where pieces would be too small for
+    the grid (a slot costs alpha on top of a piece's bytes).
 
     Trees are packed again for the links' slot capacities where those differ from their bandwidths
     (a 100 GB/s spine behind 50 GB/s up-links carries one hop per slot, not two)."""
@@ -603,10 +603,7 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
         refined = _refined(topology, collective, packing, p) if refine else collective
         if refined.chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, refined.chunk_bytes) > SLOT_MAX_OVERHEAD:
             continue
-        try:
-            transfers, finish = slotted_pipeline(topology, refined, plan_of(refined), start_s)
-        except NotSlottable:
-            return None
+        transfers, finish = slotted_pipeline(topology, refined, plan_of(refined), start_s)
         if best is None or finish < best[2].finish_s:
             best = (packing, refined, Pipelined(transfers, finish))
         if budget.expired():

@@ -36,31 +36,25 @@ _SAME = 1e-9  # relative: delays this close are one slot
 _EPS = 1e-12  # s: parts of a slot that only touch do not overlap
 
 
-class NotSlottable(Exception):
-    """A route with a hop that would run past the end of its slot (a slower link further on)."""
-
-
 def _uplinks(topology: Topology) -> list[tuple[int, int]]:
     return [key for key in topology.links if not topology.is_switch(key[0]) and topology.is_switch(key[1])]
 
 
 def slot_eligible(topology: Topology) -> bool:
-    """Every GPU -> switch link has one bandwidth and alpha, and no link touching a switch is slower
-    (each hop then fits in a slot; a rare route that does not raises NotSlottable when booked)."""
+    """Every GPU -> switch link has one bandwidth and alpha (then one slot fits every up-link hop; a
+    hop on a slower link further on spans more than one)."""
     uplinks = _uplinks(topology)
     if not uplinks:
         return False
     first = topology.links[uplinks[0]]
-    if any((topology.links[key].bandwidth_GBps, topology.links[key].alpha_us)
-           != (first.bandwidth_GBps, first.alpha_us) for key in uplinks):
-        return False
-    return all(link.bandwidth_GBps >= first.bandwidth_GBps for key, link in topology.links.items()
-               if topology.is_switch(key[0]) or topology.is_switch(key[1]))
+    return all((topology.links[key].bandwidth_GBps, topology.links[key].alpha_us)
+               == (first.bandwidth_GBps, first.alpha_us) for key in uplinks)
 
 
 def slot_capacities(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
     """GB/s each link can give slotted routes: a link touching a switch carries one hop per slot and
-    lane, as much as an up-link; direct links their bandwidth (the packing aims at these)."""
+    lane, as much as an up-link (a slower one its bandwidth); direct links their bandwidth (the packing
+    aims at these)."""
     up = topology.links[_uplinks(topology)[0]].bandwidth_GBps
     out = []
     for key in links:
@@ -269,32 +263,38 @@ class SlotBooking:
         self._push(min(lanes), 1, lid, 0)
 
     # ------------------------------------------------------------------ slots
-    def _timing(self, route: list[int]) -> list[tuple[int, float]]:
-        """(slot, seconds) of each hop's start after the route's start; NotSlottable where a hop would
-        run past the end of its slot."""
+    def _timing(self, route: list[int]) -> list[tuple[float, list[tuple[int, float, float]]]]:
+        """Per hop: its start, seconds after the route's, and the parts of slots it keeps its link busy,
+        (slot after the route's first, start, end in seconds into that slot); a hop on a link slower
+        than the up-links spans two slots or more."""
         key = tuple(route)
         timing = self.timings.get(key)
         if timing is None:
             timing, t = [], 0.0
             for lid in route:
-                slot = math.floor(t / self.slot + 1e-9)
-                if t - slot * self.slot + self.hold[lid] > self.slot * (1 + _SAME):
-                    raise NotSlottable(f"link {self.links[lid]} would run past the end of its slot")
-                timing.append((slot, t))
+                parts, a, end = [], t, t + self.hold[lid]
+                while a < end - _EPS:
+                    slot = math.floor(a / self.slot + 1e-9)
+                    b = min(end, (slot + 1) * self.slot)
+                    parts.append((slot, a - slot * self.slot, b - slot * self.slot))
+                    a = b
+                timing.append((t, parts))
                 t += self.delay[lid]
             self.timings[key] = timing
         return timing
 
-    def _resources(self, item: tuple, k: int) -> list[tuple]:
-        """What a route started in slot ``k`` holds beyond its up-link: per later hop its link's slot
-        and the part of it the hop is busy, and for reductions each copy switch's slot for the chunk."""
+    def _resources(self, item: tuple, k: int, first_hop: int = 1) -> list[tuple]:
+        """What a route started in slot ``k`` holds from hop ``first_hop`` on (beyond its up-link): the
+        parts of its links' slots each hop is busy, and for reductions each copy switch's slot for the
+        chunk (two partials of one chunk must not pass a copy switch together)."""
         route, cid = item[5], item[3]
+        timing = self._timing(route)
         out: list[tuple] = []
-        for lid, (slot, offset) in zip(route[1:], self._timing(route)[1:], strict=True):
-            phase = offset - slot * self.slot
-            out.append(((lid, k + slot), phase, phase + self.hold[lid]))
+        for i in range(first_hop, len(route)):
+            lid, parts = route[i], timing[i][1]
+            out += [((lid, k + slot), a, b) for slot, a, b in parts]
             if self.copy_pass:
-                out.append((("pass", self.links[lid][0], cid, k + slot), 0.0, math.inf))
+                out.append((("pass", self.links[lid][0], cid, k + parts[0][0]), 0.0, math.inf))
         return out
 
     def _capacity(self, key: tuple) -> int:
@@ -349,17 +349,17 @@ class SlotBooking:
         self.taken.add(seq)
         self.slotted_waiting -= 1
         self._hold(cid, route, range(len(route)), k)
-        self._arrive(cid, dst, self.t0 + k * self.slot + self._timing(route)[-1][1] + self.delay[route[-1]])
+        self._arrive(cid, dst, self.t0 + k * self.slot + self._timing(route)[-1][0] + self.delay[route[-1]])
 
     def _hold(self, cid: int, route: list[int], hops, k: int) -> None:
         timing = self._timing(route)
         for i in hops:
             lid = route[i]
-            slot, offset = timing[i]
-            phase = offset - slot * self.slot
-            self.used[(lid, k + slot)].append((phase, phase + self.hold[lid]))
+            offset, parts = timing[i]
+            for slot, a, b in parts:
+                self.used[(lid, k + slot)].append((a, b))
             if self.copy_pass and i:
-                self.used[("pass", self.links[lid][0], cid, k + slot)].append((0.0, math.inf))
+                self.used[("pass", self.links[lid][0], cid, k + parts[0][0])].append((0.0, math.inf))
             self._record(cid, lid, self.t0 + k * self.slot + offset)
 
     def _ride(self, main: tuple, k: int) -> None:
@@ -376,16 +376,15 @@ class SlotBooking:
             branch = self.links[other[h - 1]][1] if 0 < h < len(other) else None
             if branch is None or not self.topology.nodes[branch].copy:
                 continue
-            if any(self._left(*r) <= 0 for r in self._resources(item, k)[h - 1:]):
+            if any(self._left(*r) <= 0 for r in self._resources(item, k, first_hop=h)):
                 continue
             self._hold(cid, other, range(h, len(other)), k)
             booked.append(other)
             self.taken.add(item[2])
             self.slotted_waiting -= 1
-            self._arrive(cid, item[4], self.t0 + k * self.slot + self._timing(other)[-1][1] + self.delay[other[-1]])
+            self._arrive(cid, item[4], self.t0 + k * self.slot + self._timing(other)[-1][0] + self.delay[other[-1]])
 
 
 def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float) -> tuple[list[Transfer], float]:
-    """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring).
-    Raises NotSlottable where a route does not fit the grid."""
+    """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring)."""
     return SlotBooking(topology, collective, plan, start_s).run()
