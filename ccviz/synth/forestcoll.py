@@ -54,6 +54,7 @@ from ccviz.synth.reversal import (
     schedule_end,
     split_allreduce,
 )
+from ccviz.synth.slotted import slot_capacities, slot_eligible, slot_overhead, slotted_pipeline
 from ccviz.topology import Topology
 from ccviz.units import us_text
 from ccviz.validate import MIN_CHUNK_BYTES
@@ -68,6 +69,9 @@ STALE_PASSES = 2  # beyond EXACT_TREES_UP_TO GPUs re-laying stops after this man
 STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
 MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers (64-GPU tori: 4 pieces, 1.044 x the limit instead of 2 pieces, 1.069 x)
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
+SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
+SLOT_PIECES = (4, 8)  # pieces per tree tried on the slot grid (alpha per slot: few, large pieces)
+SLOT_MAX_OVERHEAD = 0.25  # a slot's alpha over its bytes' time beyond which the grid is not tried
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -94,12 +98,14 @@ class Packing:
 class TreePacker:
     """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
 
-    def __init__(self, topology: Topology, roots: list[int], unit_s: float) -> None:
+    def __init__(self, topology: Topology, roots: list[int], unit_s: float, slotted: bool = False) -> None:
         self.topology = topology
         self.closure = RouteClosure(topology)
         self.roots = roots
         links = self.closure.links
-        self.capacity = np.array([topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links])
+        # On the slot grid a link touching a switch carries one hop per slot: pack for that
+        self.capacity = slot_capacities(topology, links) if slotted else np.array(
+            [topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links])
         self.unit_s = unit_s  # seconds a link of 1 GB/s needs for one root's whole share, over the limit
         self.index = {g: i for i, g in enumerate(self.closure.gpus)}
 
@@ -162,13 +168,14 @@ def tree_counts(n_roots: int) -> tuple[int, ...]:
 
 
 def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int | None,
-                 budget: Budget, packed: dict | None = None) -> Packing:
+                 budget: Budget, slotted: bool = False, packed: dict | None = None) -> Packing:
     """The least congested packing over the tree counts tried (``trees`` fixes k).
 
-    ``packed`` keeps the packings made, keyed by everything a packing depends on, so that the two halves
-    of an AllReduce on a fabric that equals its reversal (every link as fast both ways) pack once.
+    ``packed`` keeps the packings made, keyed by everything a packing depends on (the links' capacities
+    included, so slot-grid packings keep their own), so that the two halves of an AllReduce on a fabric
+    that equals its reversal (every link as fast both ways) pack once.
     """
-    packer = TreePacker(topology, roots, unit_s)
+    packer = TreePacker(topology, roots, unit_s, slotted)
     counts = (trees,) if trees else tree_counts(len(roots)) if len(roots) > 1 else ROOTED_TREE_COUNTS
     fabric = tuple(sorted((key, float(c)) for key, c in zip(packer.closure.links, packer.capacity, strict=True)))
     best: Packing | None = None
@@ -571,19 +578,72 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     if switch_queue and not buffered:
         raise CcvizError("switch_queue: this fabric's switches have no buffer, so a chunk cannot wait in one; "
                          "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
-    packing = best_packing(fabric, roots, unit_s, trees, budget, packed)
-    refined = _refined(topology, collective, packing, pieces) if refine else collective
-    run = pipeline(topology, refined, packing, start_s, switch_queue)
+    if settings.slots and (switch_queue or not _slot_grid_fits(topology)):
+        raise CcvizError("slots: the slot grid books routes through bufferless switches whose GPU -> switch links "
+                         "are alike (one bandwidth and alpha); this fabric "
+                         + ("queues chunks in its switches" if switch_queue else "has none") + "; drop --opt slots=true",
+                         "slots")
+    packing = best_packing(fabric, roots, unit_s, trees, budget, packed=packed)
+    run: Pipelined | None = None
+    booking = "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches else \
+        "routes through switches booked cut-through (no switch queues), first come first served"
+    if not settings.slots:
+        refined = _refined(topology, collective, packing, pieces) if refine else collective
+        run = pipeline(topology, refined, packing, start_s, switch_queue)
+    # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
+    try_grid = settings.slots or (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
+                                  and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit.limit_s)
+    if try_grid:
+        budget.report("ForestColl: booking routes on a slot grid", 0.75)
+        slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, pieces, start_s,
+                           packed)
+        if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
+            packing, refined, run = slotted
+            booking = "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
+    if run is None:  # slots asked for, but pieces would be too small for the grid
+        refined = _refined(topology, collective, packing, pieces) if refine else collective
+        run = pipeline(topology, refined, packing, start_s, switch_queue)
+        booking += " (pieces too small for the slot grid: alpha would take over a fifth of each slot)"
     budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
     notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per tree "
-             f"({refined.chunks_per_rank} chunks per rank)",
-             "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches
-             else "routes through switches booked cut-through (no switch queues)"]
+             f"({refined.chunks_per_rank} chunks per rank)", booking]
     schedule = Schedule(topology, refined, run.transfers, "forestcoll",
                         {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue},
                         "heuristic", estimated_finish_s=run.finish_s, notes=notes)
     return schedule, run
+
+
+def _slot_grid_fits(topology: Topology) -> bool:
+    """Bufferless switches whose up-links are alike (``slotted.slot_eligible``)."""
+    return bool(topology.switches) and slot_eligible(topology)
+
+
+def _slotted(topology: Topology, collective: Collective, fabric: Topology, packing: Packing, roots: list[int],
+             unit_s: float, budget: Budget, refine: bool, pieces: int | None,
+             start_s: float, packed: dict | None = None) -> tuple[Packing, Collective, Pipelined] | None:
+    """The fastest slot-grid schedule over ``SLOT_PIECES``, or None where pieces would be too small for
+    the grid (a slot costs alpha on top of a piece's bytes).
+
+    Trees are packed again for the links' slot capacities where those differ from their bandwidths
+    (a 100 GB/s spine behind 50 GB/s up-links carries one hop per slot, not two)."""
+    links = sorted(fabric.links)
+    bandwidths = np.array([fabric.links[key].bandwidth_GBps * fabric.links[key].lanes for key in links])
+    if not np.allclose(slot_capacities(fabric, links), bandwidths):
+        packing = best_packing(fabric, roots, unit_s, packing.k, budget, slotted=True, packed=packed)
+    plan_of = (lambda c: _InTrees(packing, topology, c.chunks)) if collective.is_reducing else (
+        lambda c: _OutTrees(packing))
+    best = None
+    for p in ((pieces,) if pieces or not refine or collective.chunks_per_rank > 1 else SLOT_PIECES):
+        refined = _refined(topology, collective, packing, p) if refine else collective
+        if refined.chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, refined.chunk_bytes) > SLOT_MAX_OVERHEAD:
+            continue
+        transfers, finish = slotted_pipeline(topology, refined, plan_of(refined), start_s)
+        if best is None or finish < best[2].finish_s:
+            best = (packing, refined, Pipelined(transfers, finish))
+        if budget.expired():
+            break
+    return best
 
 
 def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,

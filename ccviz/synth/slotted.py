@@ -1,0 +1,390 @@
+"""Routes through bufferless switches booked on a slot grid, every slot's senders matched together.
+
+A bufferless switch forwards a chunk the instant it has arrived, so a route GPU -> switch ... -> GPU
+holds its links back to back. Where every GPU's up-link into a switch costs the same (one delay
+``d``), a route started at ``t0 + k d`` holds its i-th link at a fixed offset into slot ``k + s_i``;
+no booking leaves a sliver of a link that no other chunk fits in, and a fast link further on (a
+100 GB/s spine behind 50 GB/s up-links) may carry two hops in one slot if their parts do not overlap.
+What is left is, per slot, which waiting tree edges go: a matching between the free up-links and
+the slots of the links further on. Choosing one sender at a time (first come, first served) leaves
+10-20 % of a saturated crossbar's links idle; here every sender free in the slot is matched at
+once, Kuhn's way (``SlotMatching``): a sender whose candidates are all blocked may take a slot
+another sender holds if that sender can move to another of its candidates.
+
+The grid costs ``alpha`` per slot (a link is busy for the bytes' time, a slot lasts that plus
+alpha), so it pays where pieces are large next to alpha; forestcoll tries it where first-come
+booking ends well above the limit and keeps the faster schedule. Direct GPU -> GPU links need no
+grid: a free one sends its most urgent waiting chunk at once.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from ccviz.collectives import Collective
+from ccviz.physics import link_costs
+from ccviz.schedule import Transfer
+from ccviz.topology import Topology
+
+CANDIDATES = 48  # waiting edges of one up-link a slot considers: the most urgent to each receiver
+AUGMENT_DEPTH = 4  # senders one augmenting path may move
+_SAME = 1e-9  # relative: delays this close are one slot
+_EPS = 1e-12  # s: parts of a slot that only touch do not overlap
+
+
+def _uplinks(topology: Topology) -> list[tuple[int, int]]:
+    return [key for key in topology.links if not topology.is_switch(key[0]) and topology.is_switch(key[1])]
+
+
+def slot_eligible(topology: Topology) -> bool:
+    """Every GPU -> switch link has one bandwidth and alpha (then one slot fits every up-link hop; a
+    hop on a slower link further on spans more than one)."""
+    uplinks = _uplinks(topology)
+    if not uplinks:
+        return False
+    first = topology.links[uplinks[0]]
+    return all((topology.links[key].bandwidth_GBps, topology.links[key].alpha_us)
+               == (first.bandwidth_GBps, first.alpha_us) for key in uplinks)
+
+
+def slot_capacities(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
+    """GB/s each link can give slotted routes: a link touching a switch carries one hop per slot and
+    lane, as much as an up-link (a slower one its bandwidth); direct links their bandwidth (the packing
+    aims at these)."""
+    up = topology.links[_uplinks(topology)[0]].bandwidth_GBps
+    out = []
+    for key in links:
+        link = topology.links[key]
+        switched = topology.is_switch(key[0]) or topology.is_switch(key[1])
+        out.append((min(link.bandwidth_GBps, up) if switched else link.bandwidth_GBps) * link.lanes)
+    return np.array(out)
+
+
+def slot_length(topology: Topology, chunk_bytes: float) -> float:
+    """The slot: the delay of a GPU's up-link for one chunk."""
+    return link_costs(topology, chunk_bytes)[_uplinks(topology)[0]].delay
+
+
+def slot_overhead(topology: Topology, chunk_bytes: float) -> float:
+    """What a slot adds to a chunk's bytes on an up-link (its alpha), as a fraction of them."""
+    cost = link_costs(topology, chunk_bytes)[_uplinks(topology)[0]]
+    return (cost.delay - cost.busy) / cost.busy
+
+
+def _overlapping(parts, a: float, b: float) -> int:
+    """How many of ``parts`` ((start, end) pairs) overlap [a, b)."""
+    return sum(1 for x, y in parts if x < b - _EPS and y > a + _EPS)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+class SlotMatching:
+    """One slot's choice: per free up-link lane (a unit) one waiting edge whose later hops are free.
+
+    ``candidates[link]`` lists (edge, resources) whose resources no earlier booking fills; a resource
+    is (key, start, end): a link's slot and the part of it a hop is busy, or a copy switch's slot for
+    one chunk. ``left(key, start, end)`` is how many more bookings fit there.
+    """
+
+    def __init__(self, units: list[int], candidates: dict[int, list[tuple]], left) -> None:
+        self.units = units
+        self.candidates = candidates
+        self.left = left
+        self.tentative: dict[tuple, list[tuple[int, float, float]]] = defaultdict(list)
+        self.choice: dict[int, tuple] = {}  # unit -> (edge, resources)
+        self.chosen: set[int] = set()  # seq of the chosen edges
+
+    def solve(self) -> list[tuple]:
+        """The chosen edges, most urgent sender first."""
+        for unit in range(len(self.units)):
+            self._assign(unit, {unit}, 0)
+        return [item for _, (item, _) in sorted(self.choice.items())]
+
+    def _hold(self, unit: int, item: tuple, resources: list[tuple]) -> None:
+        self.choice[unit] = (item, resources)
+        self.chosen.add(item[2])
+        for key, a, b in resources:
+            self.tentative[key].append((unit, a, b))
+
+    def _drop(self, unit: int) -> tuple:
+        item, resources = self.choice.pop(unit)
+        self.chosen.discard(item[2])
+        for key, a, b in resources:
+            self.tentative[key].remove((unit, a, b))
+        return item, resources
+
+    def _blockers(self, resources: list[tuple]) -> set[int]:
+        """Units whose tentative choices fill a part of these resources."""
+        blockers: set[int] = set()
+        for key, a, b in resources:
+            held = self.tentative.get(key)
+            if held:
+                holders = [u for u, x, y in held if x < b - _EPS and y > a + _EPS]
+                if holders and len(holders) >= self.left(key, a, b):
+                    blockers.update(holders)
+        return blockers
+
+    def _assign(self, unit: int, visited: set[int], depth: int) -> bool:
+        """Kuhn's augmenting search: an edge for ``unit``, moving one other unit per step if need be."""
+        for item, resources in self.candidates[self.units[unit]]:
+            if item[2] in self.chosen:
+                continue
+            blockers = self._blockers(resources)
+            if not blockers:
+                self._hold(unit, item, resources)
+                return True
+            if depth >= AUGMENT_DEPTH or len(blockers) != 1:
+                continue
+            other = next(iter(blockers))
+            if other in visited:
+                continue
+            visited.add(other)
+            saved = self._drop(other)
+            self._hold(unit, item, resources)
+            if self._assign(other, visited, depth + 1):
+                return True
+            self._drop(unit)
+            self._hold(other, *saved)
+        return False
+
+
+class SlotBooking:
+    """Chunks flow along a tree plan; routes through switches start on the slot grid, direct links
+    whenever they are free.
+
+    ``plan.starts(collective)`` gives (chunk, GPU) pairs to start from; ``plan.arrive(chunk, gpu,
+    initial)`` the tree edges an arrival releases as (urgency, destination, route of link ids); the
+    smaller (chunk index, urgency) goes first.
+    """
+
+    def __init__(self, topology: Topology, collective: Collective, plan, start_s: float) -> None:
+        self.topology = topology
+        self.collective = collective
+        self.plan = plan
+        self.slot = slot_length(topology, collective.chunk_bytes)
+        self.t0 = start_s
+        self.links = sorted(topology.links)
+        costs = link_costs(topology, collective.chunk_bytes)
+        self.delay = [costs[key].delay for key in self.links]
+        self.hold = [costs[key].busy for key in self.links]
+        self.lanes = [topology.links[key].lanes for key in self.links]
+        self.switched = [topology.is_switch(u) or topology.is_switch(v) for u, v in self.links]
+        copying = any(topology.nodes[x].copy for x in topology.switches)
+        self.multicast = copying and not collective.is_reducing  # copy switches branch a chunk
+        self.copy_pass = copying and collective.is_reducing  # two partials of a chunk never pass together
+        self.op = "reduce" if collective.is_reducing else "copy"
+        # (link, slot) -> busy parts, (start, end) s into the slot; ("pass", switch, chunk, slot) likewise
+        self.used: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
+        self.waiting: dict[int, list[tuple]] = defaultdict(list)  # direct link -> heap of waiting edges
+        # up-link -> receiver's in-link -> heap: a slot sees the most urgent edge to every receiver
+        self.by_end: dict[int, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
+        self.same_chunk: dict[tuple[int, int], list[tuple]] = defaultdict(list)  # (up-link, chunk) -> edges
+        self.taken: set[int] = set()  # seq of edges sent (booked or rode along)
+        self.lane_free = [[start_s] * n for n in self.lanes]  # direct links: when each lane is free
+        self.events: list[tuple] = []
+        self.ticks: set[int] = set()
+        self.slotted_waiting = 0
+        self.seq = 0
+        self.timings: dict[tuple[int, ...], list[tuple[int, float]]] = {}
+        self.transfers: list[Transfer] = []
+        self.finish = start_s
+
+    # ------------------------------------------------------------------ events
+    def run(self) -> tuple[list[Transfer], float]:
+        """Replay arrivals, free direct links and slot ticks in time order until every chunk is home."""
+        for cid, node in self.plan.starts(self.collective):
+            self._push(self.t0, 2, cid, node)
+        while self.events:
+            now, kind, _, a, b = heapq.heappop(self.events)
+            if kind in (0, 2):
+                self._release(a, b, now, kind == 2)
+            elif kind == 1:
+                self._send_direct(a, now)
+            else:
+                self._tick(a)
+        return self.transfers, self.finish
+
+    def _push(self, t: float, kind: int, a: int, b: int) -> None:
+        heapq.heappush(self.events, (t, kind, self.seq, a, b))
+        self.seq += 1
+
+    def _schedule_tick(self, k: int) -> None:
+        if k not in self.ticks:
+            self.ticks.add(k)
+            self._push(self.t0 + k * self.slot, 3, k, 0)
+
+    def _release(self, cid: int, node: int, now: float, initial: bool) -> None:
+        """A chunk reached a GPU (or starts there): the tree edges it releases start waiting."""
+        c = self.collective.chunks[cid]
+        for urgency, dst, route in self.plan.arrive(c, node, initial):
+            first = route[0]
+            item = (c.index, urgency, self.seq, cid, dst, route)
+            self.seq += 1
+            if self.multicast:
+                self.same_chunk[(first, cid)].append(item)
+            if self.switched[first]:
+                heapq.heappush(self.by_end[first][route[-1]], item)
+                self.slotted_waiting += 1
+                self._schedule_tick(max(0, math.ceil((now - self.t0) / self.slot - 1e-6)))  # next slot
+            else:
+                heapq.heappush(self.waiting[first], item)
+                self._push(max(now, min(self.lane_free[first])), 1, first, 0)
+
+    def _record(self, cid: int, lid: int, start: float) -> None:
+        u, v = self.links[lid]
+        self.transfers.append(Transfer(cid, u, v, start, start + self.delay[lid], self.op))
+
+    def _arrive(self, cid: int, dst: int, t: float) -> None:
+        self.finish = max(self.finish, t)
+        self._push(t, 0, cid, dst)
+
+    # ------------------------------------------------------------------ direct links
+    def _send_direct(self, lid: int, now: float) -> None:
+        """A free direct GPU -> GPU link sends its most urgent waiting chunk (no switch, no grid)."""
+        heap = self.waiting[lid]
+        lanes = self.lane_free[lid]
+        lane = lanes.index(min(lanes))
+        if not heap or lanes[lane] > now + 1e-15:
+            return
+        _, _, seq, cid, dst, _ = heapq.heappop(heap)
+        self.taken.add(seq)
+        lanes[lane] = now + self.hold[lid]
+        self._record(cid, lid, now)
+        self._arrive(cid, dst, now + self.delay[lid])
+        self._push(min(lanes), 1, lid, 0)
+
+    # ------------------------------------------------------------------ slots
+    def _timing(self, route: list[int]) -> list[tuple[float, list[tuple[int, float, float]]]]:
+        """Per hop: its start, seconds after the route's, and the parts of slots it keeps its link busy,
+        (slot after the route's first, start, end in seconds into that slot); a hop on a link slower
+        than the up-links spans two slots or more."""
+        key = tuple(route)
+        timing = self.timings.get(key)
+        if timing is None:
+            timing, t = [], 0.0
+            for lid in route:
+                parts, a, end = [], t, t + self.hold[lid]
+                while a < end - _EPS:
+                    slot = math.floor(a / self.slot + 1e-9)
+                    b = min(end, (slot + 1) * self.slot)
+                    parts.append((slot, a - slot * self.slot, b - slot * self.slot))
+                    a = b
+                timing.append((t, parts))
+                t += self.delay[lid]
+            self.timings[key] = timing
+        return timing
+
+    def _resources(self, item: tuple, k: int, first_hop: int = 1) -> list[tuple]:
+        """What a route started in slot ``k`` holds from hop ``first_hop`` on (beyond its up-link): the
+        parts of its links' slots each hop is busy, and for reductions each copy switch's slot for the
+        chunk (two partials of one chunk must not pass a copy switch together)."""
+        route, cid = item[5], item[3]
+        timing = self._timing(route)
+        out: list[tuple] = []
+        for i in range(first_hop, len(route)):
+            lid, parts = route[i], timing[i][1]
+            out += [((lid, k + slot), a, b) for slot, a, b in parts]
+            if self.copy_pass:
+                out.append((("pass", self.links[lid][0], cid, k + parts[0][0]), 0.0, math.inf))
+        return out
+
+    def _capacity(self, key: tuple) -> int:
+        return 1 if key[0] == "pass" else self.lanes[key[0]]
+
+    def _left(self, key: tuple, a: float, b: float) -> int:
+        """Bookings that still fit in part [a, b) of ``key`` beside the earlier ones."""
+        used = self.used.get(key)
+        return self._capacity(key) - (_overlapping(used, a, b) if used else 0)
+
+    def _candidates(self, k: int) -> dict[int, list[tuple]]:
+        """Per up-link with waiting edges: the most urgent edge to each receiver whose route is not
+        filled by an earlier booking, with its resources, most urgent first."""
+        out = {}
+        for lid, ends in self.by_end.items():
+            items = []
+            for heap in ends.values():
+                while heap and heap[0][2] in self.taken:
+                    heapq.heappop(heap)
+                if heap:
+                    items.append(heap[0])
+            items.sort()
+            fits = []
+            for item in items:
+                resources = self._resources(item, k)
+                if all(self._left(*r) > 0 for r in resources):
+                    fits.append((item, resources))
+                    if len(fits) == CANDIDATES:
+                        break
+            if fits:
+                out[lid] = fits
+        return out
+
+    def _tick(self, k: int) -> None:
+        """Slot ``k``: match every free up-link with a waiting edge whose later hops are free, book the
+        matched routes, then let riders branch off them at copy switches."""
+        self.ticks.discard(k)
+        candidates = self._candidates(k)
+        units = [lid for lid in candidates for _ in range(self.lanes[lid] - len(self.used.get((lid, k), ())))]
+        units.sort(key=lambda lid: candidates[lid][0][0][:3])  # the most urgent sender first
+        chosen = SlotMatching(units, candidates, self._left).solve()
+        for item in chosen:
+            self._book(item, k)
+        if self.multicast:  # after every matched route holds its slots, riders take what is left
+            for item in chosen:
+                self._ride(item, k)
+        if self.slotted_waiting:
+            self._schedule_tick(k + 1)
+
+    def _book(self, item: tuple, k: int) -> None:
+        _, _, seq, cid, dst, route = item
+        self.taken.add(seq)
+        self.slotted_waiting -= 1
+        self._hold(cid, route, range(len(route)), k)
+        self._arrive(cid, dst, self.t0 + k * self.slot + self._timing(route)[-1][0] + self.delay[route[-1]])
+
+    def _hold(self, cid: int, route: list[int], hops, k: int) -> None:
+        timing = self._timing(route)
+        for i in hops:
+            lid = route[i]
+            offset, parts = timing[i]
+            for slot, a, b in parts:
+                self.used[(lid, k + slot)].append((a, b))
+            if self.copy_pass and i:
+                self.used[("pass", self.links[lid][0], cid, k + parts[0][0])].append((0.0, math.inf))
+            self._record(cid, lid, self.t0 + k * self.slot + offset)
+
+    def _ride(self, main: tuple, k: int) -> None:
+        """Waiting edges of the booked chunk ride along where they branch off its route (or an earlier
+        rider's) at a copy switch whose next hops are free: the up-link carries the chunk once. A rider
+        started with the main route, so its hops fall where its own timing puts them."""
+        route, cid = main[5], main[3]
+        booked = [route]
+        for item in self.same_chunk.get((route[0], cid), ()):
+            if item[2] in self.taken:
+                continue
+            other = item[5]
+            h = max(_common_prefix(other, r) for r in booked)
+            branch = self.links[other[h - 1]][1] if 0 < h < len(other) else None
+            if branch is None or not self.topology.nodes[branch].copy:
+                continue
+            if any(self._left(*r) <= 0 for r in self._resources(item, k, first_hop=h)):
+                continue
+            self._hold(cid, other, range(h, len(other)), k)
+            booked.append(other)
+            self.taken.add(item[2])
+            self.slotted_waiting -= 1
+            self._arrive(cid, item[4], self.t0 + k * self.slot + self._timing(other)[-1][0] + self.delay[other[-1]])
+
+
+def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float) -> tuple[list[Transfer], float]:
+    """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring)."""
+    return SlotBooking(topology, collective, plan, start_s).run()
