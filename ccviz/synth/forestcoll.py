@@ -70,6 +70,7 @@ STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
 MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers (64-GPU tori: 4 pieces, 1.044 x the limit instead of 2 pieces, 1.069 x)
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
+SLOTS_AUTO_MAX_GPUS = 128  # beyond, the grid (its packing again, a matching per slot) only when asked
 SLOT_PIECES = (4,)  # pieces per tree on the slot grid (alpha per slot: few, large pieces; 8 rarely better)
 SLOT_MAX_OVERHEAD = 0.25  # a slot's alpha over its bytes' time beyond which the grid is not tried
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
@@ -558,6 +559,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         run = pipeline(topology, refined, packing, start_s, switch_queue)
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
+                                  and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
                                   and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit.limit_s)
     if try_grid:
         budget.report("ForestColl: booking routes on a slot grid", 0.75)
