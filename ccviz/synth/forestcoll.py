@@ -601,10 +601,12 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     plan_of = (lambda c: _InTrees(packing, topology, c.chunks)) if collective.is_reducing else (
         lambda c: _OutTrees(packing))
     best = None
+    per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
     for p in ((pieces,) if pieces or not refine or collective.chunks_per_rank > 1 else SLOT_PIECES):
+        chunk_bytes = collective.chunk_bytes if not refine or p is None else per_rank_bytes / (packing.k * p)
+        if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
+            continue  # a slot would be mostly alpha (small sizes): first-come booking serves them
         refined = _refined(topology, collective, packing, p) if refine else collective
-        if refined.chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, refined.chunk_bytes) > SLOT_MAX_OVERHEAD:
-            continue
         transfers, finish = slotted_pipeline(topology, refined, plan_of(refined), start_s)
         if best is None or finish < best[2].finish_s:
             best = (packing, refined, Pipelined(transfers, finish))
