@@ -87,3 +87,22 @@ def test_slots_option_is_listed(capsys) -> None:
     listing = json.loads(capsys.readouterr().out)
     entry = next(a for a in listing["algorithms"] if a["name"] == "forestcoll")
     assert "slots" in json.dumps(entry)
+
+
+@pytest.mark.parametrize("spec", ["dgx2", "leafspine"])
+def test_small_sizes_keep_first_come_booking(spec: str) -> None:
+    """At 1 KB a slot would be mostly alpha: auto does not split pieces for the grid (it once asked for
+    chunks under a byte on DGX-2), and slots=true falls back with a note saying why."""
+    topology = ccviz.load_topology(spec)
+    for options in (SynthOptions(), SLOTS):
+        result = ccviz.run(topology, "allgather", "forestcoll", 1e3, options=options)
+        assert result.timeline.verified
+        assert "first come" in result.schedule.notes[1]
+    assert "pieces too small" in result.schedule.notes[1]
+
+
+def test_chunks_given_are_kept_on_the_grid() -> None:
+    result = ccviz.run(ccviz.load_topology("leafspine"), "reducescatter", "forestcoll", 1e9, chunks=8,
+                       options=SynthOptions(extra={"slots": True, "trees": 4}))
+    assert result.timeline.verified and result.schedule.collective.chunks_per_rank == 8
+    assert "slot grid" in result.schedule.notes[1]

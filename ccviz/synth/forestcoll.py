@@ -70,7 +70,8 @@ STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
 MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers (64-GPU tori: 4 pieces, 1.044 x the limit instead of 2 pieces, 1.069 x)
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
-SLOT_PIECES = (4, 8)  # pieces per tree tried on the slot grid (alpha per slot: few, large pieces)
+SLOTS_AUTO_MAX_GPUS = 128  # beyond, the grid (its packing again, a matching per slot) only when asked
+SLOT_PIECES = (4,)  # pieces per tree on the slot grid (alpha per slot: few, large pieces; 8 rarely better)
 SLOT_MAX_OVERHEAD = 0.25  # a slot's alpha over its bytes' time beyond which the grid is not tried
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
@@ -592,6 +593,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         run = pipeline(topology, refined, packing, start_s, switch_queue)
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
+                                  and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
                                   and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit.limit_s)
     if try_grid:
         budget.report("ForestColl: booking routes on a slot grid", 0.75)
@@ -634,10 +636,12 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     plan_of = (lambda c: _InTrees(packing, topology, c.chunks)) if collective.is_reducing else (
         lambda c: _OutTrees(packing))
     best = None
+    per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
     for p in ((pieces,) if pieces or not refine or collective.chunks_per_rank > 1 else SLOT_PIECES):
+        chunk_bytes = collective.chunk_bytes if not refine or p is None else per_rank_bytes / (packing.k * p)
+        if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
+            continue  # a slot would be mostly alpha (small sizes): first-come booking serves them
         refined = _refined(topology, collective, packing, p) if refine else collective
-        if refined.chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, refined.chunk_bytes) > SLOT_MAX_OVERHEAD:
-            continue
         transfers, finish = slotted_pipeline(topology, refined, plan_of(refined), start_s)
         if best is None or finish < best[2].finish_s:
             best = (packing, refined, Pipelined(transfers, finish))

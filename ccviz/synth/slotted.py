@@ -32,6 +32,7 @@ from ccviz.topology import Topology
 
 CANDIDATES = 48  # waiting edges of one up-link a slot considers: the most urgent to each receiver
 AUGMENT_DEPTH = 4  # senders one augmenting path may move
+DETOURS = 8  # other switch paths of the same length a slot may send an edge along
 _SAME = 1e-9  # relative: delays this close are one slot
 _EPS = 1e-12  # s: parts of a slot that only touch do not overlap
 
@@ -73,6 +74,23 @@ def slot_overhead(topology: Topology, chunk_bytes: float) -> float:
     """What a slot adds to a chunk's bytes on an up-link (its alpha), as a fraction of them."""
     cost = link_costs(topology, chunk_bytes)[_uplinks(topology)[0]]
     return (cost.delay - cost.busy) / cost.busy
+
+
+def _hop_distances(switches, out: dict[int, list[tuple[int, int]]]) -> dict[tuple[int, int], int]:
+    """Switch -> switch distances in links (breadth first from each switch)."""
+    distance: dict[tuple[int, int], int] = {}
+    for source in switches:
+        distance[(source, source)] = 0
+        frontier = [source]
+        while frontier:
+            following = []
+            for u in frontier:
+                for v, _ in out.get(u, ()):
+                    if (source, v) not in distance:
+                        distance[(source, v)] = distance[(source, u)] + 1
+                        following.append(v)
+            frontier = following
+    return distance
 
 
 def _overlapping(parts, a: float, b: float) -> int:
@@ -194,7 +212,14 @@ class SlotBooking:
         self.ticks: set[int] = set()
         self.slotted_waiting = 0
         self.seq = 0
-        self.timings: dict[tuple[int, ...], list[tuple[int, float]]] = {}
+        self.timings: dict[tuple[int, ...], list] = {}
+        # switch -> [(next switch, link id)] and hop distances between switches (for detours)
+        self.switch_out: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for lid, (u, v) in enumerate(self.links):
+            if topology.is_switch(u) and topology.is_switch(v):
+                self.switch_out[u].append((v, lid))
+        self.switch_distance = _hop_distances(topology.switches, self.switch_out)
+        self.detours: dict[tuple[int, int, int], list[list[int]]] = {}
         self.transfers: list[Transfer] = []
         self.finish = start_s
 
@@ -297,6 +322,21 @@ class SlotBooking:
                 out.append((("pass", self.links[lid][0], cid, k + parts[0][0]), 0.0, math.inf))
         return out
 
+    def _fits(self, route: list[int], cid: int, k: int) -> bool:
+        """No earlier booking fills a part of the route's later hops (the quick test before matching)."""
+        used, lanes = self.used, self.lanes
+        for i, (_, parts) in enumerate(self._timing(route)):
+            if not i:
+                continue
+            lid = route[i]
+            for slot, a, b in parts:
+                booked = used.get((lid, k + slot))
+                if booked and sum(1 for x, y in booked if x < b - _EPS and y > a + _EPS) >= lanes[lid]:
+                    return False
+            if self.copy_pass and ("pass", self.links[lid][0], cid, k + parts[0][0]) in used:
+                return False
+        return True
+
     def _capacity(self, key: tuple) -> int:
         return 1 if key[0] == "pass" else self.lanes[key[0]]
 
@@ -304,6 +344,42 @@ class SlotBooking:
         """Bookings that still fit in part [a, b) of ``key`` beside the earlier ones."""
         used = self.used.get(key)
         return self._capacity(key) - (_overlapping(used, a, b) if used else 0)
+
+    def _detours(self, route: list[int]) -> list[list[int]]:
+        """``route`` and the other routes from its up-link to its receiver's in-link through as many
+        switches (a fat-tree's other aggregation and core switches): a slot may take any of them, as a
+        rearrangeable Clos network routes each permutation around its busy links."""
+        first_switch, last_switch = self.links[route[0]][1], self.links[route[-1]][0]
+        key = (route[0], route[-1], len(route))
+        detours = self.detours.get(key)
+        if detours is None:
+            detours = [[route[0], *middle, route[-1]]
+                       for middle in self._switch_paths(first_switch, last_switch, len(route) - 2)]
+            self.detours[key] = detours
+        return [route] + [d for d in detours if d != route]
+
+    def _switch_paths(self, a: int, b: int, hops: int) -> list[list[int]]:
+        """Up to ``DETOURS`` link-id paths of exactly ``hops`` switch -> switch links from a to b."""
+        out: list[list[int]] = []
+
+        def walk(node: int, left: int, path: list[int]) -> None:
+            if len(out) >= DETOURS:
+                return
+            if left == 0:
+                if node == b:
+                    out.append(list(path))
+                return
+            for nxt, lid in self.switch_out.get(node, ()):
+                if self.switch_distance.get((nxt, b), math.inf) <= left - 1 and nxt not in self._on_path(path):
+                    path.append(lid)
+                    walk(nxt, left - 1, path)
+                    path.pop()
+
+        walk(a, hops, [])
+        return out
+
+    def _on_path(self, path: list[int]) -> set[int]:
+        return {self.links[lid][1] for lid in path}
 
     def _candidates(self, k: int) -> dict[int, list[tuple]]:
         """Per up-link with waiting edges: the most urgent edge to each receiver whose route is not
@@ -317,13 +393,13 @@ class SlotBooking:
                 if heap:
                     items.append(heap[0])
             items.sort()
-            fits = []
-            for item in items:
-                resources = self._resources(item, k)
-                if all(self._left(*r) > 0 for r in resources):
-                    fits.append((item, resources))
-                    if len(fits) == CANDIDATES:
-                        break
+            fits, detours = [], []  # every edge's own route before any detour
+            for item in items[:CANDIDATES]:
+                for route in self._detours(item[5]):
+                    if self._fits(route, item[3], k):
+                        choice = item if route is item[5] else (*item[:5], route)
+                        (fits if choice is item else detours).append((choice, self._resources(choice, k)))
+            fits += detours
             if fits:
                 out[lid] = fits
         return out
