@@ -242,3 +242,29 @@ def greedy_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
         best[better] = cost[v][better]
         source[better] = v
     return parent
+
+
+def shortest_path_tree(cost: np.ndarray, root: int) -> np.ndarray:
+    """Parent of every node on its cheapest path from ``root`` (Dijkstra on a dense cost matrix).
+
+    For small messages, where every hop's alpha dominates, this is the latency-optimal tree: each GPU
+    gets the data over its fastest path (the cheapest arborescence minimizes the sum of edges instead
+    and may chain every GPU behind the next).
+    """
+    n = cost.shape[0]
+    parent = np.full(n, root)
+    parent[root] = -1
+    dist = np.array(cost[root], dtype=float)
+    dist[root] = 0.0
+    done = np.zeros(n, dtype=bool)
+    done[root] = True
+    for _ in range(n - 1):
+        v = int(np.argmin(np.where(done, INF, dist)))
+        if not np.isfinite(dist[v]):
+            raise _unreachable(root)
+        done[v] = True
+        through = dist[v] + cost[v]
+        better = (through < dist) & ~done
+        dist[better] = through[better]
+        parent[better] = v
+    return parent

@@ -43,7 +43,7 @@ from ccviz.errors import CcvizError
 from ccviz.limit import bandwidth_limit
 from ccviz.physics import link_costs
 from ccviz.schedule import Schedule, Transfer
-from ccviz.synth.arborescence import RouteClosure, greedy_arborescence, min_arborescence
+from ccviz.synth.arborescence import RouteClosure, greedy_arborescence, min_arborescence, shortest_path_tree
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import ForestcollOptions
 from ccviz.synth.common import dispatch
@@ -70,6 +70,7 @@ STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
 MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers (64-GPU tori: 4 pieces, 1.044 x the limit instead of 2 pieces, 1.069 x)
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
+LATENCY_ABOVE = 1.5  # packed trees this far over the limit (small sizes): shortest-path trees are tried
 SLOTS_AUTO_MAX_GPUS = 128  # beyond, the grid (its packing again, a matching per slot) only when asked
 SLOT_PIECES = (4,)  # pieces per tree on the slot grid (alpha per slot: few, large pieces; 8 rarely better)
 SLOT_MAX_OVERHEAD = 0.25  # a slot's alpha over its bytes' time beyond which the grid is not tried
@@ -117,7 +118,10 @@ class TreePacker:
     def cheapest_tree(self, root: int, load: np.ndarray, steepness: float = STEEPNESS) -> Tree:
         cost, info = self.closure.costs(self.lengths(load, steepness))
         grow = min_arborescence if len(self.closure.gpus) <= EXACT_TREES_UP_TO else greedy_arborescence
-        parent = grow(cost, self.index[root])
+        return self.tree(root, grow(cost, self.index[root]), info)
+
+    def tree(self, root: int, parent: np.ndarray, info: dict) -> Tree:
+        """The tree of GPU-index parents, each edge on its route through switches (``RouteClosure.costs``'s info)."""
         gpus = self.closure.gpus
         children: dict[int, list[tuple[int, list[int]]]] = {}
         used: list[int] = []
@@ -130,6 +134,18 @@ class TreePacker:
 
     def congestion(self, load: np.ndarray) -> float:
         return float(np.max(load / self.capacity) * self.unit_s)
+
+    def fastest_trees(self, length: np.ndarray) -> Packing:
+        """One shortest-path tree per root under per-link ``length`` (a hop's alpha + bytes): for small
+        sizes, where a deep tree pays alpha at every level and congestion hardly matters."""
+        cost, info = self.closure.costs(length)
+        load = np.zeros(len(self.capacity))
+        trees: dict[int, list[Tree]] = {}
+        for r in self.roots:
+            tree = self.tree(r, shortest_path_tree(cost, self.index[r]), info)
+            trees[r] = [tree]
+            np.add.at(load, tree.links, 1.0)
+        return Packing(trees, 1, self.congestion(load), ["shortest-path trees (small size: alpha per level)"])
 
     def pack(self, k: int, budget: Budget | None = None) -> Packing:
         load = np.zeros(len(self.capacity))
@@ -433,7 +449,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         taken.add(looked[n][2])
         *_, cid, dst, route = looked[n]
         while not isinstance(hops := place(cid, route, start, lanes), list):
-            start = hops
+            start, lanes = earliest(route, hops)  # moved past a partial at a copy switch: find free lanes again
         for h, (lid, lane, t) in enumerate(hops):
             if h == 0:
                 lanes_free[lid][lane] = t + hold[lid]
@@ -602,6 +618,11 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
             booking = "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
+    if run is not None and settings.trees in (None, 1) and run.finish_s - start_s > LATENCY_ABOVE * limit.limit_s:
+        fastest = _fastest_trees(topology, collective, fabric, roots, unit_s, refine, pieces, start_s, switch_queue)
+        if fastest[2].finish_s < run.finish_s:
+            packing, refined, run = fastest
+            booking += "; one shortest-path tree per root (at this size alpha per tree level outweighs bandwidth)"
     if run is None:  # slots asked for, but pieces would be too small for the grid
         refined = _refined(topology, collective, packing, pieces) if refine else collective
         run = pipeline(topology, refined, packing, start_s, switch_queue)
@@ -614,6 +635,19 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
                         {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue},
                         "heuristic", estimated_finish_s=run.finish_s, notes=notes)
     return schedule, run
+
+
+def _fastest_trees(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
+                   refine: bool, pieces: int | None, start_s: float,
+                   switch_queue: bool) -> tuple[Packing, Collective, Pipelined]:
+    """Shortest-path trees (one per root, lengths = a hop's delay for one rank's whole share), in one
+    piece unless pieces are given: where the packed trees finish far above the limit, alpha rules."""
+    per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
+    delay = link_costs(fabric, per_rank_bytes)
+    packer = TreePacker(fabric, roots, unit_s)
+    packing = packer.fastest_trees(np.array([delay[key].delay for key in packer.closure.links]))
+    refined = _refined(topology, collective, packing, pieces or 1) if refine else collective
+    return packing, refined, pipeline(topology, refined, packing, start_s, switch_queue)
 
 
 def _slot_grid_fits(topology: Topology) -> bool:
