@@ -22,6 +22,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
+from collections.abc import Callable
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from ccviz.physics import link_costs
 from ccviz.schedule import Transfer
 from ccviz.topology import Topology
 
+STOP_EVERY = 8  # slots between two questions whether to stop
 CANDIDATES = 48  # waiting edges of one up-link a slot considers: the most urgent to each receiver
 AUGMENT_DEPTH = 4  # senders one augmenting path may move
 DETOURS = 8  # other switch paths of the same length a slot may send an edge along
@@ -50,6 +52,28 @@ def slot_eligible(topology: Topology) -> bool:
     first = topology.links[uplinks[0]]
     return all((topology.links[key].bandwidth_GBps, topology.links[key].alpha_us)
                == (first.bandwidth_GBps, first.alpha_us) for key in uplinks)
+
+
+def switched_peers(topology: Topology) -> int:
+    """The most GPUs that share one group of connected switches: how many senders and receivers one
+    slot's matching may have to weigh against each other (what the grid's cost grows with)."""
+    group = {x: x for x in topology.switches}
+
+    def find(x: int) -> int:
+        while group[x] != x:
+            group[x] = group[group[x]]
+            x = group[x]
+        return x
+
+    for u, v in topology.links:
+        if topology.is_switch(u) and topology.is_switch(v):
+            group[find(u)] = find(v)
+    gpus: dict[int, set[int]] = defaultdict(set)
+    for u, v in topology.links:
+        if topology.is_switch(u) != topology.is_switch(v):
+            switch, gpu = (u, v) if topology.is_switch(u) else (v, u)
+            gpus[find(switch)].add(gpu)
+    return max((len(members) for members in gpus.values()), default=0)
 
 
 def slot_capacities(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
@@ -184,7 +208,9 @@ class SlotBooking:
     smaller (chunk index, urgency) goes first.
     """
 
-    def __init__(self, topology: Topology, collective: Collective, plan, start_s: float) -> None:
+    def __init__(self, topology: Topology, collective: Collective, plan, start_s: float,
+                 stop: Callable[[], bool] | None = None) -> None:
+        self.stop = stop  # asked between slots: True ends the booking (slotted_pipeline returns None)
         self.topology = topology
         self.collective = collective
         self.plan = plan
@@ -408,6 +434,8 @@ class SlotBooking:
         """Slot ``k``: match every free up-link with a waiting edge whose later hops are free, book the
         matched routes, then let riders branch off them at copy switches."""
         self.ticks.discard(k)
+        if self.stop is not None and k % STOP_EVERY == 0 and self.stop():
+            raise _Stopped
         candidates = self._candidates(k)
         units = [lid for lid in candidates for _ in range(self.lanes[lid] - len(self.used.get((lid, k), ())))]
         units.sort(key=lambda lid: candidates[lid][0][0][:3])  # the most urgent sender first
@@ -461,6 +489,15 @@ class SlotBooking:
             self._arrive(cid, item[4], self.t0 + k * self.slot + self._timing(other)[-1][0] + self.delay[other[-1]])
 
 
-def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float) -> tuple[list[Transfer], float]:
-    """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring)."""
-    return SlotBooking(topology, collective, plan, start_s).run()
+class _Stopped(Exception):
+    pass
+
+
+def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float,
+                     stop: Callable[[], bool] | None = None) -> tuple[list[Transfer], float] | None:
+    """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring), or
+    None when ``stop()`` said to end first (a time limit, the first-come schedule's time spent twice)."""
+    try:
+        return SlotBooking(topology, collective, plan, start_s, stop).run()
+    except _Stopped:
+        return None
