@@ -60,9 +60,9 @@ class ForestcollOptions(AlgorithmOptions):
     switch_queue: bool | None = option(None, "chunks may wait in a switch's queue for its out-link (auto: when every "
                                        "switch has a buffer); false books routes cut-through")
     slots: bool | None = option(None, "book cut-through routes on a slot grid, each slot's senders matched together "
-                                "(auto: tried beside first-come booking where that ends over 1.03 x the limit, the "
-                                "GPUs' up-links are alike and at most 32 GPUs share a group of switches; the faster "
-                                "kept); false: first come, first served")
+                                "(auto: up to 32 GPUs, tried beside first-come booking where that ends over 1.03 x "
+                                "the limit and the GPUs' up-links are alike, the faster kept); false: first come, "
+                                "first served")
 
 
 # ----------------------------------------------------------------------------------------- TE-CCL

@@ -34,7 +34,6 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -60,7 +59,6 @@ from ccviz.synth.slotted import (
     slot_eligible,
     slot_overhead,
     slotted_pipeline,
-    switched_peers,
 )
 from ccviz.topology import Topology
 from ccviz.units import us_text
@@ -78,9 +76,8 @@ MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
 LATENCY_ABOVE = 1.5  # packed trees this far over the limit (small sizes): shortest-path trees are tried
-SLOT_TIME_SHARE = 2.0  # auto: the grid gives up after twice the time the first-come schedule took
-SLOTS_AUTO_MAX_PEERS = 32  # GPUs on one group of connected switches beyond which the grid runs only when asked:
-# a matching per slot over 64 senders costs minutes (8x8 leaf-spine AllGather 1.084 -> 1.073 x, 14 s -> 2 min)
+SLOTS_AUTO_MAX_GPUS = 32  # beyond, the grid runs only when asked: a matching per slot over 64 senders costs
+# minutes (8x8 leaf-spine AllGather 1.084 -> 1.073 x, 14 s -> 2 min; dgx2:chassis=4 100 s, not kept)
 SLOT_PIECES = (4,)  # pieces per tree on the slot grid (alpha per slot: few, large pieces; 8 rarely better)
 SLOT_MAX_OVERHEAD = 0.25  # a slot's alpha over its bytes' time beyond which the grid is not tried
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
@@ -591,7 +588,6 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     ``refine=False`` keeps the collective's chunks as they are (the second half of an AllReduce);
     ``packed``: packings already made (``best_packing``).
     """
-    began = time.perf_counter()
     name = limit_collective or collective.name
     fabric = pack_on or topology
     limit = bandwidth_limit(fabric, name, collective.size_bytes, collective.root)
@@ -619,14 +615,12 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         run = pipeline(topology, refined, packing, start_s, switch_queue)
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
-                                  and switched_peers(topology) <= SLOTS_AUTO_MAX_PEERS
+                                  and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
                                   and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit.limit_s)
     if try_grid:
         budget.report("ForestColl: booking routes on a slot grid", 0.75)
-        # auto: the grid may take twice what the first-come schedule took, then that one is kept
-        give_up_at = math.inf if settings.slots else time.perf_counter() + SLOT_TIME_SHARE * (time.perf_counter() - began)
         slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, pieces, start_s,
-                           packed, give_up_at)
+                           packed)
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
             booking = "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
@@ -669,7 +663,7 @@ def _slot_grid_fits(topology: Topology) -> bool:
 
 def _slotted(topology: Topology, collective: Collective, fabric: Topology, packing: Packing, roots: list[int],
              unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
-             packed: dict | None = None, give_up_at: float = math.inf) -> tuple[Packing, Collective, Pipelined] | None:
+             packed: dict | None = None) -> tuple[Packing, Collective, Pipelined] | None:
     """The fastest slot-grid schedule over ``SLOT_PIECES``, or None where pieces would be too small for
     the grid (a slot costs alpha on top of a piece's bytes).
 
@@ -684,15 +678,12 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     best = None
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
 
-    def stop() -> bool:
-        return budget.expired() or time.perf_counter() > give_up_at
-
     for p in ((pieces,) if pieces or not refine or collective.chunks_per_rank > 1 else SLOT_PIECES):
         chunk_bytes = collective.chunk_bytes if not refine or p is None else per_rank_bytes / (packing.k * p)
         if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
             continue  # a slot would be mostly alpha (small sizes): first-come booking serves them
         refined = _refined(topology, collective, packing, p) if refine else collective
-        booked = slotted_pipeline(topology, refined, plan_of(refined), start_s, stop)
+        booked = slotted_pipeline(topology, refined, plan_of(refined), start_s, budget.expired)
         if booked is None:
             return best
         transfers, finish = booked

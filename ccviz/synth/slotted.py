@@ -54,28 +54,6 @@ def slot_eligible(topology: Topology) -> bool:
                == (first.bandwidth_GBps, first.alpha_us) for key in uplinks)
 
 
-def switched_peers(topology: Topology) -> int:
-    """The most GPUs that share one group of connected switches: how many senders and receivers one
-    slot's matching may have to weigh against each other (what the grid's cost grows with)."""
-    group = {x: x for x in topology.switches}
-
-    def find(x: int) -> int:
-        while group[x] != x:
-            group[x] = group[group[x]]
-            x = group[x]
-        return x
-
-    for u, v in topology.links:
-        if topology.is_switch(u) and topology.is_switch(v):
-            group[find(u)] = find(v)
-    gpus: dict[int, set[int]] = defaultdict(set)
-    for u, v in topology.links:
-        if topology.is_switch(u) != topology.is_switch(v):
-            switch, gpu = (u, v) if topology.is_switch(u) else (v, u)
-            gpus[find(switch)].add(gpu)
-    return max((len(members) for members in gpus.values()), default=0)
-
-
 def slot_capacities(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
     """GB/s each link can give slotted routes: a link touching a switch carries one hop per slot and
     lane, as much as an up-link (a slower one its bandwidth); direct links their bandwidth (the packing
@@ -496,7 +474,7 @@ class _Stopped(Exception):
 def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float,
                      stop: Callable[[], bool] | None = None) -> tuple[list[Transfer], float] | None:
     """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring), or
-    None when ``stop()`` said to end first (a time limit, the first-come schedule's time spent twice)."""
+    None when ``stop()`` said to end first (the time limit, or Stop)."""
     try:
         return SlotBooking(topology, collective, plan, start_s, stop).run()
     except _Stopped:
