@@ -602,9 +602,10 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         raise CcvizError("switch_queue: this fabric's switches have no buffer, so a chunk cannot wait in one; "
                          "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
     if settings.slots and (switch_queue or not _slot_grid_fits(topology)):
-        raise CcvizError("slots: the slot grid books routes through bufferless switches whose GPU -> switch links "
-                         "are alike (one bandwidth and alpha); this fabric "
-                         + ("queues chunks in its switches" if switch_queue else "has none") + "; drop --opt slots=true",
+        why = ("has no switches" if not topology.switches else "queues chunks in its switches" if switch_queue
+               else "has GPU -> switch links of different bandwidths or alphas")
+        raise CcvizError(f"slots: the slot grid books routes through bufferless switches whose GPU -> switch links "
+                         f"are alike (one bandwidth and alpha); this fabric {why}; set slots to auto or false",
                          "slots")
     packing = best_packing(fabric, roots, unit_s, trees, budget, packed=packed)
     run: Pipelined | None = None
