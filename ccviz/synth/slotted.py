@@ -3,13 +3,15 @@
 A bufferless switch forwards a chunk the instant it has arrived, so a route GPU -> switch ... -> GPU
 holds its links back to back. Where every GPU's up-link into a switch costs the same (one delay
 ``d``), a route started at ``t0 + k d`` holds its i-th link at a fixed offset into slot ``k + s_i``;
-no booking leaves a sliver of a link that no other chunk fits in, and a fast link further on (a
-100 GB/s spine behind 50 GB/s up-links) may carry two hops in one slot if their parts do not overlap.
+no booking leaves a sliver of a link that no other chunk fits in, a fast link further on (a 100 GB/s
+spine behind 50 GB/s up-links) may carry two hops in one slot if their parts do not overlap, and a hop
+on a slower one (a dragonfly's 25 GB/s global cable) spans two slots.
 What is left is, per slot, which waiting tree edges go: a matching between the free up-links and
 the slots of the links further on. Choosing one sender at a time (first come, first served) leaves
 10-20 % of a saturated crossbar's links idle; here every sender free in the slot is matched at
 once, Kuhn's way (``SlotMatching``): a sender whose candidates are all blocked may take a slot
-another sender holds if that sender can move to another of its candidates.
+another sender holds if that sender can move to another of its candidates, and an edge may go along
+another switch path as long as its own (a fat-tree's other aggregation and core switches).
 
 The grid costs ``alpha`` per slot (a link is busy for the bytes' time, a slot lasts that plus
 alpha), so it pays where pieces are large next to alpha; forestcoll tries it where first-come
