@@ -103,6 +103,11 @@ class Packing:
     notes: list[str] = field(default_factory=list)
 
 
+def bandwidths(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
+    """GB/s of each link, all lanes together: the capacities a packing aims at."""
+    return np.array([topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links])
+
+
 class TreePacker:
     """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
 
@@ -112,8 +117,7 @@ class TreePacker:
         self.roots = roots
         links = self.closure.links
         # On the slot grid a link touching a switch carries one hop per slot: pack for that
-        self.capacity = slot_capacities(topology, links) if slotted else np.array(
-            [topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links])
+        self.capacity = slot_capacities(topology, links) if slotted else bandwidths(topology, links)
         self.unit_s = unit_s  # seconds a link of 1 GB/s needs for one root's whole share, over the limit
         self.index = {g: i for i, g in enumerate(self.closure.gpus)}
 
@@ -671,8 +675,7 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     Trees are packed again for the links' slot capacities where those differ from their bandwidths
     (a 100 GB/s spine behind 50 GB/s up-links carries one hop per slot, not two)."""
     links = sorted(fabric.links)
-    bandwidths = np.array([fabric.links[key].bandwidth_GBps * fabric.links[key].lanes for key in links])
-    if not np.allclose(slot_capacities(fabric, links), bandwidths):
+    if not np.allclose(slot_capacities(fabric, links), bandwidths(fabric, links)):
         packing = best_packing(fabric, roots, unit_s, packing.k, budget, slotted=True, packed=packed)
     plan_of = (lambda c: _InTrees(packing, topology, c.chunks)) if collective.is_reducing else (
         lambda c: _OutTrees(packing))

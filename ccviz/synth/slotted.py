@@ -37,7 +37,6 @@ STOP_EVERY = 8  # slots between two questions whether to stop
 CANDIDATES = 48  # waiting edges of one up-link a slot considers: the most urgent to each receiver
 AUGMENT_DEPTH = 4  # senders one augmenting path may move
 DETOURS = 8  # other switch paths of the same length a slot may send an edge along
-_SAME = 1e-9  # relative: delays this close are one slot
 _EPS = 1e-12  # s: parts of a slot that only touch do not overlap
 
 
@@ -225,7 +224,7 @@ class SlotBooking:
             if topology.is_switch(u) and topology.is_switch(v):
                 self.switch_out[u].append((v, lid))
         self.switch_distance = _hop_distances(topology.switches, self.switch_out)
-        self.detours: dict[tuple[int, int, int], list[list[int]]] = {}
+        self.detours: dict[tuple[int, ...], list[list[int]]] = {}  # route -> it, then its detours
         self.transfers: list[Transfer] = []
         self.finish = start_s
 
@@ -337,7 +336,7 @@ class SlotBooking:
             lid = route[i]
             for slot, a, b in parts:
                 booked = used.get((lid, k + slot))
-                if booked and sum(1 for x, y in booked if x < b - _EPS and y > a + _EPS) >= lanes[lid]:
+                if booked and _overlapping(booked, a, b) >= lanes[lid]:
                     return False
             if self.copy_pass and ("pass", self.links[lid][0], cid, k + parts[0][0]) in used:
                 return False
@@ -355,14 +354,15 @@ class SlotBooking:
         """``route`` and the other routes from its up-link to its receiver's in-link through as many
         switches (a fat-tree's other aggregation and core switches): a slot may take any of them, as a
         rearrangeable Clos network routes each permutation around its busy links."""
-        first_switch, last_switch = self.links[route[0]][1], self.links[route[-1]][0]
-        key = (route[0], route[-1], len(route))
-        detours = self.detours.get(key)
-        if detours is None:
-            detours = [[route[0], *middle, route[-1]]
-                       for middle in self._switch_paths(first_switch, last_switch, len(route) - 2)]
-            self.detours[key] = detours
-        return [route] + [d for d in detours if d != route]
+        key = tuple(route)
+        routes = self.detours.get(key)
+        if routes is None:
+            first_switch, last_switch = self.links[route[0]][1], self.links[route[-1]][0]
+            others = ([route[0], *middle, route[-1]]
+                      for middle in self._switch_paths(first_switch, last_switch, len(route) - 2))
+            routes = [route, *(other for other in others if other != route)]
+            self.detours[key] = routes
+        return routes
 
     def _switch_paths(self, a: int, b: int, hops: int) -> list[list[int]]:
         """Up to ``DETOURS`` link-id paths of exactly ``hops`` switch -> switch links from a to b."""
@@ -401,9 +401,9 @@ class SlotBooking:
             items.sort()
             fits, detours = [], []  # every edge's own route before any detour
             for item in items[:CANDIDATES]:
-                for route in self._detours(item[5]):
+                for n, route in enumerate(self._detours(item[5])):
                     if self._fits(route, item[3], k):
-                        choice = item if route is item[5] else (*item[:5], route)
+                        choice = item if n == 0 else (*item[:5], route)  # the edge's own route first
                         (fits if choice is item else detours).append((choice, self._resources(choice, k)))
             fits += detours
             if fits:
