@@ -224,24 +224,7 @@ def greedy_arborescence(cost: np.ndarray, root: int) -> np.ndarray:
     switched fabrics, where every GPU behind a switch prefers the same cheapest uplink, a level contracts
     only a cycle or two per switch: about a hundred levels per tree at 256 GPUs.
     """
-    n = cost.shape[0]
-    parent = np.full(n, -1)
-    best = np.array(cost[root], dtype=float)
-    source = np.full(n, root)
-    done = np.zeros(n, dtype=bool)
-    done[root] = True
-    best[root] = INF
-    for _ in range(n - 1):
-        v = int(np.argmin(best))
-        if not np.isfinite(best[v]):
-            raise _unreachable(root)
-        parent[v] = source[v]
-        done[v] = True
-        best[v] = INF
-        better = (cost[v] < best) & ~done
-        best[better] = cost[v][better]
-        source[better] = v
-    return parent
+    return _grow(cost, root, along_paths=False)
 
 
 def shortest_path_tree(cost: np.ndarray, root: int) -> np.ndarray:
@@ -251,20 +234,27 @@ def shortest_path_tree(cost: np.ndarray, root: int) -> np.ndarray:
     gets the data over its fastest path (the cheapest arborescence minimizes the sum of edges instead
     and may chain every GPU behind the next).
     """
+    return _grow(cost, root, along_paths=True)
+
+
+def _grow(cost: np.ndarray, root: int, along_paths: bool) -> np.ndarray:
+    """Grow a tree from ``root`` one node at a time, the node that is cheapest to join next: by its
+    edge from the tree (Prim) or, ``along_paths``, by its whole path from the root (Dijkstra)."""
     n = cost.shape[0]
     parent = np.full(n, root)
     parent[root] = -1
-    dist = np.array(cost[root], dtype=float)
-    dist[root] = 0.0
+    join = np.array(cost[root], dtype=float)  # what each node outside the tree costs to join it
+    join[root] = INF
     done = np.zeros(n, dtype=bool)
     done[root] = True
     for _ in range(n - 1):
-        v = int(np.argmin(np.where(done, INF, dist)))
-        if not np.isfinite(dist[v]):
+        v = int(np.argmin(join))
+        if not np.isfinite(join[v]):
             raise _unreachable(root)
         done[v] = True
-        through = dist[v] + cost[v]
-        better = (through < dist) & ~done
-        dist[better] = through[better]
+        offer = (join[v] + cost[v]) if along_paths else cost[v]
+        join[v] = INF
+        better = (offer < join) & ~done
+        join[better] = offer[better]
         parent[better] = v
     return parent
