@@ -28,6 +28,7 @@ from ccviz.synth.registry import SynthOptions
 from ccviz.synth.reversal import (
     concatenate,
     mirror_collective,
+    mirror_fabric,
     reverse_schedule,
     schedule_end,
     split_allreduce,
@@ -148,8 +149,9 @@ class ReversalSynthesizer:
         return self.copy(topology, collective).schedule
 
     def mirror_topology(self, topology: Topology) -> Topology:
-        """The fabric the mirrored copy demand runs on: every link reversed."""
-        return topology.reversed()
+        """The fabric the mirrored copy demand runs on: every link reversed, no switch multicasting
+        (``reversal.mirror_fabric``)."""
+        return mirror_fabric(topology)
 
     def replay(self, schedule: Schedule) -> Schedule:
         """The forward schedule timed and checked by the simulator (the core's own output must replay)."""

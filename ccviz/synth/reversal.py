@@ -10,18 +10,20 @@ partial up only after the partials of its whole subtree have arrived.
 then AllGather), so any timed synthesizer (TACOS, mteg, TE-CCL) gets the
 reducing collectives for free.
 
-Timing: the reversed transfers get logical steps in reversed-time order and the simulator replays
-them ASAP (``assign_times``): time reversal alone is causal only when every link costs the same in
-both directions, which fails under ``switch_hop="teccl"`` or ``"free"`` (a hop out of a switch is
-cheaper than the reversed hop into it); the replay never makes a symmetric schedule slower, repairs
-an asymmetric one, and moves chains through switches in one go, as the switch rule requires.
+Timing: where every hop costs what its reverse costs (``costs_alike_both_ways``: the "paid" switch
+rule, or no switches) the kept forward transfers are mirrored in time exactly, which keeps every link
+as busy as it was and every route through a switch back to back. Under ``switch_hop="teccl"`` or
+``"free"`` a hop out of a switch is cheaper than the reversed hop into it, so mirroring alone is not
+causal: the reversed transfers get logical steps in reversed-time order and the simulator replays
+them ASAP (``assign_times``), which repairs the timing and moves chains through switches in one go,
+as the switch rule requires.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import itemgetter
 
 import numpy as np
@@ -56,6 +58,14 @@ def mirror_collective(target: Collective) -> Collective:
     name = "broadcast" if target.name == "reduce" else "allgather" if target.name == "reducescatter" else "custom"
     return Collective(name, target.ranks, tuple(chunks), target.chunk_bytes, target.size_bytes,
                       target.chunks_per_rank, target.root)
+
+
+def mirror_fabric(topology: Topology) -> Topology:
+    """Where a reduction's mirrored copy runs: every link reversed and no switch multicasting (turned
+    around, a multicast would be a switch adding partials, which no switch here can)."""
+    reversed_topology = topology.reversed()
+    return reversed_topology.with_changes(
+        nodes=[replace(n, copy=False) if n.is_switch else n for n in reversed_topology.nodes.values()])
 
 
 def split_allreduce(target: Collective) -> tuple[Collective, Collective]:
@@ -171,7 +181,9 @@ def _switch_feeders(forward: Schedule, into_switch: dict[tuple[int, int], list[i
         used: set[int] = set()
         for k in sorted(outs, key=lambda k: (transfers[k].start_s, k)):
             s = transfers[k].start_s
-            ready = [a for a in arrivals if transfers[a].end_s <= s + _separation(s)]
+            # A bufferless switch forwards an arrival the instant it lands; one with a buffer, any held
+            earliest = -math.inf if topo.nodes[key[0]].buffer else s - _separation(s)
+            ready = [a for a in arrivals if earliest <= transfers[a].end_s <= s + _separation(s)]
             # Copies carry equal values, so any arrived token is right; prefer one not yet
             # forwarded so that plain unicast relays pair up one to one.
             unused = [a for a in ready if a not in used]
@@ -212,10 +224,12 @@ def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
     if not len(tree.kept):
         return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
     chunk, src, dst, end = (column[tree.kept] for column in columns)
-    steps = _reversed_steps(tree, end.max() - end, end)
-    order = np.lexsort((tree.kept, steps))
     to_target = np.array([chunk_map[c] for c in range(len(forward.collective.chunks))], dtype=np.int64)
     new = tuple.__new__
+    if costs_alike_both_ways(topology):
+        return _mirrored_in_time(forward, topology, target, tree, to_target[chunk], src, dst, end)
+    steps = _reversed_steps(tree, end.max() - end)
+    order = np.lexsort((tree.kept, steps))
     untimed = [new(Transfer, (c, s, d, None, None, "reduce", step)) for c, s, d, step in zip(
         to_target[chunk[order]].tolist(), dst[order].tolist(), src[order].tolist(), steps[order].tolist(), strict=True)]
     draft = Schedule(topology, target, untimed, forward.algorithm, dict(forward.options), forward.status)
@@ -224,6 +238,32 @@ def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
     return Schedule(topology, target, transfers, forward.algorithm, dict(forward.options), forward.status,
                     estimated_finish_s=finish,
                     notes=[*forward.notes, "reduction = time-reversed copy schedule on the reversed topology"])
+
+
+def costs_alike_both_ways(topology: Topology) -> bool:
+    """Every hop costs what its reverse costs (no switch rule discounts a hop out of a switch): then a
+    forward schedule mirrored in time is causal as it stands."""
+    return topology.switch_hop == "paid" or not topology.switches
+
+
+def _mirrored_in_time(forward: Schedule, topology: Topology, target: Collective, tree: _Tree, chunk: np.ndarray,
+                      src: np.ndarray, dst: np.ndarray, end: np.ndarray) -> Schedule:
+    """The kept forward transfers turned around at the forward's last arrival F: a send over [s, e] becomes
+    one back over [F - e, F - s]. Each link is busy exactly as long, mirrored, so no two sends overlap;
+    a rank's partial leaves after its forward subtree's partials have come in; a chain through a
+    bufferless switch stays back to back. Exact, where replaying the reversed order (``assign_times``)
+    may lose the forward's interleaving of routes through switches (a slot grid's: 3 x slower)."""
+    starts = np.fromiter((forward.transfers[k].start_s for k in tree.kept.tolist()), dtype=float, count=len(end))
+    last = float(end.max())
+    order = np.argsort(last - end, kind="stable")
+    new = tuple.__new__
+    transfers = [new(Transfer, (c, s, d, a, b, "reduce", 0.0)) for c, s, d, a, b in zip(
+        chunk[order].tolist(), dst[order].tolist(), src[order].tolist(), (last - end[order]).tolist(),
+        (last - starts[order]).tolist(), strict=True)]
+    finish = max(map(itemgetter(4), transfers))
+    return Schedule(topology, target, transfers, forward.algorithm, dict(forward.options), forward.status,
+                    estimated_finish_s=finish,
+                    notes=[*forward.notes, "reduction = copy schedule on the reversed topology, mirrored in time"])
 
 
 def _chunk_map(forward: Collective, target: Collective) -> dict[int, int]:
@@ -239,29 +279,20 @@ def _chunk_map(forward: Collective, target: Collective) -> dict[int, int]:
     return out
 
 
-def _reversed_steps(tree: _Tree, nominal: np.ndarray, end: np.ndarray) -> np.ndarray:
+def _reversed_steps(tree: _Tree, nominal: np.ndarray) -> np.ndarray:
     """Logical steps of the reversed transfers (aligned with ``tree.kept``), replayed by the simulator
-    (``assign_times``); ``nominal`` is each one's reversed start, ``end`` its forward arrival.
+    (``assign_times``); ``nominal`` is each one's reversed start.
 
     Reversed time orders the transfers: a node sends its partial up only after the partials of its
     whole forward subtree have arrived, which come earlier in reversed time. Steps rank the nominal
     reversed starts, so the untimed rule (a send waits for every earlier-step arrival of its chunk) is
     exactly the tree's waits and no cycle can form.
 
-    Without switches, transfers with the same nominal start share a step: a forward transfer lands
-    strictly after the arrival it forwards, so reversed, every child starts strictly before its parent
-    and the waits are the same; large step groups let the simulator time the reversal in array work
-    instead of one transfer at a time. With switches (or a forward schedule whose hops land no later
-    than what they forward), ties are broken by index so passes never share a step; a pass through a
-    switch leaves by the reverse of the forward arrival, and its step is put just after the step it
-    enters by, so the simulator pairs each pass's entry and exit and moves the chain through the switch
-    in one go.
+    Only fabrics with switches get here (``costs_alike_both_ways``). Ties are broken by index so
+    passes never share a step; a pass through a switch leaves by the reverse of the forward arrival,
+    and its step is put just after the step it enters by, so the simulator pairs each pass's entry and
+    exit and moves the chain through the switch in one go.
     """
-    if not tree.switch_pairs:
-        fed = tree.parent >= 0
-        position = np.searchsorted(tree.kept, tree.parent[fed])
-        if (end[fed] > end[position]).all():
-            return np.unique(nominal, return_inverse=True)[1].astype(float)
     ranked = np.empty(len(nominal))
     ranked[np.lexsort((tree.kept, nominal))] = np.arange(len(nominal), dtype=float)
     steps = dict(zip(tree.kept.tolist(), ranked.tolist(), strict=True))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
 from ccviz.collectives import Collective
 from ccviz.schedule import Schedule
@@ -50,12 +49,6 @@ class Teccl(ReversalSynthesizer):
         if not schedule.is_timed:
             schedule.release = self.replay_mode
         return schedule
-
-    def mirror_topology(self, topology: Topology) -> Topology:
-        """The reversed fabric with no multicast at switches (reversed, a switch would add partials)."""
-        reversed_topology = topology.reversed()
-        no_copy = [replace(n, copy=False) if n.is_switch else n for n in reversed_topology.nodes.values()]
-        return reversed_topology.with_changes(nodes=no_copy)
 
     def replay(self, schedule: Schedule) -> Schedule:
         """The simulator's times (the solvers return only schedules it accepted, or their greedy fallback)."""
