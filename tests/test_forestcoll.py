@@ -255,8 +255,16 @@ def test_allreduce_packs_once_where_the_fabric_equals_its_reversal(monkeypatch: 
 def test_copy_switch_shift_finds_free_lanes_again() -> None:
     """A reduction moved past a partial waiting at a copy switch was booked on its old lanes and
     overlapped a neighbour by a fraction of a ns (leaf-spine ReduceScatter at 100 KB: 23 violations)."""
+    from ccviz.synth.budget import Budget
+
+    options = SynthOptions()
     for spec in ("leafspine", "fattree"):
-        result = ccviz.run(ccviz.load_topology(spec), "reducescatter", "forestcoll", 1e5)
+        topology = ccviz.load_topology(spec)
+        upward = forestcoll.copy_schedule(topology, ccviz.make_collective("reducescatter", topology, 1e5), options,
+                                          Budget(options), pack_on=topology.reversed(), limit_collective="allgather")[0]
+        timeline = ccviz.simulate(upward)
+        assert timeline.verified, [v.message for v in timeline.violations[:3]]
+        result = ccviz.run(topology, "reducescatter", "forestcoll", 1e5)
         assert result.timeline.verified, [v.message for v in result.timeline.violations[:3]]
 
 
@@ -291,3 +299,30 @@ def test_small_sizes_take_shortest_path_trees() -> None:
     assert result.finish_time_s <= 1.5e-6
     big = ccviz.run(ccviz.load_topology("dgx1"), "allgather", "forestcoll", 1e9)
     assert "shortest-path" not in " ".join(big.schedule.notes)
+
+
+def test_reductions_are_the_mirrored_copy_turned_around_in_time() -> None:
+    """ReduceScatter is the AllGather of the reversed fabric (no switch multicast) mirrored in time: it ends
+    exactly when that copy would, within 1.03 x the limit on rfs3d 2x2x4 at 100 MB (partial sums sent up
+    the trees as they arrived, before the deep-first order: 1.19 x)."""
+    from ccviz.synth.reversal import mirror_collective, mirror_fabric
+
+    topology = ccviz.load_topology("rfs3d:dims=2x2x4")
+    result = ccviz.run(topology, "reducescatter", "forestcoll", 1e8)
+    assert result.timeline.verified
+    assert any("mirrored in time" in note for note in result.schedule.notes)
+    assert result.finish_time_s <= 1.03 * result.limit_s
+    mirror = mirror_fabric(topology)
+    forward = ccviz.synthesize(mirror, mirror_collective(result.collective), "forestcoll", SynthOptions())
+    assert result.finish_time_s == pytest.approx(ccviz.simulate(forward).last_arrival_s, rel=1e-9)
+    reduce = ccviz.run(topology, "reduce", "forestcoll", 1e8, root=3)
+    assert reduce.timeline.verified and reduce.finish_time_s >= reduce.limit_s
+
+
+def test_deep_trees_send_their_last_pieces_first() -> None:
+    """A waiting piece with h tree levels still below it is as urgent as one h indices later with none:
+    switch2d AllGather (trees 4-10 levels deep) ends at 1.030 x the limit, 1.051 x by piece index alone."""
+    topology = ccviz.load_topology("switch2d")
+    result = ccviz.run(topology, "allgather", "forestcoll", 1e9)
+    assert result.timeline.verified
+    assert result.finish_time_s <= 1.04 * result.limit_s

@@ -24,7 +24,7 @@ limit allows. This module packs them and schedules them:
   under ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
 
 ReduceScatter schedules the mirrored AllGather on the reversed fabric and turns it around in time
-(``reduction_schedule``; partial sums run up the trees as they arrive where that is faster); AllReduce
+(``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror acausal); AllReduce
 is ReduceScatter then AllGather (``concatenate``); Broadcast packs 16 or 32 trees of one root; Reduce
 is the mirror of a Broadcast like ReduceScatter of an AllGather.
 The simulator judges the result like every other algorithm's.
@@ -79,6 +79,8 @@ STEEPER = 1.3  # each re-laying pass weighs the busiest links more (annealing)
 MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this many transfers (64-GPU tori: 4 pieces, 1.044 x the limit instead of 2 pieces, 1.069 x)
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
+DEEP_FIRST_ABOVE = 1.01  # pipelining by chunk index ends this far over the limit: deep trees first is tried too
+DEEP_FIRST_BELOW = 1.1
 LATENCY_ABOVE = 1.5  # packed trees this far over the limit (small sizes): shortest-path trees are tried
 SLOTS_AUTO_MAX_GPUS = 32  # beyond, the grid runs only when asked: a matching per slot over 64 senders costs
 # minutes (8x8 leaf-spine AllGather 1.084 -> 1.073 x, 14 s -> 2 min; dgx2:chassis=4 100 s, not kept)
@@ -333,14 +335,16 @@ class _InTrees:
 
 
 def pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float = 0.0,
-             switch_queue: bool = True) -> Pipelined:
+             switch_queue: bool = True, deep_first: bool = False) -> Pipelined:
     """Run every chunk through its tree; a GPU's out-link, when free, serves its most urgent waiting chunk.
 
     Copies (AllGather, Broadcast) go down out-trees; reductions (ReduceScatter, Reduce: ``packing`` made
     on the reversed fabric) go up the same trees turned around, every hop a ``reduce``. Chunk i of a
-    root (its ``index``) rides tree ``i mod k``. Urgency: the earlier piece first, then the longer
-    path still ahead. Links out of switches keep calendars (a later route may use a gap an earlier one
-    left). ``switch_queue``: a chunk that reaches a switch whose out-link is busy waits in the switch's
+    root (its ``index``) rides tree ``i mod k``. Urgency: the earlier chunk first, then the longer path
+    still ahead; with ``deep_first`` the chunk's index less the tree levels still below the edge, so
+    that a chunk with h levels to go is as urgent as one h indices later with none and deep trees'
+    last pieces do not trail behind (``ordered_pipeline`` tries both). Links out of switches keep
+    calendars (a later route may use a gap an earlier one left). ``switch_queue``: a chunk that reaches a switch whose out-link is busy waits in the switch's
     queue and leaves once (as real NVSwitch / IB switches buffer packets); without it a route is booked
     cut-through, each hop starting the instant the previous one arrives, which loses throughput to
     crossbar conflicts on switched fabrics. A copy switch forwards its latest arrival of a chunk, so
@@ -366,7 +370,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     passes: dict[tuple[int, int], list[tuple[float, float]]] = {}  # (copy switch, chunk) -> [(arrival, departure)]
     chunks = collective.chunks
     same_route: dict[tuple[int, ...], list[int]] = {}
-    waiting: dict[int, list[tuple]] = {}  # first link -> urgency heap of (index, urgency, seq, chunk, dst, route)
+    waiting: dict[int, list[tuple]] = {}  # first link -> heap of (order, urgency, seq, chunk, dst, route)
     events: list[tuple[float, int, int, int, int]] = []  # (time, kind 0 arrival / 1 link free / 2 start, seq, a, b)
     seq = 0
     for cid, node in plan.starts(collective):
@@ -527,7 +531,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
             for urgency, dst, route in plan.arrive(c, b, kind == 2):
                 route = same_route.setdefault(tuple(route), route)  # one list per route: book compares ids
                 first = route[0]
-                item = (c.index, urgency, seq, a, dst, route)
+                item = (c.index + urgency if deep_first else c.index, urgency, seq, a, dst, route)
                 heapq.heappush(waiting.setdefault(first, []), item)
                 if multicast:
                     same_chunk.setdefault((first, a), []).append(item)
@@ -536,6 +540,21 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
         elif waiting.get(a) and min(lanes_free[a]) <= now + 1e-15:
             book(a, now)
     return Pipelined(transfers, finish)
+
+
+def ordered_pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float,
+                     switch_queue: bool, limit_s: float) -> Pipelined:
+    """``pipeline`` by chunk index, and where that ends between ``DEEP_FIRST_ABOVE`` and ``DEEP_FIRST_BELOW``
+    x the limit also deep trees first (``deep_first``); the faster kept (further off, the order is not
+    what holds the schedule back: crossbar conflicts are, which the slot grid takes on). Neither order wins everywhere: deep first takes a
+    64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
+    mirror of rfs3d's ReduceScatter (128 GPUs, 4 trees of 2 pieces) from 1.031 to 1.093."""
+    run = pipeline(topology, collective, packing, start_s, switch_queue)
+    if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s:
+        deep = pipeline(topology, collective, packing, start_s, switch_queue, deep_first=True)
+        if deep.finish_s < run.finish_s:
+            return deep
+    return run
 
 
 def _first_fit(calendars: list[_Calendar], t: float, length: float) -> tuple[float, int]:
@@ -621,7 +640,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         "routes through switches booked cut-through (no switch queues), first come first served"
     if not settings.slots:
         refined = _refined(topology, collective, packing, pieces) if refine else collective
-        run = pipeline(topology, refined, packing, start_s, switch_queue)
+        run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit.limit_s)
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
                                   and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
@@ -704,32 +723,27 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
 
 def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
                        packed: dict | None = None) -> Schedule:
-    """ReduceScatter / Reduce by trees packed for the mirrored copy on the reversed fabric, two ways.
+    """ReduceScatter / Reduce by trees packed for the mirrored copy on the reversed fabric.
 
-    Mirrored: the copy is scheduled on the reversed fabric (no switch multicasting) and turned around
-    in time (``reverse_schedule``), exact where every hop costs what its reverse costs. Upward: partial
-    sums run up the trees as they arrive, first come first served. A reduction's natural order runs
-    backwards in time (everything waits for the last partial), so the mirror is usually faster (rfs3d:
-    1.03 against 1.22 x the limit); the upward run is tried where the mirror ends over ``SLOTS_ABOVE`` x
-    the limit, and the faster kept (a fat tree's upward run on the slot grid: 1.057 against 1.078 x).
+    Where every hop costs what its reverse costs, the copy is scheduled on the reversed fabric (no
+    switch multicasting) and turned around in time (``reverse_schedule``, exact): a reduction's natural
+    order runs backwards in time (everything waits for the last partial), and mirrored, the copy's
+    pipelining carries over whole (rfs3d: 1.03 x the limit, against 1.22 x for partial sums sent up the
+    trees as they arrive). Elsewhere (a switch rule that discounts hops out of switches) partial sums
+    run up the trees, first come first served.
+
+    Running both and keeping the faster gains a little on few fabrics (fat tree: 1.057 against 1.078 x)
+    and doubles the time on all (dragonfly: 54 s against 28 s), so only one runs.
     """
-    packed = {} if packed is None else packed  # both ways pack the same trees
-    mirrored = None
-    if costs_alike_both_ways(topology):
-        forward, _ = copy_schedule(mirror_fabric(topology), mirror_collective(collective), options, budget,
-                                   packed=packed)
-        cpr = forward.collective.chunks_per_rank
-        target = collective if cpr == collective.chunks_per_rank else make_collective(
-            collective.name, topology, collective.size_bytes, cpr, collective.root)
-        mirrored = reverse_schedule(forward, topology, target)
-        limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root).limit_s
-        if mirrored.estimated_finish_s <= SLOTS_ABOVE * limit or budget.expired():
-            return mirrored
-    upward = copy_schedule(topology, collective, options, budget, pack_on=topology.reversed(),
-                           limit_collective=mirror_collective(collective).name, packed=packed)[0]
-    if mirrored is not None and mirrored.estimated_finish_s <= upward.estimated_finish_s:
-        return mirrored
-    return upward
+    if not costs_alike_both_ways(topology):
+        return copy_schedule(topology, collective, options, budget, pack_on=topology.reversed(),
+                             limit_collective=mirror_collective(collective).name, packed=packed)[0]
+    forward, _ = copy_schedule(mirror_fabric(topology), mirror_collective(collective), options, budget,
+                               packed=packed)
+    cpr = forward.collective.chunks_per_rank
+    target = collective if cpr == collective.chunks_per_rank else make_collective(
+        collective.name, topology, collective.size_bytes, cpr, collective.root)
+    return reverse_schedule(forward, topology, target)
 
 
 def synthesize_forestcoll(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:

@@ -113,13 +113,17 @@ class SlotMatching:
 
     ``candidates[link]`` lists (edge, resources) whose resources no earlier booking fills; a resource
     is (key, start, end): a link's slot and the part of it a hop is busy, or a copy switch's slot for
-    one chunk. ``left(key, start, end)`` is how many more bookings fit there.
+    one chunk. ``left(key, start, end)`` is how many more bookings fit there. Resources given as None
+    are asked of ``resources_of(edge)`` when the search first looks at the edge (most senders take
+    their first candidate: working out the others' resources was a fifth of the grid's time).
     """
 
-    def __init__(self, units: list[int], candidates: dict[int, list[tuple]], left) -> None:
+    def __init__(self, units: list[int], candidates: dict[int, list[tuple]], left,
+                 resources_of: Callable[[tuple], list[tuple]] | None = None) -> None:
         self.units = units
         self.candidates = candidates
         self.left = left
+        self.resources_of = resources_of
         self.tentative: dict[tuple, list[tuple[int, float, float]]] = defaultdict(list)
         self.choice: dict[int, tuple] = {}  # unit -> (edge, resources)
         self.chosen: set[int] = set()  # seq of the chosen edges
@@ -156,9 +160,13 @@ class SlotMatching:
 
     def _assign(self, unit: int, visited: set[int], depth: int) -> bool:
         """Kuhn's augmenting search: an edge for ``unit``, moving one other unit per step if need be."""
-        for item, resources in self.candidates[self.units[unit]]:
+        candidates = self.candidates[self.units[unit]]
+        for n, (item, resources) in enumerate(candidates):
             if item[2] in self.chosen:
                 continue
+            if resources is None:
+                resources = self.resources_of(item)
+                candidates[n] = (item, resources)
             blockers = self._blockers(resources)
             if not blockers:
                 self._hold(unit, item, resources)
@@ -327,20 +335,37 @@ class SlotBooking:
                 out.append((("pass", self.links[lid][0], cid, k + parts[0][0]), 0.0, math.inf))
         return out
 
-    def _fits(self, route: list[int], cid: int, k: int) -> bool:
-        """No earlier booking fills a part of the route's later hops (the quick test before matching)."""
-        used, lanes = self.used, self.lanes
-        for i, (_, parts) in enumerate(self._timing(route)):
-            if not i:
-                continue
+    def _fits(self, route: list[int], cid: int, k: int, free: dict[tuple[int, float], bool]) -> bool:
+        """No earlier booking fills a part of the route's later hops (the quick test before matching).
+
+        ``free`` remembers, for this slot, whether a link has room for a hop starting at a given offset:
+        bookings do not change while a slot's candidates are gathered, and most routes fail on a
+        receiver's in-link, which every sender to that receiver asks about. The last hop goes first."""
+        timing = self._timing(route)
+        for i in range(len(route) - 1, 0, -1):
             lid = route[i]
-            for slot, a, b in parts:
-                booked = used.get((lid, k + slot))
-                if booked and _overlapping(booked, a, b) >= lanes[lid]:
-                    return False
-            if self.copy_pass and ("pass", self.links[lid][0], cid, k + parts[0][0]) in used:
+            offset, parts = timing[i]
+            if not self._room(lid, offset, parts, k, free):
+                return False
+            if self.copy_pass and ("pass", self.links[lid][0], cid, k + parts[0][0]) in self.used:
                 return False
         return True
+
+    def _room(self, lid: int, offset: float, parts: list[tuple[int, float, float]], k: int,
+              free: dict[tuple[int, float], bool]) -> bool:
+        """Whether link ``lid`` has a free lane in every part of a hop ``offset`` s into a route started in
+        slot ``k`` (``parts``: the hop's parts of slots); remembered in ``free`` for the slot."""
+        key = (lid, offset)
+        room = free.get(key)
+        if room is None:
+            room = True
+            for slot, a, b in parts:
+                booked = self.used.get((lid, k + slot))
+                if booked and _overlapping(booked, a, b) >= self.lanes[lid]:
+                    room = False
+                    break
+            free[key] = room
+        return room
 
     def _capacity(self, key: tuple) -> int:
         return 1 if key[0] == "pass" else self.lanes[key[0]]
@@ -389,8 +414,9 @@ class SlotBooking:
 
     def _candidates(self, k: int) -> dict[int, list[tuple]]:
         """Per up-link with waiting edges: the most urgent edge to each receiver whose route is not
-        filled by an earlier booking, with its resources, most urgent first."""
+        filled by an earlier booking, most urgent first (resources left for the matching to ask)."""
         out = {}
+        free: dict[tuple[int, float], bool] = {}
         for lid, ends in self.by_end.items():
             items = []
             for heap in ends.values():
@@ -402,9 +428,9 @@ class SlotBooking:
             fits, detours = [], []  # every edge's own route before any detour
             for item in items[:CANDIDATES]:
                 for n, route in enumerate(self._detours(item[5])):
-                    if self._fits(route, item[3], k):
+                    if self._fits(route, item[3], k, free):
                         choice = item if n == 0 else (*item[:5], route)  # the edge's own route first
-                        (fits if choice is item else detours).append((choice, self._resources(choice, k)))
+                        (fits if choice is item else detours).append((choice, None))
             fits += detours
             if fits:
                 out[lid] = fits
@@ -419,7 +445,7 @@ class SlotBooking:
         candidates = self._candidates(k)
         units = [lid for lid in candidates for _ in range(self.lanes[lid] - len(self.used.get((lid, k), ())))]
         units.sort(key=lambda lid: candidates[lid][0][0][:3])  # the most urgent sender first
-        chosen = SlotMatching(units, candidates, self._left).solve()
+        chosen = SlotMatching(units, candidates, self._left, lambda item: self._resources(item, k)).solve()
         for item in chosen:
             self._book(item, k)
         if self.multicast:  # after every matched route holds its slots, riders take what is left
