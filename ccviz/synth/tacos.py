@@ -506,6 +506,11 @@ class Tacos(ReversalSynthesizer):
         """The matching ignores ``mirrored_from``: a reduction's mirror on a self-reverse fabric is the AllGather."""
         return True
 
+    def mirror_topology(self, topology: Topology) -> Topology:
+        """The reversed fabric as it is: TACOS's matching never multicasts at a switch, so its copy flags
+        change nothing, and keeping them lets an AllReduce on a self-reverse fabric solve its halves once."""
+        return topology.reversed()
+
     def replay(self, schedule: Schedule) -> Schedule:
         """Matching runs are timed by TACOS's own link model (the simulator judges the final schedule)."""
         return schedule
