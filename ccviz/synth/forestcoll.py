@@ -24,9 +24,9 @@ limit allows. This module packs them and schedules them:
   under ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
 
 ReduceScatter schedules the mirrored AllGather on the reversed fabric and turns it around in time
-(``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror acausal); AllReduce
-is ReduceScatter then AllGather (``concatenate``); Broadcast packs 16 or 32 trees of one root; Reduce
-is the mirror of a Broadcast like ReduceScatter of an AllGather.
+(``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror
+acausal); AllReduce is ReduceScatter then AllGather (``concatenate``); Broadcast packs 16 or 32
+trees of one root; Reduce is the mirror of a Broadcast as ReduceScatter is of an AllGather.
 The simulator judges the result like every other algorithm's.
 """
 
@@ -80,7 +80,7 @@ MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
 DEEP_FIRST_ABOVE = 1.01  # pipelining by chunk index ends this far over the limit: deep trees first is tried too
-DEEP_FIRST_BELOW = 1.1
+DEEP_FIRST_BELOW = 1.1  # ... and no further: there crossbar conflicts, not the order, hold it back
 LATENCY_ABOVE = 1.5  # packed trees this far over the limit (small sizes): shortest-path trees are tried
 SLOTS_AUTO_MAX_GPUS = 32  # beyond, the grid runs only when asked: a matching per slot over 64 senders costs
 # minutes (8x8 leaf-spine AllGather 1.084 -> 1.073 x, 14 s -> 2 min; dgx2:chassis=4 100 s, not kept)
@@ -344,10 +344,11 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     still ahead; with ``deep_first`` the chunk's index less the tree levels still below the edge, so
     that a chunk with h levels to go is as urgent as one h indices later with none and deep trees'
     last pieces do not trail behind (``ordered_pipeline`` tries both). Links out of switches keep
-    calendars (a later route may use a gap an earlier one left). ``switch_queue``: a chunk that reaches a switch whose out-link is busy waits in the switch's
-    queue and leaves once (as real NVSwitch / IB switches buffer packets); without it a route is booked
-    cut-through, each hop starting the instant the previous one arrives, which loses throughput to
-    crossbar conflicts on switched fabrics. A copy switch forwards its latest arrival of a chunk, so
+    calendars (a later route may use a gap an earlier one left). ``switch_queue``: a chunk that
+    reaches a switch whose out-link is busy waits in the switch's queue and leaves once (as real
+    NVSwitch / IB switches buffer packets); without it a route is booked cut-through, each hop
+    starting the instant the previous one arrives, which loses throughput to crossbar conflicts on
+    switched fabrics. A copy switch forwards its latest arrival of a chunk, so
     two partial sums of one chunk never wait in it together.
     """
     reducing = collective.is_reducing
@@ -546,8 +547,8 @@ def ordered_pipeline(topology: Topology, collective: Collective, packing: Packin
                      switch_queue: bool, limit_s: float) -> Pipelined:
     """``pipeline`` by chunk index, and where that ends between ``DEEP_FIRST_ABOVE`` and ``DEEP_FIRST_BELOW``
     x the limit also deep trees first (``deep_first``); the faster kept (further off, the order is not
-    what holds the schedule back: crossbar conflicts are, which the slot grid takes on). Neither order wins everywhere: deep first takes a
-    64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
+    what holds the schedule back: crossbar conflicts are, which the slot grid takes on). Neither order
+    wins everywhere: deep first takes a 64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
     mirror of rfs3d's ReduceScatter (128 GPUs, 4 trees of 2 pieces) from 1.031 to 1.093."""
     run = pipeline(topology, collective, packing, start_s, switch_queue)
     if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s:
