@@ -114,7 +114,8 @@ def test_allreduce_cannot_be_mirrored() -> None:
 
 def test_a_reversal_on_a_symmetric_fabric_is_the_forward_mirrored_in_time() -> None:
     """Where every hop costs what its reverse costs, each kept send [s, e] a -> b comes back as b -> a over
-    [F - e, F - s] (F the forward's last arrival): the reduction takes exactly as long as its forward."""
+    [F - e, F - s] (F the forward's last arrival): the reduction takes exactly as long as its forward
+    (kept on the 4x4 torus, where the ASAP replay is no faster)."""
     from ccviz.synth import SynthOptions
     from ccviz.synth.tacos import copy_schedule
 
@@ -128,6 +129,30 @@ def test_a_reversal_on_a_symmetric_fabric_is_the_forward_mirrored_in_time() -> N
     timeline = simulate(reduction)
     assert timeline.verified
     assert timeline.last_arrival_s == pytest.approx(last - min(t.start_s for t in forward.transfers))
+
+
+def test_a_replayed_switchless_reversal_shares_steps_and_times_like_one_transfer_per_step() -> None:
+    """Where the ASAP replay beats the exact mirror (it closes the forward's idle gaps: AMD's 16 GPUs,
+    9.6 against 11.7 us) it is kept. Its transfers with one nominal reversed start share a step (so the
+    simulator times the reduction in array work); the times are those of ranking every transfer on its
+    own, i.e. the tree's waits."""
+    from ccviz.simulate import reference_assign_times
+    from ccviz.synth import SynthOptions
+    from ccviz.synth.tacos import copy_schedule
+
+    topology = load_topology("amd")
+    target = make_collective("reducescatter", topology, 1e6)
+    forward = copy_schedule(topology.reversed(), mirror_collective(target), SynthOptions(seed=0))
+    reduction = reverse_schedule(forward, topology, target)
+    assert "time-reversed" in reduction.notes[-1]
+    assert reduction.estimated_finish_s < max(t.end_s for t in forward.transfers)
+    steps = [t.step for t in reduction.transfers]
+    assert steps == sorted(steps) and len(set(steps)) * 4 < len(steps)
+    one_each = reduction.with_transfers([t._replace(start_s=None, end_s=None, step=float(k))
+                                         for k, t in enumerate(reduction.transfers)])
+    alone = reference_assign_times(one_each).transfers
+    assert [(t.start_s, t.end_s) for t in alone] == [(t.start_s, t.end_s) for t in reduction.transfers]
+    assert simulate(reduction).verified
 
 
 def test_a_reversal_through_slot_grid_routes_keeps_the_forward_speed() -> None:
