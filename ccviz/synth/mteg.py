@@ -366,18 +366,17 @@ class SteinerSearch:
 class MtegPlanner:
     """All multicasts of one collective on one topology, sharing link calendars.
 
-    ``switch_copy=False`` forbids multicast at every switch (reductions are
-    built from a reversed broadcast, and a switch cannot add partials).
+    A switch multicasts only where its node may copy (a reduction's mirror fabric,
+    ``reversal.mirror_fabric``, forbids it everywhere: a switch cannot add partials).
     """
 
-    def __init__(self, topology: Topology, collective: Collective, slot_s: float, switch_copy: bool = True,
-                 interleave: bool = True) -> None:
+    def __init__(self, topology: Topology, collective: Collective, slot_s: float, interleave: bool = True) -> None:
         self.topology = topology
         self.interleave = interleave
         self.collective = collective
         self.slot_s = slot_s
         self.is_switch = {n: node.is_switch for n, node in topology.nodes.items()}
-        self.copy = {n: node.copy and switch_copy for n, node in topology.nodes.items()}
+        self.copy = {n: node.copy for n, node in topology.nodes.items()}
         self.timing = {
             key: SlotTiming.of(topology, link, collective.chunk_bytes, slot_s) for key, link in topology.links.items()
         }
@@ -561,7 +560,6 @@ def mteg_schedule(
     epoch_s: float | str = "fastest",
     restarts: int = 1,
     seed: int | None = None,
-    switch_copy: bool = True,
     budget: Budget | None = None,
     growth: str = "interleaved",
 ) -> Schedule:
@@ -584,7 +582,7 @@ def mteg_schedule(
 
     def attempt(k: int, check: Check) -> list[MulticastTree] | None:
         order = multicast_order(collective, rng if k else None)
-        return MtegPlanner(topology, collective, slot_s, switch_copy, growth == "interleaved").plan(
+        return MtegPlanner(topology, collective, slot_s, growth == "interleaved").plan(
             order, lambda fraction, done, n: check(fraction, f"tree {done}/{n}", f"{done} of {n} multicast trees built"))
 
     best, done = best_of_restarts(budget, "MTEG", "attempt", restarts, attempt,
@@ -612,7 +610,8 @@ def _finish_slot(trees: list[MulticastTree]) -> int:
 class Mteg(ReversalSynthesizer):
     """MTEG's copy core (Steiner trees in the slotted graph) in the shared frame.
 
-    In a reduction's mirror no switch may multicast: reversed, it would have to add partials.
+    In a reduction's mirror no switch may multicast (the mirror fabric's switches do not copy):
+    reversed, it would have to add partials.
     """
 
     name = "mteg"
@@ -623,7 +622,7 @@ class Mteg(ReversalSynthesizer):
         options = self.options
         growth = options.settings(MtegOptions).growth
         return Forward(mteg_schedule(topology, collective, options.epoch, options.restarts, options.seed,
-                                     switch_copy=mirrored_from is None, budget=self.budget, growth=growth))
+                                     budget=self.budget, growth=growth))
 
     def mirror_solves_gather(self, topology: Topology) -> bool:
         """The mirror differs only in forbidding multicast at switches: the same problem when none can copy."""
