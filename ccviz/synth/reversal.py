@@ -227,10 +227,11 @@ def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
         return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
     chunk, src, dst, end = (column[tree.kept] for column in columns)
     to_target = np.array([chunk_map[c] for c in range(len(forward.collective.chunks))], dtype=np.int64)
-    replayed = _replayed(forward, topology, target, tree, to_target[chunk], src, dst, end)
+    chunk = to_target[chunk]
+    replayed = _replayed(forward, topology, target, tree, chunk, src, dst, end)
     if not costs_alike_both_ways(topology):
         return replayed
-    mirrored = _mirrored_in_time(forward, topology, target, tree, to_target[chunk], src, dst, end)
+    mirrored = _mirrored_in_time(forward, topology, target, tree, chunk, src, dst, end)
     return mirrored if mirrored.estimated_finish_s <= replayed.estimated_finish_s else replayed
 
 
