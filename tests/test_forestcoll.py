@@ -326,3 +326,37 @@ def test_deep_trees_send_their_last_pieces_first() -> None:
     result = ccviz.run(topology, "allgather", "forestcoll", 1e9)
     assert result.timeline.verified
     assert result.finish_time_s <= 1.04 * result.limit_s
+
+
+def test_a_ring_streams_where_both_ways_of_every_gpu_link_are_saturated(capsys: pytest.CaptureFixture[str]) -> None:
+    """On a fat tree every GPU's one cable is saturated both ways: branching trees make streams meet at a
+    GPU link, one ring does not. ReduceScatter (the no-multicast mirror) was 1.078 x the limit with trees
+    and the slot grid; the ring, pipelined level by level, ends within 1.02 x. Each tree is one path."""
+    topology = ccviz.load_topology("fattree")
+    for name in ("reducescatter", "allgather"):
+        result = ccviz.run(topology, name, "forestcoll", 1e9)
+        assert result.timeline.verified
+        assert result.finish_time_s <= 1.02 * result.limit_s, name
+        assert any("one ring through every GPU" in note for note in result.schedule.notes), name
+        assert result.schedule.options["trees"] == 1
+    fabric = ccviz.load_topology("fattree")
+    packer = forestcoll.TreePacker(fabric, fabric.gpus, 1.0)
+    packing = packer.ring(list(reversed(fabric.gpus)))
+    for root, (tree,) in packing.trees.items():
+        assert sum(len(kids) for kids in tree.children.values()) == fabric.n_gpus - 1
+        assert all(len(kids) == 1 for kids in tree.children.values()), root  # a path: no branching
+
+
+def test_ring_option_forces_or_refuses_the_ring(capsys: pytest.CaptureFixture[str]) -> None:
+    """--opt ring=true runs the ring alone (on a torus it uses one link of four: far from the limit, as the
+    user asked); a rooted collective refuses in one line naming `ring`."""
+    assert main(["synth", "leafspine", "--algorithm", "forestcoll", "--size", "100MB", "--opt", "ring=true",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["verified"] and out["finish_time_s"] <= 1.05 * out["limit_s"]
+    torus = ccviz.run(ccviz.load_topology("torus2d:dims=4x4"), "allgather", "forestcoll", 1e8,
+                      options=SynthOptions(extra={"ring": True}))
+    assert torus.timeline.verified and torus.finish_time_s > 2 * torus.limit_s
+    assert main(["synth", "dgx1", "--collective", "broadcast", "--algorithm", "forestcoll", "--opt", "ring=true"]) == 2
+    err = capsys.readouterr().err
+    assert "ring" in err and "set ring to auto or false" in err and err.count("\n") == 1

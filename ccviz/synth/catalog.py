@@ -63,6 +63,9 @@ class ForestcollOptions(AlgorithmOptions):
                                 "(auto: up to 32 GPUs, tried beside first-come booking where that ends over 1.03 x "
                                 "the limit and the GPUs' up-links are alike, the faster kept); false: first come, "
                                 "first served")
+    ring: bool | None = option(None, "one ring through every GPU, each GPU streaming to one successor (auto: tried "
+                               "for allgather/reducescatter/allreduce where the trees end over 1.03 x the limit and "
+                               "a ring is as little congested, the faster kept); true: the ring alone")
 
 
 # ----------------------------------------------------------------------------------------- TE-CCL

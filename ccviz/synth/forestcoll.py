@@ -43,6 +43,7 @@ from ccviz.collectives import Collective, make_collective
 from ccviz.errors import CcvizError
 from ccviz.limit import bandwidth_limit
 from ccviz.physics import link_costs
+from ccviz.routing import ring_order
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.arborescence import RouteClosure, greedy_arborescence, min_arborescence, shortest_path_tree
 from ccviz.synth.budget import Budget
@@ -86,6 +87,10 @@ SLOTS_AUTO_MAX_GPUS = 32  # beyond, the grid runs only when asked: a matching pe
 # minutes (8x8 leaf-spine AllGather 1.084 -> 1.073 x, 14 s -> 2 min; dgx2:chassis=4 100 s, not kept)
 SLOT_PIECES = (4,)  # pieces per tree on the slot grid (alpha per slot: few, large pieces; 8 rarely better)
 SLOT_MAX_OVERHEAD = 0.25  # a slot's alpha over its bytes' time beyond which the grid is not tried
+RING_PASSES = 4  # re-laying passes of a ring's routes while a link is over the limit
+RING_HOP_COST = 0.1  # a ring route's length per hop, over a link's bandwidth: detours are not free
+RING_PIECES = (8, 16, 32, 64)
+RING_CONGESTION_SLACK = 0.01  # a ring is tried where it is at most this much more congested than the trees  # pieces per root's share on a ring (its paths are long: the last piece's trip is the overhead)
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -162,6 +167,40 @@ class TreePacker:
             trees[r] = [tree]
             np.add.at(load, tree.links, 1.0)
         return Packing(trees, 1, self.congestion(load), ["shortest-path trees (small size: alpha per level)"])
+
+    def ring(self, order: list[int]) -> Packing:
+        """One path per root along a ring through every GPU (``order``): the ring algorithm as a packing.
+
+        Each ring edge u -> v is one route through switches shared by every root's path, so every GPU
+        streams to one successor and hears from one predecessor: where the GPUs' own links are the
+        bottleneck (a fat tree, a leaf-spine) no two streams meet at a GPU link, which trees with
+        branching cannot promise. Routes are chosen edge by edge under load-aware lengths (plus a hop
+        cost, so a lightly loaded detour is not taken for free) and re-laid while a link is over the limit.
+        """
+        n = len(order)
+        at = [self.index[g] for g in order]
+        edges = [(at[i], at[(i + 1) % n]) for i in range(n)]
+        share = float(n - 1)  # every edge but the one into the root carries each root's whole share
+        load = np.zeros(len(self.capacity))
+        routes: list[list[int]] = [[] for _ in edges]
+        for rerun in range(RING_PASSES):
+            for i, (u, v) in enumerate(edges):
+                np.add.at(load, routes[i], -share)
+                cost, info = self.closure.costs(self.lengths(load, STEEPNESS * STEEPER ** rerun)
+                                                + RING_HOP_COST / self.capacity)
+                parent = np.full(n, -1)
+                parent[v] = u
+                routes[i] = self.closure.tree_routes(parent, info)[v]
+                np.add.at(load, routes[i], share)
+            if self.congestion(load) <= 1.0 + 1e-9:
+                break
+        gpus = self.closure.gpus
+        trees: dict[int, list[Tree]] = {}
+        for p, root in enumerate(order):
+            path = [(p + s) % n for s in range(n - 1)]  # the ring edges from the root on, all but the last
+            trees[root] = [Tree(root, {gpus[edges[i][0]]: [(gpus[edges[i][1]], routes[i])] for i in path},
+                                [link for i in path for link in routes[i]])]
+        return Packing(trees, 1, self.congestion(load), ["one ring through every GPU (a path per root)"])
 
     def pack(self, k: int, budget: Budget | None = None) -> Packing:
         load = np.zeros(len(self.capacity))
@@ -275,6 +314,10 @@ class _OutTrees:
     def __init__(self, packing: Packing) -> None:
         self.packing = packing
         self.heights = {(r, j): _heights(t) for r, trees in packing.trees.items() for j, t in enumerate(trees)}
+        self.depths = {(r, j): _depths(t) for r, trees in packing.trees.items() for j, t in enumerate(trees)}
+
+    def level(self, c, node: int) -> int:
+        return self.depths[(next(iter(c.pre)), c.index % self.packing.k)][node]
 
     def starts(self, collective: Collective) -> list[tuple[int, int]]:
         return [(c.id, next(iter(c.pre))) for c in collective.chunks]
@@ -335,7 +378,7 @@ class _InTrees:
 
 
 def pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float = 0.0,
-             switch_queue: bool = True, deep_first: bool = False) -> Pipelined:
+             switch_queue: bool = True, deep_first: bool = False, by_level: bool = False) -> Pipelined:
     """Run every chunk through its tree; a GPU's out-link, when free, serves its most urgent waiting chunk.
 
     Copies (AllGather, Broadcast) go down out-trees; reductions (ReduceScatter, Reduce: ``packing`` made
@@ -532,7 +575,8 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
             for urgency, dst, route in plan.arrive(c, b, kind == 2):
                 route = same_route.setdefault(tuple(route), route)  # one list per route: book compares ids
                 first = route[0]
-                item = (c.index + urgency if deep_first else c.index, urgency, seq, a, dst, route)
+                key = (plan.level(c, b), c.index) if by_level else c.index + urgency if deep_first else c.index
+                item = (key, urgency, seq, a, dst, route)
                 heapq.heappush(waiting.setdefault(first, []), item)
                 if multicast:
                     same_chunk.setdefault((first, a), []).append(item)
@@ -569,6 +613,17 @@ def _first_fit(calendars: list[_Calendar], t: float, length: float) -> tuple[flo
     return best
 
 
+def _depths(tree: Tree) -> dict[int, int]:
+    """Tree levels from the root down to each GPU."""
+    depth = {tree.root: 0}
+    order = [tree.root]
+    for u in order:
+        for x, _ in tree.children.get(u, ()):
+            depth[x] = depth[u] + 1
+            order.append(x)
+    return depth
+
+
 def _heights(tree: Tree) -> dict[int, int]:
     """Hops from each GPU of a tree down to its deepest leaf."""
     height: dict[int, int] = {}
@@ -581,7 +636,8 @@ def _heights(tree: Tree) -> dict[int, int]:
 
 
 # --------------------------------------------------------------------------- synthesizer
-def _refined(topology: Topology, collective: Collective, packing: Packing, pieces: int | None) -> Collective:
+def _refined(topology: Topology, collective: Collective, packing: Packing, pieces: int | None,
+             counts: tuple[int, ...] = PIECE_COUNTS) -> Collective:
     """The collective to schedule: the given one when its chunk count was chosen (``--chunks`` > 1), else
     k x pieces chunks per rank with the most pieces that keep the schedule under ``MAX_TRANSFERS``
     (in this link model more pieces never hurt: alpha is paid per hop, not per byte)."""
@@ -591,7 +647,7 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
         hops_per_piece = sum(len(tree.links) for trees in packing.trees.values() for tree in trees)
         pieces = MIN_PIECES
         per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank  # one rank's share of the buffer
-        for p in PIECE_COUNTS:  # more than MIN_PIECES where the transfer budget allows, never fewer
+        for p in counts:  # more than MIN_PIECES where the transfer budget allows, never fewer
             if p > pieces and hops_per_piece * p <= MAX_TRANSFERS and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
                 pieces = p
         pieces = max(1, min(pieces, int(per_rank_bytes // (packing.k * MIN_CHUNK_BYTES))))  # tiny buffers
@@ -629,6 +685,9 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     if switch_queue and not buffered:
         raise CcvizError("switch_queue: this fabric's switches have no buffer, so a chunk cannot wait in one; "
                          "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
+    if settings.ring and len(roots) < 3:
+        raise CcvizError("ring: a ring through every GPU serves collectives of every rank (allgather, reducescatter, "
+                         "allreduce) on three GPUs or more; set ring to auto or false", "ring")
     if settings.slots and (switch_queue or not _slot_grid_fits(topology)):
         why = ("has no switches" if not topology.switches else "queues chunks in its switches" if switch_queue
                else "has GPU -> switch links of different bandwidths or alphas")
@@ -639,11 +698,24 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     run: Pipelined | None = None
     booking = "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches else \
         "routes through switches booked cut-through (no switch queues), first come first served"
-    if not settings.slots:
+    if not settings.slots and not settings.ring:
         refined = _refined(topology, collective, packing, pieces) if refine else collective
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit.limit_s)
+    # auto: one ring is tried where the trees' pipeline ends well over the limit (GPU links saturated both
+    # ways, where branching trees make streams meet at a GPU link) and kept where faster
+    try_ring = settings.ring or (settings.ring is None and not settings.slots and len(roots) > 2
+                                 and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit.limit_s)
+    if try_ring:
+        budget.report("ForestColl: trying one ring through every GPU", 0.6)
+        ring = _ring(topology, collective, fabric, roots, unit_s, refine, pieces, start_s, switch_queue,
+                     packing.congestion + RING_CONGESTION_SLACK if run is not None else math.inf)
+        if ring is not None and (run is None or ring[2].finish_s < run.finish_s):
+            packing, refined, run = ring
+            booking = ("one ring through every GPU (each GPU streams to one successor), pipelined level by "
+                       "level: a GPU sends its own pieces first, then each predecessor's as they arrive")
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
-    try_grid = settings.slots or (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
+    try_grid = settings.slots or (settings.slots is None and not settings.ring and not switch_queue
+                                  and _slot_grid_fits(topology)
                                   and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
                                   and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit.limit_s)
     if try_grid:
@@ -653,7 +725,8 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
             booking = "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
-    if run is not None and settings.trees in (None, 1) and run.finish_s - start_s > LATENCY_ABOVE * limit.limit_s:
+    if run is not None and settings.trees in (None, 1) and not settings.ring \
+            and run.finish_s - start_s > LATENCY_ABOVE * limit.limit_s:
         fastest = _fastest_trees(topology, collective, fabric, roots, unit_s, refine, pieces, start_s, switch_queue)
         if fastest[2].finish_s < run.finish_s:
             packing, refined, run = fastest
@@ -683,6 +756,21 @@ def _fastest_trees(topology: Topology, collective: Collective, fabric: Topology,
     packing = packer.fastest_trees(np.array([delay[key].delay for key in packer.closure.links]))
     refined = _refined(topology, collective, packing, pieces or 1) if refine else collective
     return packing, refined, pipeline(topology, refined, packing, start_s, switch_queue)
+
+
+def _ring(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
+          refine: bool, pieces: int | None, start_s: float, switch_queue: bool,
+          congestion_bound: float) -> tuple[Packing, Collective, Pipelined] | None:
+    """One ring through every GPU (``TreePacker.ring``) pipelined level by level, or None where the fabric
+    offers no ring as little congested as ``congestion_bound`` (a torus: a ring uses one of four links)."""
+    if collective.is_reducing or sorted(roots) != sorted(fabric.gpus):
+        return None
+    order, _ = ring_order(fabric)
+    packing = TreePacker(fabric, roots, unit_s).ring(order)
+    if packing.congestion > congestion_bound:
+        return None
+    refined = _refined(topology, collective, packing, pieces, RING_PIECES) if refine else collective
+    return packing, refined, pipeline(topology, refined, packing, start_s, switch_queue, by_level=True)
 
 
 def _slot_grid_fits(topology: Topology) -> bool:
