@@ -89,8 +89,14 @@ SLOT_PIECES = (4,)  # pieces per tree on the slot grid (alpha per slot: few, lar
 SLOT_MAX_OVERHEAD = 0.25  # a slot's alpha over its bytes' time beyond which the grid is not tried
 RING_PASSES = 4  # re-laying passes of a ring's routes while a link is over the limit
 RING_HOP_COST = 0.1  # a ring route's length per hop, over a link's bandwidth: detours are not free
-RING_PIECES = (8, 16, 32, 64)
-RING_CONGESTION_SLACK = 0.01  # a ring is tried where it is at most this much more congested than the trees  # pieces per root's share on a ring (its paths are long: the last piece's trip is the overhead)
+RING_PIECES = (8, 16, 32, 64)  # pieces of a root's share on a ring (the last piece's trip round it is the overhead)
+RING_MAX_TRANSFERS = 600_000  # a ring's pipeline and judge stay cheap at this size (256-GPU leaf-spine: 4 pieces,
+# 1.002 x the limit in 11 s; 2 pieces under MAX_TRANSFERS end 1.031 x: a piece's trip then outlasts the level)
+RING_CONGESTION_SLACK = 0.01  # a ring this far over the limit's bandwidth is not pipelined at all
+RING_ENOUGH = 1.01  # a ring ending this close to the limit is kept without packing trees (fat trees, leaf-spines)
+RING_ENOUGH_LARGE = 1.05  # beyond EXACT_TREES_UP_TO GPUs (2-4 trees grown Prim's way end 1.07-1.19 x there)
+RING_BOOKING = ("one ring through every GPU (each GPU streams to one successor), pipelined level by level: a GPU "
+                "sends its own pieces first, then each predecessor's as they arrive")
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -637,9 +643,9 @@ def _heights(tree: Tree) -> dict[int, int]:
 
 # --------------------------------------------------------------------------- synthesizer
 def _refined(topology: Topology, collective: Collective, packing: Packing, pieces: int | None,
-             counts: tuple[int, ...] = PIECE_COUNTS) -> Collective:
+             counts: tuple[int, ...] = PIECE_COUNTS, max_transfers: int = MAX_TRANSFERS) -> Collective:
     """The collective to schedule: the given one when its chunk count was chosen (``--chunks`` > 1), else
-    k x pieces chunks per rank with the most pieces that keep the schedule under ``MAX_TRANSFERS``
+    k x pieces chunks per rank with the most pieces that keep the schedule under ``max_transfers``
     (in this link model more pieces never hurt: alpha is paid per hop, not per byte)."""
     if collective.chunks_per_rank > 1 and pieces is None:
         return collective
@@ -648,7 +654,7 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
         pieces = MIN_PIECES
         per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank  # one rank's share of the buffer
         for p in counts:  # more than MIN_PIECES where the transfer budget allows, never fewer
-            if p > pieces and hops_per_piece * p <= MAX_TRANSFERS and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
+            if p > pieces and hops_per_piece * p <= max_transfers and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
                 pieces = p
         pieces = max(1, min(pieces, int(per_rank_bytes // (packing.k * MIN_CHUNK_BYTES))))  # tiny buffers
         if per_rank_bytes / packing.k < MIN_CHUNK_BYTES:
@@ -685,62 +691,42 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     if switch_queue and not buffered:
         raise CcvizError("switch_queue: this fabric's switches have no buffer, so a chunk cannot wait in one; "
                          "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
-    if settings.ring and len(roots) < 3:
-        raise CcvizError("ring: a ring through every GPU serves collectives of every rank (allgather, reducescatter, "
-                         "allreduce) on three GPUs or more; set ring to auto or false", "ring")
+    queues = switch_queue and bool(topology.switches)
+    if settings.ring and (len(roots) < 3 or queues):
+        why = "switch queues keep streams apart already" if queues else \
+            "it serves collectives of every rank (allgather, reducescatter, allreduce) on three GPUs or more"
+        raise CcvizError(f"ring: one ring through every GPU is not tried here: {why}; set ring to auto or false",
+                         "ring")
     if settings.slots and (switch_queue or not _slot_grid_fits(topology)):
         why = ("has no switches" if not topology.switches else "queues chunks in its switches" if switch_queue
                else "has GPU -> switch links of different bandwidths or alphas")
         raise CcvizError(f"slots: the slot grid books routes through bufferless switches whose GPU -> switch links "
                          f"are alike (one bandwidth and alpha); this fabric {why}; set slots to auto or false",
                          "slots")
-    packing = best_packing(fabric, roots, unit_s, trees, budget, packed=packed)
-    run: Pipelined | None = None
-    booking = "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches else \
-        "routes through switches booked cut-through (no switch queues), first come first served"
-    if not settings.slots and not settings.ring:
-        refined = _refined(topology, collective, packing, pieces) if refine else collective
-        run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit.limit_s)
-    # auto: one ring is tried where the trees' pipeline ends well over the limit (GPU links saturated both
-    # ways, where branching trees make streams meet at a GPU link) and kept where faster
-    try_ring = settings.ring or (settings.ring is None and not settings.slots and len(roots) > 2
-                                 and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit.limit_s)
-    if try_ring:
-        budget.report("ForestColl: trying one ring through every GPU", 0.6)
-        ring = _ring(topology, collective, fabric, roots, unit_s, refine, pieces, start_s, switch_queue,
-                     packing.congestion + RING_CONGESTION_SLACK if run is not None else math.inf)
-        if ring is not None and (run is None or ring[2].finish_s < run.finish_s):
-            packing, refined, run = ring
-            booking = ("one ring through every GPU (each GPU streams to one successor), pipelined level by "
-                       "level: a GPU sends its own pieces first, then each predecessor's as they arrive")
-    # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
-    try_grid = settings.slots or (settings.slots is None and not settings.ring and not switch_queue
-                                  and _slot_grid_fits(topology)
-                                  and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
-                                  and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit.limit_s)
-    if try_grid:
-        budget.report("ForestColl: booking routes on a slot grid", 0.75)
-        slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, pieces, start_s,
-                           packed)
-        if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
-            packing, refined, run = slotted
-            booking = "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
-    if run is not None and settings.trees in (None, 1) and not settings.ring \
-            and run.finish_s - start_s > LATENCY_ABOVE * limit.limit_s:
-        fastest = _fastest_trees(topology, collective, fabric, roots, unit_s, refine, pieces, start_s, switch_queue)
-        if fastest[2].finish_s < run.finish_s:
-            packing, refined, run = fastest
-            booking += "; one shortest-path tree per root (at this size alpha per tree level outweighs bandwidth)"
-    if run is None:  # slots asked for, but pieces would be too small for the grid
-        refined = _refined(topology, collective, packing, pieces) if refine else collective
-        run = pipeline(topology, refined, packing, start_s, switch_queue)
-        booking += " (pieces too small for the slot grid: alpha would take over a fifth of each slot)"
+    ring, on_ring = None, False
+    if settings.ring or (settings.ring is None and trees is None and not settings.slots and len(roots) > 2):
+        budget.report("ForestColl: trying one ring through every GPU", 0.05)
+        ring = _ring(topology, collective, fabric, roots, unit_s, refine, pieces, start_s, queues,
+                     math.inf if settings.ring else 1.0 + RING_CONGESTION_SLACK)
+        if ring is None and settings.ring:
+            raise CcvizError("ring: no cycle through every GPU, each reaching the next by a direct link or through "
+                             "switches alone, was found on this fabric; set ring to auto or false", "ring")
+    enough = RING_ENOUGH if topology.n_gpus <= EXACT_TREES_UP_TO else RING_ENOUGH_LARGE
+    if ring is not None and (settings.ring or ring[2].finish_s - start_s <= enough * limit.limit_s):
+        (packing, refined, run), booking, on_ring = ring, RING_BOOKING, True  # close enough: no trees packed
+    else:
+        packing, refined, run, booking = _tree_schedule(topology, collective, fabric, roots, unit_s, settings,
+                                                        budget, refine, start_s, switch_queue, limit.limit_s,
+                                                        packed)
+        if ring is not None and ring[2].finish_s < run.finish_s:
+            (packing, refined, run), booking, on_ring = ring, RING_BOOKING, True
     budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
     notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per tree "
              f"({refined.chunks_per_rank} chunks per rank)", booking]
     schedule = Schedule(topology, refined, run.transfers, "forestcoll",
-                        {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue},
+                        {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue,
+                         "ring": on_ring},
                         "heuristic", estimated_finish_s=run.finish_s, notes=notes)
     return schedule, run
 
@@ -758,19 +744,57 @@ def _fastest_trees(topology: Topology, collective: Collective, fabric: Topology,
     return packing, refined, pipeline(topology, refined, packing, start_s, switch_queue)
 
 
+def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
+                   settings: ForestcollOptions, budget: Budget, refine: bool, start_s: float, switch_queue: bool,
+                   limit_s: float, packed: dict | None) -> tuple[Packing, Collective, Pipelined, str]:
+    """Packed trees pipelined first come first served, with the slot grid and shortest-path trees tried
+    where they may be faster; the packing, the collective scheduled, the run and how it was booked."""
+    packing = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed)
+    run: Pipelined | None = None
+    booking = "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches else \
+        "routes through switches booked cut-through (no switch queues), first come first served"
+    if not settings.slots:
+        refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
+        run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s)
+    # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
+    try_grid = settings.slots or (settings.slots is None and not switch_queue
+                                  and _slot_grid_fits(topology)
+                                  and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
+                                  and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit_s)
+    if try_grid:
+        budget.report("ForestColl: booking routes on a slot grid", 0.75)
+        slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, settings.pieces, start_s,
+                           packed)
+        if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
+            packing, refined, run = slotted
+            booking = "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
+    if run is not None and settings.trees in (None, 1) and run.finish_s - start_s > LATENCY_ABOVE * limit_s:
+        fastest = _fastest_trees(topology, collective, fabric, roots, unit_s, refine, settings.pieces, start_s, switch_queue)
+        if fastest[2].finish_s < run.finish_s:
+            packing, refined, run = fastest
+            booking += "; one shortest-path tree per root (at this size alpha per tree level outweighs bandwidth)"
+    if run is None:  # slots asked for, but pieces would be too small for the grid
+        refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
+        run = pipeline(topology, refined, packing, start_s, switch_queue)
+        booking += " (pieces too small for the slot grid: alpha would take over a fifth of each slot)"
+    return packing, refined, run, booking
+
+
 def _ring(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
-          refine: bool, pieces: int | None, start_s: float, switch_queue: bool,
+          refine: bool, pieces: int | None, start_s: float, queues: bool,
           congestion_bound: float) -> tuple[Packing, Collective, Pipelined] | None:
     """One ring through every GPU (``TreePacker.ring``) pipelined level by level, or None where the fabric
     offers no ring as little congested as ``congestion_bound`` (a torus: a ring uses one of four links)."""
-    if collective.is_reducing or sorted(roots) != sorted(fabric.gpus):
+    if collective.is_reducing or queues or sorted(roots) != sorted(fabric.gpus):
+        return None  # switch queues already keep streams apart
+    order, physical = ring_order(fabric)
+    if not physical:  # no cycle of GPUs each reaching the next directly or through switches alone
         return None
-    order, _ = ring_order(fabric)
     packing = TreePacker(fabric, roots, unit_s).ring(order)
     if packing.congestion > congestion_bound:
         return None
-    refined = _refined(topology, collective, packing, pieces, RING_PIECES) if refine else collective
-    return packing, refined, pipeline(topology, refined, packing, start_s, switch_queue, by_level=True)
+    refined = _refined(topology, collective, packing, pieces, RING_PIECES, RING_MAX_TRANSFERS) if refine else collective
+    return packing, refined, pipeline(topology, refined, packing, start_s, queues, by_level=True)
 
 
 def _slot_grid_fits(topology: Topology) -> bool:
@@ -851,7 +875,8 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         whole = collective if cpr == collective.chunks_per_rank else make_collective(
             "allreduce", topology, collective.size_bytes, cpr)
         gather_part = split_allreduce(whole)[1]
-        same_trees = options.with_extra(trees=int(rs.options["trees"]))
+        same_trees = options.with_extra(ring=True) if rs.options.get("ring") else options.with_extra(
+            trees=int(rs.options["trees"]), ring=False)
         ag, _ = copy_schedule(topology, gather_part, same_trees, budget.phase(0.5, 1.0), start_s=schedule_end(rs),
                               refine=False, packed=packed)
         schedule = concatenate(rs, ag, whole)
