@@ -333,7 +333,7 @@ def test_a_ring_streams_where_both_ways_of_every_gpu_link_are_saturated(capsys: 
     GPU link, one ring does not. ReduceScatter (the no-multicast mirror) was 1.078 x the limit with trees
     and the slot grid; the ring, pipelined level by level, ends within 1.02 x. Each tree is one path."""
     topology = ccviz.load_topology("fattree")
-    for name in ("reducescatter", "allgather"):
+    for name in ("reducescatter", "allgather", "allreduce"):
         result = ccviz.run(topology, name, "forestcoll", 1e9)
         assert result.timeline.verified
         assert result.finish_time_s <= 1.02 * result.limit_s, name
@@ -360,3 +360,18 @@ def test_ring_option_forces_or_refuses_the_ring(capsys: pytest.CaptureFixture[st
     assert main(["synth", "dgx1", "--collective", "broadcast", "--algorithm", "forestcoll", "--opt", "ring=true"]) == 2
     err = capsys.readouterr().err
     assert "ring" in err and "set ring to auto or false" in err and err.count("\n") == 1
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(topology=small_fabrics(), forced=st.sampled_from([True, None]), size=st.sampled_from([1e4, 1e8]))
+def test_the_ring_verifies_or_is_refused_on_one_line(topology: Topology, forced: bool | None, size: float) -> None:
+    """Random fabrics (one-way links, copy and non-copy switches, every switch rule): forced or automatic,
+    the ring gives a verified schedule no faster than the limit, or a refusal naming `ring`."""
+    for name in ("allgather", "reducescatter", "allreduce"):
+        try:
+            result = ccviz.run(topology, name, "forestcoll", size, options=SynthOptions(extra={"ring": forced}))
+        except ccviz.CcvizError as exc:
+            assert forced and exc.field == "ring" and "\n" not in str(exc), str(exc)
+            continue
+        assert result.timeline.verified, (name, [v.message for v in result.timeline.violations[:3]])
+        assert result.finish_time_s >= result.limit_s * (1 - 1e-9), name

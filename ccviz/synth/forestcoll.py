@@ -721,8 +721,9 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         if ring is not None and ring[2].finish_s < run.finish_s:
             (packing, refined, run), booking, on_ring = ring, RING_BOOKING, True
     budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
-    notes = [f"{packing.k} tree(s) per root, packing congestion {packing.congestion:.4f} x the limit, "
-             f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per tree "
+    shape = "one path per root along the ring" if on_ring else f"{packing.k} tree(s) per root"
+    notes = [f"{shape}, packing congestion {packing.congestion:.4f} x the limit, "
+             f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per {'path' if on_ring else 'tree'} "
              f"({refined.chunks_per_rank} chunks per rank)", booking]
     schedule = Schedule(topology, refined, run.transfers, "forestcoll",
                         {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue,
@@ -862,7 +863,8 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
 def synthesize_forestcoll(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """Registry entry point: copies down packed trees, reductions up them, AllReduce = RS then AG.
 
-    AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them.
+    AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them (a
+    ReduceScatter on the ring lets the AllGather half choose again, ring first, with the same chunks).
     """
     budget = Budget(options)
 
@@ -875,8 +877,9 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         whole = collective if cpr == collective.chunks_per_rank else make_collective(
             "allreduce", topology, collective.size_bytes, cpr)
         gather_part = split_allreduce(whole)[1]
-        same_trees = options.with_extra(ring=True) if rs.options.get("ring") else options.with_extra(
-            trees=int(rs.options["trees"]), ring=False)
+        # a ring's half is tried as a ring again (auto: trees where this way round has no ring as good)
+        same_trees = options if rs.options.get("ring") else options.with_extra(trees=int(rs.options["trees"]),
+                                                                                ring=False)
         ag, _ = copy_schedule(topology, gather_part, same_trees, budget.phase(0.5, 1.0), start_s=schedule_end(rs),
                               refine=False, packed=packed)
         schedule = concatenate(rs, ag, whole)
