@@ -90,8 +90,8 @@ SLOT_MAX_OVERHEAD = 0.25  # a slot's alpha over its bytes' time beyond which the
 RING_PASSES = 4  # re-laying passes of a ring's routes while a link is over the limit
 RING_HOP_COST = 0.1  # a ring route's length per hop, over a link's bandwidth: detours are not free
 RING_PIECES = (8, 16, 32, 64)  # pieces of a root's share on a ring (the last piece's trip round it is the overhead)
-RING_MAX_TRANSFERS = 600_000  # a ring's pipeline and judge stay cheap at this size (256-GPU leaf-spine: 4 pieces,
-# 1.002 x the limit in 11 s; 2 pieces under MAX_TRANSFERS end 1.031 x: a piece's trip then outlasts the level)
+RING_MIN_PIECES = 4  # even beyond MAX_TRANSFERS: with 2, a piece's trip to the next GPU outlasts a level's sends
+# (256-GPU leaf-spine AllGather 1.031 x the limit; 4 pieces, 555,000 transfers: 1.002 x in 11 s)
 RING_CONGESTION_SLACK = 0.01  # a ring this far over the limit's bandwidth is not pipelined at all
 RING_ENOUGH = 1.01  # a ring ending this close to the limit is kept without packing trees (fat trees, leaf-spines)
 RING_ENOUGH_LARGE = 1.05  # beyond EXACT_TREES_UP_TO GPUs (2-4 trees grown Prim's way end 1.07-1.19 x there)
@@ -643,18 +643,18 @@ def _heights(tree: Tree) -> dict[int, int]:
 
 # --------------------------------------------------------------------------- synthesizer
 def _refined(topology: Topology, collective: Collective, packing: Packing, pieces: int | None,
-             counts: tuple[int, ...] = PIECE_COUNTS, max_transfers: int = MAX_TRANSFERS) -> Collective:
+             counts: tuple[int, ...] = PIECE_COUNTS, least: int = MIN_PIECES) -> Collective:
     """The collective to schedule: the given one when its chunk count was chosen (``--chunks`` > 1), else
-    k x pieces chunks per rank with the most pieces that keep the schedule under ``max_transfers``
-    (in this link model more pieces never hurt: alpha is paid per hop, not per byte)."""
+    k x pieces chunks per rank with the most pieces (of ``counts``, at least ``least``) that keep the schedule
+    under ``MAX_TRANSFERS`` (in this link model more pieces never hurt: alpha is paid per hop, not per byte)."""
     if collective.chunks_per_rank > 1 and pieces is None:
         return collective
     if pieces is None:
         hops_per_piece = sum(len(tree.links) for trees in packing.trees.values() for tree in trees)
-        pieces = MIN_PIECES
+        pieces = least
         per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank  # one rank's share of the buffer
-        for p in counts:  # more than MIN_PIECES where the transfer budget allows, never fewer
-            if p > pieces and hops_per_piece * p <= max_transfers and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
+        for p in counts:  # more than ``least`` where the transfer budget allows, never fewer
+            if p > pieces and hops_per_piece * p <= MAX_TRANSFERS and per_rank_bytes / (packing.k * p) >= MIN_CHUNK_BYTES:
                 pieces = p
         pieces = max(1, min(pieces, int(per_rank_bytes // (packing.k * MIN_CHUNK_BYTES))))  # tiny buffers
         if per_rank_bytes / packing.k < MIN_CHUNK_BYTES:
@@ -794,7 +794,7 @@ def _ring(topology: Topology, collective: Collective, fabric: Topology, roots: l
     packing = TreePacker(fabric, roots, unit_s).ring(order)
     if packing.congestion > congestion_bound:
         return None
-    refined = _refined(topology, collective, packing, pieces, RING_PIECES, RING_MAX_TRANSFERS) if refine else collective
+    refined = _refined(topology, collective, packing, pieces, RING_PIECES, RING_MIN_PIECES) if refine else collective
     return packing, refined, pipeline(topology, refined, packing, start_s, queues, by_level=True)
 
 
