@@ -13,6 +13,7 @@ from ccviz.app.state import (
     set_topology,
     show_errors,
     topology_source,
+    topology_spec,
     user_errors,
 )
 from ccviz.app.tables import DIRECTIONS, fabric_defaults, link_table, node_table, topology_from_tables
@@ -31,7 +32,11 @@ topology = current_topology()
 source = st.radio("start from", ["builder", "sample file", "upload"], horizontal=True, key="topo_source")
 if source == "builder":
     names = sorted(BUILDERS)
-    name = st.selectbox("builder", names, index=names.index("dgx1") if "dgx1" in names else 0, key="topo_builder")
+    # the picker starts on the builder (and its values) of the fabric on screen, so "Build" rebuilds it
+    shown, _, shown_values = (topology_spec() or "").partition(":")
+    given = dict(item.split("=", 1) for item in shown_values.split(",") if "=" in item) if shown in BUILDERS else {}
+    first = shown if shown in BUILDERS else "dgx1" if "dgx1" in names else names[0]
+    name = st.selectbox("builder", names, index=names.index(first), key="topo_builder")
     b = BUILDERS[name]
     st.caption(b.summary)
     defaults = dict(item.split("=", 1) for item in b.signature_text().split(",") if "=" in item)
@@ -40,9 +45,10 @@ if source == "builder":
     for k, (param, default) in enumerate(defaults.items()):
         with cols[k % len(cols)]:
             if default in ("true", "false"):
-                value = "true" if st.checkbox(param, value=default == "true", key=f"topo_b_{name}_{param}") else "false"
+                start = given.get(param, default) == "true"
+                value = "true" if st.checkbox(param, value=start, key=f"topo_b_{name}_{param}") else "false"
             else:
-                value = st.text_input(param, value=default, key=f"topo_b_{name}_{param}").strip()
+                value = st.text_input(param, value=given.get(param, default), key=f"topo_b_{name}_{param}").strip()
         if value != default:
             changed[param] = value
     spec = name + (":" + ",".join(f"{k}={v}" for k, v in changed.items()) if changed else "")

@@ -168,6 +168,21 @@ def test_topology_designer_sample_builder_and_inline_errors():
     assert "ring5" in at.caption[0].value
 
 
+def test_the_designer_starts_on_the_builder_of_the_fabric_on_screen():
+    """A link to a fat tree opened the designer with "dgx1" in the builder picker, so "Build" would have
+    thrown the fat tree away; the picker and its values now start from the fabric on screen."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "torus2d:dims=3x5"})
+    at.run()
+    at.switch_page("pages/topology.py").run()
+    assert_clean(at)
+    assert at.selectbox(key="topo_builder").value == "torus2d"
+    assert at.text_input(key="topo_b_torus2d_dims").value == "3x5"
+    at.button(key="topo_build").click().run()
+    assert_clean(at)
+    assert at.subheader[0].value == "torus2d_3x5"
+
+
 def test_switch_hop_control_changes_the_current_topology():
     at = fresh_app()
     at.switch_page("pages/topology.py").run()

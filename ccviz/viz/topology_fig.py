@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ccviz.topology import Topology
+from ccviz.units import format_size, format_time
 from ccviz.viz.layout import (
     Position,
     Segment,
@@ -179,6 +180,6 @@ def cut_figure(topology: Topology, limit, positions: dict[int, Position] | None 
     return topology_figure(
         topology, positions, highlight_links=cut.links, highlight_nodes=ringed,
         title=f"bottleneck of {limit.collective}: {cut.bandwidth_GBps:g} GB/s over {len(cut.links)} link(s); "
-              f"limit {limit.limit_s * 1e6:.4g} us at {limit.size_bytes:g} B (alpha ignored)",
+              f"limit {format_time(limit.limit_s)} at {format_size(limit.size_bytes)} (alpha ignored)",
         highlight_name=f"bottleneck cut ({cut.bandwidth_GBps:g} GB/s)",
     )
