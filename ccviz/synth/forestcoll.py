@@ -35,7 +35,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -97,6 +97,9 @@ RING_ENOUGH = 1.01  # a ring ending this close to the limit is kept without pack
 RING_ENOUGH_LARGE = 1.05  # beyond EXACT_TREES_UP_TO GPUs (2-4 trees grown Prim's way end 1.07-1.19 x there)
 RING_BOOKING = ("one ring through every GPU (each GPU streams to one successor), pipelined level by level: a GPU "
                 "sends its own pieces first, then each predecessor's as they arrive")
+BALANCE_MOVES = 200  # tree edges moved off the busiest links at most (dragonfly mirror, 4 trees: 22)
+GRID_TREES = 4  # the slot grid also tries this few trees per root, balanced to the limit, deep trees first ...
+GRID_PIECES = 8  # ... in this many pieces each (dragonfly ReduceScatter 1.080 -> 1.042 x the limit)
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -207,6 +210,64 @@ class TreePacker:
             trees[root] = [Tree(root, {gpus[edges[i][0]]: [(gpus[edges[i][1]], routes[i])] for i in path},
                                 [link for i in path for link in routes[i]])]
         return Packing(trees, 1, self.congestion(load), ["one ring through every GPU (a path per root)"])
+
+    def balance(self, packing: Packing, budget: Budget | None = None) -> Packing:
+        """The packing with tree edges moved off its busiest links one at a time, down to the limit.
+
+        A move gives a GPU another parent in one tree (a GPU not below it, reached by the cheapest route
+        under load-aware lengths) where every link the new route loads stays under the busiest link's
+        load; the move that leaves the new route's busiest link least loaded goes first. Multiplicative
+        weights leave a few GPUs' up-links some child edges over (dragonfly mirror, 4 trees per root:
+        127 child edges on an up-link where 124 fit, congestion 1.024); 22 moves make it 1.0.
+        """
+        share = 1.0 / packing.k
+        n = len(self.closure.gpus)
+        trees = {r: [Tree(t.root, {u: list(ch) for u, ch in t.children.items()}, list(t.links)) for t in ts]
+                 for r, ts in packing.trees.items()}
+        load = np.zeros(len(self.capacity))
+        for ts in trees.values():
+            for t in ts:
+                np.add.at(load, t.links, share)
+        scale = self.unit_s / self.capacity  # load -> time over the limit
+        for _ in range(BALANCE_MOVES):
+            ratio = load * scale
+            top = float(ratio.max())
+            if top <= 1.0 + 1e-9 or (budget is not None and budget.expired()):
+                break
+            worst = set(np.flatnonzero(ratio >= top - 1e-9).tolist())
+            cost, info = self.closure.costs(self.lengths(load))
+            routes: dict[tuple[int, int], list[int]] = {}
+            best = None
+            for ts in trees.values():
+                for t in ts:
+                    for u, kids in t.children.items():
+                        for i, (v, old) in enumerate(kids):
+                            if worst.isdisjoint(old):
+                                continue
+                            below = _below(t, v)
+                            for w in self.closure.gpus:
+                                if w == u or w in below or not np.isfinite(cost[self.index[w], self.index[v]]):
+                                    continue
+                                new = routes.get((w, v))
+                                if new is None:
+                                    parent = np.full(n, -1)
+                                    parent[self.index[v]] = self.index[w]
+                                    new = routes[(w, v)] = self.closure.tree_routes(parent, info)[self.index[v]]
+                                gained = [link for link in new if link not in old]  # shared ones keep their load
+                                peak = float(np.max((load[gained] + share) * scale[gained]))
+                                if peak < top - 1e-9 and (best is None or (peak, len(new)) < best[0]):
+                                    best = ((peak, len(new)), t, u, i, v, w, new, old)
+            if best is None:
+                break
+            _, t, u, i, v, w, new, old = best
+            del t.children[u][i]
+            if not t.children[u]:
+                del t.children[u]
+            t.children.setdefault(w, []).append((v, new))
+            t.links = [link for kids in t.children.values() for _, route in kids for link in route]
+            np.add.at(load, old, -share)
+            np.add.at(load, new, share)
+        return Packing(trees, packing.k, self.congestion(load), list(packing.notes))
 
     def pack(self, k: int, budget: Budget | None = None) -> Packing:
         load = np.zeros(len(self.capacity))
@@ -619,6 +680,16 @@ def _first_fit(calendars: list[_Calendar], t: float, length: float) -> tuple[flo
     return best
 
 
+def _below(tree: Tree, node: int) -> set[int]:
+    """``node`` and every GPU under it in ``tree``."""
+    out, order = {node}, [node]
+    for u in order:
+        for x, _ in tree.children.get(u, ()):
+            out.add(x)
+            order.append(x)
+    return out
+
+
 def _depths(tree: Tree) -> dict[int, int]:
     """Tree levels from the root down to each GPU."""
     depth = {tree.root: 0}
@@ -765,10 +836,11 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     if try_grid:
         budget.report("ForestColl: booking routes on a slot grid", 0.75)
         slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, settings.pieces, start_s,
-                           packed)
+                           packed, settings.trees)
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
-            booking = "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
+            booking = "; ".join(["routes through switches booked cut-through on a slot grid, each slot's senders "
+                                 "matched together", *packing.notes])
     if run is not None and settings.trees in (None, 1) and run.finish_s - start_s > LATENCY_ABOVE * limit_s:
         fastest = _fastest_trees(topology, collective, fabric, roots, unit_s, refine, settings.pieces, start_s, switch_queue)
         if fastest[2].finish_s < run.finish_s:
@@ -805,17 +877,18 @@ def _slot_grid_fits(topology: Topology) -> bool:
 
 def _slotted(topology: Topology, collective: Collective, fabric: Topology, packing: Packing, roots: list[int],
              unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
-             packed: dict | None = None) -> tuple[Packing, Collective, Pipelined] | None:
+             packed: dict | None = None, trees: int | None = None) -> tuple[Packing, Collective, Pipelined] | None:
     """The fastest slot-grid schedule over ``SLOT_PIECES``, or None where pieces would be too small for
-    the grid (a slot costs alpha on top of a piece's bytes).
+    the grid (a slot costs alpha on top of a piece's bytes); then ``_few_trees_slotted`` too, the faster kept.
 
     Trees are packed again for the links' slot capacities where those differ from their bandwidths
     (a 100 GB/s spine behind 50 GB/s up-links carries one hop per slot, not two)."""
     links = sorted(fabric.links)
-    if not np.allclose(slot_capacities(fabric, links), bandwidths(fabric, links)):
+    slotted = not np.allclose(slot_capacities(fabric, links), bandwidths(fabric, links))
+    if slotted:
         packing = best_packing(fabric, roots, unit_s, packing.k, budget, slotted=True, packed=packed)
-    plan_of = (lambda c: _InTrees(packing, topology, c.chunks)) if collective.is_reducing else (
-        lambda c: _OutTrees(packing))
+    def plan_of(c: Collective, packing: Packing = packing):
+        return _InTrees(packing, topology, c.chunks) if collective.is_reducing else _OutTrees(packing)
     best = None
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
 
@@ -832,7 +905,45 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
             best = (packing, refined, Pipelined(transfers, finish))
         if budget.expired():
             break
+    if budget.expired():
+        return best
+    few = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
+                             packed, trees or GRID_TREES, slotted, plan_of)
+    if few is not None and (best is None or few[2].finish_s < best[2].finish_s):
+        best = few
     return best
+
+
+def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topology, roots: list[int],
+                       unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
+                       packed: dict | None, k: int, slotted: bool,
+                       plan_of) -> tuple[Packing, Collective, Pipelined] | None:
+    """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``GRID_PIECES`` pieces each, on
+    the slot grid with deep trees first; None where pieces would be too small for the grid.
+
+    Where every GPU link is saturated both ways (a reduction's mirror: no switch copies), a GPU's up-link
+    even one child edge over the limit holds the whole grid back, and few large pieces pay alpha per slot
+    least (dragonfly ReduceScatter: 12 trees of 4 pieces 1.080 x the limit; 4 trees balanced from
+    congestion 1.024 to 1.0, 8 pieces, deep first 1.042; by chunk index 1.073; unbalanced 1.058)."""
+    per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
+    fixed = not refine or (collective.chunks_per_rank > 1 and pieces is None)
+    p = None if fixed else pieces or GRID_PIECES
+    chunk_bytes = collective.chunk_bytes if fixed else per_rank_bytes / (k * p)
+    if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
+        return None
+    packing = best_packing(fabric, roots, unit_s, k, budget, slotted=slotted, packed=packed)
+    key = ("balanced", id(packing))
+    balanced = packed.get(key) if packed is not None else None
+    if balanced is None:
+        balanced = TreePacker(fabric, roots, unit_s, slotted).balance(packing, budget)
+        if packed is not None:
+            packed[key] = balanced
+    refined = _refined(topology, collective, balanced, p) if refine else collective
+    booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True)
+    if booked is None:
+        return None
+    note = f"{k} trees per root with edges moved off the busiest links to the limit, deep trees first"
+    return replace(balanced, notes=[note]), refined, Pipelined(*booked)
 
 
 def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,

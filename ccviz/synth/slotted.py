@@ -196,8 +196,9 @@ class SlotBooking:
     """
 
     def __init__(self, topology: Topology, collective: Collective, plan, start_s: float,
-                 stop: Callable[[], bool] | None = None) -> None:
-        self.stop = stop  # asked between slots: True ends the booking (slotted_pipeline returns None)
+                 stop: Callable[[], bool] | None = None, deep_first: bool = False) -> None:
+        self.stop = stop
+        self.deep_first = deep_first  # urgency: chunk index less the tree levels still below the edge  # asked between slots: True ends the booking (slotted_pipeline returns None)
         self.topology = topology
         self.collective = collective
         self.plan = plan
@@ -265,7 +266,7 @@ class SlotBooking:
         c = self.collective.chunks[cid]
         for urgency, dst, route in self.plan.arrive(c, node, initial):
             first = route[0]
-            item = (c.index, urgency, self.seq, cid, dst, route)
+            item = (c.index + urgency if self.deep_first else c.index, urgency, self.seq, cid, dst, route)
             self.seq += 1
             if self.multicast:
                 self.same_chunk[(first, cid)].append(item)
@@ -500,10 +501,13 @@ class _Stopped(Exception):
 
 
 def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float,
-                     stop: Callable[[], bool] | None = None) -> tuple[list[Transfer], float] | None:
+                     stop: Callable[[], bool] | None = None,
+                     deep_first: bool = False) -> tuple[list[Transfer], float] | None:
     """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring), or
-    None when ``stop()`` said to end first (the time limit, or Stop)."""
+    None when ``stop()`` said to end first (the time limit, or Stop). ``deep_first``: a waiting edge's
+    urgency is its chunk's index less the tree levels still below it (``forestcoll.pipeline``'s
+    ``deep_first``), so that deep trees' last pieces do not trail behind at the grid's end."""
     try:
-        return SlotBooking(topology, collective, plan, start_s, stop).run()
+        return SlotBooking(topology, collective, plan, start_s, stop, deep_first).run()
     except _Stopped:
         return None
