@@ -23,6 +23,14 @@ limit allows. This module packs them and schedules them:
   ``--chunks C`` (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule
   under ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
 
+* One ring (``TreePacker.ring``). Where every GPU's one cable is saturated both ways (fat trees,
+  leaf-spines), branching trees make streams meet at a GPU's in-link; one path per root along a ring
+  through every GPU, pipelined level by level, streams each GPU to one successor. Tried first for the
+  collectives of every rank and kept alone where it ends within ``RING_ENOUGH`` x the limit.
+* Balance (``TreePacker.balance``). Wherever the slot grid runs it also tries ``GRID_TREES`` trees per
+  root with tree edges moved off the busiest links down to the limit: a reduction's mirror saturates
+  every GPU link, and one up-link a few edges over holds the whole grid back.
+
 ReduceScatter schedules the mirrored AllGather on the reversed fabric and turns it around in time
 (``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror
 acausal); AllReduce is ReduceScatter then AllGather (``concatenate``); Broadcast packs 16 or 32
