@@ -108,6 +108,7 @@ RING_BOOKING = ("one ring through every GPU (each GPU streams to one successor),
 BALANCE_MOVES = 200  # tree edges moved off the busiest links at most (dragonfly mirror, 4 trees: 22)
 GRID_TREES = 4  # the slot grid also tries this few trees per root, balanced to the limit, deep trees first ...
 GRID_PIECES = 8  # ... in this many pieces each (dragonfly ReduceScatter 1.080 -> 1.042 x the limit)
+GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the packed trees are not put on the grid
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -844,7 +845,7 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     if try_grid:
         budget.report("ForestColl: booking routes on a slot grid", 0.75)
         slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, settings.pieces, start_s,
-                           packed, settings.trees)
+                           limit_s, packed, settings.trees)
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
             booking = "; ".join(["routes through switches booked cut-through on a slot grid, each slot's senders "
@@ -884,28 +885,36 @@ def _slot_grid_fits(topology: Topology) -> bool:
 
 
 def _slotted(topology: Topology, collective: Collective, fabric: Topology, packing: Packing, roots: list[int],
-             unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
+             unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float, limit_s: float,
              packed: dict | None = None, trees: int | None = None) -> tuple[Packing, Collective, Pipelined] | None:
-    """The fastest slot-grid schedule over ``SLOT_PIECES``, or None where pieces would be too small for
-    the grid (a slot costs alpha on top of a piece's bytes); then ``_few_trees_slotted`` too, the faster kept.
+    """The fastest slot-grid schedule, or None where pieces would be too small for the grid (a slot costs
+    alpha on top of a piece's bytes).
 
-    Trees are packed again for the links' slot capacities where those differ from their bandwidths
-    (a 100 GB/s spine behind 50 GB/s up-links carries one hop per slot, not two)."""
+    Balanced few trees (``_few_trees_slotted``) go first: they were the faster on every fabric measured
+    (dragonfly, switch2d), and under a time limit (the app's default 30 s) the better candidate should not
+    be the one cut off. Unless they end within ``GRID_ENOUGH`` x the limit, the packed trees follow over
+    ``SLOT_PIECES``, the faster kept. Trees are packed again for the links' slot capacities where those
+    differ from their bandwidths (a 100 GB/s spine behind 50 GB/s up-links carries one hop per slot, not two).
+    """
     links = sorted(fabric.links)
     slotted = not np.allclose(slot_capacities(fabric, links), bandwidths(fabric, links))
+
+    def plan_of(c: Collective, trees: Packing) -> _InTrees | _OutTrees:
+        return _InTrees(trees, topology, c.chunks) if collective.is_reducing else _OutTrees(trees)
+
+    best = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
+                              packed, trees or GRID_TREES, slotted, plan_of)
+    if budget.expired() or (best is not None and best[2].finish_s - start_s <= GRID_ENOUGH * limit_s):
+        return best
     if slotted:
         packing = best_packing(fabric, roots, unit_s, packing.k, budget, slotted=True, packed=packed)
-    def plan_of(c: Collective, packing: Packing = packing):
-        return _InTrees(packing, topology, c.chunks) if collective.is_reducing else _OutTrees(packing)
-    best = None
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
-
     for p in ((pieces,) if pieces or not refine or collective.chunks_per_rank > 1 else SLOT_PIECES):
         chunk_bytes = collective.chunk_bytes if not refine or p is None else per_rank_bytes / (packing.k * p)
         if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
             continue  # a slot would be mostly alpha (small sizes): first-come booking serves them
         refined = _refined(topology, collective, packing, p) if refine else collective
-        booked = slotted_pipeline(topology, refined, plan_of(refined), start_s, budget.expired)
+        booked = slotted_pipeline(topology, refined, plan_of(refined, packing), start_s, budget.expired)
         if booked is None:
             return best
         transfers, finish = booked
@@ -913,12 +922,6 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
             best = (packing, refined, Pipelined(transfers, finish))
         if budget.expired():
             break
-    if budget.expired():
-        return best
-    few = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
-                             packed, trees or GRID_TREES, slotted, plan_of)
-    if few is not None and (best is None or few[2].finish_s < best[2].finish_s):
-        best = few
     return best
 
 
