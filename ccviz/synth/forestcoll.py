@@ -946,10 +946,14 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     key = ("balanced", id(packing))
     balanced = packed.get(key) if packed is not None else None
     if balanced is None:
+        budget.report(f"ForestColl: moving tree edges of {k} trees per root off the busiest links "
+                      f"(congestion {packing.congestion:.4f} x the limit)", 0.8)
         balanced = TreePacker(fabric, roots, unit_s, slotted).balance(packing, budget)
         if packed is not None:
             packed[key] = balanced
     refined = _refined(topology, collective, balanced, p) if refine else collective
+    budget.report(f"ForestColl: booking {k} balanced trees per root on a slot grid "
+                  f"(congestion {balanced.congestion:.4f} x the limit)", 0.85)
     booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True)
     if booked is None:
         return None
