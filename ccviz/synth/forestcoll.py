@@ -245,7 +245,7 @@ class TreePacker:
                 break
             worst = set(np.flatnonzero(ratio >= top - 1e-9).tolist())
             cost, info = self.closure.costs(self.lengths(load))
-            routes: dict[tuple[int, int], list[int]] = {}
+            routes_from: dict[int, list] = {}  # w -> the cheapest route from w to every GPU (one pass each)
             best = None
             for ts in trees.values():
                 for t in ts:
@@ -257,11 +257,11 @@ class TreePacker:
                             for w in self.closure.gpus:
                                 if w == u or w in below or not np.isfinite(cost[self.index[w], self.index[v]]):
                                     continue
-                                new = routes.get((w, v))
-                                if new is None:
-                                    parent = np.full(n, -1)
-                                    parent[self.index[v]] = self.index[w]
-                                    new = routes[(w, v)] = self.closure.tree_routes(parent, info)[self.index[v]]
+                                if w not in routes_from:
+                                    parent = np.full(n, self.index[w])
+                                    parent[self.index[w]] = -1
+                                    routes_from[w] = self.closure.tree_routes(parent, info)
+                                new = routes_from[w][self.index[v]]
                                 gained = [link for link in new if link not in old]  # shared ones keep their load
                                 peak = float(np.max((load[gained] + share) * scale[gained]))
                                 if peak < top - 1e-9 and (best is None or (peak, len(new)) < best[0]):
@@ -805,6 +805,12 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     notes = [f"{shape}, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per {'path' if on_ring else 'tree'} "
              f"({refined.chunks_per_rank} chunks per rank)", booking]
+    cut = budget.reason()
+    if cut is not None:  # the bookings not tried (slot grid, balanced trees) may have come closer to the limit
+        why = "stopped" if cut == "stopped" else f"time limit of {options.time_limit:g} s reached"
+        notes.append(f"{why} during synthesis: the best schedule complete by then is kept, any booking not yet "
+                     "tried was skipped"
+                     + ("" if cut == "stopped" else " (a larger time limit lets forestcoll try them)"))
     schedule = Schedule(topology, refined, run.transfers, "forestcoll",
                         {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue,
                          "ring": on_ring},
