@@ -197,8 +197,8 @@ class SlotBooking:
 
     def __init__(self, topology: Topology, collective: Collective, plan, start_s: float,
                  stop: Callable[[], bool] | None = None, deep_first: bool = False) -> None:
-        self.stop = stop
-        self.deep_first = deep_first  # urgency: chunk index less the tree levels still below the edge  # asked between slots: True ends the booking (slotted_pipeline returns None)
+        self.stop = stop  # asked between slots: True ends the booking (slotted_pipeline returns None)
+        self.deep_first = deep_first  # urgency: chunk index less the tree levels still below the edge
         self.topology = topology
         self.collective = collective
         self.plan = plan
