@@ -61,11 +61,12 @@ class ForestcollOptions(AlgorithmOptions):
                                        "switch has a buffer); false books routes cut-through")
     slots: bool | None = option(None, "book cut-through routes on a slot grid, each slot's senders matched together "
                                 "(auto: up to 32 GPUs, tried beside first-come booking where that ends over 1.03 x "
-                                "the limit and the GPUs' up-links are alike, the faster kept); false: first come, "
-                                "first served")
+                                "the limit and the GPUs' up-links are alike, 4 trees per root balanced to the limit "
+                                "first, the faster kept); false: first come, first served")
     ring: bool | None = option(None, "one ring through every GPU, each GPU streaming to one successor (auto: tried "
-                               "for allgather/reducescatter/allreduce where the trees end over 1.03 x the limit and "
-                               "a ring is as little congested, the faster kept); true: the ring alone")
+                               "first for allgather/reducescatter/allreduce where a ring is at most 1.01 x as "
+                               "congested as the limit allows, kept alone where it ends within 1.01 x the limit, "
+                               "else beside the trees, the faster kept); true: the ring alone")
 
 
 # ----------------------------------------------------------------------------------------- TE-CCL

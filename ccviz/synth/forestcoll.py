@@ -390,10 +390,14 @@ class _OutTrees:
     def __init__(self, packing: Packing) -> None:
         self.packing = packing
         self.heights = {(r, j): _heights(t) for r, trees in packing.trees.items() for j, t in enumerate(trees)}
-        self.depths = {(r, j): _depths(t) for r, trees in packing.trees.items() for j, t in enumerate(trees)}
+        self.depths: dict[tuple[int, int], dict[int, int]] = {}  # filled as ``level`` asks (rings only)
 
     def level(self, c, node: int) -> int:
-        return self.depths[(next(iter(c.pre)), c.index % self.packing.k)][node]
+        """The tree level of ``node`` in chunk ``c``'s tree (``pipeline(by_level=True)``)."""
+        key = (next(iter(c.pre)), c.index % self.packing.k)
+        if key not in self.depths:
+            self.depths[key] = _depths(self.packing.trees[key[0]][key[1]])
+        return self.depths[key][node]
 
     def starts(self, collective: Collective) -> list[tuple[int, int]]:
         return [(c.id, next(iter(c.pre))) for c in collective.chunks]
@@ -689,34 +693,32 @@ def _first_fit(calendars: list[_Calendar], t: float, length: float) -> tuple[flo
     return best
 
 
+def _top_down(tree: Tree, node: int) -> list[int]:
+    """``node`` and every GPU under it in ``tree``, parents before children."""
+    order = [node]
+    for u in order:
+        order.extend(x for x, _ in tree.children.get(u, ()))
+    return order
+
+
 def _below(tree: Tree, node: int) -> set[int]:
     """``node`` and every GPU under it in ``tree``."""
-    out, order = {node}, [node]
-    for u in order:
-        for x, _ in tree.children.get(u, ()):
-            out.add(x)
-            order.append(x)
-    return out
+    return set(_top_down(tree, node))
 
 
 def _depths(tree: Tree) -> dict[int, int]:
     """Tree levels from the root down to each GPU."""
     depth = {tree.root: 0}
-    order = [tree.root]
-    for u in order:
+    for u in _top_down(tree, tree.root):
         for x, _ in tree.children.get(u, ()):
             depth[x] = depth[u] + 1
-            order.append(x)
     return depth
 
 
 def _heights(tree: Tree) -> dict[int, int]:
     """Hops from each GPU of a tree down to its deepest leaf."""
     height: dict[int, int] = {}
-    order = [tree.root]
-    for u in order:
-        order.extend(x for x, _ in tree.children.get(u, ()))
-    for u in reversed(order):
+    for u in reversed(_top_down(tree, tree.root)):
         height[u] = 1 + max((height[x] for x, _ in tree.children.get(u, ())), default=-1)
     return height
 
@@ -874,7 +876,7 @@ def _ring(topology: Topology, collective: Collective, fabric: Topology, roots: l
     """One ring through every GPU (``TreePacker.ring``) pipelined level by level, or None where the fabric
     offers no ring as little congested as ``congestion_bound`` (a torus: a ring uses one of four links)."""
     if collective.is_reducing or queues or sorted(roots) != sorted(fabric.gpus):
-        return None  # switch queues already keep streams apart
+        return None  # partial sums run up trees; switch queues keep streams apart already; a rooted collective
     order, physical = ring_order(fabric)
     if not physical:  # no cycle of GPUs each reaching the next directly or through switches alone
         return None
