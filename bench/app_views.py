@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from ccviz.loading import load_topology
-from ccviz.pipeline import run
+from ccviz.builders.loading import load_topology
+from ccviz.runs.pipeline import run
 from ccviz.viz import (
     frame_snapshot,
     frame_windows,

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ccviz import CcvizError, SynthOptions, bandwidth_limit, load_topology, run
-from ccviz import limit as limit_module
+from ccviz.bounds import limit as limit_module
 from ccviz.builders import BUILDERS
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_topologies"

@@ -1,7 +1,7 @@
 """MSCCL export, execution and import at scale: wall times and the round-trip finish-time ratio.
 
 Per case: thread blocks, channels and longest thread block of the exported XML; seconds to export,
-to execute it symbolically (``ccviz.msccl``) and to import + simulate it; the imported schedule's
+to execute it symbolically (``ccviz.interop.msccl``) and to import + simulate it; the imported schedule's
 finish time over the original's (1.0 = the round trip reproduces it; below 1: the ASAP replay of the
 program beats the synthesizer's own timing). Times are the best of ``--repeat`` runs.
 
@@ -14,9 +14,9 @@ import argparse
 import time
 
 from ccviz import load_topology, make_collective, simulate, synthesize
-from ccviz.export import msccl_xml
-from ccviz.importers import import_text
-from ccviz.msccl import check, parse_program
+from ccviz.interop.export import msccl_xml
+from ccviz.interop.importers import import_text
+from ccviz.interop.msccl import check, parse_program
 
 CASES = [
     ("dgx1", "tacos", "allreduce"),

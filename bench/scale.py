@@ -33,11 +33,11 @@ CLI = PEAK + "from ccviz.cli import main\nsys.exit(main(sys.argv[1:]))"
 PHASES = PEAK + """
 import json, sys, time
 t0 = time.perf_counter()
-import ccviz.cli, ccviz.pipeline
-from ccviz.collectives import make_collective
-from ccviz.cost import lower_bound
-from ccviz.loading import load_topology
-from ccviz.simulate import simulate
+import ccviz.cli, ccviz.runs.pipeline
+from ccviz.model.collectives import make_collective
+from ccviz.bounds.cost import lower_bound
+from ccviz.builders.loading import load_topology
+from ccviz.judge.simulate import simulate
 from ccviz.synth.registry import synthesize
 t1 = time.perf_counter()
 topo = load_topology(sys.argv[1])
@@ -57,7 +57,7 @@ SIM_PROBE = PEAK + """
 import json, sys, time
 from ccviz import Schedule, Transfer, make_collective
 from ccviz.builders import ring
-from ccviz.simulate import assign_times, simulate
+from ccviz.judge.simulate import assign_times, simulate
 n = int(sys.argv[1])
 topo = ring(n=n, bidirectional=False)
 coll = make_collective("allgather", topo, 1e9)

@@ -1,7 +1,7 @@
 """Simulator throughput on 1024-GPU ring AllGather schedules (~1M transfers): fast path vs reference.
 
 Prints transfers per second for the two jobs of the simulator, timing an untimed (step-ordered)
-schedule and verifying the timed result, for the array fast path (``ccviz.simulate``'s dispatch)
+schedule and verifying the timed result, for the array fast path (``ccviz.judge.simulate``'s dispatch)
 and the reference replay (``reference_assign_times`` / ``reference_simulate``), measured in one
 run so that the ratio holds on a busy machine. Target (issue 14): >= 1e6 transfers/s each.
 """
@@ -13,7 +13,7 @@ import time
 
 from ccviz import Schedule, Transfer, make_collective
 from ccviz.builders import ring
-from ccviz.simulate import assign_times, reference_assign_times, reference_simulate, simulate
+from ccviz.judge.simulate import assign_times, reference_assign_times, reference_simulate, simulate
 
 TARGET = 1e6
 

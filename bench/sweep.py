@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ccviz.grid import Grid
-from ccviz.sweep import RowWriter, dask_client, run_point, sweep
+from ccviz.runs.grid import Grid
+from ccviz.runs.sweep import RowWriter, dask_client, run_point, sweep
 
 # 2 fabrics x 2 algorithms x 10 sizes (1KB..256MB) = 40 rows of about 0.1-1 s each
 GRID = {"topology": ["torus2d:dims=8x8", "mesh2d:dims=6x6"], "collective": "allgather",
@@ -37,7 +37,7 @@ ROW_COST = [  # (fabric, GPUs, algorithm, collective, size)
 
 
 def _warm() -> None:
-    import ccviz.pipeline  # noqa: F401  (a worker's first row would otherwise pay ccviz's imports)
+    import ccviz.runs.pipeline  # noqa: F401  (a worker's first row would otherwise pay ccviz's imports)
 
 
 def one_run(workers: int, repeat: int) -> tuple[float, float, float, int]:
@@ -61,9 +61,9 @@ def one_run(workers: int, repeat: int) -> tuple[float, float, float, int]:
 
 def row_cost(spec: str, algorithm: str, collective: str, size: str) -> dict:
     """One row in this (fresh) process: wall seconds of run() and the process's peak RSS."""
-    from ccviz.loading import load_topology
-    from ccviz.pipeline import run
-    from ccviz.units import parse_size
+    from ccviz.builders.loading import load_topology
+    from ccviz.model.units import parse_size
+    from ccviz.runs.pipeline import run
 
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     topology = load_topology(spec)

@@ -11,7 +11,7 @@ schedule is small or ``--verify-all`` is given. ``sf bound`` is the
 store-and-forward bound of TACOS's link model (a link carries one chunk until
 it lands, alpha + bytes/bw): the larger of every rank's in-link capacity bound
 and the farthest source's path time. ``cost bound`` is
-``ccviz.cost.lower_bound`` (the simulator's own rules, where a link is free
+``ccviz.bounds.cost.lower_bound`` (the simulator's own rules, where a link is free
 again after bytes/bw; can be lower). Ratios are bound / ours (1.000 = optimal).
 """
 
@@ -24,8 +24,8 @@ from pathlib import Path
 import networkx as nx
 
 from ccviz import SynthOptions, load_topology, make_collective, simulate, synthesize
-from ccviz.collectives import Collective
-from ccviz.topology import Topology
+from ccviz.model.collectives import Collective
+from ccviz.model.topology import Topology
 
 REFERENCE = str(Path(__file__).resolve().parents[1] / "sample_topologies") + "/"
 GIB = 2**30
@@ -95,7 +95,7 @@ def _time_to_receive(count: int, per_chunk: list[float]) -> float:
 
 def cost_bound(topology: Topology, collective: Collective) -> float | None:
     try:
-        from ccviz.cost import lower_bound
+        from ccviz.bounds.cost import lower_bound
     except ImportError:
         return None
     return lower_bound(topology, collective).time_s

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ccviz import load_topology, make_collective
-from ccviz.reproduce import format_table, published_runs, reproduce, summary, summary_line
-from ccviz.simulate import simulate
+from ccviz.judge.simulate import simulate
+from ccviz.runs.reproduce import format_table, published_runs, reproduce, summary, summary_line
 from ccviz.synth import SynthOptions, synthesize
 from ccviz.synth.teccl.synthesizer import EpochSolver
 

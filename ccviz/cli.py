@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ccviz.errors import CcvizError
-from ccviz.units import format_size, format_time, parse_epoch, parse_size
-from ccviz.validate import MAX_NODES
+from ccviz.model.units import format_size, format_time, parse_epoch, parse_size
+from ccviz.model.validate import MAX_NODES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -100,8 +100,8 @@ def option_line(o: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------------- commands
 def cmd_synth(args: argparse.Namespace) -> int:
-    from ccviz.loading import load_topology
-    from ccviz.pipeline import run
+    from ccviz.builders.loading import load_topology
+    from ccviz.runs.pipeline import run
     from ccviz.synth.registry import Progress, SynthOptions
 
     _positive("time-limit", args.time_limit)
@@ -134,11 +134,11 @@ def cmd_synth(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGINT, previous)
     summary = result.summary()
     if args.out:
-        from ccviz.export import write_schedule
+        from ccviz.interop.export import write_schedule
 
         write_schedule(result.timeline, args.out)
     if args.msccl:
-        from ccviz.export import write_msccl_xml
+        from ccviz.interop.export import write_msccl_xml
 
         write_msccl_xml(result.timeline, args.msccl)
     if args.json:
@@ -149,7 +149,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _print_summary(s: dict[str, Any], bound_text: str) -> None:
-    from ccviz.limit import limit_sentence
+    from ccviz.bounds.limit import limit_sentence
 
     ok = "verified" if s["verified"] else f"INVALID ({len(s['violations'])} violations)"
     lines = [
@@ -169,8 +169,8 @@ def _print_summary(s: dict[str, Any], bound_text: str) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ccviz.schedule import Schedule
-    from ccviz.simulate import simulate
+    from ccviz.judge.simulate import simulate
+    from ccviz.model.schedule import Schedule
 
     schedule = Schedule.load(args.schedule)
     timeline = simulate(schedule)
@@ -194,11 +194,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from ccviz.bounds.cost import formula_table
     from ccviz.builders import BUILDERS, COMMON_KEYS
-    from ccviz.collectives import COLLECTIVES
-    from ccviz.cost import formula_table
+    from ccviz.model.collectives import COLLECTIVES
+    from ccviz.model.topology import SWITCH_HOPS
     from ccviz.synth import REGISTRY
-    from ccviz.topology import SWITCH_HOPS
 
     listing = {
         "algorithms": [
@@ -238,8 +238,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    from ccviz.collectives import normalize_name
-    from ccviz.cost import formula
+    from ccviz.bounds.cost import formula
+    from ccviz.model.collectives import normalize_name
 
     if not 2 <= args.n <= MAX_NODES:
         raise CcvizError(f"--n: the number of ranks must be between 2 and {MAX_NODES}, got {args.n}", "n")
@@ -262,8 +262,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def cmd_limit(args: argparse.Namespace) -> int:
-    from ccviz.limit import bandwidth_limit
-    from ccviz.loading import load_topology
+    from ccviz.bounds.limit import bandwidth_limit
+    from ccviz.builders.loading import load_topology
 
     topology = load_topology(args.topology)
     limit = bandwidth_limit(topology, args.collective, parse_size(args.size), args.root)
@@ -287,9 +287,9 @@ def cmd_limit(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ccviz.export import write_msccl_xml, write_schedule
-    from ccviz.schedule import Schedule
-    from ccviz.simulate import simulate
+    from ccviz.interop.export import write_msccl_xml, write_schedule
+    from ccviz.judge.simulate import simulate
+    from ccviz.model.schedule import Schedule
 
     check_output_path("out", args.out)
     timeline = simulate(Schedule.load(args.schedule))
@@ -304,7 +304,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from ccviz import reproduce
+    from ccviz.runs import reproduce
 
     _positive("time-limit", args.time_limit)
     runs = reproduce.published_runs(args.filter)
@@ -330,16 +330,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ccviz.importers import import_schedule
-    from ccviz.msccl import check
-    from ccviz.simulate import simulate
+    from ccviz.interop.importers import import_schedule
+    from ccviz.interop.msccl import check
+    from ccviz.judge.simulate import simulate
 
     size = parse_size(args.size) if args.size else None
     schedule = import_schedule(args.file, args.topology, size)
     timeline = simulate(schedule)
     runs = check(args.file) if schedule.options.get("format") == "msccl" else []
     if args.out:
-        from ccviz.export import write_schedule
+        from ccviz.interop.export import write_schedule
 
         write_schedule(timeline, args.out)
     report = {
@@ -377,7 +377,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_execute(args: argparse.Namespace) -> int:
-    from ccviz.msccl import check
+    from ccviz.interop.msccl import check
 
     if args.fifo_depth < 1 or args.max_steps < 1:
         raise CcvizError("--fifo-depth and --max-steps must be >= 1", "fifo_depth")
@@ -393,8 +393,8 @@ def cmd_execute(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ccviz.grid import Grid
-    from ccviz.sweep import ProgressBar, RowWriter, dask_client, summary_text, sweep
+    from ccviz.runs.grid import Grid
+    from ccviz.runs.sweep import ProgressBar, RowWriter, dask_client, summary_text, sweep
 
     if args.workers is not None and args.scheduler:
         raise CcvizError("--workers: give --workers N (a cluster on this machine) or --scheduler ADDRESS, not both",

@@ -1,6 +1,6 @@
 """Compare: several algorithms over a size sweep on the current topology, against the lower bound.
 
-The table is the library's ``ccviz.compare.compare``, started by a ``SweepJob`` on the same Dask engine
+The table is the library's ``ccviz.runs.compare.compare``, started by a ``SweepJob`` on the same Dask engine
 as ``ccviz sweep``: light sweeps in the app process, heavy ones on an embedded cluster, or on any Dask
 cluster whose scheduler address is given.
 """
@@ -10,9 +10,9 @@ import streamlit as st
 from ccviz.app import imports, ui
 from ccviz.app.runs import SweepJob, SweepRequest
 from ccviz.app.state import current_topology, user_errors
-from ccviz.collectives import COLLECTIVES, ROOTED
+from ccviz.model.collectives import COLLECTIVES, ROOTED
+from ccviz.model.units import format_size, format_time
 from ccviz.synth.registry import REGISTRY, algorithms_for
-from ccviz.units import format_size, format_time
 from ccviz.viz import comparison_figure, finish_bars
 
 ui.configure_page()

@@ -5,10 +5,10 @@ import streamlit as st
 from ccviz.app import ui
 from ccviz.app.runs import RunRequest, SynthesisJob
 from ccviz.app.state import user_errors
-from ccviz.cost import schedule_formula
-from ccviz.loading import load_topology
+from ccviz.bounds.cost import schedule_formula
+from ccviz.builders.loading import load_topology
+from ccviz.model.units import format_size, format_time
 from ccviz.synth.registry import REGISTRY
-from ccviz.units import format_size, format_time
 from ccviz.viz.lesson import LESSON_SIZES, lesson_figure, lesson_summary, lesson_table, textbook_unavailable
 from ccviz.viz.narration import formula_gap
 from ccviz.viz.rounds import rounds_html

@@ -5,12 +5,12 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from ccviz import reproduce
 from ccviz.app import ui
 from ccviz.app.runs import CachedRun, ReproduceJob, RunRequest
 from ccviz.app.state import set_last_run, set_topology, user_errors
-from ccviz.cost import lower_bound
-from ccviz.units import format_time
+from ccviz.bounds.cost import lower_bound
+from ccviz.model.units import format_time
+from ccviz.runs import reproduce
 
 ui.configure_page()
 

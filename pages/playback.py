@@ -5,7 +5,7 @@ import streamlit as st
 
 from ccviz.app import imports, ui
 from ccviz.app.state import last_run, user_errors
-from ccviz.units import format_size, format_time
+from ccviz.model.units import format_size, format_time
 from ccviz.viz import (
     frame_snapshot,
     frame_windows,

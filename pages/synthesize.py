@@ -13,7 +13,7 @@ from ccviz.app.state import (
     show_errors,
     user_errors,
 )
-from ccviz.collectives import COLLECTIVES, ROOTED
+from ccviz.model.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
 
 ui.configure_page()

@@ -18,10 +18,10 @@ from ccviz.app.state import (
 )
 from ccviz.app.tables import DIRECTIONS, fabric_defaults, link_table, node_table, topology_from_tables
 from ccviz.app.url import topology_from_name
+from ccviz.bounds.limit import AUTO_LIMIT_GPUS, LIMITED, bandwidth_limit, limit_is_quick
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
-from ccviz.limit import AUTO_LIMIT_GPUS, LIMITED, bandwidth_limit, limit_is_quick
-from ccviz.topology import SWITCH_HOPS, Topology
+from ccviz.model.topology import SWITCH_HOPS, Topology
 from ccviz.viz import cut_figure, topology_figure
 
 ui.configure_page()

@@ -1,6 +1,6 @@
 """A second, minimal judge written from the link model in docs/ARCHITECTURE.md and README.
 
-It shares no code with ``ccviz.simulate``: plain dictionaries and sets, one event loop, no numpy.
+It shares no code with ``ccviz.judge.simulate``: plain dictionaries and sets, one event loop, no numpy.
 It only reads the schedule's plain data (nodes, links, chunks, timed transfers). Tests run it next
 to the simulator on random and faulty schedules and require the same verdict.
 

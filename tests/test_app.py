@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 
 import ccviz
 from ccviz.app.tables import link_table, node_table, topology_from_tables
-from ccviz.pipeline import run
-from ccviz.units import format_size, format_time
+from ccviz.model.units import format_size, format_time
+from ccviz.runs.pipeline import run
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")

@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 
 from ccviz.app.imports import IMPORTS_KEY, Upload, imported_run
 from ccviz.app.state import RUN_KEY
-from ccviz.loading import load_topology
+from ccviz.builders.loading import load_topology
 
 ROOT = Path(__file__).resolve().parent.parent
 RING = (ROOT / "tests" / "fixtures" / "msccl" / "allreduce_ring_8.xml").read_text()

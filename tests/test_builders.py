@@ -12,7 +12,7 @@ import pytest
 
 from ccviz import CcvizError, load_topology
 from ccviz.builders import BUILDERS, build, get_builder
-from ccviz.topology import Topology
+from ccviz.model.topology import Topology
 from tests.paths import REFERENCE
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,13 +1,13 @@
-"""Textbook algorithms laid on real topologies (ccviz.synth.classic, ccviz.routing)."""
+"""Textbook algorithms laid on real topologies (ccviz.synth.classic, ccviz.model.routing)."""
 
 from __future__ import annotations
 
 import pytest
 
 import ccviz
-from ccviz.cost import formula
+from ccviz.bounds.cost import formula
 from ccviz.errors import CcvizError
-from ccviz.routing import Layout, ring_order, router_for
+from ccviz.model.routing import Layout, ring_order, router_for
 from tests.paths import REFERENCE
 
 BW, ALPHA_US = 50.0, 0.5
@@ -172,7 +172,7 @@ def test_double_binary_tree_follows_physical_links_even_when_they_are_one_way(sp
     assert inner[0] != inner[1]
 
 
-# ------------------------------------------------------------------ relay rule (ccviz.simulate)
+# ------------------------------------------------------------------ relay rule (ccviz.judge.simulate)
 def _line_reduce(transfers):
     topo = ccviz.load_topology("line:n=3")
     coll = ccviz.make_collective("reduce", topo, 1e3, root=2)
@@ -180,7 +180,7 @@ def _line_reduce(transfers):
 
 
 def test_a_relay_keeps_the_relaying_gpus_own_partial() -> None:
-    from ccviz.schedule import Transfer
+    from ccviz.model.schedule import Transfer
 
     # 0's partial crosses 1 (which still holds its own) to 2, then 1 adds its own partial at 2.
     relayed = [Transfer(0, 0, 1, None, None, "relay", 0), Transfer(0, 1, 2, None, None, "reduce", 1),
@@ -191,7 +191,7 @@ def test_a_relay_keeps_the_relaying_gpus_own_partial() -> None:
 
 
 def test_a_relay_without_its_continuation_is_flagged() -> None:
-    from ccviz.schedule import Transfer
+    from ccviz.model.schedule import Transfer
 
     dangling = [Transfer(0, 1, 2, None, None, "reduce", 1), Transfer(0, 0, 1, None, None, "relay", 0)]
     rules = {v.rule for v in ccviz.simulate(_line_reduce(dangling)).violations}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ccviz import CcvizError, custom_collective, load_topology, make_collective
-from ccviz.collectives import COLLECTIVES, normalize_name
-from ccviz.units import format_size, parse_size, size_sweep
+from ccviz.model.collectives import COLLECTIVES, normalize_name
+from ccviz.model.units import format_size, parse_size, size_sweep
 from tests.paths import REFERENCE
 
 RANKS = [0, 1, 2, 3]

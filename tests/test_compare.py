@@ -9,7 +9,7 @@ import pytest
 
 import ccviz
 from ccviz import CcvizError
-from ccviz.compare import compare
+from ccviz.runs.compare import compare
 from ccviz.synth.registry import SynthOptions
 
 SIZES = [1e3, 1e4, 1e5]
@@ -77,7 +77,7 @@ def test_an_unstopped_sweep_runs_every_row() -> None:
 
 def test_the_same_loop_runs_the_rows_on_a_dask_cluster_with_the_same_table() -> None:
     """``client``: the rows run as tasks of the sweep engine; the table equals the in-process one."""
-    from ccviz.sweep import dask_client
+    from ccviz.runs.sweep import dask_client
 
     topo = ccviz.load_topology("ring:n=4")
     here = compare(topo, "allgather", ["ring", "direct"], SIZES)
@@ -92,7 +92,7 @@ def test_the_same_loop_runs_the_rows_on_a_dask_cluster_with_the_same_table() -> 
 
 
 def test_known_rows_are_not_run_and_each_size_bound_is_computed_once(monkeypatch) -> None:
-    from ccviz import compare as module
+    from ccviz.runs import compare as module
 
     topo = ccviz.load_topology("ring:n=4")
     first = compare(topo, "allgather", ["ring"], SIZES[:1])

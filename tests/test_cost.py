@@ -1,4 +1,4 @@
-"""Closed-form alpha-beta costs and lower bounds (ccviz.cost)."""
+"""Closed-form alpha-beta costs and lower bounds (ccviz.bounds.cost)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 
 import ccviz
-from ccviz.cost import FORMULAS, _Demands, formula, formula_table, lower_bound
+from ccviz.bounds.cost import FORMULAS, _Demands, formula, formula_table, lower_bound
 from ccviz.errors import CcvizError
 from tests.paths import REFERENCE
 
@@ -146,7 +146,7 @@ def test_every_classic_schedule_is_no_faster_than_the_bound(spec) -> None:
 
 # ------------------------------------------------------------------ textbook naming and schedule parameters
 def test_every_textbook_algorithm_and_collective_it_lists_has_a_formula() -> None:
-    from ccviz.cost import FORMULAS
+    from ccviz.bounds.cost import FORMULAS
     from ccviz.synth.registry import REGISTRY
 
     listed = {(c, name) for name, alg in REGISTRY.items() if alg.kind == "classic" for c in alg.collectives}
@@ -154,7 +154,7 @@ def test_every_textbook_algorithm_and_collective_it_lists_has_a_formula() -> Non
 
 
 def test_rhd_allgather_is_found_under_its_own_name() -> None:
-    from ccviz.cost import formula
+    from ccviz.bounds.cost import formula
 
     rhd = formula("allgather", "rhd", 8, 1e6, 0.5, 50.0)
     assert rhd.n_alpha == 3 and rhd.n_beta == pytest.approx(7 / 8)
@@ -163,7 +163,7 @@ def test_rhd_allgather_is_found_under_its_own_name() -> None:
 
 def test_pipelined_formulas_use_the_schedules_segments() -> None:
     import ccviz
-    from ccviz.cost import formula, schedule_formula
+    from ccviz.bounds.cost import formula, schedule_formula
 
     best = formula("broadcast", "ring", 16, 1e9, 0.5, 50.0)
     one = formula("broadcast", "ring", 16, 1e9, 0.5, 50.0, segments=1)
@@ -177,7 +177,7 @@ def test_pipelined_formulas_use_the_schedules_segments() -> None:
 
 
 def test_bidirectional_ring_halves_the_bytes_only_with_two_or_more_chunks() -> None:
-    from ccviz.cost import formula
+    from ccviz.bounds.cost import formula
 
     ring = formula("allgather", "ring", 8, 1e6, 0.5, 50.0)
     assert formula("allgather", "ring-bidir", 8, 1e6, 0.5, 50.0, segments=1).n_beta == ring.n_beta

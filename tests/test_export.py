@@ -8,7 +8,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from ccviz import CcvizError, Link, Node, Schedule, Topology, Transfer, make_collective, simulate
-from ccviz.export import gpu_hops, msccl_xml, schedule_json
+from ccviz.interop.export import gpu_hops, msccl_xml, schedule_json
 from tests.test_simulate import ring_allgather, ring_reducescatter
 
 

@@ -6,7 +6,8 @@ import pytest
 
 import ccviz
 from ccviz.cli import main
-from ccviz.footprint import estimate_bytes, min_transfers
+from ccviz.model.collectives import min_transfers
+from ccviz.model.footprint import estimate_bytes
 
 
 def test_min_transfers_counts_every_demand() -> None:

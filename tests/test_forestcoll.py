@@ -12,15 +12,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ccviz
+from ccviz.bounds.cost import lower_bound
+from ccviz.bounds.limit import bandwidth_limit
 from ccviz.cli import main
-from ccviz.collectives import ROOTED
-from ccviz.cost import lower_bound
-from ccviz.export import write_msccl_xml
-from ccviz.limit import bandwidth_limit
+from ccviz.interop.export import write_msccl_xml
+from ccviz.model.collectives import ROOTED
+from ccviz.model.topology import Topology
 from ccviz.synth import forestcoll
 from ccviz.synth.arborescence import greedy_arborescence, min_arborescence
 from ccviz.synth.registry import SynthOptions
-from ccviz.topology import Topology
 from tests.test_properties import small_fabrics
 
 COLLECTIVES = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import ccviz
 from ccviz.builders import BUILDERS
-from ccviz.schedule import Schedule
+from ccviz.model.schedule import Schedule
 from tests.hostile import FIGURES, record, run_cli
 from tests.independent_checker import check
 

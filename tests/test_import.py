@@ -9,7 +9,7 @@ import pytest
 
 from ccviz import CcvizError, Schedule, load_topology, simulate
 from ccviz.cli import main
-from ccviz.importers import import_schedule, import_text
+from ccviz.interop.importers import import_schedule, import_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MSCCL = sorted((FIXTURES / "msccl").glob("*.xml"))

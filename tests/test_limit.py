@@ -10,12 +10,12 @@ import random
 import pytest
 
 from ccviz import CcvizError, bandwidth_limit, load_topology
-from ccviz import limit as limit_module
+from ccviz.bounds import limit as limit_module
+from ccviz.bounds.cost import lower_bound
 from ccviz.builders import build
 from ccviz.cli import main
-from ccviz.collectives import make_collective
-from ccviz.cost import lower_bound
-from ccviz.topology import Link, Node, Topology
+from ccviz.model.collectives import make_collective
+from ccviz.model.topology import Link, Node, Topology
 
 SMALL = ["ring:n=8", "ring:n=5,bidirectional=false", "dgx1", "star:n=6", "fully_connected:n=5", "hypercube:n=8",
          "mesh2d:dims=3x3", "line:n=6", "torus2d:dims=2x2", "ndv2:chassis=1",

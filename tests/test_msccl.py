@@ -8,7 +8,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from ccviz import CcvizError
-from ccviz.msccl import execute, parse_program
+from ccviz.interop.msccl import execute, parse_program
 
 FIXTURES = Path(__file__).parent / "fixtures" / "msccl"
 PROGRAMS = sorted(p.name for p in FIXTURES.glob("*.xml"))

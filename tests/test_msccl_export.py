@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccviz import CcvizError, load_topology, make_collective, simulate, synthesize
-from ccviz.export import msccl_xml
-from ccviz.importers import import_text
-from ccviz.msccl import MAX_STEPS_RCCL, check, parse_program
+from ccviz.interop.export import msccl_xml
+from ccviz.interop.importers import import_text
+from ccviz.interop.msccl import MAX_STEPS_RCCL, check, parse_program
 from ccviz.synth import REGISTRY, SynthOptions
 
 # dgx1, a ring, a torus, a fabric with (non-copying) switches; TE-CCL's MILP on a small ring only (solver time).

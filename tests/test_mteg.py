@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import ccviz
 from ccviz import CcvizError, Link, Node, Topology, make_collective, simulate
-from ccviz.cost import lower_bound
+from ccviz.bounds.cost import lower_bound
 from ccviz.synth import SynthOptions, synthesize
 from ccviz.synth.budget import Budget
 from ccviz.synth.mteg import (

@@ -7,10 +7,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ccviz
-from ccviz.collectives import COLLECTIVES, ROOTED
-from ccviz.cost import lower_bound
+from ccviz.bounds.cost import lower_bound
 from ccviz.errors import CcvizError
-from ccviz.topology import Link, Node, Topology
+from ccviz.model.collectives import COLLECTIVES, ROOTED
+from ccviz.model.topology import Link, Node, Topology
 from tests.paths import REFERENCE_FILES
 
 CLASSIC = ["ring", "ring-bidir", "direct", "dbt", "rhd", "tree", "bruck"]

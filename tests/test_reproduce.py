@@ -11,7 +11,7 @@ import pytest
 
 from ccviz import load_topology, make_collective
 from ccviz.cli import main
-from ccviz.reproduce import published_runs, reproduce_run, summary
+from ccviz.runs.reproduce import published_runs, reproduce_run, summary
 
 FAST_ROWS = "NDv2 Slow 1GB"  # certified by the bound in well under a second
 

@@ -7,9 +7,9 @@ import pytest
 
 from ccviz import load_topology, make_collective, simulate
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Link, Node, Topology
 from ccviz.synth.reversal import concatenate, mirror_collective, mirror_fabric, reverse_schedule
-from ccviz.topology import Link, Node, Topology
 from tests.paths import REFERENCE
 
 
@@ -136,7 +136,7 @@ def test_a_replayed_switchless_reversal_shares_steps_and_times_like_one_transfer
     9.6 against 11.7 us) it is kept. Its transfers with one nominal reversed start share a step (so the
     simulator times the reduction in array work); the times are those of ranking every transfer on its
     own, i.e. the tree's waits."""
-    from ccviz.simulate import reference_assign_times
+    from ccviz.judge.simulate import reference_assign_times
     from ccviz.synth import SynthOptions
     from ccviz.synth.tacos import copy_schedule
 

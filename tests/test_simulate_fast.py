@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ccviz
-from ccviz import simulate_fast
 from ccviz.builders import ring, torus2d
 from ccviz.errors import CcvizError
-from ccviz.schedule import PROMOTE_AT, JudgedTransfers, Schedule, Transfer, gc_paused
-from ccviz.simulate import Timeline, assign_times, reference_assign_times, reference_simulate, simulate
+from ccviz.judge import simulate_fast
+from ccviz.judge.simulate import Timeline, assign_times, reference_assign_times, reference_simulate, simulate
+from ccviz.model.schedule import PROMOTE_AT, JudgedTransfers, Schedule, Transfer, gc_paused
 from tests.test_properties import small_fabrics
 
 ALGORITHMS = ["ring", "ring-bidir", "direct", "dbt", "rhd", "tree", "bruck"]

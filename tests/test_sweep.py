@@ -12,8 +12,8 @@ import pytest
 
 from ccviz.cli import main
 from ccviz.errors import CcvizError
-from ccviz.grid import Grid, parse_sizes, row_key
-from ccviz.sweep import RowWriter, dask_client, summary_text, sweep
+from ccviz.runs.grid import Grid, parse_sizes, row_key
+from ccviz.runs.sweep import RowWriter, dask_client, summary_text, sweep
 from tests.test_cli import CONTRACT_KEYS
 
 GRID_24 = ["--topology", "ring:n=4", "--topology", "mesh2d:dims=2x3", "--collective", "allgather",
@@ -163,7 +163,7 @@ def test_grid_from_yaml_with_flags_winning(tmp_path):
 def test_compare_jobs_run_on_the_engine_and_stop(tmp_path):
     from ccviz.app import runs
     from ccviz.app.runs import SweepJob, SweepRequest
-    from ccviz.loading import load_topology
+    from ccviz.builders.loading import load_topology
 
     topology = load_topology("ring:n=6")
     request = SweepRequest(topology.to_json(), "allreduce", ("ring", "rhd"), (1e3, 1e6), 1, None, 20.0)

@@ -21,11 +21,11 @@ import pytest
 
 from ccviz import make_collective
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, Transfer
-from ccviz.simulate import simulate
+from ccviz.judge.simulate import simulate
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Link, Node, Topology
 from ccviz.synth import SynthOptions, synthesize
 from ccviz.synth.teccl.epochs import EpochGrid
-from ccviz.topology import Link, Node, Topology
 
 US = 1e-6
 CHUNK = 1e4

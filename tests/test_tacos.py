@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ccviz import CcvizError, SynthOptions, load_topology, make_collective, simulate, synthesize
+from ccviz.model.topology import Link, Node, Topology
 from ccviz.synth.budget import Budget
 from ccviz.synth.tacos import Matcher, build_routes, copy_schedule
-from ccviz.topology import Link, Node, Topology
 from tests.paths import REFERENCE
 
 GIB = 2**30

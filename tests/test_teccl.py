@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ccviz import load_topology
-from ccviz.collectives import make_collective
 from ccviz.errors import CcvizError
-from ccviz.simulate import simulate
+from ccviz.judge.simulate import simulate
+from ccviz.model.collectives import make_collective
 from ccviz.synth import SynthOptions, synthesize
 from ccviz.synth.teccl.epochs import EpochGrid
 from ccviz.synth.teccl.synthesizer import EpochSolver
@@ -197,7 +197,7 @@ def test_ndv2_as_run_allgather_meets_the_published_optimum(size, epoch, epochs, 
 
 
 def _star_with_switch(n: int, bandwidths: list[float], alpha: float, copy: bool, hop: str):
-    from ccviz.topology import Link, Node, Topology
+    from ccviz.model.topology import Link, Node, Topology
 
     nodes = [Node(0, "switch", copy=copy)] + [Node(i, "gpu") for i in range(1, n + 1)]
     links = []
@@ -249,7 +249,7 @@ def test_epoch_synchronous_replay_is_offered_and_never_faster():
 
 
 def test_a_stop_while_the_model_is_built_returns_the_best_verified_schedule_with_a_note():
-    from ccviz.pipeline import run
+    from ccviz.runs.pipeline import run
 
     stop = threading.Event()
     seen: list[str] = []

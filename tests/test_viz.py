@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import ccviz
-from ccviz.compare import compare
-from ccviz.schedule import Schedule, Transfer
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.runs.compare import compare
 from ccviz.viz import (
     busy_fraction,
     comparison_figure,
@@ -216,7 +216,7 @@ def test_many_sources_get_a_colourbar_not_a_legend():
 @pytest.mark.parametrize("spec, collective, algorithm", [("dgx1", "allreduce", "ring"),
                                                           ("torus2d:dims=3x3", "alltoall", "direct")])
 def test_holdings_series_replays_the_simulators_holdings(spec, collective, algorithm):
-    from ccviz.pipeline import run
+    from ccviz.runs.pipeline import run
     from ccviz.viz.holdings import holdings_series
 
     timeline = run(ccviz_load(spec), collective, algorithm, 1e6).timeline

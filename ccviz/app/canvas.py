@@ -13,7 +13,7 @@ from streamlit_flow.elements import StreamlitFlowEdge, StreamlitFlowNode
 from streamlit_flow.state import StreamlitFlowState
 
 from ccviz.app.tables import fabric_defaults
-from ccviz.topology import Link, Node, Topology
+from ccviz.model.topology import Link, Node, Topology
 from ccviz.viz.layout import is_symmetric, node_positions
 from ccviz.viz.style import GPU_COLOR, SWITCH_COLOR
 from ccviz.viz.topology_fig import drawn_links

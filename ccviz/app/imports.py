@@ -1,7 +1,7 @@
 """The app's side of "bring your own schedule": upload on Playback, compare beside synthesized runs.
 
 An uploaded MSCCL XML, TE-CCL output or ccviz schedule JSON goes through
-``ccviz.importers`` and the simulator exactly like the CLI's ``ccviz import``;
+``ccviz.interop.importers`` and the simulator exactly like the CLI's ``ccviz import``;
 the result becomes the run Playback shows, and the upload is kept in the
 session so Compare can replay it at every size of a sweep.
 """
@@ -15,14 +15,14 @@ import streamlit as st
 
 from ccviz.app.runs import CachedRun, RunRequest
 from ccviz.app.state import current_topology, set_last_run, user_errors
-from ccviz.cost import lower_bound
+from ccviz.bounds.cost import lower_bound
 from ccviz.errors import CcvizError
-from ccviz.importers import import_text
-from ccviz.msccl import check
-from ccviz.pipeline import RunResult
-from ccviz.simulate import simulate
-from ccviz.topology import Topology
-from ccviz.units import format_size, format_time, parse_size
+from ccviz.interop.importers import import_text
+from ccviz.interop.msccl import check
+from ccviz.judge.simulate import simulate
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_size, format_time, parse_size
+from ccviz.runs.pipeline import RunResult
 
 IMPORTS_KEY = "ccviz_imports"
 ON_FULLY_CONNECTED = "fully connected (MSCCL default)"

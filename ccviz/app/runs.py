@@ -8,7 +8,7 @@ keyed by topology JSON + collective + options (``RunRequest``), together
 with the figures drawn from them, so revisiting a result is instant.
 
 A ``SweepJob`` is the same for the Compare page: it calls the library's
-``ccviz.compare.compare`` (the loop ``ccviz`` users call) from a background
+``ccviz.runs.compare.compare`` (the loop ``ccviz`` users call) from a background
 thread that a Stop button can end, with its rows running on the Dask sweep
 engine (in the app process, on an embedded cluster or on a Dask scheduler;
 the stop also reaches the running solvers). Finished rows are cached
@@ -31,13 +31,13 @@ from typing import Any
 
 import pandas as pd
 
-from ccviz.compare import Point, compare, point_of, points, skipped_rest, table
 from ccviz.errors import CcvizError
-from ccviz.pipeline import RunResult, run
-from ccviz.sweep import SweepProgress, dask_client
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_size, format_time
+from ccviz.runs.compare import Point, compare, point_of, points, skipped_rest, table
+from ccviz.runs.pipeline import RunResult, run
+from ccviz.runs.sweep import SweepProgress, dask_client
 from ccviz.synth.registry import REGISTRY, Progress, SynthOptions
-from ccviz.topology import Topology
-from ccviz.units import format_size, format_time
 
 CACHE_SIZE = 24
 ROW_CACHE_SIZE = 4096
@@ -214,7 +214,7 @@ class SweepRequest:
 
 
 class SweepJob(BackgroundJob):
-    """A comparison (``ccviz.compare.compare``) on the Dask sweep engine; poll ``done``, read ``rows``, ``stop()`` it.
+    """A comparison (``ccviz.runs.compare.compare``) on the Dask sweep engine; poll ``done``, read ``rows``, ``stop()`` it.
 
     Rows run where ``engine_for`` says: a Dask scheduler when an address is given, else this app's
     embedded cluster (worker processes, started once and kept) or, for light sweeps, a one-thread
@@ -363,7 +363,7 @@ def engine_client(engine: str, scheduler: str | None = None):
 
 # ------------------------------------------------------------------ published tables (Papers page)
 class ReproduceJob(BackgroundJob):
-    """A paper's published rows re-run one by one in a background thread (``ccviz.reproduce``).
+    """A paper's published rows re-run one by one in a background thread (``ccviz.runs.reproduce``).
 
     Finished rows are cached process-wide per (row, time limit); Stop ends the running row with its
     best schedule and marks the rest 'not run'.
@@ -373,7 +373,7 @@ class ReproduceJob(BackgroundJob):
         super().__init__()
         self.runs = runs
         self.time_limit = time_limit
-        self.rows: list = []  # ccviz.reproduce.Reproduction, in order
+        self.rows: list = []  # ccviz.runs.reproduce.Reproduction, in order
         self.current: str | None = None
         self._start("ccviz-reproduce")
 
@@ -382,7 +382,7 @@ class ReproduceJob(BackgroundJob):
         return len(self.rows) / len(self.runs) if self.runs else 1.0
 
     def _work(self) -> None:
-        from ccviz.reproduce import Reproduction, reproduce_run
+        from ccviz.runs.reproduce import Reproduction, reproduce_run
 
         try:
             for run_ in self.runs:

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from ccviz.builders.loading import load_topology
 from ccviz.errors import CcvizError
-from ccviz.loading import load_topology
-from ccviz.topology import Topology
+from ccviz.model.topology import Topology
 
 DEFAULT_TOPOLOGY = "dgx1"
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "sample_topologies"

@@ -21,7 +21,7 @@ from collections import Counter
 import pandas as pd
 
 from ccviz.errors import CcvizError
-from ccviz.topology import Link, Node, Topology
+from ccviz.model.topology import Link, Node, Topology
 
 NODE_COLUMNS = ("id", "kind", "label", "group", "copy")
 LINK_COLUMNS = ("src", "dst", "direction", "bandwidth_GBps", "alpha_us", "lanes")

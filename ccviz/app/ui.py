@@ -6,14 +6,14 @@ from typing import Any
 
 import streamlit as st
 
-from ccviz import export
 from ccviz.app import url
 from ccviz.app.runs import CachedRun
 from ccviz.app.state import current_topology, topology_source, user_errors
-from ccviz.limit import limit_sentence
+from ccviz.bounds.limit import limit_sentence
+from ccviz.interop import export
+from ccviz.model.units import format_size, format_time, size_sweep
 from ccviz.synth.options import OptionSpec
 from ccviz.synth.registry import Algorithm, Progress
-from ccviz.units import format_size, format_time, size_sweep
 from ccviz.viz import schedule_animation
 
 SIZES = size_sweep(1e3, 1e9)

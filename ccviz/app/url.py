@@ -17,11 +17,11 @@ import streamlit as st
 
 from ccviz.app.state import current_topology, keep_error, sample_files, set_topology, topology_spec
 from ccviz.builders import build
-from ccviz.collectives import COLLECTIVES
 from ccviz.errors import CcvizError
+from ccviz.model.collectives import COLLECTIVES
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_size, parse_size
 from ccviz.synth.registry import algorithms_for
-from ccviz.topology import Topology
-from ccviz.units import format_size, parse_size
 
 RESTORED_KEY = "ccviz_url_restored"
 PAGE_KEY = "ccviz_url_page"  # the page a link asked for, until the navigation has opened it

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ccviz.builders.fabric import DEFAULT_ALPHA, DEFAULT_BW, Fabric, exact_dims, per_dim, require
 from ccviz.builders.layout import Position, tiled_grid_position, tiled_switch_position
 from ccviz.builders.registry import builder
-from ccviz.topology import Topology
+from ccviz.model.topology import Topology
 
 DIMENSION_KINDS = ("ring", "fc", "switch", "mesh")
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ccviz.builders.layout import Position, rounded
 from ccviz.errors import CcvizError
-from ccviz.topology import Link, Node, Topology
+from ccviz.model.topology import Link, Node, Topology
 
 DEFAULT_BW = 50.0  # GB/s (TACOS's default)
 DEFAULT_ALPHA = 0.5  # microseconds (TACOS's default)

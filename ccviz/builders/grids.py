@@ -18,8 +18,8 @@ from ccviz.builders.fabric import (
 from ccviz.builders.layout import circle_positions, grid_position, hypercube_position, ring_positions
 from ccviz.builders.registry import builder
 from ccviz.errors import CcvizError
-from ccviz.topology import Link, Topology
-from ccviz.validate import MAX_LINKS
+from ccviz.model.topology import Link, Topology
+from ccviz.model.validate import MAX_LINKS
 
 
 @builder("ring")

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ccviz.errors import CcvizError
-from ccviz.topology import Topology
-from ccviz.validate import check_node_count
+from ccviz.model.topology import Topology
+from ccviz.model.validate import check_node_count
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def get_builder(name: str) -> Builder:
     return BUILDERS[key]
 
 
-COMMON_KEYS = "switch_hop=paid|teccl|free"  # accepted by every builder (see ccviz.topology.SWITCH_HOPS)
+COMMON_KEYS = "switch_hop=paid|teccl|free"  # accepted by every builder (see ccviz.model.topology.SWITCH_HOPS)
 
 
 def build(spec: str) -> Topology:

@@ -7,7 +7,7 @@ import itertools
 from ccviz.builders.fabric import DEFAULT_ALPHA, DEFAULT_BW, Fabric, link_classes, require
 from ccviz.builders.layout import Position, dragonfly_positions, hub_positions, tree_positions
 from ccviz.builders.registry import builder
-from ccviz.topology import Topology
+from ccviz.model.topology import Topology
 
 
 @builder("star")

@@ -16,7 +16,7 @@ from ccviz.builders.layout import (
     hub_positions,
 )
 from ccviz.builders.registry import builder
-from ccviz.topology import Node, Topology
+from ccviz.model.topology import Node, Topology
 
 # DGX-1 hybrid cube-mesh, local GPU ids: (u, v, class) with class 0 = double NVLink, 1 = single NVLink.
 DGX1_CABLES = (

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ccviz.errors import CcvizError
-from ccviz.topology import Topology
+from ccviz.model.topology import Topology
 
 INF = np.inf
 

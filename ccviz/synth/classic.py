@@ -1,7 +1,7 @@
 """Textbook collective algorithms laid onto a real topology.
 
 Each algorithm speaks in logical sends between ranks ("at step s, rank a
-sends chunk c to rank b"); ``ccviz.routing.Layout`` lays them along shortest
+sends chunk c to rank b"); ``ccviz.model.routing.Layout`` lays them along shortest
 routes and returns an *untimed* schedule, so the simulator times it with the
 topology's real links and contention. Algorithms:
 
@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
-from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
-from ccviz.routing import Layout, neighbour_gpus, reverse_ring_order, ring_order
-from ccviz.schedule import Schedule
+from ccviz.model.collectives import Chunk, Collective
+from ccviz.model.routing import Layout, neighbour_gpus, reverse_ring_order, ring_order
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
 from ccviz.synth.registry import Algorithm, SynthOptions, register
-from ccviz.topology import Topology
 
 
 class ClassicAlgorithm:

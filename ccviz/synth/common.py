@@ -20,9 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule, gc_paused
+from ccviz.model.collectives import Collective
+from ccviz.model.schedule import Schedule, gc_paused
+from ccviz.model.topology import Topology
 from ccviz.synth.budget import Budget
 from ccviz.synth.registry import SynthOptions
 from ccviz.synth.reversal import (
@@ -33,7 +34,6 @@ from ccviz.synth.reversal import (
     schedule_end,
     split_allreduce,
 )
-from ccviz.topology import Topology
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -155,7 +155,7 @@ class ReversalSynthesizer:
 
     def replay(self, schedule: Schedule) -> Schedule:
         """The forward schedule timed and checked by the simulator (the core's own output must replay)."""
-        from ccviz.simulate import simulate  # numpy loads on first use: `ccviz list` stays instant
+        from ccviz.judge.simulate import simulate  # numpy loads on first use: `ccviz list` stays instant
 
         timeline = simulate(schedule)
         if not timeline.verified:

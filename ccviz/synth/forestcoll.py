@@ -1,7 +1,7 @@
 """ForestColl: spanning-tree packing that reaches the fabric's limit, pipelined in pieces.
 
 Zhao et al., "ForestColl: Throughput-Optimal Collective Communications on Heterogeneous Network
-Fabrics" (arXiv 2402.06787). The AllGather limit (``ccviz.limit``) is reached by k out-trees rooted
+Fabrics" (arXiv 2402.06787). The AllGather limit (``ccviz.bounds.limit``) is reached by k out-trees rooted
 at every GPU, each carrying 1/k of its root's shard, packed so that no link carries more than the
 limit allows. This module packs them and schedules them:
 
@@ -47,12 +47,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ccviz.collectives import Collective, make_collective
+from ccviz.bounds.limit import bandwidth_limit
 from ccviz.errors import CcvizError
-from ccviz.limit import bandwidth_limit
-from ccviz.physics import link_costs
-from ccviz.routing import ring_order
-from ccviz.schedule import Schedule, Transfer
+from ccviz.model.collectives import Collective, make_collective
+from ccviz.model.physics import link_costs
+from ccviz.model.routing import ring_order
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Topology
+from ccviz.model.units import us_text
+from ccviz.model.validate import MIN_CHUNK_BYTES
 from ccviz.synth.arborescence import RouteClosure, greedy_arborescence, min_arborescence, shortest_path_tree
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import ForestcollOptions
@@ -73,9 +76,6 @@ from ccviz.synth.slotted import (
     slot_overhead,
     slotted_pipeline,
 )
-from ccviz.topology import Topology
-from ccviz.units import us_text
-from ccviz.validate import MIN_CHUNK_BYTES
 
 LOOKAHEAD = 32  # waiting chunks a free link considers (cut-through): the most urgent that can start soonest
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
@@ -999,6 +999,9 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
 
     AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them (a
     ReduceScatter on the ring lets the AllGather half choose again, ring first, with the same chunks).
+    This is why it is composed here and not by ``common.ReversalSynthesizer.allreduce``: that frame
+    splits the AllReduce before the first half runs and solves the halves independently, while here
+    the first half may refine the chunk count and decides the trees the second half must pack.
     """
     budget = Budget(options)
 

@@ -66,17 +66,17 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Container, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
-from ccviz.physics import epoch_cost, epoch_length
-from ccviz.routing import earliest_arrivals
-from ccviz.schedule import Schedule, Transfer
+from ccviz.model.collectives import Chunk, Collective
+from ccviz.model.physics import epoch_cost, epoch_length
+from ccviz.model.routing import earliest_arrivals
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Link, Topology
+from ccviz.model.units import us_text
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import MtegOptions
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
 from ccviz.synth.registry import SynthOptions
-from ccviz.topology import Link, Topology
-from ccviz.units import us_text
 
 Key = tuple[int, int]  # a time-expanded state: (node, slot); GPUs use slot -1 (they store)
 Edge = tuple[int, int, int]  # a transmission: (src, dst, departure slot)
@@ -84,7 +84,7 @@ Edge = tuple[int, int, int]  # a transmission: (src, dst, departure slot)
 
 # ----------------------------------------------------------------------------- slots
 def slot_length(topology: Topology, chunk_bytes: float, epoch: str | float | None) -> float:
-    """Seconds per slot: the time grid of ``ccviz.physics.epoch_length`` (never lengthened for alpha:
+    """Seconds per slot: the time grid of ``ccviz.model.physics.epoch_length`` (never lengthened for alpha:
     tiny slots cost MTEG nothing)."""
     return epoch_length(topology, chunk_bytes, epoch, lengthen=False)[0]
 

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule
+from ccviz.model.collectives import Collective
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_time
 from ccviz.synth.options import AlgorithmOptions
-from ccviz.topology import Topology
-from ccviz.units import format_time
 
 
 @dataclass

@@ -30,14 +30,14 @@ from operator import itemgetter
 
 import numpy as np
 
-from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
-from ccviz.physics import link_costs, tol
-from ccviz.schedule import Schedule, Transfer, gc_paused
-from ccviz.simulate import assign_times
-from ccviz.simulate_fast import _link_index
-from ccviz.topology import Topology
-from ccviz.units import us_text
+from ccviz.judge.simulate import assign_times
+from ccviz.judge.simulate_fast import _link_index
+from ccviz.model.collectives import Chunk, Collective
+from ccviz.model.physics import link_costs, tol
+from ccviz.model.schedule import Schedule, Transfer, gc_paused
+from ccviz.model.topology import Topology
+from ccviz.model.units import us_text
 
 SWITCH_SEPARATION = 4  # in simulator tolerances (``physics.tol``): how far a switch hop may precede its feeder
 

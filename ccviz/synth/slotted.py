@@ -28,10 +28,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ccviz.collectives import Collective
-from ccviz.physics import link_costs
-from ccviz.schedule import Transfer
-from ccviz.topology import Topology
+from ccviz.model.collectives import Collective
+from ccviz.model.physics import link_costs
+from ccviz.model.schedule import Transfer
+from ccviz.model.topology import Topology
 
 STOP_EVERY = 8  # slots between two questions whether to stop
 CANDIDATES = 48  # waiting edges of one up-link a slot considers: the most urgent to each receiver

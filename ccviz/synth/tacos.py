@@ -36,16 +36,16 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.physics import LinkCost, link_costs
-from ccviz.routing import earliest_arrivals
-from ccviz.schedule import Schedule, Transfer, gc_paused
+from ccviz.model.collectives import Collective
+from ccviz.model.physics import LinkCost, link_costs
+from ccviz.model.routing import earliest_arrivals
+from ccviz.model.schedule import Schedule, Transfer, gc_paused
+from ccviz.model.topology import Topology
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import TacosOptions
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
 from ccviz.synth.registry import SynthOptions
-from ccviz.topology import Topology
 
 SLOW_ROUTE = 2.0  # patience: a route this many times slower than a rank's fastest in-route is "slow"
 # A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from ccviz.simulate import Timeline
-from ccviz.units import format_time
+from ccviz.judge.simulate import Timeline
+from ccviz.model.units import format_time
 from ccviz.viz.layout import Position, direction_deg, link_segments, node_positions, point_along
 from ccviz.viz.style import (
     QUALITATIVE_SOURCES_UP_TO,
@@ -192,8 +192,8 @@ class _Scene:
         gpus = node_traces(self.topology, self.positions, gpu_colors=fills, gpu_hover=hover)[0]
         return [*self.link_traces(k), self.chunk_trace(window), gpus, self.now_trace(window)]
 
-    # The time strip under the network: a true time axis, the frames as ticks, the current window in red.
     def time_scale(self) -> tuple[float, str]:
+        """The time strip under the network: a true time axis, the frames as ticks, the current window in red."""
         return time_unit(self.done_window().end_s)
 
     def now_trace(self, window: FrameWindow) -> dict:

@@ -1,6 +1,6 @@
 """Algorithms side by side: algbw and finish time versus size, and finish bars at one size.
 
-Reads the table of ``ccviz.compare.compare``; the lower bound is drawn as
+Reads the table of ``ccviz.runs.compare.compare``; the lower bound is drawn as
 the ceiling no algorithm may cross, the textbook formulas as dotted lines.
 """
 
@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ccviz.units import format_size
+from ccviz.model.units import format_size
 from ccviz.viz.style import algorithm_colors, time_unit
 
 BOUND_COLOR = "#111111"
@@ -23,7 +23,7 @@ LIMIT_NAME = "fabric's limit (bandwidth only, alpha ignored)"
 def comparison_figure(table: pd.DataFrame) -> go.Figure:
     """Left: algbw vs size (bound = best possible); right: finish time vs size (bound = fastest possible).
 
-    The fabric's limit (``ccviz.limit``) is drawn as its own line where the collective has one.
+    The fabric's limit (``ccviz.bounds.limit``) is drawn as its own line where the collective has one.
     """
     scale, unit = time_unit(float(table[["finish_time_s", "lower_bound_s"]].max().max()))
     fig = make_subplots(rows=1, cols=2, subplot_titles=("algorithm bandwidth (GB/s)", f"finish time ({unit})"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ccviz.simulate import Timeline
+from ccviz.judge.simulate import Timeline
 from ccviz.viz.style import QUALITATIVE_SOURCES_UP_TO, source_colorbar, source_colors
 from ccviz.viz.utilization import link_name
 

@@ -16,9 +16,9 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from ccviz.physics import ABS_TOL, REL_TOL
-from ccviz.simulate import Timeline
-from ccviz.units import format_time
+from ccviz.judge.simulate import Timeline
+from ccviz.model.physics import ABS_TOL, REL_TOL
+from ccviz.model.units import format_time
 
 MAX_COLUMNS = 256  # chunks shown one by one up to this many, else one column per source
 MAX_SIDE = 128  # rows/columns of the drawn matrix; beyond, blocks of GPUs/sources are averaged

@@ -13,7 +13,7 @@ import math
 import networkx as nx
 import numpy as np
 
-from ccviz.topology import Topology
+from ccviz.model.topology import Topology
 
 Position = tuple[float, float]
 

@@ -2,7 +2,7 @@
 
 The Learn page's side-by-side. Each point is a schedule judged by the
 simulator; each dashed line is the same algorithm's alpha-beta formula
-evaluated for that schedule (``ccviz.cost.schedule_formula``). The handovers
+evaluated for that schedule (``ccviz.bounds.cost.schedule_formula``). The handovers
 mark where the fastest algorithm changes: latency-bound winners (few rounds)
 at small sizes give way to bandwidth-bound ones (few bytes per GPU) at large.
 """
@@ -15,13 +15,13 @@ from collections.abc import Iterable
 import pandas as pd
 import plotly.graph_objects as go
 
-from ccviz.collectives import make_collective
-from ccviz.cost import schedule_formula
+from ccviz.bounds.cost import schedule_formula
 from ccviz.errors import CcvizError
-from ccviz.simulate import simulate
+from ccviz.judge.simulate import simulate
+from ccviz.model.collectives import make_collective
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_size, format_time
 from ccviz.synth.registry import REGISTRY, SynthOptions
-from ccviz.topology import Topology
-from ccviz.units import format_size, format_time
 
 LESSON_SIZES = (1e3, 16e3, 256e3, 4e6, 64e6, 1e9)
 

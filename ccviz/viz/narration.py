@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ccviz.cost import CostResult
-from ccviz.simulate import Timeline
-from ccviz.units import format_time
+from ccviz.bounds.cost import CostResult
+from ccviz.judge.simulate import Timeline
+from ccviz.model.units import format_time
 from ccviz.viz.animation import FrameWindow, frame_windows
 from ccviz.viz.utilization import busy_fraction
 
@@ -94,8 +94,8 @@ def formula_gap(timeline: Timeline, formula: CostResult, lower_bound_s: float | 
     within a round (contention), links faster than the slowest one the formula prices, pipelining, and a
     formula below the fabric's lower bound.
     """
-    from ccviz.cost import formula as textbook
-    from ccviz.cost import used_link_parameters
+    from ccviz.bounds.cost import formula as textbook
+    from ccviz.bounds.cost import used_link_parameters
     from ccviz.viz.rounds import rounds
 
     sim, est = timeline.finish_time_s, formula.time_s

@@ -17,8 +17,8 @@ import html
 import json
 from dataclasses import dataclass
 
-from ccviz.simulate import Timeline
-from ccviz.units import format_time
+from ccviz.judge.simulate import Timeline
+from ccviz.model.units import format_time
 from ccviz.viz.layout import node_positions
 
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 import numpy as np
 import plotly.graph_objects as go
 
-from ccviz.topology import Topology
-from ccviz.units import format_size, format_time
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_size, format_time
 from ccviz.viz.layout import (
     Position,
     Segment,
@@ -171,7 +171,7 @@ def style_network_layout(fig: go.Figure, title: str, height: int = 520) -> None:
 
 
 def cut_figure(topology: Topology, limit, positions: dict[int, Position] | None = None) -> go.Figure:
-    """The fabric with its bottleneck cut (``ccviz.limit.BandwidthLimit``): the cut's links in red, the
+    """The fabric with its bottleneck cut (``ccviz.bounds.limit.BandwidthLimit``): the cut's links in red, the
     GPUs on the far side ringed, the cut's bandwidth and the limit in the title."""
     cut = limit.cut
     far = [g for g in topology.gpus if g not in cut.nodes]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ccviz.simulate import Timeline
-from ccviz.units import format_time
+from ccviz.judge.simulate import Timeline
+from ccviz.model.units import format_time
 from ccviz.viz.style import UTILIZATION_SCALE
 
 LinkKey = tuple[int, int]

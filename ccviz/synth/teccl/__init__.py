@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ccviz.collectives import Collective
-from ccviz.schedule import Schedule
+from ccviz.model.collectives import Collective
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
 from ccviz.synth.catalog import TecclAstarOptions, TecclOptions
 from ccviz.synth.registry import SynthOptions
-from ccviz.topology import Topology
 
 if TYPE_CHECKING:
     from ccviz.synth.teccl.frame import ForwardSolver

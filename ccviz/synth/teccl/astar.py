@@ -29,9 +29,10 @@ from collections import defaultdict
 import highspy
 import numpy as np
 
-from ccviz.collectives import Collective
-from ccviz.schedule import Schedule
-from ccviz.simulate import simulate
+from ccviz.judge.simulate import simulate
+from ccviz.model.collectives import Collective
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
 from ccviz.synth.catalog import TecclAstarOptions
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
@@ -40,7 +41,6 @@ from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.solve import HIGHS_THREADS
 from ccviz.synth.teccl.synthesizer import EpochPlan, EpochProblem, EpochSolver, plan_schedule
 from ccviz.synth.teccl.time_expanded import INF, epoch_distances
-from ccviz.topology import Topology
 
 ROUND_MIN_EPOCHS = 2  # epochs committed per round, at least (and at least the slowest link's kappa)
 LOOKAHEAD_EXTRA = 2  # look-ahead = round + largest offset + largest kappa + this
@@ -155,6 +155,8 @@ class AStarRounds(EpochProblem):
 
     # ------------------------------------------------------------------ one round
     def solve_round(self, start: int, greedy: list[tuple[int, int, int, int]], lower: int) -> bool | None:
+        """Solve one round's small MILP from epoch ``start`` and commit its sends: True when the round
+        completed the collective, False when more rounds are needed, None when nothing was committed."""
         model = _RoundModel(self, start)
         if not model.sends:
             return None

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 import networkx as nx
 
+from ccviz.model.topology import Topology
 from ccviz.synth.teccl.epochs import EpochGrid
 from ccviz.synth.teccl.time_expanded import INF, Commodity, epoch_distances
-from ccviz.topology import Topology
 
 
 class EpochLowerBound:

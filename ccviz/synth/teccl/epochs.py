@@ -1,6 +1,6 @@
-"""Epochs: TE-CCL's view of every link on the time grid (``ccviz.physics.epoch_length``).
+"""Epochs: TE-CCL's view of every link on the time grid (``ccviz.model.physics.epoch_length``).
 
-TE-CCL rounds time to epochs of length tau (the rounding itself is ``ccviz.physics.epoch_cost``). On a link a chunk needs
+TE-CCL rounds time to epochs of length tau (the rounding itself is ``ccviz.model.physics.epoch_cost``). On a link a chunk needs
 ``kappa`` epochs of serialization (1 when the link moves at least one chunk
 per epoch), may be joined by others up to the link's capacity in any window
 of ``kappa`` epochs, and is held by the receiver ``offset`` epochs after it
@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ccviz.physics import EPOCH_EPS, epoch_cost, epoch_length
-from ccviz.topology import Topology
+from ccviz.model.physics import EPOCH_EPS, epoch_cost, epoch_length
+from ccviz.model.topology import Topology
 
 
 @dataclass(frozen=True, slots=True)

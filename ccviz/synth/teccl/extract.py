@@ -16,10 +16,10 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 
-from ccviz.schedule import Transfer
+from ccviz.model.schedule import Transfer
+from ccviz.model.topology import Topology
 from ccviz.synth.teccl.epochs import EpochGrid, LinkEpochs
 from ccviz.synth.teccl.time_expanded import Commodity, Send, TimeExpandedGraph
-from ccviz.topology import Topology
 
 USED = 0.5  # a binary send above this is taken
 FLOW_EPS = 1e-6

@@ -13,11 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ccviz.collectives import Collective
-from ccviz.schedule import Schedule
+from ccviz.model.collectives import Collective
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
 from ccviz.synth.common import Forward, ReversalSynthesizer
 from ccviz.synth.registry import SynthOptions
-from ccviz.topology import Topology
 
 ForwardSolver = Callable[..., Schedule]  # solve_copy_or_flow or solve_astar
 
@@ -52,7 +52,7 @@ class Teccl(ReversalSynthesizer):
 
     def replay(self, schedule: Schedule) -> Schedule:
         """The simulator's times (the solvers return only schedules it accepted, or their greedy fallback)."""
-        from ccviz.simulate import simulate
+        from ccviz.judge.simulate import simulate
 
         return simulate(schedule).schedule
 

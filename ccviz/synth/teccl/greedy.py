@@ -20,9 +20,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from ccviz.errors import CcvizError
+from ccviz.model.topology import Topology
 from ccviz.synth.teccl.epochs import EpochGrid, LinkEpochs
 from ccviz.synth.teccl.time_expanded import Send
-from ccviz.topology import Topology
 
 SWITCH_ENTRY_CHOICES = 8  # send epochs first tried on a link into a switch (the next hop may be busy at the first)
 MAX_SWITCH_ENTRY_CHOICES = 4096

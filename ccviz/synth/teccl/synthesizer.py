@@ -20,11 +20,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pyomo.environ as pyo
 
-from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
-from ccviz.routing import earliest_arrivals
-from ccviz.schedule import Schedule, Transfer
-from ccviz.simulate import simulate
+from ccviz.judge.simulate import simulate
+from ccviz.model.collectives import Chunk, Collective
+from ccviz.model.routing import earliest_arrivals
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Topology
+from ccviz.model.units import us_text
 from ccviz.synth.catalog import TecclOptions
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
@@ -34,8 +36,6 @@ from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.model import copy_model, flow_model
 from ccviz.synth.teccl.solve import HighsRun, Interrupted, SolveResult, stop_interrupts
 from ccviz.synth.teccl.time_expanded import TimeExpandedGraph, chunk_commodities, source_commodities
-from ccviz.topology import Topology
-from ccviz.units import us_text
 
 DEFAULT_TIME_LIMIT_S = 120.0
 DEFAULT_GAP = 1e-4  # the paper's "optimal"

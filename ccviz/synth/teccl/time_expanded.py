@@ -15,10 +15,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ccviz.collectives import Collective
-from ccviz.routing import earliest_arrivals
+from ccviz.model.collectives import Collective
+from ccviz.model.routing import earliest_arrivals
+from ccviz.model.topology import Topology
 from ccviz.synth.teccl.epochs import EpochGrid
-from ccviz.topology import Topology
 
 Send = tuple[int, int, int, int]  # (commodity, src, dst, epoch)
 NodeEpoch = tuple[int, int, int]  # (commodity, node, epoch)

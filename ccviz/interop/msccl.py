@@ -470,6 +470,7 @@ class _Runner:
 
     # ---------------------------------------------------------------- static checks
     def check_structure(self) -> None:
+        """Static checks of the program before running it: channels, step order, buffer indices."""
         p = self.p
         for g in p.gpus:
             per_chan_send: Counter = Counter()

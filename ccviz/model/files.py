@@ -1,31 +1,13 @@
-"""Resolve a topology argument: a file path (project or reference format) or a builder spec."""
+"""Reading the project's JSON and YAML files (topologies, schedules, sweep grids): every failure is one
+line that names the file and where in it."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from ccviz.builders import ALIASES, BUILDERS, build
 from ccviz.errors import CcvizError
-from ccviz.topology import Topology
-from ccviz.validate import one_line
-
-
-def load_topology(spec: str | Path | Topology) -> Topology:
-    """Accept ``path.json``/``path.yaml`` or ``name[:key=value,...]`` (the CLI and library topology argument)."""
-    if isinstance(spec, Topology):
-        return spec
-    text = str(spec).strip()
-    if not text:
-        raise CcvizError("topology: empty topology argument; give a file path or a builder such as ring:n=8",
-                         "topology")
-    path = Path(text)
-    if path.is_file() or path.suffix.lower() in (".json", ".yaml", ".yml"):
-        return load_topology_file(path)
-    name = text.partition(":")[0].strip().lower()
-    if "/" in text and name not in BUILDERS and name not in ALIASES:
-        return load_topology_file(path)
-    return build(text)
+from ccviz.model.validate import one_line
 
 
 def read_structured(path: str | Path, field: str) -> object:
@@ -63,13 +45,3 @@ def read_structured(path: str | Path, field: str) -> object:
 def _refuse_constant(name: str) -> float:
     """JSON has no Infinity/NaN; Python's reader accepts them, we do not."""
     raise CcvizError(f"{name} is not a JSON number; write a finite number", "json")
-
-
-def load_topology_file(path: str | Path) -> Topology:
-    """Read a topology file in the project's format or the papers' reference format."""
-    p = Path(path)
-    data = read_structured(p, "topology")
-    try:
-        return Topology.from_dict(data, name=p.stem)
-    except CcvizError as exc:
-        raise CcvizError(f"{p.name}: {exc}", exc.field) from None

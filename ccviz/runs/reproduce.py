@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from ccviz.builders.loading import load_topology
 from ccviz.errors import CcvizError
-from ccviz.loading import load_topology
-from ccviz.pipeline import RunResult, model_finish_s
-from ccviz.units import format_time, parse_size
+from ccviz.model.units import format_time, parse_size
+from ccviz.runs.pipeline import RunResult, model_finish_s
 
 PAPERS = ("teccl",)
 EARLY_STOP_GAP = 0.3  # the published Fast_Early_Stop runs stopped at this relative MIP gap
@@ -161,9 +161,9 @@ def reproduce_run(run: PublishedRun, time_limit: float = DEFAULT_TIME_LIMIT_S,
                   stop: threading.Event | None = None, progress: Callable[[Any], None] | None = None
                   ) -> Reproduction:
     """Solve one published instance with TE-CCL as it was run, and judge it with the simulator."""
-    from ccviz.collectives import make_collective
-    from ccviz.cost import LowerBound
-    from ccviz.simulate import simulate
+    from ccviz.bounds.cost import LowerBound
+    from ccviz.judge.simulate import simulate
+    from ccviz.model.collectives import make_collective
     from ccviz.synth.registry import SynthOptions, synthesize
 
     topology = load_topology(run.topology_spec)

@@ -10,7 +10,7 @@ import math
 import re
 
 from ccviz.errors import CcvizError
-from ccviz.validate import MAX_SIZE_BYTES
+from ccviz.model.validate import MAX_SIZE_BYTES
 
 _UNITS = {
     "": 1, "B": 1,

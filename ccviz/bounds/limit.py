@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from ccviz.collectives import normalize_name
 from ccviz.errors import CcvizError
-from ccviz.topology import Topology
-from ccviz.units import format_size, format_time
+from ccviz.model.collectives import normalize_name
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_size, format_time
 
 LIMITED = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")
 _SOURCE = "source"
@@ -97,6 +97,7 @@ class BandwidthLimit:
 
 # ------------------------------------------------------------------------------ max flows
 def _capacities(topology: Topology) -> dict[tuple[int, int], float]:
+    """Each link's capacity in GB/s: a link with several lanes carries that many sends at once."""
     return {key: link.bandwidth_GBps * link.lanes for key, link in topology.links.items()}
 
 

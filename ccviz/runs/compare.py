@@ -1,7 +1,7 @@
 """Several algorithms over a size sweep on one topology, as one table.
 
 Each row is one (algorithm, size) judged by the simulator through
-``ccviz.pipeline.run``, beside the topology's lower bound and the textbook
+``ccviz.runs.pipeline.run``, beside the topology's lower bound and the textbook
 alpha-beta formula of the algorithm (evaluated with the slowest link's
 bandwidth and the largest alpha, the worst case a textbook derivation
 assumes). A failing run becomes a row with its ``error`` instead of
@@ -32,15 +32,15 @@ from typing import Any
 
 import pandas as pd
 
-from ccviz import cost
-from ccviz.collectives import make_collective
+from ccviz.bounds import cost
+from ccviz.bounds.limit import limit_or_none
 from ccviz.errors import CcvizError
-from ccviz.limit import limit_or_none
-from ccviz.pipeline import run
-from ccviz.sweep import SweepProgress
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_size
+from ccviz.runs.grid import size_bound
+from ccviz.runs.pipeline import run
+from ccviz.runs.sweep import SweepProgress
 from ccviz.synth.registry import Progress, SynthOptions
-from ccviz.topology import Topology
-from ccviz.units import format_size
 
 COLUMNS = (
     "algorithm", "size_bytes", "size", "finish_time_s", "algbw_GBps", "busbw_GBps", "lower_bound_s",
@@ -56,7 +56,7 @@ def textbook_link(topology: Topology) -> tuple[float, float]:
 
 
 def textbook_formula(collective: str, algorithm: str, topology: Topology, size_bytes: float):
-    """The textbook alpha-beta cost (``ccviz.cost.CostResult``) of ``algorithm``, or None without a closed form."""
+    """The textbook alpha-beta cost (``ccviz.bounds.cost.CostResult``) of ``algorithm``, or None without a closed form."""
     alpha_us, bw = textbook_link(topology)
     try:
         return cost.formula(collective, algorithm, topology.n_gpus, size_bytes, alpha_us, bw)
@@ -112,7 +112,7 @@ def compare(
 
     ``stop`` (default ``options.stop``) and ``time_limit`` (seconds for the whole sweep) end the
     sweep; the rows not run are marked skipped (see the module docstring). ``client``: a Dask
-    client whose cluster runs the rows as tasks (the engine of ``ccviz sweep``, ``ccviz.sweep``);
+    client whose cluster runs the rows as tasks (the engine of ``ccviz sweep``, ``ccviz.runs.sweep``);
     None runs them one by one in this process. ``known`` rows (a front end's cache, keyed by
     ``(size, algorithm)``) go into the table without running. ``on_progress`` sees the counts of
     rows done, failed and running; ``on_solver_progress(algorithm, size, progress)`` the running
@@ -229,10 +229,10 @@ class _Sweep:
 
     def run_on(self, client: Any, algorithms: list[str], sizes: list[float], known: set[Point],
                on_progress: Callable[[SweepProgress], None] | None) -> None:
-        """The rows as tasks on ``client``'s cluster (``ccviz.sweep``: one lower-bound task per size shared
+        """The rows as tasks on ``client``'s cluster (``ccviz.runs.sweep``: one lower-bound task per size shared
         by its algorithms, the stop reaching the running solvers); each finished row comes back here."""
-        from ccviz.grid import Grid
-        from ccviz.sweep import sweep
+        from ccviz.runs.grid import Grid
+        from ccviz.runs.sweep import sweep
 
         o = self.options
         local = [name for name, value, default in (("seed", o.seed, None), ("restarts", o.restarts, 1),
@@ -252,21 +252,12 @@ class _Sweep:
               on_row=lambda row: self.add(self._engine_row(row)), on_solver_progress=solver)
 
     def _engine_row(self, row: dict) -> dict:
-        """A row of the sweep engine (``ccviz.sweep.COLUMNS``) as a table row."""
+        """A row of the sweep engine (``ccviz.runs.sweep.COLUMNS``) as a table row."""
         summary = {**row, "status": row.get("solver_status")}
         bound_s = row.get("lower_bound_s")
         return table_row(self.topology, self.collective, row["algorithm"], float(row["size_bytes"]),
                          math.nan if bound_s is None else float(bound_s), summary,
                          row.get("error") if row.get("status") != "ok" else None, root=self.root)
-
-
-def size_bound(topology: Topology, collective: str, size: float, chunks: int = 1,
-               root: int | None = None) -> cost.LowerBound | None:
-    """The topology's lower bound for this collective and size (computed once, shared by its rows)."""
-    try:
-        return cost.lower_bound(topology, make_collective(collective, topology, size, chunks, root))
-    except CcvizError:
-        return None
 
 
 def _seconds(bound: cost.LowerBound | None) -> float:
@@ -311,7 +302,7 @@ def _base(topology, collective, algorithm, size, bound_s, root: int | None = Non
 def table_row(topology: Topology, collective: str, algorithm: str, size: float, bound_s: float,
               summary: dict | None = None, error: str | None = None, root: int | None = None) -> dict:
     """A table row from a run's ``synth --json`` summary (or its error): how in-process runs and the
-    rows of a Dask sweep (``ccviz.sweep``) become the same table."""
+    rows of a Dask sweep (``ccviz.runs.sweep``) become the same table."""
     row = _base(topology, collective, algorithm, float(size), bound_s, root)
     if summary is None or summary.get("finish_time_s") is None:
         return {**row, "error": error, "verified": False}

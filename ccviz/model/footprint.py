@@ -3,7 +3,7 @@
 Every transfer a synthesizer emits is a Python tuple that lives through synthesis, timing and
 judging; ``BYTES_PER_TRANSFER`` is the peak resident memory per transfer of a whole ``ccviz synth``
 run, measured by ``bench/scale.py`` (1,024-GPU rows). A collective needs at least one transfer per
-(chunk, rank that must receive it), so ``min_transfers`` is a floor no algorithm beats; a run whose
+(chunk, rank that must receive it), so ``collectives.min_transfers`` is a floor no algorithm beats; a run whose
 floor already exceeds the memory budget is refused up front with the estimate instead of swapping
 the machine.
 """
@@ -11,12 +11,8 @@ the machine.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from ccviz.errors import CcvizError
-
-if TYPE_CHECKING:  # collectives calls this module while it builds one
-    from ccviz.collectives import Collective
 
 BYTES_PER_TRANSFER = 520  # measured peak RSS per transfer, whole run (bench/scale.py), with some margin
 BASE_BYTES = 250e6  # the interpreter, numpy and the topology before the first transfer
@@ -33,18 +29,6 @@ def standard_min_transfers(name: str, n_ranks: int, chunks_per_rank: int) -> int
     return deliveries * chunks_per_rank
 
 
-def min_transfers(collective: Collective) -> int:
-    """Transfers any schedule needs: each (chunk, rank) demand is met by at least one arrival;
-    a reduction additionally needs every contribution but one to travel."""
-    total = 0
-    for c in collective.chunks:
-        if c.reduce:
-            total += len(c.pre | c.post) - 1
-        else:
-            total += len(c.post - c.pre)
-    return total
-
-
 def estimate_bytes(n_transfers: float) -> float:
     """Peak resident memory of a run with ``n_transfers`` transfers."""
     return BASE_BYTES + n_transfers * BYTES_PER_TRANSFER
@@ -59,11 +43,6 @@ def budget_bytes() -> float:
         raise CcvizError(f"CCVIZ_MEMORY_GB: {text!r} is not a number of gigabytes", "CCVIZ_MEMORY_GB") from None
     available = _available_bytes()
     return min(budget, available) if available else budget
-
-
-def check_fits(collective: Collective, n_gpus: int) -> None:
-    """Refuse a run whose fewest possible transfers already exceed the memory budget."""
-    check_transfers(min_transfers(collective), f"{collective.name} on {n_gpus} GPUs", "size")
 
 
 def check_transfers(n: int, what: str, field: str) -> None:

@@ -11,7 +11,7 @@ buffer slot waits (``depid``/``deps``, extra ones as ``nop`` steps) for the
 slot's previous write and, if it writes, for the reads since, so no two
 thread blocks touch a slot unordered. Buffers follow the runtime's layout per
 collective, and long connections are split over channels to respect the
-runtime's limits. ``ccviz.msccl`` executes the result independently.
+runtime's limits. ``ccviz.interop.msccl`` executes the result independently.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.simulate import Timeline
+from ccviz.judge.simulate import Timeline
+from ccviz.model.collectives import Collective
 
 
 def schedule_dict(timeline: Timeline) -> dict[str, Any]:

@@ -12,7 +12,7 @@
    counted exactly once, and every postcondition holds at the end.
 
 No synthesizer's own estimate is trusted: finish time, link busy time and
-buffer contents come from here only. The link rule lives in ``ccviz.physics``.
+buffer contents come from here only. The link rule lives in ``ccviz.model.physics``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ import bisect
 import heapq
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
-from functools import cached_property
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -30,141 +28,20 @@ from typing import Any
 import numpy as np
 
 from ccviz.errors import CcvizError
-from ccviz.physics import ABS_TOL, EPOCH_EPS, REL_TOL, LaneBook, link_costs, tol
-from ccviz.schedule import RELAY, JudgedTransfers, Schedule, Transfer, gc_paused
-from ccviz.units import BYTES_PER_GB, us_text
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken rule: which rule, which transfer, what happened and by how much."""
-
-    rule: str  # no_link | bad_transfer | not_held | link_overlap | too_fast | double_count | bad_reduce |
-    #           missing | switch_copy | switch_hold
-    message: str
-    transfer: int | None = None
-    amount_s: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "transfer": self.transfer, "amount_s": self.amount_s, "message": self.message}
-
-
-@dataclass
-class Timeline:
-    """What really happens when a schedule runs: times, link busy intervals, holdings, verdict."""
-
-    schedule: Schedule  # timed (start_s/end_s filled in by the simulator)
-    start_s: np.ndarray
-    arrival_s: np.ndarray
-    busy_until_s: np.ndarray  # start + serialization: when the link is free again
-    held_fraction: np.ndarray  # per transfer: share of the chunk's contributions at dst after arrival
-    finish_time_s: float
-    completion_s: dict[tuple[int, int], float]  # (chunk, rank) -> when its postcondition first held
-    violations: list[Violation] = field(default_factory=list)
-
-    @property
-    def verified(self) -> bool:
-        return not self.violations
-
-    @property
-    def topology(self):
-        return self.schedule.topology
-
-    @property
-    def collective(self):
-        return self.schedule.collective
-
-    @property
-    def last_arrival_s(self) -> float:
-        return float(self.arrival_s.max()) if len(self.arrival_s) else 0.0
-
-    @property
-    def algbw_GBps(self) -> float | None:
-        if self.finish_time_s <= 0:
-            return None
-        return self.collective.size_bytes / self.finish_time_s / BYTES_PER_GB
-
-    @property
-    def busbw_GBps(self) -> float | None:
-        algbw = self.algbw_GBps
-        return None if algbw is None else algbw * self.collective.busbw_factor
-
-    @cached_property
-    def link_busy(self) -> dict[tuple[int, int], list[tuple[float, float, int]]]:
-        """Per link, its busy intervals ``(start, end, transfer index)`` in time order."""
-        busy: dict[tuple[int, int], list[tuple[float, float, int]]] = defaultdict(list)
-        for i, t in enumerate(self.schedule.transfers):
-            busy[(t.src, t.dst)].append((float(self.start_s[i]), float(self.busy_until_s[i]), i))
-        for intervals in busy.values():
-            intervals.sort()
-        return dict(busy)
-
-    def link_utilization(self, horizon_s: float | None = None) -> dict[tuple[int, int], float]:
-        """Busy fraction of every link over [0, horizon] (default: the finish time)."""
-        horizon = horizon_s or self.finish_time_s or self.last_arrival_s
-        util = {key: 0.0 for key in self.topology.links}
-        if horizon <= 0:
-            return util
-        for key, intervals in self.link_busy.items():
-            lanes = self.topology.links[key].lanes if key in self.topology.links else 1
-            util[key] = min(1.0, sum(e - s for s, e, _ in intervals) / (horizon * lanes))
-        return util
-
-    def transfers_frame(self):
-        """A pandas DataFrame of every transfer with its simulated times (for tables and figures)."""
-        import pandas as pd
-
-        tr = self.schedule.transfers
-        chunks = self.collective.chunks
-        return pd.DataFrame({
-            "chunk": [t.chunk for t in tr],
-            "source": [chunks[t.chunk].source if 0 <= t.chunk < len(chunks) else None for t in tr],
-            "src": [t.src for t in tr],
-            "dst": [t.dst for t in tr],
-            "op": [t.op for t in tr],
-            "step": [t.step for t in tr],
-            "start_s": self.start_s,
-            "arrival_s": self.arrival_s,
-            "busy_until_s": self.busy_until_s,
-            "held_fraction": self.held_fraction,
-        })
-
-    def holdings_at(self, time_s: float) -> dict[int, dict[int, float]]:
-        """Per GPU, chunk -> share of the chunk it holds at ``time_s`` (1.0 = complete)."""
-        coll = self.collective
-        held: dict[int, dict[int, float]] = {r: {} for r in self.topology.gpus}
-        for c in coll.chunks:
-            for r in c.pre:
-                held.setdefault(r, {})[c.id] = (1.0 / len(c.pre)) if c.reduce else 1.0
-        order = np.argsort(self.arrival_s, kind="stable")
-        tr = self.schedule.transfers
-        for i in order:
-            if self.arrival_s[i] > time_s * (1 + REL_TOL) + ABS_TOL:
-                break
-            t = tr[i]
-            if t.dst in held and t.op != RELAY:  # a parked value in transit is not the receiver's
-                held[t.dst][t.chunk] = float(self.held_fraction[i])
-        return held
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "finish_time_s": self.finish_time_s,
-            "algbw_GBps": self.algbw_GBps,
-            "busbw_GBps": self.busbw_GBps,
-            "verified": self.verified,
-            "violations": [v.to_dict() for v in self.violations],
-        }
+from ccviz.judge import simulate_fast
+from ccviz.judge.timeline import Timeline, Violation, epoch_release
+from ccviz.model.physics import ABS_TOL, EPOCH_EPS, REL_TOL, LaneBook, link_costs, tol
+from ccviz.model.schedule import RELAY, JudgedTransfers, Schedule, Transfer, gc_paused
+from ccviz.model.units import us_text
 
 
 # --------------------------------------------------------------------------- API
 def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
     """Time (if needed) and verify a schedule; the result is the only source of truth.
 
-    Plain schedules take the array fast path (``ccviz.simulate_fast``); whatever it does not model,
+    Plain schedules take the array fast path (``ccviz.judge.simulate_fast``); whatever it does not model,
     and every schedule with a violation, is replayed by the reference below, which names each fault.
     """
-    from ccviz import simulate_fast
-
     check_sizes(schedule)
     timed = schedule if schedule.is_timed else assign_times(schedule)
     return simulate_fast.verify(timed) or _Verifier(timed, max_violations).run()
@@ -196,8 +73,6 @@ def assign_times(schedule: Schedule) -> Schedule:
     hop into a switch and the hops that forward it (a chain, a tree on copy switches) are timed as one
     unit, started when every link of the chain is free at the moment the chunk reaches it.
     """
-    from ccviz import simulate_fast
-
     fast = simulate_fast.assign_times(schedule)
     if fast is None:
         return reference_assign_times(schedule)
@@ -214,7 +89,7 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
                          "transfers")
     costs = link_costs(schedule.topology, schedule.chunk_bytes)
     n_chunks = max(len(schedule.collective.chunks), 1)
-    epoch = _epoch_release(schedule)
+    epoch = epoch_release(schedule)
     forwards = switch_forwards(schedule)
     fed = {j for js in forwards.values() for j in js}
     steps = np.fromiter((t.step for t in transfers), dtype=float, count=len(transfers))
@@ -355,15 +230,6 @@ def relay_continuations(transfers: list[Transfer]) -> dict[int, int]:
             if nxt[0] == t[0] and nxt[1] == t[2]:
                 out[i + 1] = i
     return out
-
-
-def _epoch_release(schedule: Schedule) -> float | None:
-    """The epoch length when transfers may not start before their epoch (``release='epoch'``)."""
-    if schedule.release != "epoch":
-        return None
-    if not schedule.epoch_s or schedule.epoch_s <= 0:
-        raise CcvizError("release: an epoch-released schedule needs a positive epoch_s", "release")
-    return schedule.epoch_s
 
 
 def _commit(available: dict[int, float], pending: list[tuple[int, float]]) -> None:

@@ -1,7 +1,7 @@
 """The fabric model: GPU and switch nodes joined by directed alpha-beta links.
 
 A bidirectional cable is two links. Bandwidth is GB/s (1e9 B/s), alpha is
-microseconds. The link-timing rule lives in ``ccviz.physics``; ``Topology.arrival_delay``,
+microseconds. The link-timing rule lives in ``ccviz.model.physics``; ``Topology.arrival_delay``,
 ``occupancy``, ``busy_epochs`` and ``delay_epochs`` are its shorthands.
 """
 
@@ -15,10 +15,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ccviz import physics
-from ccviz import validate as check
 from ccviz.errors import CcvizError
-from ccviz.units import BYTES_PER_GB, SECONDS_PER_US
+from ccviz.model import physics
+from ccviz.model import validate as check
+from ccviz.model.units import BYTES_PER_GB, SECONDS_PER_US
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -68,7 +68,7 @@ class Node:
     multicast, SHARP) may forward one arrival on several out-links.
     ``buffer`` (switches only) declares a switch that may hold a chunk before
     forwarding it; without it a switch forwards each arrival the moment it
-    arrives (see ``ccviz.simulate``'s switch rule).
+    arrives (see ``ccviz.judge.simulate``'s switch rule).
     """
 
     id: int

@@ -9,15 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ccviz.collectives import Collective, make_collective
-from ccviz.cost import LowerBound, lower_bound
-from ccviz.footprint import check_fits
-from ccviz.limit import BandwidthLimit, limit_or_none
-from ccviz.schedule import Schedule
-from ccviz.simulate import Timeline, simulate
+from ccviz.bounds.cost import LowerBound, lower_bound
+from ccviz.bounds.limit import BandwidthLimit, limit_or_none
+from ccviz.judge.simulate import Timeline, simulate
+from ccviz.model.collectives import Collective, check_fits, make_collective
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_time
 from ccviz.synth.registry import SynthOptions, synthesize
-from ccviz.topology import Topology
-from ccviz.units import format_time
 
 SUMMARY_KEYS = (
     "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",

@@ -1,7 +1,7 @@
 """Grid sweeps on Dask distributed: an embedded ``LocalCluster`` by default, any Dask cluster when asked.
 
-Each grid point (``ccviz.grid.Point``) is one Dask task that runs
-``ccviz.pipeline.run`` on a worker and returns one row: the ``synth --json``
+Each grid point (``ccviz.runs.grid.Point``) is one Dask task that runs
+``ccviz.runs.pipeline.run`` on a worker and returns one row: the ``synth --json``
 summary plus the grid keys, ``status`` (ok / error / time_limit), ``error``,
 ``worker`` and ``wall_s`` (the solver's own status is kept as
 ``solver_status``). The client is the only writer: rows are appended to the
@@ -39,9 +39,9 @@ from typing import Any, TextIO
 import pandas as pd
 
 from ccviz.errors import CcvizError
-from ccviz.grid import KEY_COLUMNS, Grid, Point, row_key
-from ccviz.pipeline import SUMMARY_KEYS
-from ccviz.units import format_size, format_time
+from ccviz.model.units import format_size, format_time
+from ccviz.runs.grid import KEY_COLUMNS, Grid, Point, row_key, size_bound
+from ccviz.runs.pipeline import SUMMARY_KEYS
 
 OUTCOME_COLUMNS = ("status", "error", "worker", "wall_s")
 RESULT_COLUMNS = tuple("solver_status" if k == "status" else k for k in SUMMARY_KEYS if k not in KEY_COLUMNS) + (
@@ -81,7 +81,7 @@ def _registered(sweep_id: str, stop: threading.Event) -> Iterator[None]:
 
 
 def _topology(text: str):
-    from ccviz.topology import Topology
+    from ccviz.model.topology import Topology
 
     topology = _TOPOLOGIES.get(text)
     if topology is None:
@@ -93,8 +93,6 @@ def _topology(text: str):
 
 def size_bound_task(topology_json: str, collective: str, size: float, chunks: int, root: int | None):
     """The lower bound of one (topology, collective, size): one task shared by every algorithm's row."""
-    from ccviz.compare import size_bound
-
     return size_bound(_topology(topology_json), collective, size, chunks, root)
 
 
@@ -132,8 +130,8 @@ def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bo
     """One row, computed where the task runs; never raises (a failure is a row with its error).
 
     ``bound`` is the size's ``LowerBound`` when the caller has it (None: computed here)."""
-    from ccviz.export import schedule_json
-    from ccviz.pipeline import run
+    from ccviz.interop.export import schedule_json
+    from ccviz.runs.pipeline import run
     from ccviz.synth.registry import SynthOptions
 
     started = time.perf_counter()

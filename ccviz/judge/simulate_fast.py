@@ -1,4 +1,4 @@
-"""The judge's fast path: the same timing and verdict as ``ccviz.simulate``'s reference, in array work.
+"""The judge's fast path: the same timing and verdict as ``ccviz.judge.simulate``'s reference, in array work.
 
 A 1024-GPU schedule has a million transfers; replaying them one event at a time in Python costs
 seconds. Most schedules are plain: copies between GPUs over single-lane links with positive delays.
@@ -33,9 +33,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ccviz.physics import ABS_TOL, EPOCH_EPS, REL_TOL, link_costs
-from ccviz.schedule import RELAY, Schedule, gc_paused
-from ccviz.simulate import Timeline, _epoch_release
+from ccviz.judge.timeline import Timeline, epoch_release
+from ccviz.model.physics import ABS_TOL, EPOCH_EPS, REL_TOL, link_costs
+from ccviz.model.schedule import RELAY, Schedule, gc_paused
 
 DENSE_LINK_TABLE = 1 << 22  # link lookup by a table of nodes^2 entries up to this size, else a binary search
 MIN_GROUP = 40  # timing: below this mean step-group size, per-group array calls cost more than the replay
@@ -171,7 +171,7 @@ def assign_times(schedule: Schedule) -> tuple[np.ndarray, np.ndarray, Columns] |
     cuts = np.flatnonzero(steps[1:] != steps[:-1]) + 1
     if (len(cuts) + 1) * MIN_GROUP > c.n:
         return None
-    epoch = _epoch_release(schedule)
+    epoch = epoch_release(schedule)
     (read_key, write_key), size = _dense_keys(c.key_span * c.n_chunks, c.src * c.n_chunks + c.chunk,
                                               c.dst * c.n_chunks + c.chunk)
     # Everything in step order, so that a step group is a slice

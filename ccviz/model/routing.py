@@ -11,7 +11,7 @@ Why relays need care: the simulator's ``copy`` overwrites the receiver's
 value, so a partial sum crossing a GPU that still holds its own partial of
 the chunk (rhd partners that are not neighbours) would destroy it. Every hop
 of a partial sum but the last is therefore a ``relay`` (the receiver parks
-the value and the next transfer carries it on, ``ccviz.simulate``), and only
+the value and the next transfer carries it on, ``ccviz.judge.simulate``), and only
 the last hop adds it into the destination.
 """
 
@@ -24,10 +24,10 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.schedule import Op, Transfer
-from ccviz.topology import Topology
+from ccviz.model.collectives import Collective
+from ccviz.model.schedule import Op, Transfer
+from ccviz.model.topology import Topology
 
 RelayFilter = Callable[[int], bool]
 

@@ -4,7 +4,7 @@ Once imported, a schedule is judged by the simulator like any synthesized one
 (``ccviz verify``, every figure, the app's Playback and Compare).
 
 - **MSCCL XML** (msccl-tools, SCCL, TE-CCL's exporter, ccviz's own export):
-  the program is first *executed* by ``ccviz.msccl`` (FIFO matching,
+  the program is first *executed* by ``ccviz.interop.msccl`` (FIFO matching,
   dependencies, symbolic buffers); each executed send/receive pair becomes
   one transfer per chunk, ordered by its causal depth, so the simulator
   times it ASAP on the chosen fabric. Without a topology the program runs on
@@ -30,12 +30,12 @@ from typing import Any
 
 import networkx as nx
 
-from ccviz.collectives import Collective, make_collective
 from ccviz.errors import CcvizError
-from ccviz.msccl import Execution, Program, execute, load_program, parse_program
-from ccviz.physics import LaneBook, link_costs
-from ccviz.schedule import Schedule, Transfer
-from ccviz.topology import Topology
+from ccviz.interop.msccl import Execution, Program, execute, load_program, parse_program
+from ccviz.model.collectives import Collective, make_collective
+from ccviz.model.physics import LaneBook, link_costs
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Topology
 
 DEFAULT_SIZE_BYTES = 1e6
 FULLY_CONNECTED_NOTE = ("no topology given: the MSCCL program runs on a fully connected fabric of its {n} GPUs "
@@ -80,7 +80,7 @@ def import_msccl(program: Program | str | Path, topology: Topology | str | None 
                  size_bytes: float | None = None) -> Schedule:
     """Execute an MSCCL program and turn its messages into transfers (see module docstring)."""
     from ccviz.builders import fully_connected
-    from ccviz.loading import load_topology
+    from ccviz.builders.loading import load_topology
 
     if not isinstance(program, Program):
         text = str(program)
@@ -284,7 +284,7 @@ class _SwitchRoutes:
 
 def execution_report(path_or_text: str | Path) -> list[Execution]:
     """Run an MSCCL file in each mode it declares (for `ccviz import --json` and the app)."""
-    from ccviz.msccl import check
+    from ccviz.interop.msccl import check
 
     return check(path_or_text)
 
@@ -305,7 +305,7 @@ def _paths_key(data: dict[str, Any]) -> str | None:
 
 def import_teccl(data: dict[str, Any], topology: Topology | str, size_bytes: float, name: str = "teccl") -> Schedule:
     """A TE-CCL output (flows per epoch) as timed transfers on the fabric it was solved on."""
-    from ccviz.loading import load_topology
+    from ccviz.builders.loading import load_topology
 
     topo = _switches_buffer(load_topology(topology))
     epoch = data.get("1-Epoch_Duration")

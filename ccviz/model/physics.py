@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple, Protocol
 
 from ccviz.errors import CcvizError
-from ccviz.units import us_text
+from ccviz.model.units import us_text
 
-if TYPE_CHECKING:
-    from ccviz.topology import Topology
+
+class Topology(Protocol):
+    """What the link rule reads of a fabric (``ccviz.model.topology.Topology`` is one). A protocol, so
+    that the topology can lean on this module without this module leaning back on it."""
+
+    nodes: Mapping[int, Any]
+    links: Mapping[tuple[int, int], Any]
+    switch_hop: str
 
 REL_TOL = 1e-9  # relative slack under which two simulated times are the same instant
 ABS_TOL = 1e-13  # absolute slack (seconds) for times near zero

@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccviz.collectives import normalize_name
+from ccviz.bounds.cost import LowerBound, lower_bound
+from ccviz.builders.loading import load_topology
 from ccviz.errors import CcvizError
-from ccviz.loading import load_topology
+from ccviz.model.collectives import make_collective, normalize_name
+from ccviz.model.topology import Topology
+from ccviz.model.units import parse_epoch, parse_size, size_sweep
 from ccviz.synth.registry import get_algorithm
-from ccviz.topology import Topology
-from ccviz.units import parse_epoch, parse_size, size_sweep
 
 KEY_COLUMNS = ("topology_spec", "collective", "algorithm", "size_bytes", "chunks", "options")
 
@@ -206,3 +207,12 @@ class Grid:
         return [Point(t, c, a, s, k, options)  # the algorithms of one size side by side: they share its bound
                 for t in self.topologies for c in self.collectives for s in self.sizes for k in self.chunks
                 for a in self.algorithms]
+
+
+def size_bound(topology: Topology, collective: str, size: float, chunks: int = 1,
+               root: int | None = None) -> LowerBound | None:
+    """The topology's lower bound for this collective and size (computed once, shared by its rows)."""
+    try:
+        return lower_bound(topology, make_collective(collective, topology, size, chunks, root))
+    except CcvizError:
+        return None

@@ -16,7 +16,7 @@ from ccviz.errors import CcvizError
 
 MAX_NODES = 10_000  # nodes in one topology (a 32-ary fat-tree has 9,472)
 MAX_LINKS = 1_000_000  # directed links in one topology
-MAX_TRANSFERS = 20_000_000  # entries of a schedule file (what is laid out is bounded by ccviz.footprint)
+MAX_TRANSFERS = 20_000_000  # entries of a schedule file (what is laid out is bounded by ccviz.model.footprint)
 MAX_SIZE_BYTES = 1e15  # 1 PB per-rank buffer
 MIN_CHUNK_BYTES = 1.0  # a chunk smaller than a byte is a typo, not a workload
 

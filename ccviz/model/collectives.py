@@ -19,9 +19,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ccviz import validate as v
 from ccviz.errors import CcvizError
-from ccviz.topology import Topology
+from ccviz.model import footprint
+from ccviz.model import validate as v
+from ccviz.model.topology import Topology
 
 COLLECTIVES = (
     "allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce", "gather", "scatter",
@@ -217,8 +218,6 @@ def make_collective(
         raise CcvizError(f"chunks: chunks per rank must be a whole number >= 1, got {chunks_per_rank!r}", "chunks")
     size_bytes = v.number(size_bytes, "size", positive=True, hi=v.MAX_SIZE_BYTES)
     cpr = chunks_per_rank
-    from ccviz import footprint
-
     footprint.check_transfers(footprint.standard_min_transfers(name, n, cpr),
                               f"{name} on {n} GPUs with {cpr} chunk(s) per rank", "chunks")
     if root is not None and (isinstance(root, bool) or not isinstance(root, int)):
@@ -311,3 +310,20 @@ def custom_collective(
         raise CcvizError("demand: the matrix asks for no transfer; put a positive count off the diagonal", "demand")
     total_sent = max(sum(1 for c in chunks if c.source == r) for r in rank_tuple)
     return Collective("custom", rank_tuple, tuple(chunks), float(chunk_bytes), chunk_bytes * total_sent, 1, None)
+
+
+def min_transfers(collective: Collective) -> int:
+    """Transfers any schedule needs: each (chunk, rank) demand is met by at least one arrival;
+    a reduction additionally needs every contribution but one to travel."""
+    total = 0
+    for c in collective.chunks:
+        if c.reduce:
+            total += len(c.pre | c.post) - 1
+        else:
+            total += len(c.post - c.pre)
+    return total
+
+
+def check_fits(collective: Collective, n_gpus: int) -> None:
+    """Refuse a run whose fewest possible transfers already exceed the memory budget."""
+    footprint.check_transfers(min_transfers(collective), f"{collective.name} on {n_gpus} GPUs", "size")

@@ -5,7 +5,7 @@ Timed transfers carry ``start_s``/``end_s``; an *untimed* schedule leaves them
 ``None`` and gives a logical ``step`` instead (ring step, tree level, epoch):
 a transfer of chunk c out of node i at step s waits for every transfer of c
 into i with a smaller step, and transfers on one link go in step order. The
-simulator turns such a schedule into real times (``ccviz.simulate``).
+simulator turns such a schedule into real times (``ccviz.judge.simulate``).
 """
 
 from __future__ import annotations
@@ -19,19 +19,20 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from ccviz import validate as v
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.topology import Topology
+from ccviz.model import validate as v
+from ccviz.model.collectives import Collective
+from ccviz.model.files import read_structured
+from ccviz.model.topology import Topology
 
-Op = Literal["copy", "reduce", "relay"]  # relay: in transit, see ccviz.simulate.relay_continuations
+Op = Literal["copy", "reduce", "relay"]  # relay: in transit, see ccviz.judge.simulate.relay_continuations
 Status = Literal["optimal", "feasible", "time_limit", "heuristic", "infeasible"]
 Release = Literal["asap", "epoch"]
 STATUSES = ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
 FORMAT_TAG = "ccviz-schedule/1"
 
 
-RELAY = "relay"  # a hop carrying a value in transit (see ccviz.simulate.relay_continuations)
+RELAY = "relay"  # a hop carrying a value in transit (see ccviz.judge.simulate.relay_continuations)
 OPS = ("copy", "reduce", RELAY)
 
 class Transfer(NamedTuple):
@@ -183,8 +184,6 @@ class Schedule:
 
     @classmethod
     def load(cls, path: str | Path) -> Schedule:
-        from ccviz.loading import read_structured
-
         return cls.from_dict(read_structured(path, "schedule"))
 
 

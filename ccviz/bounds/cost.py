@@ -11,7 +11,7 @@ Two different questions live here:
 * ``formula(collective, algorithm, n, size, alpha, bw)``: the textbook cost of
   an algorithm on an abstract fabric of ``n`` ranks, ``time = n_alpha * alpha
   + n_beta * M / BW`` with ``M`` the nccl-tests buffer size (see
-  ``ccviz.collectives``).
+  ``ccviz.model.collectives``).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.routing import earliest_arrivals
-from ccviz.topology import Topology
+from ccviz.model.collectives import Collective
+from ccviz.model.routing import earliest_arrivals
+from ccviz.model.topology import Topology
 
 # =========================================================================== lower bounds
 
@@ -315,11 +315,11 @@ def limit_bounds_time(topology: Topology, collective: Collective) -> bool:
     It does when every hop's arrival waits for its bytes to cross the link. Under ``switch_hop`` "teccl"
     or "free" a hop out of a switch delivers before its link has finished serializing (the time is
     charged on the way in), so a chunk can arrive before the limit says its bytes could have crossed.
-    Above ``ccviz.limit.AUTO_LIMIT_GPUS`` GPUs it is left out (it can take seconds to compute there).
+    Above ``ccviz.bounds.limit.AUTO_LIMIT_GPUS`` GPUs it is left out (it can take seconds to compute there).
     """
     if collective.name not in _LIMIT_BOUNDS or tuple(collective.ranks) != tuple(topology.gpus):
         return False
-    from ccviz.limit import limit_is_quick
+    from ccviz.bounds.limit import limit_is_quick
 
     return (topology.switch_hop == "paid" or not topology.switches) and limit_is_quick(topology)
 
@@ -328,7 +328,7 @@ def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,
                      cuts: list[tuple[str, frozenset[int]]]) -> int | None:
     """Fewest chunks per rank (from ``CHUNK_COUNTS``) whose chunked bound on the binding cuts, and whose
     one-chunk latency, are within 1 % of the limit; None when even 64 are not."""
-    from ccviz.collectives import make_collective
+    from ccviz.model.collectives import make_collective
 
     for count in CHUNK_COUNTS:
         if count <= collective.chunks_per_rank:
@@ -346,13 +346,13 @@ def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,
 def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
     """A time no valid schedule of ``collective`` on ``topology`` can beat.
 
-    Bandwidth part: the fabric's limit (``ccviz.limit``, exact, any chunking) and, at the collective's
+    Bandwidth part: the fabric's limit (``ccviz.bounds.limit``, exact, any chunking) and, at the collective's
     chunk size, for each cut (each GPU, each chassis group, rank halves, a few min cuts and the limit's
     bottleneck) the chunks that must cross it, one transfer each, over the crossing links. Latency
     part: the farthest demand's store-and-forward time. The bound is the larger of the two (adding
     them would not be valid).
     """
-    from ccviz.limit import bandwidth_limit
+    from ccviz.bounds.limit import bandwidth_limit
 
     limit = None
     cuts = list(_candidate_cuts(topology))
