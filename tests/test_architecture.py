@@ -78,3 +78,18 @@ def test_the_architecture_page_names_every_module() -> None:
                if module != "ccviz" and not module.endswith("__init__")
                and module.rsplit(".", 1)[-1] not in page]
     assert not missing, f"docs/ARCHITECTURE.md does not name {missing}"
+
+
+def test_the_project_imports_no_old_module_path() -> None:
+    """The old paths are aliases for notebooks; the project's own code names the stages."""
+    import ccviz
+
+    roots = [PACKAGE, PACKAGE.parent / "tests", PACKAGE.parent / "pages", PACKAGE.parent / "bench"]
+    files = [p for root in roots for p in root.rglob("*.py")] + [PACKAGE.parent / "app.py"]
+    old = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            old += [f"{path.name}: {name}" for name in names if name in ccviz.MOVED]
+    assert not old, old
