@@ -36,7 +36,7 @@ and msccl-tools); the code is this project's own.
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -321,6 +321,9 @@ class Message:
     values: tuple[tuple | None, ...]
     level: int  # causal depth of the send: a receive and everything after it come later
     reduce: bool  # the receiver combines it with its own data (rrc, rrs, rrcs)
+    # Positions of ``values`` that land in a slot a later local ``re`` step reduces (msccl-tools' allpairs:
+    # receive into scratch, then reduce scratch into the input): the data is combined, not copied.
+    folded: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -459,6 +462,8 @@ class _Runner:
         self.last_write: dict[tuple, tuple[int, int, StepRef]] = {}
         self.reads: dict[tuple, list[tuple[int, int, StepRef]]] = {}
         self.race_pairs: set[tuple] = set()
+        self.landed: dict[tuple, tuple[int, int]] = {}  # slot -> (message index, position) it still holds
+        self.folded: dict[int, set[int]] = {}  # message index -> positions a local reduce consumed
 
     def ref(self, t: int, k: int) -> StepRef:
         g, tb = self.tbs[t]
@@ -585,6 +590,8 @@ class _Runner:
         else:
             self.result.completed = True
             self.check_postcondition()
+        for k, positions in self.folded.items():
+            self.result.messages[k] = replace(self.result.messages[k], folded=frozenset(positions))
         return self.result
 
     def conn_in(self, t: int) -> tuple[int, int, int]:
@@ -685,6 +692,10 @@ class _Runner:
             elif st.type == "cpy":
                 self.write(t, clock, ref, g, st.dstbuf, st.dstoff + j, src)
             elif st.type == "re":
+                for buf, off in ((st.srcbuf, st.srcoff + j), (st.dstbuf, st.dstoff + j)):
+                    landed = self.landed.get(self.mem.where(g, buf, off))
+                    if landed is not None:
+                        self.folded.setdefault(landed[0], set()).add(landed[1])
                 old = self.read(t, clock, ref, g, st.dstbuf, st.dstoff + j)
                 self.write(t, clock, ref, g, st.dstbuf, st.dstoff + j, _add(old, src))
         if incoming:
@@ -693,6 +704,9 @@ class _Runner:
             conn.recv_vcs.append(list(vc))
             self.result.messages.append(Message(
                 tb.recv, g, tb.chan, incoming[1], ref, incoming[0], incoming[2], st.type in REDUCES))
+            if st.type in ("r", "rcs"):
+                for j in range(st.cnt):
+                    self.landed[self.mem.where(g, st.dstbuf, st.dstoff + j)] = (len(self.result.messages) - 1, j)
         if st.type in SENDS:
             out = self.conns[self.conn_out(t)]
             out.queue.append((tuple(sent), list(vc), level, ref))
@@ -732,6 +746,7 @@ class _Runner:
             if rt != t and vc[rt] < rclock:
                 self.race(slot, rref, ref, "read", "written")
         self.reads[slot] = []
+        self.landed.pop(slot, None)
         self.last_write[slot] = (t, clock, ref)
         self.mem.slots[slot] = value
 
