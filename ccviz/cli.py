@@ -145,6 +145,11 @@ def cmd_synth(args: argparse.Namespace) -> int:
         print(dumps(summary))
     else:
         _print_summary(summary, result.bound.explanation)
+    if not result.timeline.verified:
+        from ccviz.pipeline import synthesizer_bug
+
+        print(f"ccviz: {synthesizer_bug(result.schedule.algorithm, result.timeline)}", file=sys.stderr)
+        return 1
     return 0
 
 

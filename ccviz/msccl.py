@@ -51,7 +51,11 @@ BUFFERS = ("i", "o", "s")
 # Current runtimes spell it reducescatter; microsoft/msccl v0.x and old msccl-tools reduce_scatter.
 COLL_NAMES = {"reduce_scatter": "reducescatter"}
 MSCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather",
-                     "scatter")
+                     "scatter", "custom")
+# msccl-tools writes coll="custom" for collectives it has no name for (its Broadcast, Gather, Scatter, Reduce
+# examples): no buffer aliasing, every declared input chunk holds data, and what the outputs must hold is
+# whatever the program leaves there (``Execution.outputs``).
+CUSTOM = "custom"
 
 MAX_TBS_PER_CHANNEL = 32  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: sending / receiving thread blocks
 MAX_STEPS_RCCL = 64  # RCCL's MSCCL_MAX_NUM_STEPS (msccl-executor-nccl allows 256)
@@ -118,6 +122,7 @@ class Program:
     max_bytes: int | None
     gpus: tuple[Gpu, ...]
     source: str = "<xml>"
+    warnings: tuple[str, ...] = ()  # unknown elements skipped, as the runtimes skip them
 
     @property
     def chunks_per_rank(self) -> int:
@@ -196,11 +201,18 @@ def parse_program(text: str, source: str = "<xml>") -> Program:
         if value < 1:
             raise CcvizError(f"{source}:{algo.line}: <algo> attribute '{name}' must be >= 1, got {value}", "msccl")
     outofplace = _attr(algo, "outofplace", source, default=None)
+    footprint = ngpus + nchunks * ngpus
+    if footprint > MAX_PROGRAM_SLOTS:
+        raise CcvizError(f"{source}:{algo.line}: <algo ngpus={ngpus} nchunksperloop={nchunks}> would need about "
+                         f"{_memory_text(footprint)} to execute (ngpus x nchunksperloop buffer slots); ccviz runs "
+                         f"programs up to {MAX_PROGRAM_SLOTS:,} slots", "msccl")
     program_gpus = []
+    warnings: list[str] = []
     for g_el in algo.children:
         if g_el.tag != "gpu":
-            raise CcvizError(f"{source}:{g_el.line}: unexpected <{g_el.tag}> inside <algo>; expected <gpu>", "msccl")
-        program_gpus.append(_parse_gpu(g_el, source, ngpus))
+            _skip(g_el, "algo", "gpu", source, warnings)
+            continue
+        program_gpus.append(_parse_gpu(g_el, source, ngpus, warnings))
     ids = sorted(g.id for g in program_gpus)
     if ids != list(range(ngpus)):
         missing = sorted(set(range(ngpus)) - set(ids))
@@ -211,20 +223,39 @@ def parse_program(text: str, source: str = "<xml>") -> Program:
         nchannels, nchunks, ngpus, coll, bool(_attr(algo, "inplace", source, default=1)),
         None if outofplace is None else bool(outofplace),
         _attr(algo, "minBytes", source, default=None), _attr(algo, "maxBytes", source, default=None),
-        tuple(sorted(program_gpus, key=lambda g: g.id)), source,
+        tuple(sorted(program_gpus, key=lambda g: g.id)), source, tuple(warnings),
     )
 
 
-def _parse_gpu(el: _Element, source: str, ngpus: int) -> Gpu:
+MAX_PROGRAM_SLOTS = 2_000_000  # buffer slots (ngpus x nchunksperloop) the symbolic executor may hold
+_BYTES_PER_SLOT = 200  # a slot's dict entry, its tuple and its race-detection records, measured roughly
+
+
+def _memory_text(slots: int) -> str:
+    return f"{slots * _BYTES_PER_SLOT / 1e9:.3g} GB" if slots * _BYTES_PER_SLOT >= 1e9 else \
+        f"{slots * _BYTES_PER_SLOT / 1e6:.3g} MB"
+
+
+def _skip(el: _Element, parent: str, expected: str, source: str, warnings: list[str]) -> None:
+    """Unknown elements are skipped with a warning, as the MSCCL/RCCL loaders skip them (TE-CCL's amd_32.xml
+    has <copy> inside <gpu>); an element the runtime would run is never dropped silently."""
+    warnings.append(f"{source}:{el.line}: skipped unknown <{el.tag}> inside <{parent}> (expected <{expected}>; "
+                    "the MSCCL runtimes ignore it too)")
+
+
+def _parse_gpu(el: _Element, source: str, ngpus: int, warnings: list[str] | None = None) -> Gpu:
     gid = _attr(el, "id", source)
     if not 0 <= gid < ngpus:
         raise CcvizError(f"{source}:{el.line}: <gpu> attribute 'id'={gid} is outside 0..{ngpus - 1}", "msccl")
     tbs = []
+    warnings = [] if warnings is None else warnings
     for tb_el in el.children:
         if tb_el.tag != "tb":
-            raise CcvizError(f"{source}:{tb_el.line}: unexpected <{tb_el.tag}> inside <gpu>; expected <tb>", "msccl")
+            _skip(tb_el, "gpu", "tb", source, warnings)
+            continue
+        step_els = [s for s in tb_el.children if s.tag == "step" or _skip(s, "tb", "step", source, warnings)]
         tb = ThreadBlock(_attr(tb_el, "id", source), _attr(tb_el, "send", source), _attr(tb_el, "recv", source),
-                         _attr(tb_el, "chan", source), tuple(_parse_step(s, source) for s in tb_el.children), tb_el.line)
+                         _attr(tb_el, "chan", source), tuple(_parse_step(s, source) for s in step_els), tb_el.line)
         for peer, what in ((tb.send, "send"), (tb.recv, "recv")):
             if peer == gid or not -1 <= peer < ngpus:
                 raise CcvizError(f"{source}:{tb_el.line}: <tb> attribute '{what}'={peer} must be -1 or another "

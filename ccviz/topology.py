@@ -116,12 +116,17 @@ class Topology:
         self.meta = dict(meta or {})
         self.nodes = {}
         for node in nodes:
+            if not isinstance(node, Node):
+                raise CcvizError(f"nodes: expected ccviz Node objects (Node(id, kind)), got {node!r:.60}", "nodes")
             if node.id in self.nodes:
                 raise CcvizError(f"nodes: node id {node.id} appears twice; give every node a unique id", "nodes")
             self.nodes[node.id] = node
         link_list = list(links)
         self.links = {}
         for link in link_list:
+            if not isinstance(link, Link):
+                raise CcvizError(f"links: expected ccviz Link objects (Link(src, dst, ...)), got {link!r:.60}",
+                                 "links")
             key = (link.src, link.dst)
             if key in self.links:
                 raise CcvizError(
