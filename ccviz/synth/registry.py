@@ -20,6 +20,7 @@ from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
 from ccviz.schedule import Schedule
 from ccviz.synth.options import AlgorithmOptions
+from ccviz.synth.solver_output import solver_output_to_stderr
 from ccviz.topology import Topology
 from ccviz.units import format_time
 
@@ -198,7 +199,8 @@ def synthesize(
     extra = alg.options.checked(options.extra, alg.name)  # typed once, before any work starts
     options = replace(options, extra=extra, algorithm_options=alg.options(**extra))
     t0 = time.perf_counter()
-    schedule = alg.synthesize(topology, collective, options)
+    with solver_output_to_stderr():  # a native solver's banner must never reach a --json stdout
+        schedule = alg.synthesize(topology, collective, options)
     elapsed = time.perf_counter() - t0
     if schedule.synth_time_s is None:
         schedule.synth_time_s = elapsed
