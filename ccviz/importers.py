@@ -46,10 +46,28 @@ FULLY_CONNECTED_NOTE = ("no topology given: the MSCCL program runs on a fully co
 def import_schedule(path: str | Path, topology: Topology | str | None = None,
                     size_bytes: float | None = None) -> Schedule:
     """An MSCCL XML or TE-CCL output JSON file as a Schedule (the format is told by the content)."""
+    from ccviz.loading import check_readable_file
+
     p = Path(path)
-    if not p.is_file():
-        raise CcvizError(f"import: file {str(path)!r} does not exist", "import")
-    return import_text(p.read_text(), p.name, topology, size_bytes)
+    check_readable_file(p, "import")
+    return import_text(read_text_file(p, "import"), p.name, topology, size_bytes)
+
+
+def read_text_file(p: Path, field: str) -> str:
+    """UTF-8 text, or an XML file in the encoding its declaration names (Latin-1 MSCCL files exist)."""
+    raw = p.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        declared = re.match(rb'\s*<\?xml[^>]*encoding=["\']([A-Za-z0-9._-]+)["\']', raw)
+        if declared:
+            try:
+                return re.sub(r'encoding=["\'][A-Za-z0-9._-]+["\']', 'encoding="UTF-8"',
+                              raw.decode(declared.group(1).decode()), count=1)
+            except (LookupError, UnicodeDecodeError):
+                pass
+        raise CcvizError(f"{field}: {p.name} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}) "
+                         "and declares no encoding it is in; save it as UTF-8", field) from None
 
 
 def import_text(text: str, name: str, topology: Topology | str | None = None,
@@ -105,6 +123,7 @@ def import_msccl(program: Program | str | Path, topology: Topology | str | None 
     routes = _SwitchRoutes(topo)
     paths = {id(m): routes.path(gpus[m.src], gpus[m.dst], m) for m in run.messages}
     transfers = _timed_transfers(program, run, topo, coll.chunk_bytes, paths, chunk_of)
+    notes.extend(program.warnings)
     if _pieces_per_chunk(program) > 1:
         notes.append(f"nchunksperloop={program.nchunksperloop} does not split into whole chunks per rank over "
                      f"{program.ngpus} GPUs: each MSCCL chunk moves as {_pieces_per_chunk(program)} ccviz chunks "
@@ -333,7 +352,11 @@ def import_teccl(data: dict[str, Any], topology: Topology | str, size_bytes: flo
     if not isinstance(epoch, (int, float)) or epoch <= 0:
         raise CcvizError(f"import: {name} has no positive '1-Epoch_Duration'", "import")
     flows = []
-    for k, line in enumerate(data[_flows_key(data)]):
+    raw_flows = data[_flows_key(data)]
+    if not isinstance(raw_flows, list):
+        raise CcvizError(f"import: {name} '{_flows_key(data)}' must be a list of flow lines ('Chunk C from S traveled "
+                         f"over A->B in epoch E'), got {type(raw_flows).__name__}", "import")
+    for k, line in enumerate(raw_flows):
         m = _FLOW.fullmatch(str(line).strip())
         if not m:
             raise CcvizError(f"import: {name} flow #{k} {line!r} is not 'Chunk C from S traveled over A->B in epoch E'",

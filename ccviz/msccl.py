@@ -277,8 +277,14 @@ def _parse_gpu(el: _Element, source: str, ngpus: int, warnings: list[str] | None
                 if not any(t.s == st.deps for t in tbs[st.depid].steps):
                     raise CcvizError(f"{source}:{st.line}: <step> attribute 'deps'={st.deps}: thread block "
                                      f"{st.depid} of GPU {gid} has no step s={st.deps}", "msccl")
-    return Gpu(gid, _attr(el, "i_chunks", source), _attr(el, "o_chunks", source), _attr(el, "s_chunks", source, default=0),
-               tuple(tbs), el.line)
+    sizes = {name: _attr(el, name, source, default=0 if name == "s_chunks" else ...)
+             for name in ("i_chunks", "o_chunks", "s_chunks")}
+    for name, value in sizes.items():
+        if not 0 <= value <= MAX_PROGRAM_SLOTS // ngpus:
+            raise CcvizError(f"{source}:{el.line}: <gpu id={gid}> attribute '{name}'={value} must be between 0 and "
+                             f"{MAX_PROGRAM_SLOTS // ngpus:,} ({ngpus} GPUs x {name} buffer slots would need about "
+                             f"{_memory_text(max(value, 0) * ngpus)} to execute)", "msccl")
+    return Gpu(gid, sizes["i_chunks"], sizes["o_chunks"], sizes["s_chunks"], tuple(tbs), el.line)
 
 
 def _parse_step(el: _Element, source: str) -> Step:
@@ -305,10 +311,12 @@ def _parse_step(el: _Element, source: str) -> Step:
 
 
 def load_program(path: str | Path) -> Program:
+    from ccviz.importers import read_text_file
+    from ccviz.loading import check_readable_file
+
     p = Path(path)
-    if not p.is_file():
-        raise CcvizError(f"msccl: file {str(path)!r} does not exist", "msccl")
-    return parse_program(p.read_text(), p.name)
+    check_readable_file(p, "msccl")
+    return parse_program(read_text_file(p, "msccl"), p.name)
 
 
 # ------------------------------------------------------------------------ results
