@@ -28,7 +28,7 @@ data, so that a wrong program is caught without a GPU:
 - a stuck run reports every blocked step and the cycle of waits.
 
 The runtime limits (at most 32 sending and 32 receiving thread blocks per
-channel, steps per thread block: 64 in RCCL) are checked too. Semantics were
+channel, steps per thread block: 64 as RCCL and msccl-executor-nccl are built by default) are checked too. Semantics were
 read from the runtimes' sources (msccl-executor-nccl, RCCL, microsoft/msccl
 and msccl-tools); the code is this project's own.
 """
@@ -58,7 +58,7 @@ MSCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "bro
 CUSTOM = "custom"
 
 MAX_TBS_PER_CHANNEL = 32  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: sending / receiving thread blocks
-MAX_STEPS_RCCL = 64  # RCCL's MSCCL_MAX_NUM_STEPS (msccl-executor-nccl allows 256)
+MAX_STEPS_RCCL = 64  # MSCCL_MAX_NUM_STEPS as built by default: RCCL, and msccl-executor-nccl (its Makefile's ?= 64)
 MAX_COUNT = 72  # MSCCL_MAX_COUNT: cnt must stay below it
 MAX_THREAD_BLOCKS = 216  # MSCCL_MAX_NUM_THREAD_BLOCKS per GPU
 FIFO_DEPTH = 2  # NCCL_STEPS / MSCCL_CHUNKSTEPS messages in flight per connection
