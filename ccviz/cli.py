@@ -145,6 +145,11 @@ def cmd_synth(args: argparse.Namespace) -> int:
         print(dumps(summary))
     else:
         _print_summary(summary, result.bound.explanation)
+    if not result.timeline.verified:
+        from ccviz.runs.pipeline import synthesizer_bug
+
+        print(f"ccviz: {synthesizer_bug(result.schedule.algorithm, result.timeline)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -500,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser("execute", help="run an MSCCL XML program symbolically: deadlocks, races, postcondition")
     ex.add_argument("file")
     ex.add_argument("--fifo-depth", type=int, default=2, help="messages a connection buffers (default 2)")
-    ex.add_argument("--max-steps", type=int, default=64, help="steps per thread block (RCCL 64, NCCL-MSCCL 256)")
+    ex.add_argument("--max-steps", type=int, default=64, help="steps per thread block (64: the build default of RCCL and msccl-executor-nccl; a runtime built with a larger MSCCL_MAX_NUM_STEPS accepts more)")
     ex.add_argument("--json", action="store_true")
     ex.set_defaults(func=cmd_execute)
 

@@ -135,3 +135,17 @@ def test_cli_execute_reports_problems_with_exit_code(tmp_path, capsys):
     bad.write_text((FIXTURES / "msccl" / "allreduce_ring_8.xml").read_text().replace('chan="0"', 'chan="1"', 1))
     assert main(["execute", str(bad)]) == 1
     assert "[unmatched]" in capsys.readouterr().out
+
+
+def test_allpairs_allreduce_local_reduce_of_scratch_is_imported_as_a_reduction():
+    # msccl-tools' allpairs: receive into scratch, then a local `re` folds scratch into the input
+    schedule = import_schedule(FIXTURES / "msccl" / "allreduce_allpairs_8.xml")
+    ops = {t.op for t in schedule.transfers}
+    assert ops == {"reduce", "copy"} and simulate(schedule).verified
+
+
+def test_nchunksperloop_that_does_not_split_per_rank_is_cut_finer():
+    schedule = import_schedule(FIXTURES / "msccl_edge" / "allreduce_2chunks_on_4.xml")
+    assert schedule.collective.chunks_per_rank == 1 and len(schedule.collective.chunks) == 4
+    assert any("does not split into whole chunks" in n for n in schedule.notes)
+    assert simulate(schedule).verified

@@ -26,8 +26,8 @@ def refs(run) -> set[tuple[int, int, int]]:
     return {(s.gpu, s.tb, s.s) for p in run.problems for s in p.steps}
 
 
-def test_there_are_eight_msccl_tools_programs():
-    assert len(PROGRAMS) == 8
+def test_there_are_nine_msccl_tools_programs():
+    assert len(PROGRAMS) == 9  # the eight example programs and experiments_ar/ap_1.xml (allpairs AllReduce)
 
 
 @pytest.mark.parametrize("name", PROGRAMS)

@@ -77,7 +77,7 @@ def test_ccviz_list_prints_every_algorithms_options(capsys):
         for spec in alg.options.specs():
             assert f"--opt {spec.name}=" in text, (alg.name, spec.name)
     assert "--opt pick=spread|random (default spread)" in text
-    assert "--opt trees=int >= 1|auto (default auto)" in text
+    assert "--opt trees=int 1..256|auto (default auto)" in text
     assert main(["list", "--json"]) == 0
     listing = {a["name"]: a for a in json.loads(capsys.readouterr().out)["algorithms"]}
     assert {"name", "kind", "collectives", "description"} <= set(listing["tacos"])  # the keys it always had

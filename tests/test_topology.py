@@ -28,7 +28,7 @@ def cable(u: int, v: int, bw: float = 50.0, alpha: float = 0.5) -> list[Link]:
 VALIDATION_CASES = {
     "unknown node": (gpus(0, 1), [*cable(0, 1), Link(1, 5, 50, 0.5)], "links", "unknown node 5"),
     "zero bandwidth": (gpus(0, 1), [Link(0, 1, 0.0, 0.5), Link(1, 0, 50, 0.5)], "bandwidth_GBps",
-                       "link 0->1 has bandwidth 0.0; it must be a positive number"),
+                       "link 0->1 has bandwidth 0.0; it must be a number of GB/s between"),
     "negative bandwidth": (gpus(0, 1), [Link(0, 1, -5.0, 0.5), Link(1, 0, 50, 0.5)], "bandwidth_GBps",
                            "bandwidth -5.0"),
     "negative alpha": (gpus(0, 1), [Link(0, 1, 50, -0.1), Link(1, 0, 50, 0.5)], "alpha_us", "alpha -0.1"),

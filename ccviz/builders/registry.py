@@ -124,7 +124,9 @@ def _convert(value: str, hint: object, key: str, builder_name: str) -> object:
         if origin is tuple:
             elem = args[0] if args else float
             parts = value.replace("/", "x").split("x") if key == "dims" else value.split("/")
-            return tuple(_scalar(elem, p) for p in parts if p)
+            if any(not p.strip() for p in parts):  # 4x4x, 50//25: a size left out is a typo, not a default
+                raise ValueError(value)
+            return tuple(_scalar(elem, p) for p in parts)
         if hint is bool:
             if value.lower() in ("1", "true", "yes", "on"):
                 return True

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import math
 import re
 from collections import defaultdict
 from dataclasses import replace
@@ -45,10 +46,11 @@ FULLY_CONNECTED_NOTE = ("no topology given: the MSCCL program runs on a fully co
 def import_schedule(path: str | Path, topology: Topology | str | None = None,
                     size_bytes: float | None = None) -> Schedule:
     """An MSCCL XML or TE-CCL output JSON file as a Schedule (the format is told by the content)."""
+    from ccviz.model.files import check_readable_file, read_text_file
+
     p = Path(path)
-    if not p.is_file():
-        raise CcvizError(f"import: file {str(path)!r} does not exist", "import")
-    return import_text(p.read_text(), p.name, topology, size_bytes)
+    check_readable_file(p, "import")
+    return import_text(read_text_file(p, "import"), p.name, topology, size_bytes)
 
 
 def import_text(text: str, name: str, topology: Topology | str | None = None,
@@ -104,6 +106,11 @@ def import_msccl(program: Program | str | Path, topology: Topology | str | None 
     routes = _SwitchRoutes(topo)
     paths = {id(m): routes.path(gpus[m.src], gpus[m.dst], m) for m in run.messages}
     transfers = _timed_transfers(program, run, topo, coll.chunk_bytes, paths, chunk_of)
+    notes.extend(program.warnings)
+    if _pieces_per_chunk(program) > 1:
+        notes.append(f"nchunksperloop={program.nchunksperloop} does not split into whole chunks per rank over "
+                     f"{program.ngpus} GPUs: each MSCCL chunk moves as {_pieces_per_chunk(program)} ccviz chunks "
+                     "(one transfer each, so each pays the link latency)")
     for p in run.problems:
         notes.append(f"MSCCL executor: {p.message}")
     notes.append(f"imported from MSCCL XML {program.source!r} ({program.name}, {program.coll}, "
@@ -185,17 +192,17 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
             booking = [(h, costs[h].lanes, offset) for h, offset in zip(hops, offsets, strict=False)]
             last_arrival = ready
             for j, value in enumerate(m.values):
-                chunk = chunk_of(value, m)
-                t = lanes.earliest_start(ready, booking)  # switches on the path forward on arrival
-                for hop, (a, b) in enumerate(hops):
-                    start = t
-                    lanes.occupy((a, b), costs[(a, b)].lanes, start, costs[(a, b)].busy)
-                    t = start + costs[(a, b)].delay
-                    op = "reduce" if (m.reduce and hop == len(hops) - 1) else "copy"
-                    transfers.append(Transfer(chunk, a, b, start, t, op, float(m.level)))
-                    if hop == 0 and j == 0:
-                        posted = start
-                last_arrival = max(last_arrival, t)
+                for piece, chunk in enumerate(chunk_of(value, m)):
+                    t = lanes.earliest_start(ready, booking)  # switches on the path forward on arrival
+                    for hop, (a, b) in enumerate(hops):
+                        start = t
+                        lanes.occupy((a, b), costs[(a, b)].lanes, start, costs[(a, b)].busy)
+                        t = start + costs[(a, b)].delay
+                        op = "reduce" if ((m.reduce or j in m.folded) and hop == len(hops) - 1) else "copy"
+                        transfers.append(Transfer(chunk, a, b, start, t, op, float(m.level)))
+                        if hop == 0 and j == 0 and piece == 0:
+                            posted = start
+                    last_arrival = max(last_arrival, t)
             arrival_of[id(m)] = last_arrival
         end[(g, tb.id, pc[i])] = posted
         pc[i] += 1
@@ -206,13 +213,25 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
     return transfers
 
 
+def _pieces_per_chunk(program: Program) -> int:
+    """ccviz chunks per MSCCL chunk: an AllReduce whose nchunksperloop does not split into whole chunks per
+    rank (msccl-tools' ncv4 programs: 2 chunks on 4 GPUs) is cut finer, into lcm(nchunksperloop, ngpus)
+    pieces, so that every rank owns whole pieces; each MSCCL chunk then moves as that many pieces."""
+    if program.coll == "allreduce" and program.nchunksperloop % program.ngpus:
+        return math.lcm(program.nchunksperloop, program.ngpus) // program.nchunksperloop
+    return 1
+
+
 def _msccl_collective(program: Program, topo: Topology, size_bytes: float) -> Collective:
     cpr = program.chunks_per_rank
     if program.coll in ("broadcast", "reduce"):
         cpr = program.nchunksperloop
+    elif _pieces_per_chunk(program) > 1:
+        cpr = program.nchunksperloop * _pieces_per_chunk(program) // program.ngpus
     elif program.nchunksperloop % program.ngpus:
         raise CcvizError(f"import: {program.coll} with nchunksperloop={program.nchunksperloop} over "
-                         f"{program.ngpus} GPUs does not split into whole chunks per rank", "import")
+                         f"{program.ngpus} GPUs does not split into whole chunks per rank, which a "
+                         f"{program.coll} needs (each rank's share is nchunksperloop/ngpus chunks)", "import")
     root = topo.gpus[0] if program.coll in ("broadcast", "reduce", "gather", "scatter") else None
     return make_collective(program.coll, topo, size_bytes, chunks_per_rank=cpr, root=root)
 
@@ -238,7 +257,9 @@ def _chunk_lookup(program: Program, coll: Collective):
         elif coll.name == "scatter":
             by_key[(0, src * cpr + c.index)] = c.id
 
-    def lookup(value: tuple | None, m) -> int:
+    pieces = _pieces_per_chunk(program)
+
+    def lookup(value: tuple | None, m) -> list[int]:
         if not value:
             raise CcvizError(f"import: {m.send} sends data that was never defined", "import")
         if coll.is_reducing:
@@ -250,9 +271,11 @@ def _chunk_lookup(program: Program, coll: Collective):
             if len(value) != 1:
                 raise CcvizError(f"import: {m.send} sends a combination of chunks in a {coll.name}", "import")
             key = value[0]
+        if pieces > 1:
+            return [by_key[(key[0] * pieces + p,)] for p in range(pieces)]
         if key not in by_key:
             raise CcvizError(f"import: {m.send} sends chunk {key}, which the {coll.name} does not move", "import")
-        return by_key[key]
+        return [by_key[key]]
 
     return lookup
 
@@ -312,7 +335,11 @@ def import_teccl(data: dict[str, Any], topology: Topology | str, size_bytes: flo
     if not isinstance(epoch, (int, float)) or epoch <= 0:
         raise CcvizError(f"import: {name} has no positive '1-Epoch_Duration'", "import")
     flows = []
-    for k, line in enumerate(data[_flows_key(data)]):
+    raw_flows = data[_flows_key(data)]
+    if not isinstance(raw_flows, list):
+        raise CcvizError(f"import: {name} '{_flows_key(data)}' must be a list of flow lines ('Chunk C from S traveled "
+                         f"over A->B in epoch E'), got {type(raw_flows).__name__}", "import")
+    for k, line in enumerate(raw_flows):
         m = _FLOW.fullmatch(str(line).strip())
         if not m:
             raise CcvizError(f"import: {name} flow #{k} {line!r} is not 'Chunk C from S traveled over A->B in epoch E'",

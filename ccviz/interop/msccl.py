@@ -28,7 +28,7 @@ data, so that a wrong program is caught without a GPU:
 - a stuck run reports every blocked step and the cycle of waits.
 
 The runtime limits (at most 32 sending and 32 receiving thread blocks per
-channel, steps per thread block: 64 in RCCL) are checked too. Semantics were
+channel, steps per thread block: 64 as RCCL and msccl-executor-nccl are built by default) are checked too. Semantics were
 read from the runtimes' sources (msccl-executor-nccl, RCCL, microsoft/msccl
 and msccl-tools); the code is this project's own.
 """
@@ -36,7 +36,7 @@ and msccl-tools); the code is this project's own.
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from xml.parsers import expat
@@ -51,10 +51,14 @@ BUFFERS = ("i", "o", "s")
 # Current runtimes spell it reducescatter; microsoft/msccl v0.x and old msccl-tools reduce_scatter.
 COLL_NAMES = {"reduce_scatter": "reducescatter"}
 MSCCL_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "gather",
-                     "scatter")
+                     "scatter", "custom")
+# msccl-tools writes coll="custom" for collectives it has no name for (its Broadcast, Gather, Scatter, Reduce
+# examples): no buffer aliasing, every declared input chunk holds data, and what the outputs must hold is
+# whatever the program leaves there (``Execution.outputs``).
+CUSTOM = "custom"
 
 MAX_TBS_PER_CHANNEL = 32  # MSCCL_MAX_NUM_THREAD_BLOCKS_PER_CHANNEL: sending / receiving thread blocks
-MAX_STEPS_RCCL = 64  # RCCL's MSCCL_MAX_NUM_STEPS (msccl-executor-nccl allows 256)
+MAX_STEPS_RCCL = 64  # MSCCL_MAX_NUM_STEPS as built by default: RCCL, and msccl-executor-nccl (its Makefile's ?= 64)
 MAX_COUNT = 72  # MSCCL_MAX_COUNT: cnt must stay below it
 MAX_THREAD_BLOCKS = 216  # MSCCL_MAX_NUM_THREAD_BLOCKS per GPU
 FIFO_DEPTH = 2  # NCCL_STEPS / MSCCL_CHUNKSTEPS messages in flight per connection
@@ -118,6 +122,7 @@ class Program:
     max_bytes: int | None
     gpus: tuple[Gpu, ...]
     source: str = "<xml>"
+    warnings: tuple[str, ...] = ()  # unknown elements skipped, as the runtimes skip them
 
     @property
     def chunks_per_rank(self) -> int:
@@ -196,11 +201,18 @@ def parse_program(text: str, source: str = "<xml>") -> Program:
         if value < 1:
             raise CcvizError(f"{source}:{algo.line}: <algo> attribute '{name}' must be >= 1, got {value}", "msccl")
     outofplace = _attr(algo, "outofplace", source, default=None)
+    footprint = ngpus + nchunks * ngpus
+    if footprint > MAX_PROGRAM_SLOTS:
+        raise CcvizError(f"{source}:{algo.line}: <algo ngpus={ngpus} nchunksperloop={nchunks}> would need about "
+                         f"{_memory_text(footprint)} to execute (ngpus x nchunksperloop buffer slots); ccviz runs "
+                         f"programs up to {MAX_PROGRAM_SLOTS:,} slots", "msccl")
     program_gpus = []
+    warnings: list[str] = []
     for g_el in algo.children:
         if g_el.tag != "gpu":
-            raise CcvizError(f"{source}:{g_el.line}: unexpected <{g_el.tag}> inside <algo>; expected <gpu>", "msccl")
-        program_gpus.append(_parse_gpu(g_el, source, ngpus))
+            _skip(g_el, "algo", "gpu", source, warnings)
+            continue
+        program_gpus.append(_parse_gpu(g_el, source, ngpus, warnings))
     ids = sorted(g.id for g in program_gpus)
     if ids != list(range(ngpus)):
         missing = sorted(set(range(ngpus)) - set(ids))
@@ -211,20 +223,39 @@ def parse_program(text: str, source: str = "<xml>") -> Program:
         nchannels, nchunks, ngpus, coll, bool(_attr(algo, "inplace", source, default=1)),
         None if outofplace is None else bool(outofplace),
         _attr(algo, "minBytes", source, default=None), _attr(algo, "maxBytes", source, default=None),
-        tuple(sorted(program_gpus, key=lambda g: g.id)), source,
+        tuple(sorted(program_gpus, key=lambda g: g.id)), source, tuple(warnings),
     )
 
 
-def _parse_gpu(el: _Element, source: str, ngpus: int) -> Gpu:
+MAX_PROGRAM_SLOTS = 2_000_000  # buffer slots (ngpus x nchunksperloop) the symbolic executor may hold
+_BYTES_PER_SLOT = 200  # a slot's dict entry, its tuple and its race-detection records, measured roughly
+
+
+def _memory_text(slots: int) -> str:
+    return f"{slots * _BYTES_PER_SLOT / 1e9:.3g} GB" if slots * _BYTES_PER_SLOT >= 1e9 else \
+        f"{slots * _BYTES_PER_SLOT / 1e6:.3g} MB"
+
+
+def _skip(el: _Element, parent: str, expected: str, source: str, warnings: list[str]) -> None:
+    """Unknown elements are skipped with a warning, as the MSCCL/RCCL loaders skip them (TE-CCL's amd_32.xml
+    has <copy> inside <gpu>); an element the runtime would run is never dropped silently."""
+    warnings.append(f"{source}:{el.line}: skipped unknown <{el.tag}> inside <{parent}> (expected <{expected}>; "
+                    "the MSCCL runtimes ignore it too)")
+
+
+def _parse_gpu(el: _Element, source: str, ngpus: int, warnings: list[str] | None = None) -> Gpu:
     gid = _attr(el, "id", source)
     if not 0 <= gid < ngpus:
         raise CcvizError(f"{source}:{el.line}: <gpu> attribute 'id'={gid} is outside 0..{ngpus - 1}", "msccl")
     tbs = []
+    warnings = [] if warnings is None else warnings
     for tb_el in el.children:
         if tb_el.tag != "tb":
-            raise CcvizError(f"{source}:{tb_el.line}: unexpected <{tb_el.tag}> inside <gpu>; expected <tb>", "msccl")
+            _skip(tb_el, "gpu", "tb", source, warnings)
+            continue
+        step_els = [s for s in tb_el.children if s.tag == "step" or _skip(s, "tb", "step", source, warnings)]
         tb = ThreadBlock(_attr(tb_el, "id", source), _attr(tb_el, "send", source), _attr(tb_el, "recv", source),
-                         _attr(tb_el, "chan", source), tuple(_parse_step(s, source) for s in tb_el.children), tb_el.line)
+                         _attr(tb_el, "chan", source), tuple(_parse_step(s, source) for s in step_els), tb_el.line)
         for peer, what in ((tb.send, "send"), (tb.recv, "recv")):
             if peer == gid or not -1 <= peer < ngpus:
                 raise CcvizError(f"{source}:{tb_el.line}: <tb> attribute '{what}'={peer} must be -1 or another "
@@ -246,8 +277,14 @@ def _parse_gpu(el: _Element, source: str, ngpus: int) -> Gpu:
                 if not any(t.s == st.deps for t in tbs[st.depid].steps):
                     raise CcvizError(f"{source}:{st.line}: <step> attribute 'deps'={st.deps}: thread block "
                                      f"{st.depid} of GPU {gid} has no step s={st.deps}", "msccl")
-    return Gpu(gid, _attr(el, "i_chunks", source), _attr(el, "o_chunks", source), _attr(el, "s_chunks", source, default=0),
-               tuple(tbs), el.line)
+    sizes = {name: _attr(el, name, source, default=0 if name == "s_chunks" else ...)
+             for name in ("i_chunks", "o_chunks", "s_chunks")}
+    for name, value in sizes.items():
+        if not 0 <= value <= MAX_PROGRAM_SLOTS // ngpus:
+            raise CcvizError(f"{source}:{el.line}: <gpu id={gid}> attribute '{name}'={value} must be between 0 and "
+                             f"{MAX_PROGRAM_SLOTS // ngpus:,} ({ngpus} GPUs x {name} buffer slots would need about "
+                             f"{_memory_text(max(value, 0) * ngpus)} to execute)", "msccl")
+    return Gpu(gid, sizes["i_chunks"], sizes["o_chunks"], sizes["s_chunks"], tuple(tbs), el.line)
 
 
 def _parse_step(el: _Element, source: str) -> Step:
@@ -274,10 +311,11 @@ def _parse_step(el: _Element, source: str) -> Step:
 
 
 def load_program(path: str | Path) -> Program:
+    from ccviz.model.files import check_readable_file, read_text_file
+
     p = Path(path)
-    if not p.is_file():
-        raise CcvizError(f"msccl: file {str(path)!r} does not exist", "msccl")
-    return parse_program(p.read_text(), p.name)
+    check_readable_file(p, "msccl")
+    return parse_program(read_text_file(p, "msccl"), p.name)
 
 
 # ------------------------------------------------------------------------ results
@@ -321,6 +359,9 @@ class Message:
     values: tuple[tuple | None, ...]
     level: int  # causal depth of the send: a receive and everything after it come later
     reduce: bool  # the receiver combines it with its own data (rrc, rrs, rrcs)
+    # Positions of ``values`` that land in a slot a later local ``re`` step reduces (msccl-tools' allpairs:
+    # receive into scratch, then reduce scratch into the input): the data is combined, not copied.
+    folded: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -459,6 +500,8 @@ class _Runner:
         self.last_write: dict[tuple, tuple[int, int, StepRef]] = {}
         self.reads: dict[tuple, list[tuple[int, int, StepRef]]] = {}
         self.race_pairs: set[tuple] = set()
+        self.landed: dict[tuple, tuple[int, int]] = {}  # slot -> (message index, position) it still holds
+        self.folded: dict[int, set[int]] = {}  # message index -> positions a local reduce consumed
 
     def ref(self, t: int, k: int) -> StepRef:
         g, tb = self.tbs[t]
@@ -586,6 +629,8 @@ class _Runner:
         else:
             self.result.completed = True
             self.check_postcondition()
+        for k, positions in self.folded.items():
+            self.result.messages[k] = replace(self.result.messages[k], folded=frozenset(positions))
         return self.result
 
     def conn_in(self, t: int) -> tuple[int, int, int]:
@@ -686,6 +731,10 @@ class _Runner:
             elif st.type == "cpy":
                 self.write(t, clock, ref, g, st.dstbuf, st.dstoff + j, src)
             elif st.type == "re":
+                for buf, off in ((st.srcbuf, st.srcoff + j), (st.dstbuf, st.dstoff + j)):
+                    landed = self.landed.get(self.mem.where(g, buf, off))
+                    if landed is not None:
+                        self.folded.setdefault(landed[0], set()).add(landed[1])
                 old = self.read(t, clock, ref, g, st.dstbuf, st.dstoff + j)
                 self.write(t, clock, ref, g, st.dstbuf, st.dstoff + j, _add(old, src))
         if incoming:
@@ -694,6 +743,9 @@ class _Runner:
             conn.recv_vcs.append(list(vc))
             self.result.messages.append(Message(
                 tb.recv, g, tb.chan, incoming[1], ref, incoming[0], incoming[2], st.type in REDUCES))
+            if st.type in ("r", "rcs"):
+                for j in range(st.cnt):
+                    self.landed[self.mem.where(g, st.dstbuf, st.dstoff + j)] = (len(self.result.messages) - 1, j)
         if st.type in SENDS:
             out = self.conns[self.conn_out(t)]
             out.queue.append((tuple(sent), list(vc), level, ref))
@@ -733,6 +785,7 @@ class _Runner:
             if rt != t and vc[rt] < rclock:
                 self.race(slot, rref, ref, "read", "written")
         self.reads[slot] = []
+        self.landed.pop(slot, None)
         self.last_write[slot] = (t, clock, ref)
         self.mem.slots[slot] = value
 

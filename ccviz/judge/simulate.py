@@ -42,8 +42,12 @@ def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
     Plain schedules take the array fast path (``ccviz.judge.simulate_fast``); whatever it does not model,
     and every schedule with a violation, is replayed by the reference below, which names each fault.
     """
+    if not isinstance(schedule, Schedule):
+        raise CcvizError(f"schedule: expected a ccviz Schedule, got {type(schedule).__name__}", "schedule")
     check_sizes(schedule)
+    check_chunk_ids(schedule)
     timed = schedule if schedule.is_timed else assign_times(schedule)
+    check_time_resolution(timed)
     return simulate_fast.verify(timed) or _Verifier(timed, max_violations).run()
 
 
@@ -59,6 +63,56 @@ def check_sizes(schedule: Schedule) -> None:
     if isinstance(cb, bool) or not isinstance(cb, (int, float)) or not (0 < cb < math.inf):
         raise CcvizError(f"collective.chunk_bytes: must be a positive finite number of bytes, got {cb!r}",
                          "collective.chunk_bytes")
+
+
+_INTEGER_TYPES = (int, np.integer)
+RESOLUTION_SHARE = 0.1  # the judge's slack may be at most this share of the shortest link occupancy
+
+
+def check_chunk_ids(schedule: Schedule) -> None:
+    """A chunk id is a whole number: 0.5 would be read as chunk 0 and could complete a postcondition."""
+    transfers = schedule.transfers
+    if getattr(transfers, "columns", None) is not None:
+        return  # the simulator's own columns: integer arrays already
+    ids = list(map(itemgetter(0), transfers))
+    if all(type(c) is int for c in ids):
+        return
+    for i, c in enumerate(ids):
+        if isinstance(c, bool) or not isinstance(c, _INTEGER_TYPES):
+            raise CcvizError(f"transfers[{i}].chunk: a chunk id is a whole number, got {c!r}", "chunk")
+
+
+def check_time_resolution(schedule: Schedule) -> None:
+    """Refuse times so late that the judge's tolerance (``physics.tol``, which grows with |t|) would swallow a
+    transfer: a schedule moved to t = 1e12 s would otherwise pass with every transfer overlapping. The slack
+    at the latest time must stay below 10 % of the shortest time a transfer holds its link (and of the shortest
+    transfer), wherever the schedule sits; near time 0 the slack is ~1e-13 s and nothing is refused."""
+    transfers = schedule.transfers
+    if not len(transfers):
+        return
+    columns = getattr(transfers, "columns", None)
+    if columns is not None:
+        start, end = np.asarray(columns.start, dtype=float), np.asarray(columns.end, dtype=float)
+        pairs = set(zip(np.asarray(columns.src).tolist(), np.asarray(columns.dst).tolist(), strict=True))
+    else:
+        start = np.array(list(map(itemgetter(3), transfers)), dtype=float)
+        end = np.array([np.nan if e is None else e for e in map(itemgetter(4), transfers)], dtype=float)
+        pairs = set(zip(map(itemgetter(1), transfers), map(itemgetter(2), transfers), strict=True))
+    times = np.concatenate((start, end))
+    times = np.abs(times[np.isfinite(times)])
+    if not len(times):
+        return
+    latest = float(times.max())
+    slack = tol(latest)
+    if slack <= ABS_TOL * 10:
+        return
+    costs = link_costs(schedule.topology, schedule.chunk_bytes)
+    spans = [x for k in pairs if k in costs for x in (costs[k].delay, costs[k].busy) if x > 0]
+    if spans and slack > RESOLUTION_SHARE * min(spans):
+        raise CcvizError(
+            f"transfers: times reach {latest:.3g} s, where the judge's time resolution ({slack:.3g} s) cannot tell "
+            f"apart a transfer holding its link {min(spans):.3g} s; start the schedule near time 0 (the judge "
+            "compares times within a tolerance that grows with them)", "start_s")
 
 
 def verify(schedule: Schedule) -> list[Violation]:

@@ -289,6 +289,10 @@ def custom_collective(
 ) -> Collective:
     """A demand matrix: ``demand[(s, d)]`` (or ``demand[i][j]`` by rank index) chunks from s to d."""
     rank_tuple = _ranks_of(ranks)
+    chunk_bytes = v.number(chunk_bytes, "chunk_bytes", positive=True, hi=v.MAX_SIZE_BYTES)
+    if chunk_bytes < v.MIN_CHUNK_BYTES:
+        raise CcvizError(f"chunk_bytes: {chunk_bytes:.3g} B per chunk; a chunk must be at least "
+                         f"{v.MIN_CHUNK_BYTES:g} byte", "chunk_bytes")
     if isinstance(demand, Mapping):
         pairs = dict(demand)
     else:

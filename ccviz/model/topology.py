@@ -8,7 +8,6 @@ microseconds. The link-timing rule lives in ``ccviz.model.physics``; ``Topology.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -36,6 +35,14 @@ SWITCH_HOPS: dict[str, str] = {
             "a cut-through switch whose whole port-to-port latency is folded into the link into it)",
 }
 
+
+# Physical ranges: outside them times overflow or vanish below float resolution (1e308 GB/s, 1e-300 GB/s).
+MIN_BANDWIDTH_GBPS = 1e-6  # 1 KB/s
+MAX_BANDWIDTH_GBPS = 1e6  # 1 PB/s
+MAX_ALPHA_US = 1e9  # 1000 s
+LINK_KEYS = ("src", "dst", "bandwidth_GBps", "alpha_us", "lanes")
+MAX_NODE_ID = 2**31 - 1  # ids index arrays (node x chunk keys): beyond this they overflow them
+NODE_KEYS = ("id", "kind", "label", "group", "pos", "copy", "buffer")
 
 @dataclass(frozen=True, slots=True)
 class Link:
@@ -116,12 +123,17 @@ class Topology:
         self.meta = dict(meta or {})
         self.nodes = {}
         for node in nodes:
+            if not isinstance(node, Node):
+                raise CcvizError(f"nodes: expected ccviz Node objects (Node(id, kind)), got {node!r:.60}", "nodes")
             if node.id in self.nodes:
                 raise CcvizError(f"nodes: node id {node.id} appears twice; give every node a unique id", "nodes")
             self.nodes[node.id] = node
         link_list = list(links)
         self.links = {}
         for link in link_list:
+            if not isinstance(link, Link):
+                raise CcvizError(f"links: expected ccviz Link objects (Link(src, dst, ...)), got {link!r:.60}",
+                                 "links")
             key = (link.src, link.dst)
             if key in self.links:
                 raise CcvizError(
@@ -269,15 +281,15 @@ class Topology:
                 raise CcvizError(f"links: {where} names unknown node {bad}; add the node or fix the link", "links")
             if u == v:
                 raise CcvizError(f"links: {where} is a self-loop; a link must join two different nodes", "links")
-            if not (_real(link.bandwidth_GBps) and 0 < link.bandwidth_GBps < math.inf):
+            if not (_real(link.bandwidth_GBps) and MIN_BANDWIDTH_GBPS <= link.bandwidth_GBps <= MAX_BANDWIDTH_GBPS):
                 raise CcvizError(
-                    f"bandwidth_GBps: {where} has bandwidth {link.bandwidth_GBps!r}; it must be a positive number of GB/s",
-                    "bandwidth_GBps",
+                    f"bandwidth_GBps: {where} has bandwidth {link.bandwidth_GBps!r}; it must be a number of GB/s "
+                    f"between {MIN_BANDWIDTH_GBPS:g} and {MAX_BANDWIDTH_GBPS:g}", "bandwidth_GBps",
                 )
-            if not (_real(link.alpha_us) and 0 <= link.alpha_us < math.inf):
+            if not (_real(link.alpha_us) and 0 <= link.alpha_us <= MAX_ALPHA_US):
                 raise CcvizError(
-                    f"alpha_us: {where} has alpha {link.alpha_us!r}; it must be zero or a positive number of microseconds",
-                    "alpha_us",
+                    f"alpha_us: {where} has alpha {link.alpha_us!r}; it must be a number of microseconds between 0 "
+                    f"and {MAX_ALPHA_US:g}", "alpha_us",
                 )
             if not (isinstance(link.lanes, int) and not isinstance(link.lanes, bool) and link.lanes >= 1):
                 raise CcvizError(f"lanes: {where} has lanes {link.lanes!r}; use a whole number >= 1", "lanes")
@@ -407,9 +419,10 @@ def _node_from_dict(d: Any, index: int) -> Node:
     where = f"nodes[{index}]"
     if not isinstance(d, dict):
         return Node(check.integer(d, where, lo=0), "gpu")
+    check.known_keys(d, NODE_KEYS, where)
     if "id" not in d:
         raise CcvizError(f"{where}: each node needs an integer 'id'", "nodes")
-    node_id = check.integer(d["id"], f"{where}.id", lo=0)
+    node_id = check.integer(d["id"], f"{where}.id", lo=0, hi=MAX_NODE_ID)
     kind = d.get("kind", "gpu")
     if kind not in ("gpu", "switch"):
         raise CcvizError(f"{where}.kind: {kind!r} is not 'gpu' or 'switch'", "kind")
@@ -436,6 +449,7 @@ def _link_from_dict(d: Any, index: int) -> Link:
     where = f"links[{index}]"
     if not isinstance(d, dict):
         raise CcvizError(f"{where}: each link is an object with src, dst, bandwidth_GBps, alpha_us", "links")
+    check.known_keys(d, LINK_KEYS, where)
     missing = [k for k in ("src", "dst", "bandwidth_GBps") if k not in d]
     if missing:
         raise CcvizError(f"{where}: missing {', '.join(missing)}", "links")

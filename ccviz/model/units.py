@@ -94,4 +94,11 @@ def parse_epoch(text: str | float) -> str | float:
                          "epoch") from None
     if not value > 0:
         raise CcvizError(f"--epoch: the epoch must be positive, got {text!r}", "epoch")
+    if not MIN_EPOCH_S <= value <= MAX_EPOCH_S:
+        raise CcvizError(f"--epoch: {text!r} is {value:.3g} s; an epoch is about one chunk's transfer time, between "
+                         f"{MIN_EPOCH_S:g} s (1 ps) and {MAX_EPOCH_S:g} s (e.g. 1250us)", "epoch")
     return value
+
+
+MIN_EPOCH_S = 1e-12  # shorter epochs would need more than ~1e12 of them for a microsecond transfer
+MAX_EPOCH_S = 1e3

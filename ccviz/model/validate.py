@@ -9,6 +9,7 @@ are bounded *before* anything large is laid out in memory. Each failure is a
 
 from __future__ import annotations
 
+import difflib
 import math
 from typing import Any
 
@@ -81,6 +82,16 @@ def sequence(value: Any, field: str, *, max_len: int | None = None) -> list:
     if max_len is not None and len(value) > max_len:
         raise CcvizError(f"{field}: {len(value)} entries; the limit is {max_len}", short(field))
     return value
+
+
+def known_keys(d: dict, allowed: tuple[str, ...], where: str) -> None:
+    """Unknown keys are errors that suggest the right name: a misspelled ``bandwith_GBps`` or ``alpha`` for
+    ``alpha_us`` would otherwise be dropped and its value silently replaced by a default."""
+    for key in d:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.5)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise CcvizError(f"{where}.{key}: unknown key{hint} (known: {', '.join(allowed)})", short(f"{where}.{key}"))
 
 
 def check_node_count(count: float, field: str = "nodes") -> None:

@@ -164,11 +164,13 @@ class Grid:
         epoch, gap, root); flags given on the command line (``overrides`` not None) win."""
         import yaml
 
+        from ccviz.model.files import safe_yaml
+
         p = Path(path)
         if not p.is_file():
             raise CcvizError(f"--grid: file {str(path)!r} does not exist", "grid")
         try:
-            data = yaml.safe_load(p.read_text()) or {}
+            data = safe_yaml(p.read_text(), p.name, "grid") or {}
         except yaml.YAMLError as exc:
             raise CcvizError(f"--grid: {p.name} is not valid YAML ({exc})", "grid") from None
         if not isinstance(data, dict):

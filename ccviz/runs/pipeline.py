@@ -125,6 +125,13 @@ def status_meaning(schedule: Schedule, simulated_s: float) -> str:
     return "heuristic: a valid schedule with no claim of optimality"
 
 
+def synthesizer_bug(algorithm: str, timeline: Timeline) -> str:
+    """The one line that blames a synthesizer (not the user's input) for a schedule the judge refutes."""
+    first = timeline.violations[0]
+    return (f"synthesizer bug: {algorithm} produced a schedule the simulator refutes ({len(timeline.violations)} "
+            f"violation(s); first [{first.rule}] {first.message}); the result is not usable, please report it")
+
+
 def run(
     topology: Topology,
     collective: str | Collective,
@@ -149,6 +156,8 @@ def run(
     if schedule.collective is not collective:  # a synthesizer that refines the chunks (forestcoll) says so
         collective, bound = schedule.collective, None
     timeline = simulate(schedule)
+    if not timeline.verified:  # a synthesizer must never hand the judge an invalid schedule: say whose bug it is
+        schedule.notes.append(synthesizer_bug(schedule.algorithm, timeline))
     limit = limit_or_none(topology, collective.name, collective.size_bytes, collective.root) \
         if collective.name != "custom" and tuple(collective.ranks) == tuple(topology.gpus) else None
     return RunResult(topology, collective, schedule, timeline, bound or lower_bound(topology, collective), limit)

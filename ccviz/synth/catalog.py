@@ -54,9 +54,9 @@ class ForestcollOptions(AlgorithmOptions):
     """ForestColl's packing and pipelining (``ccviz.synth.forestcoll``)."""
 
     trees: int | None = option(None, "trees per root (auto: 8 and 12 tried up to 32 GPUs, fewer beyond, the less "
-                               "congested packing kept)", minimum=1)
+                               "congested packing kept)", minimum=1, maximum=256)
     pieces: int | None = option(None, "pieces each tree's share is cut into (auto: as many as keep the schedule "
-                                "under 200,000 transfers; --chunks also fixes them)", minimum=1)
+                                "under 200,000 transfers; --chunks also fixes them)", minimum=1, maximum=100_000)
     switch_queue: bool | None = option(None, "chunks may wait in a switch's queue for its out-link (auto: when every "
                                        "switch has a buffer); false books routes cut-through")
     slots: bool | None = option(None, "book cut-through routes on a slot grid, each slot's senders matched together "

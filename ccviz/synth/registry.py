@@ -22,6 +22,7 @@ from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_time
 from ccviz.synth.options import AlgorithmOptions
+from ccviz.synth.solver_output import solver_output_to_stderr
 
 
 @dataclass
@@ -181,6 +182,12 @@ def synthesize(
     options: SynthOptions | None = None,
 ) -> Schedule:
     """Run one registered algorithm, recording its wall-clock synthesis time and options."""
+    if not isinstance(topology, Topology):
+        raise CcvizError(f"topology: expected a ccviz Topology (ccviz.load_topology('ring:n=8')), got "
+                         f"{type(topology).__name__}", "topology")
+    if not isinstance(collective, Collective):
+        raise CcvizError(f"collective: expected a ccviz Collective (ccviz.make_collective({collective!r:.40}, "
+                         f"topology, size_bytes)), got {type(collective).__name__}", "collective")
     alg = get_algorithm(algorithm)
     if not alg.supports(collective.name):
         raise CcvizError(
@@ -192,7 +199,8 @@ def synthesize(
     extra = alg.options.checked(options.extra, alg.name)  # typed once, before any work starts
     options = replace(options, extra=extra, algorithm_options=alg.options(**extra))
     t0 = time.perf_counter()
-    schedule = alg.synthesize(topology, collective, options)
+    with solver_output_to_stderr():  # a native solver's banner must never reach a --json stdout
+        schedule = alg.synthesize(topology, collective, options)
     elapsed = time.perf_counter() - t0
     if schedule.synth_time_s is None:
         schedule.synth_time_s = elapsed

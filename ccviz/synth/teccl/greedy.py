@@ -112,7 +112,10 @@ class EpochGreedy:
                 done_gpus.add(n)
                 if n in missing:
                     return n, self._path(parent, (n, t))
+            chain = self._switch_chain(parent, (n, t)) if n in switches else ()
             for link in topo.out_links[n]:
+                if link.dst in chain:
+                    continue  # a loop through switches: the chunk would cross a link it is still on
                 timing = self.grid.links[(link.src, link.dst)]
                 for k in self._send_epochs(timing, t, switch_source=n in switches):
                     state = (link.dst, k + timing.offset)
@@ -153,6 +156,20 @@ class EpochGreedy:
             if window > room:
                 return False
         return True
+
+    def _switch_chain(self, parent, state: tuple[int, int]) -> set[int]:
+        """The nodes of the pass through switches that reaches ``state`` (back to the GPU it left).
+
+        A chunk in a switch only moves on; re-entering a node of its own pass (9 -> 8 -> 9 -> 8, which the
+        epoch model would take as a way to wait) crosses a link it may still be serializing on, which no
+        fabric does. The pass is short, so walking it back is cheap."""
+        nodes = set()
+        while state is not None:
+            nodes.add(state[0])
+            if state[0] not in self.switches:
+                break
+            state = parent[state][0]
+        return nodes
 
     @staticmethod
     def _path(parent, state) -> list[tuple[int, int, int]]:
