@@ -123,3 +123,4 @@ def show_errors(scope: str) -> None:
     message = st.session_state.get(ERRORS_KEY, {}).get(scope)
     if message:
         st.error(message, icon=":material/error:")
+

@@ -66,7 +66,7 @@ def algorithm_picker(container: Any, choices: list[str], collective: str, key: s
         st.stop()
     if st.session_state.get(key) not in choices:  # first visit, or the collective changed: ring when it can
         st.session_state[key] = "ring" if "ring" in choices else choices[0]
-    return container.selectbox("algorithm", choices, key=key)
+    return container.selectbox("algorithm", choices, key=key, persist_state="session")
 
 
 def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] = ("◀ previous", "next ▶"),
@@ -112,11 +112,12 @@ def topology_caption() -> None:
 
 def size_picker(label: str, key: str, default: float = 1e6) -> float:
     st.session_state.setdefault(key, default)  # a shared link may have set it already
-    return st.select_slider(label, options=SIZES, format_func=format_size, key=key)
+    return st.select_slider(label, options=SIZES, format_func=format_size, key=key, persist_state="session")
 
 
 def size_range_picker(label: str, key: str, default: tuple[float, float] = (1e3, 1e9)) -> list[float]:
-    lo, hi = st.select_slider(label, options=SIZES, value=default, format_func=format_size, key=key)
+    lo, hi = st.select_slider(label, options=SIZES, value=default, format_func=format_size, key=key,
+                                persist_state="session")
     return [s for s in SIZES if lo <= s <= hi]
 
 
@@ -209,8 +210,9 @@ def results_summary(entry: CachedRun) -> None:
     top[0].metric("finish time", format_time(s["finish_time_s"]))
     top[1].metric("algbw", _gbps(s["algbw_GBps"]))
     top[2].metric("busbw", _gbps(s["busbw_GBps"]))
-    ratio = result.bound_ratio
-    bottom[0].metric("lower bound", format_time(s["lower_bound_s"]),
+    bound_s, bound_help = tightest_bound(s["lower_bound_s"], s["limit_s"], result.topology)
+    ratio = s["finish_time_s"] / bound_s if bound_s else None
+    bottom[0].metric("bound", format_time(bound_s) if bound_s else "n/a", help=bound_help,
                      delta=f"finish = {ratio:.3g} × bound" if ratio else None, delta_color="off", delta_arrow="off")
     bottom[1].metric("synthesis time", format_time(s["synth_time_s"]), delta=s["status"], delta_color="off", delta_arrow="off")
     bottom[2].metric("verified by simulator", "yes" if s["verified"] else "NO")
@@ -230,6 +232,28 @@ def results_summary(entry: CachedRun) -> None:
     if not s["verified"]:
         st.error(f"The simulator found {len(s['violations'])} violation(s); the schedule is not valid.")
         st.dataframe(s["violations"], width="stretch")
+
+
+def limit_bounds(topology) -> bool:
+    """Whether the fabric's limit (bandwidth only) is a lower bound here: a switch hop charged in full
+    ("paid") or no switches. Under "teccl" or "free" a hop out of a switch costs no serialization, so
+    a schedule can finish before the cut's bytes would have crossed it."""
+    return not topology.switches or topology.switch_hop == "paid"
+
+
+def tightest_bound(lower_bound_s: float | None, limit_s: float | None, topology) -> tuple[float | None, str]:
+    """The bound to show: the larger of the lower bound and the fabric's limit (where the limit bounds),
+    and a help text naming both, so the page never shows a weaker bound beside a stronger one."""
+    candidates = {"lower bound (cut and latency arguments)": lower_bound_s}
+    if limit_s and limit_bounds(topology):
+        candidates["fabric's limit (bottleneck cut, bandwidth only)"] = limit_s
+    known = {name: value for name, value in candidates.items() if value}
+    if not known:
+        return None, "no bound is known for this collective"
+    name = max(known, key=known.get)
+    parts = [f"{k}: {format_time(v)}" for k, v in known.items()]
+    return known[name], (f"no schedule on this fabric finishes sooner. The tighter of {' and '.join(parts)}"
+                         if len(known) > 1 else f"no schedule on this fabric finishes sooner: {parts[0]}")
 
 
 def _gbps(value: float | None) -> str:
