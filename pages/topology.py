@@ -119,7 +119,8 @@ with figure_col:
     with canvas_tab:
         st.caption("Drag from a node's handle to another node to add a cable (both directions, the most common "
                    "bandwidth); right-click the canvas to add a GPU, a node or an edge to delete it. "
-                   "Bandwidth and alpha are edited in the link table.")
+                   "Bandwidth and alpha are edited in the link table. The canvas draws every cable straight; "
+                   "the Figure tab draws wrap-around cables (tori) as arcs.")
         if st.session_state.get("topo_flow_for") != version:
             st.session_state["topo_flow_state"] = flow_state(topology)
             st.session_state["topo_flow_for"] = version
@@ -148,11 +149,12 @@ with edit_col:
         column_config={
             "direction": st.column_config.SelectboxColumn("direction", options=list(DIRECTIONS),
                                                           help="both: the cable's two directions; one way: src->dst"),
-            "bandwidth_GBps": st.column_config.NumberColumn("GB/s", min_value=1e-6,
+            # no min_value: the grid would silently drop a "-" or refuse a 0 and keep the old value; a bad
+            # number must reach the check in topology_from_tables, which names it in an error that stays
+            "bandwidth_GBps": st.column_config.NumberColumn("GB/s",
                                                             help=f"positive; blank = {bw:g} (fabric default)"),
-            "alpha_us": st.column_config.NumberColumn("alpha (us)", min_value=0.0,
-                                                      help=f"zero or positive; blank = {alpha:g}"),
-            "lanes": st.column_config.NumberColumn("lanes", min_value=1, step=1)})
+            "alpha_us": st.column_config.NumberColumn("alpha (us)", help=f"zero or positive; blank = {alpha:g}"),
+            "lanes": st.column_config.NumberColumn("lanes", step=1)})
     if st.button("Apply edits", type="primary", key="topo_apply"):
         with user_errors("edit", sticky="topology_edit"):
             set_topology(topology_from_tables(topology, nodes, links), f"table edit of {topology.name}")

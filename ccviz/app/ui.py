@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import streamlit as st
@@ -10,6 +11,7 @@ from ccviz import export
 from ccviz.app import url
 from ccviz.app.runs import CachedRun
 from ccviz.app.state import current_topology, topology_source, user_errors
+from ccviz.errors import CcvizError
 from ccviz.limit import limit_sentence
 from ccviz.synth.options import OptionSpec
 from ccviz.synth.registry import Algorithm, Progress
@@ -271,18 +273,26 @@ def downloads(entry: CachedRun) -> None:
     cols = st.columns(3)
     cols[0].download_button("Schedule JSON", data=lambda: export.schedule_json(timeline),
                             file_name=f"{stem}.json", mime="application/json", on_click="ignore")
-    cols[1].download_button("MSCCL XML", data=lambda: _msccl(timeline), file_name=f"{stem}.xml",
-                            mime="application/xml", on_click="ignore")
+    xml, why_not = entry.figure("msccl", lambda: msccl_or_reason(timeline))
+    if xml is None:  # say why on the page; never offer a file that holds only the failure
+        cols[1].warning(f"No MSCCL XML for this schedule: {why_not}", icon=":material/block:")
+    else:
+        cols[1].download_button("MSCCL XML", data=xml, file_name=f"{stem}.xml", mime="application/xml",
+                                on_click="ignore")
     cols[2].download_button("Animation HTML", data=lambda: animation(entry).to_html(include_plotlyjs=True,
                                                                                      auto_play=False),
                             file_name=f"{stem}.html", mime="text/html", on_click="ignore")
 
 
-def _msccl(timeline) -> str:
+def msccl_or_reason(timeline) -> tuple[str | None, str | None]:
+    """(the MSCCL XML, None), or (None, why it cannot be written) in words for the page."""
     try:
-        return export.msccl_xml(timeline)
+        return export.msccl_xml(timeline), None
+    except CcvizError as exc:
+        return None, str(exc).removeprefix("msccl: ")
     except Exception as exc:  # noqa: BLE001 - a download must not break the page
-        return f"<!-- MSCCL export failed: {exc} -->"
+        traceback.print_exc()
+        return None, f"the export failed unexpectedly ({type(exc).__name__}: {exc}); the JSON schedule still works"
 
 
 def plot(fig, key: str, **kwargs: Any):
