@@ -9,7 +9,7 @@ import streamlit as st
 
 from ccviz.app import imports, ui, url
 from ccviz.app.runs import SweepJob, SweepRequest
-from ccviz.app.state import current_topology, user_errors
+from ccviz.app.state import current_topology, for_app, user_errors
 from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.units import format_size, format_time
@@ -98,14 +98,14 @@ if job is not None and not job.done:
 if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done and job.request == params:
     with user_errors("comparison"):
         if job.error:
-            st.error(job.error)
+            st.error(for_app(job.error))
         table = job.table()
         if job.stopped:
             st.info(f"Sweep stopped after {len(table[table['status'] != 'skipped'])} of {job.total} runs; "
                     "press **Compare** to run the rest.")
         failed = table[table["error"].notna()]
         for _, row in failed[failed["status"] != "skipped"].drop_duplicates("algorithm").iterrows():
-            st.warning(f"{row['algorithm']}: {row['error']}")
+            st.warning(for_app(f"{row['algorithm']}: {row['error']}"))
         ok = table[table["error"].isna()]
         over = ok[ok["algbw_GBps"] > ok["bound_algbw_GBps"] * (1 + 1e-6)]
         if len(over):

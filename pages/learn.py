@@ -4,7 +4,7 @@ import streamlit as st
 
 from ccviz.app import ui, url
 from ccviz.app.runs import RunRequest, SynthesisJob
-from ccviz.app.state import user_errors
+from ccviz.app.state import for_app, user_errors
 from ccviz.cost import schedule_formula
 from ccviz.loading import load_topology
 from ccviz.synth.registry import REGISTRY
@@ -99,7 +99,7 @@ with user_errors("learn"):
     job = SynthesisJob(request, topology)
     job.wait(RUN_WAIT_S)
     if job.error or job.entry is None:
-        st.error(f"{algorithm}: {job.error or 'did not finish in time; try a smaller fabric'}")
+        st.error(for_app(f"{algorithm}: {job.error or 'did not finish in time; try a smaller fabric'}"))
         st.stop()
     entry = job.entry
     result = entry.result

@@ -10,7 +10,7 @@ import streamlit as st
 from ccviz import export
 from ccviz.app import url
 from ccviz.app.runs import CachedRun
-from ccviz.app.state import current_topology, topology_source, user_errors
+from ccviz.app.state import current_topology, for_app, topology_source, user_errors
 from ccviz.errors import CcvizError
 from ccviz.limit import limit_sentence
 from ccviz.synth.options import OptionSpec
@@ -225,12 +225,12 @@ def results_summary(entry: CachedRun) -> None:
     if s["mip_gap"] is not None:
         details += f", MIP gap {s['mip_gap']:.3g}"
     st.markdown(details + f" · server time {format_time(entry.server_time_s)}")
-    st.markdown(f"**{limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'])}**")
+    st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus']))}**")
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")
     for note in s.get("notes") or []:
-        st.caption(note)
+        st.caption(for_app(note))
     if not s["verified"]:
         st.error(f"The simulator found {len(s['violations'])} violation(s); the schedule is not valid.")
         st.dataframe(s["violations"], width="stretch")
