@@ -94,8 +94,8 @@ def restore(sizes: list[float]) -> None:
         return
     st.session_state[RESTORED_KEY] = True
     params = st.query_params
-    page = params.get("page")
-    st.session_state[PAGE_KEY] = page
+    st.session_state[PAGE_KEY] = params.get("page")
+    page = params.get("page") or _page_in_path()
     widgets = {**WIDGETS, **PAGE_WIDGETS.get(page or "", {})}
     try:
         if params.get("topology"):
@@ -134,6 +134,16 @@ def restore(sizes: list[float]) -> None:
             st.session_state[RUN_ASKED_KEY] = True
     except CcvizError as exc:
         keep_error("url", f"link: {exc} (the rest of the link was applied)")
+
+
+def _page_in_path() -> str | None:
+    """The page a link names by its path (``/playback?...``) rather than by ``page=``."""
+    try:
+        address = st.context.url or ""
+    except AttributeError:  # an older Streamlit without st.context.url
+        return None
+    last = address.rstrip("/").rsplit("/", 1)[-1]
+    return last if last in ("synthesize", "topology", "playback", "compare", "papers", "learn") else None
 
 
 def _nearest(sizes: list[float], wanted: float) -> float:
