@@ -15,6 +15,7 @@ from ccviz.app.state import (
 )
 from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
+from ccviz.viz.steps import steps_figure
 
 ui.configure_page()
 
@@ -92,8 +93,8 @@ if entry is not None:
     with user_errors("results"):
         ui.results_summary(entry)
         ui.downloads(entry)
-        ui.plot(ui.animation(entry), key="syn_animation")
-        st.caption("Press ▶ Play or drag the slider. More views (utilization, who holds what, Gantt, "
-                   "step by step) on the Playback page.")
+        ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)), key="syn_animation")
+        st.caption("One frame per dependency step: press ▶ Play or drag the slider (it runs in your browser). "
+                   "More views (the animation in time, utilization, who holds what, Gantt) on the Playback page.")
 else:
     st.info("Choose a collective and an algorithm, then press **Synthesize**.")
