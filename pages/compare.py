@@ -21,8 +21,6 @@ ui.configure_page()
 PARAMS_KEY = "cmp_params"
 JOB_KEY = "cmp_job"
 POLL_S = 0.1
-# "optimal" only with its scope: TE-CCL proves it within its epoch model, where epochs round times up
-STATUS_WORDS = {"optimal": "optimal in TE-CCL's epoch model", "time_limit": "stopped (not proven optimal)"}
 NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "limit_us", "limit_pct", "formula_us",
            "synth_time_s")
 
@@ -123,7 +121,7 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         at = st.select_slider("finish times at", options=list(sizes), value=sizes[-1], format_func=format_size,
                               key="cmp_bar_size")
         ui.plot(finish_bars(table, at), key="cmp_bars")
-        shown = table.assign(status=table["status"].map(lambda v: STATUS_WORDS.get(v, v)), finish_us=table["finish_time_s"] * 1e6, bound_us=table["lower_bound_s"] * 1e6,
+        shown = table.assign(status=table["status"].map(ui.status_words), finish_us=table["finish_time_s"] * 1e6, bound_us=table["lower_bound_s"] * 1e6,
                              formula_us=table["formula_time_s"] * 1e6, limit_us=table["limit_s"] * 1e6,
                              limit_pct=table["limit_fraction"] * 100)
         st.dataframe(shown[["algorithm", "size", "finish_us", "algbw_GBps", "busbw_GBps", "bound_us",
