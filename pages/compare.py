@@ -7,13 +7,14 @@ cluster whose scheduler address is given.
 
 import streamlit as st
 
-from ccviz.app import imports, ui
+from ccviz.app import imports, ui, url
 from ccviz.app.runs import SweepJob, SweepRequest
-from ccviz.app.state import current_topology, user_errors
+from ccviz.app.state import current_topology, for_app, user_errors
 from ccviz.model.collectives import COLLECTIVES, ROOTED
 from ccviz.model.units import format_size, format_time
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.viz import comparison_figure, finish_bars
+from ccviz.viz.comparison import formulas_above_limit
 
 ui.configure_page()
 
@@ -42,7 +43,7 @@ ui.topology_caption()
 topology = current_topology()
 
 c1, c2 = st.columns([1, 2])
-collective = c1.selectbox("collective", COLLECTIVES, key="cmp_collective")
+collective = c1.selectbox("collective", COLLECTIVES, key="cmp_collective", persist_state="session")
 available = algorithms_for(collective)
 if not available:
     st.warning(f"No registered algorithm implements {collective} yet.")
@@ -51,6 +52,7 @@ if not available:
 # defaults finish in about half a minute. The choices follow the collective (one selection per collective).
 default = [a for a in available if REGISTRY[a].kind != "optimal"] or available
 algorithms = c2.multiselect("algorithms", available, default=default, key=f"cmp_algorithms_{collective}",
+                            persist_state="session",
                             help="optimal solvers (TE-CCL) are off by default: each run can take tens of seconds; "
                             "they obey the time limit")
 heavy = [a for a in algorithms if REGISTRY[a].kind == "optimal"]
@@ -59,17 +61,22 @@ if optional:
     st.caption(f"Not selected by default (slow per run): {', '.join(optional)}. Add them for a few sizes.")
 sizes = ui.size_range_picker("sizes", "cmp_sizes")
 c3, c4, c5, c6 = st.columns(4)
-chunks = int(c3.number_input("chunks per rank", 1, 16, 1, key="cmp_chunks"))
+chunks = int(c3.number_input("chunks per rank", 1, 16, 1, key="cmp_chunks", persist_state="session"))
 root = c4.selectbox("root", topology.gpus, key="cmp_root") if collective in ROOTED else None
-time_limit = float(c5.number_input("time limit per run (s)", 1.0, 600.0, 20.0, key="cmp_time_limit"))
-epoch = c6.selectbox("TE-CCL epoch", ["fastest", "slowest"], key="cmp_epoch", disabled=not heavy,
+time_limit = float(c5.number_input("time limit per run (s)", 1.0, 600.0, 20.0, key="cmp_time_limit",
+                                          persist_state="session"))
+epoch = c6.selectbox("TE-CCL epoch", ["fastest", "slowest"], key="cmp_epoch", persist_state="session", disabled=not heavy,
                      help="one chunk's time on the fastest/slowest link; used by the TE-CCL solvers only")
 if heavy:
     st.caption(f"{len(heavy) * len(sizes)} TE-CCL run(s) of up to {time_limit:g} s each.")
-scheduler = st.text_input("Dask scheduler (optional)", key="cmp_scheduler", placeholder="tcp://HOST:8786",
+scheduler = st.text_input("Dask scheduler (optional)", key="cmp_scheduler", persist_state="session", placeholder="tcp://HOST:8786",
                           help="run the sweep on a Dask cluster (`dask scheduler` + `dask worker` on its machines, "
                           "with ccviz installed); empty: this machine — in the app process for light sweeps, "
                           "else an embedded cluster of one worker process per core")
+
+url.share("compare", collective=collective, algorithms=",".join(algorithms) or None, chunks=chunks,
+          sizes=f"{format_size(sizes[0])}-{format_size(sizes[-1])}" if sizes else None)
+st.caption(url.shared_note())
 
 params = SweepRequest(topology.to_json(), collective, tuple(algorithms), tuple(float(s) for s in sizes), chunks, root,
                       time_limit, epoch)
@@ -89,14 +96,14 @@ if job is not None and not job.done:
 if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done and job.request == params:
     with user_errors("comparison"):
         if job.error:
-            st.error(job.error)
+            st.error(for_app(job.error))
         table = job.table()
         if job.stopped:
             st.info(f"Sweep stopped after {len(table[table['status'] != 'skipped'])} of {job.total} runs; "
                     "press **Compare** to run the rest.")
         failed = table[table["error"].notna()]
         for _, row in failed[failed["status"] != "skipped"].drop_duplicates("algorithm").iterrows():
-            st.warning(f"{row['algorithm']}: {row['error']}")
+            st.warning(for_app(f"{row['algorithm']}: {row['error']}"))
         ok = table[table["error"].isna()]
         over = ok[ok["algbw_GBps"] > ok["bound_algbw_GBps"] * (1 + 1e-6)]
         if len(over):
@@ -105,10 +112,16 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
             st.success(f"All {len(ok)} verified results stay within the lower bound "
                        f"(best ratio to bound: {ok['bound_ratio'].min():.3g}).")
         ui.plot(comparison_figure(table), key="cmp_plot")
+        st.caption("Dotted lines are the textbook α-β formulas: ideal, every link at the speed of the links the "
+                   "schedule uses and no contention. Solid lines are simulated on this fabric.")
+        for alg, at_sizes in formulas_above_limit(table).items():
+            st.warning(f"{alg}'s textbook formula is faster than this fabric's limit at "
+                       f"{', '.join(format_size(s) for s in at_sizes)}: it assumes every link at full speed, "
+                       "which this fabric's bottleneck cut cannot give; no schedule reaches it here.")
         at = st.select_slider("finish times at", options=list(sizes), value=sizes[-1], format_func=format_size,
                               key="cmp_bar_size")
         ui.plot(finish_bars(table, at), key="cmp_bars")
-        shown = table.assign(finish_us=table["finish_time_s"] * 1e6, bound_us=table["lower_bound_s"] * 1e6,
+        shown = table.assign(status=table["status"].map(ui.status_words), finish_us=table["finish_time_s"] * 1e6, bound_us=table["lower_bound_s"] * 1e6,
                              formula_us=table["formula_time_s"] * 1e6, limit_us=table["limit_s"] * 1e6,
                              limit_pct=table["limit_fraction"] * 100)
         st.dataframe(shown[["algorithm", "size", "finish_us", "algbw_GBps", "busbw_GBps", "bound_us",

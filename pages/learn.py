@@ -2,30 +2,26 @@
 
 import streamlit as st
 
-from ccviz.app import ui
+from ccviz.app import ui, url
 from ccviz.app.runs import RunRequest, SynthesisJob
-from ccviz.app.state import user_errors
+from ccviz.app.state import for_app, user_errors
 from ccviz.bounds.cost import schedule_formula
 from ccviz.builders.loading import load_topology
 from ccviz.model.units import format_size, format_time
 from ccviz.synth.registry import REGISTRY
-from ccviz.viz.lesson import LESSON_SIZES, lesson_figure, lesson_summary, lesson_table, textbook_unavailable
+from ccviz.viz.lesson import (
+    LESSON_SIZES,
+    TEACHING_TOPOLOGIES,
+    lesson_figure,
+    lesson_summary,
+    lesson_table,
+    textbook_unavailable,
+)
 from ccviz.viz.narration import formula_gap
 from ccviz.viz.rounds import rounds_html
 
 ui.configure_page()
 
-TEACHING_TOPOLOGIES = {
-    "ring of 4 GPUs": "ring:n=4",
-    "ring of 8 GPUs": "ring:n=8",
-    "2x2 torus": "torus2d:dims=2x2",
-    "3x3 torus": "torus2d:dims=3x3",
-    "4x4 torus": "torus2d:dims=4x4",
-    "hypercube of 8 GPUs": "hypercube:n=8",
-    "8 GPUs fully connected": "fully_connected:n=8",
-    "star of 8 GPUs (one switch)": "star:n=8",
-    "DGX-1 (8 V100, NVLink)": "dgx1",
-}
 TEACHING_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather",
                         "scatter")
 TEXTBOOK = ("ring", "ring-bidir", "tree", "dbt", "rhd", "direct", "bruck")
@@ -70,8 +66,9 @@ st.markdown("Words: " + " · ".join(f'<abbr title="{text}">{term}</abbr>' for te
             + " <small>(hover a word)</small>", unsafe_allow_html=True)
 
 c1, c2, c3, c4, c5 = st.columns([3, 2, 3, 3, 2])
-topo_label = c1.selectbox("fabric", list(TEACHING_TOPOLOGIES), index=1, key="learn_topology")
-collective = c2.selectbox("collective", TEACHING_COLLECTIVES, key="learn_collective",
+topo_label = c1.selectbox("fabric", list(TEACHING_TOPOLOGIES), index=1, key="learn_topology",
+                          persist_state="session")
+collective = c2.selectbox("collective", TEACHING_COLLECTIVES, key="learn_collective", persist_state="session",
                           help="allreduce = reduce-scatter + all-gather")
 with user_errors("learn"):
     topology = load_topology(TEACHING_TOPOLOGIES[topo_label])
@@ -79,15 +76,18 @@ n_gpus = topology.n_gpus
 listed = [a for a in TEXTBOOK if a in REGISTRY and REGISTRY[a].supports(collective)]
 why_not = {a: textbook_unavailable(a, n_gpus) for a in listed}
 algorithm = c3.selectbox(
-    "algorithm", listed, key="learn_algorithm",
+    "algorithm", listed, key="learn_algorithm", persist_state="session",
     format_func=lambda a: f"{a} — unavailable: {why_not[a]}" if why_not[a] else a,
     help="Algorithms marked unavailable cannot run on this fabric; the reason is beside the name.")
-chunks = c4.select_slider("chunks per GPU (segments)", options=[1, 2, 4, 8], value=1, key="learn_chunks",
+chunks = c4.select_slider("chunks per GPU (segments)", options=[1, 2, 4, 8], value=1, key="learn_chunks", persist_state="session",
                           help="More chunks let pipelined algorithms (dbt, ring broadcast) overlap their rounds "
                                "and let ring-bidir split data between directions.")
 with c5:
     size = ui.size_picker("buffer size", "learn_size", default=1e6)
 
+url.share("learn", lesson=TEACHING_TOPOLOGIES[topo_label], topology=None, collective=collective,
+          algorithm=algorithm, size=size, chunks=chunks)
+st.caption("The address bar holds this lesson (fabric, collective, algorithm, size, chunks): copy it to share.")
 st.info(INTROS.get(algorithm, REGISTRY[algorithm].description))
 if why_not[algorithm]:
     st.warning(f"{algorithm} is unavailable here: it {why_not[algorithm]}. Pick another algorithm or a fabric "
@@ -99,7 +99,7 @@ with user_errors("learn"):
     job = SynthesisJob(request, topology)
     job.wait(RUN_WAIT_S)
     if job.error or job.entry is None:
-        st.error(f"{algorithm}: {job.error or 'did not finish in time; try a smaller fabric'}")
+        st.error(for_app(f"{algorithm}: {job.error or 'did not finish in time; try a smaller fabric'}"))
         st.stop()
     entry = job.entry
     result = entry.result
@@ -112,7 +112,8 @@ with user_errors("learn"):
     m1.metric("simulated finish", format_time(timeline.finish_time_s), help="the simulator's verdict")
     m2.metric("alpha-beta formula", format_time(formula.time_s) if formula else "n/a",
               help="evaluated for this schedule: its chunks and the links it uses")
-    m3.metric("lower bound", format_time(result.lower_bound_s), help=GLOSSARY["lower bound"])
+    bound_s, bound_help = ui.tightest_bound(result.lower_bound_s, result.limit_s, topology)
+    m3.metric("bound", format_time(bound_s) if bound_s else "n/a", help=bound_help)
     m4.metric("verified", "yes" if timeline.verified else "NO", help="every GPU ends with what it must hold")
     st.caption(f"{schedule.n_rounds} rounds · {len(schedule.transfers)} link transfers · "
                f"{format_size(timeline.collective.chunk_bytes)} per chunk")
@@ -120,7 +121,7 @@ with user_errors("learn"):
         st.markdown(f"No closed form for {algorithm} {collective} on {n_gpus} GPUs.")
     else:
         st.markdown(f"Formula: `{formula.text}`")
-        gap = formula_gap(timeline, formula, result.lower_bound_s)
+        gap = formula_gap(timeline, formula, bound_s or result.lower_bound_s)
         if gap:
             st.markdown(f"**Why they differ:** {gap}")
     if schedule.notes:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from ccviz.app import ui
 from ccviz.app.runs import CachedRun, ReproduceJob, RunRequest
-from ccviz.app.state import set_last_run, set_topology, user_errors
+from ccviz.app.state import for_app, set_last_run, set_topology, user_errors
 from ccviz.bounds.cost import lower_bound
 from ccviz.model.units import format_time
 from ccviz.runs import reproduce
@@ -59,7 +59,7 @@ if job is not None and not job.done:
 if job is not None and job.done:
     del st.session_state[JOB_KEY]
     if job.error:
-        st.error(job.error)
+        st.error(for_app(job.error))
     st.session_state[ROWS_KEY] = job.rows
 
 rows = st.session_state.get(ROWS_KEY)

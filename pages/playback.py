@@ -3,63 +3,62 @@
 import pandas as pd
 import streamlit as st
 
-from ccviz.app import imports, ui
-from ccviz.app.state import last_run, user_errors
+from ccviz.app import imports, ui, url
+from ccviz.app.state import last_run
 from ccviz.model.units import format_size, format_time
 from ccviz.viz import (
-    frame_snapshot,
-    frame_windows,
     gantt_figure,
     holdings_figure,
     link_busy_bars,
     topology_figure,
     utilization_heatmap,
 )
+from ccviz.viz.steps import schedule_steps, steps_figure
 
 ui.configure_page()
 
 st.title("Playback")
 imports.upload_panel()  # a schedule made elsewhere becomes the run shown here
+url.run_from_link()  # a shared link to Playback names a run: make it, so the link shows what it showed
 entry = last_run()
 if entry is None:
+    url.share("playback")
     st.info("No schedule yet: run one on the **Synthesize** page, then come back here.")
     st.stop()
 
 timeline = entry.result.timeline
 topology = timeline.topology
-windows = entry.figure("windows", lambda: frame_windows(timeline))
 frame = timeline.transfers_frame()
 coll = timeline.collective
+url.share_run(entry)
+steps = entry.figure("steps", lambda: schedule_steps(timeline))
 st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_bytes)} over {coll.n_ranks} GPUs "
-           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {ui.plural(len(windows), 'time window')}")
+           f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {ui.plural(len(steps), 'step')} · "
+           + url.shared_note(entry.result.topology))
 
 
-def transfers_table(rows: pd.DataFrame) -> None:
+def transfers_table(rows: pd.DataFrame, first: list[str] | None = None) -> None:
     """Transfers with readable times (us)."""
     view = rows.assign(start_us=rows["start_s"] * 1e6, arrival_us=rows["arrival_s"] * 1e6)
-    st.dataframe(view[["chunk", "source", "src", "dst", "op", "start_us", "arrival_us"]], width="stretch",
-                 hide_index=True)
+    st.dataframe(view[[*(first or []), "chunk", "source", "src", "dst", "op", "start_us", "arrival_us"]],
+                 width="stretch", hide_index=True)
 
 
-VIEWS = ["Animation", "Step by step", "Inspect a link or node", "Utilization", "Who holds what", "Gantt"]
-view = st.radio("view", VIEWS, horizontal=True, key="pb_view", label_visibility="collapsed")
+VIEWS = ["Step by step", "Animation in time", "Inspect a link or node", "Utilization", "Who holds what", "Gantt"]
+view = st.radio("view", VIEWS, horizontal=True, key="pb_view", label_visibility="collapsed",
+                persist_state="session")
 # Only the chosen view is drawn: big schedules make every figure cost something.
-if view == "Animation":
-    ui.plot(ui.animation(entry), key="pb_animation")
+if view == "Step by step":
+    st.caption("One frame per dependency step (a textbook algorithm's rounds): ▶ Play, the slider and the frames "
+               "run in your browser. Links are coloured by what they do in the step, GPUs by how much of what they "
+               "need they hold once it has landed.")
+    ui.plot(entry.figure("steps_figure", lambda: steps_figure(timeline)), key=f"pb_steps_{id(entry)}")
+    step_of = {i: s.number for s in steps for i in s.transfers}
+    with st.expander("every transfer with its step"):
+        transfers_table(frame.assign(step=[step_of.get(i, 0) for i in range(len(frame))]), first=["step"])
 
-elif view == "Step by step":
-    ui.frame_stepper("pb_frame", len(windows), "pb")
-    if len(windows) > 1:  # people count frames from 1; the stepper keeps 0-based indices
-        st.session_state["pb_frame_shown"] = st.session_state["pb_frame"] + 1
-        st.slider("frame", 1, len(windows), key="pb_frame_shown",
-                  on_change=lambda: st.session_state.update(pb_frame=st.session_state["pb_frame_shown"] - 1))
-    k = st.session_state["pb_frame"]
-    with user_errors("frame"):
-        ui.plot(frame_snapshot(timeline, k, windows), key="pb_snapshot")
-        starts = len(windows[k].transfers)
-        st.markdown(f"**Frame {k + 1} of {len(windows)}** ({windows[k].label}): "
-                    f"{ui.plural(starts, 'transfer')} {'starts' if starts == 1 else 'start'}")
-        transfers_table(frame.iloc[list(windows[k].transfers)])
+elif view == "Animation in time":
+    ui.plot(ui.animation(entry), key="pb_animation")
 
 elif view == "Inspect a link or node":
     st.caption("Click a node or the dot in the middle of a link, or pick one below.")

@@ -15,6 +15,7 @@ from ccviz.app.state import (
 )
 from ccviz.model.collectives import COLLECTIVES, ROOTED
 from ccviz.synth.registry import REGISTRY, algorithms_for
+from ccviz.viz.steps import steps_figure
 
 ui.configure_page()
 
@@ -38,7 +39,7 @@ ui.topology_caption()
 topology = current_topology()
 
 left, middle, right = st.columns(3)
-collective = left.selectbox("collective", COLLECTIVES, key="syn_collective")
+collective = left.selectbox("collective", COLLECTIVES, key="syn_collective", persist_state="session")
 choices = algorithms_for(collective)
 algorithm = ui.algorithm_picker(middle, choices, collective, "syn_algorithm")
 with right:
@@ -47,9 +48,10 @@ alg = REGISTRY[algorithm]
 st.caption(f"**{alg.name}** ({alg.kind}): {alg.description}")
 c1, c2 = st.columns(2)
 st.session_state.setdefault("syn_chunks", 1)
-chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks"))
+chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks", persist_state="session"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
 url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks)
+st.caption(url.shared_note())
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")
 
@@ -91,8 +93,8 @@ if entry is not None:
     with user_errors("results"):
         ui.results_summary(entry)
         ui.downloads(entry)
-        ui.plot(ui.animation(entry), key="syn_animation")
-        st.caption("Press ▶ Play or drag the slider. More views (utilization, who holds what, Gantt, "
-                   "step by step) on the Playback page.")
+        ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)), key="syn_animation")
+        st.caption("One frame per dependency step: press ▶ Play or drag the slider (it runs in your browser). "
+                   "More views (the animation in time, utilization, who holds what, Gantt) on the Playback page.")
 else:
     st.info("Choose a collective and an algorithm, then press **Synthesize**.")

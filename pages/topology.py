@@ -5,7 +5,7 @@ import json
 import streamlit as st
 from streamlit_flow import streamlit_flow
 
-from ccviz.app import ui
+from ccviz.app import ui, url
 from ccviz.app.canvas import flow_state, structure_changed, topology_from_flow
 from ccviz.app.state import (
     current_topology,
@@ -29,14 +29,16 @@ ui.configure_page()
 st.title("Topology designer")
 topology = current_topology()
 
-source = st.radio("start from", ["builder", "sample file", "upload"], horizontal=True, key="topo_source")
+source = st.radio("start from", ["builder", "sample file", "upload"], horizontal=True, key="topo_source",
+                  persist_state="session")
 if source == "builder":
     names = sorted(BUILDERS)
     # the picker starts on the builder (and its values) of the fabric on screen, so "Build" rebuilds it
     shown, _, shown_values = (topology_spec() or "").partition(":")
     given = dict(item.split("=", 1) for item in shown_values.split(",") if "=" in item) if shown in BUILDERS else {}
     first = shown if shown in BUILDERS else "dgx1" if "dgx1" in names else names[0]
-    name = st.selectbox("builder", names, index=names.index(first), key="topo_builder")
+    name = st.selectbox("builder", names, index=names.index(first), key="topo_builder",
+                        persist_state="session")
     b = BUILDERS[name]
     st.caption(b.summary)
     defaults = dict(item.split("=", 1) for item in b.signature_text().split(",") if "=" in item)
@@ -62,7 +64,8 @@ elif source == "sample file":
         st.warning("No sample topology files found in sample_topologies/.")
     else:
         stems = list(samples)
-        pick = st.selectbox("sample", stems, index=stems.index("dgx1") if "dgx1" in stems else 0, key="topo_sample")
+        pick = st.selectbox("sample", stems, index=stems.index("dgx1") if "dgx1" in stems else 0, key="topo_sample",
+                            persist_state="session")
         if st.button(f"Load {pick}", type="primary", key="topo_load_sample"):
             with user_errors("sample", sticky="topology"):
                 set_topology(*topology_from_name(pick), spec=pick)
@@ -84,6 +87,8 @@ show_errors("topology")  # kept until the next successful build/load, whatever r
 st.divider()
 topology = current_topology()
 st.subheader(topology.name)
+url.share("topology")
+st.caption(url.shared_note())
 st.caption(f"{topology.summary()} · from {topology_source()}" + (f" · {topology.description}"
                                                                   if topology.description else ""))
 hops = list(SWITCH_HOPS)
@@ -98,7 +103,7 @@ figure_col, edit_col = st.columns([3, 2])
 with figure_col:
     figure_tab, canvas_tab = st.tabs(["Figure", "Draw on a canvas"])
     with figure_tab:
-        show_cut = st.selectbox("bottleneck cut of", ["none", *LIMITED], index=1, key="topo_cut_of",
+        show_cut = st.selectbox("bottleneck cut of", ["none", *LIMITED], index=1, key="topo_cut_of", persist_state="session",
                                 help="the fabric's limit: which links bound the collective (bandwidth only)")
         if show_cut != "none" and not limit_is_quick(topology):
             st.caption(f"The bottleneck cut is drawn automatically up to {AUTO_LIMIT_GPUS} GPUs (above, it can take "
@@ -114,7 +119,8 @@ with figure_col:
     with canvas_tab:
         st.caption("Drag from a node's handle to another node to add a cable (both directions, the most common "
                    "bandwidth); right-click the canvas to add a GPU, a node or an edge to delete it. "
-                   "Bandwidth and alpha are edited in the link table.")
+                   "Bandwidth and alpha are edited in the link table. The canvas draws every cable straight; "
+                   "the Figure tab draws wrap-around cables (tori) as arcs.")
         if st.session_state.get("topo_flow_for") != version:
             st.session_state["topo_flow_state"] = flow_state(topology)
             st.session_state["topo_flow_for"] = version
@@ -132,7 +138,7 @@ with edit_col:
                            key=f"topo_nodes_{version}", height=220,
                            column_config={"kind": st.column_config.SelectboxColumn("kind", options=["gpu", "switch"]),
                                           "copy": st.column_config.CheckboxColumn("copy", help="switch multicast")})
-    per_direction = st.toggle("asymmetric: one row per direction", key="topo_per_direction",
+    per_direction = st.toggle("asymmetric: one row per direction", key="topo_per_direction", persist_state="session",
                               help="off: one row per cable, an edit changes both directions")
     bw, alpha = fabric_defaults(topology)
     st.caption(f"One row per cable (direction *both*); blank GB/s or alpha take the fabric's defaults "
@@ -143,11 +149,12 @@ with edit_col:
         column_config={
             "direction": st.column_config.SelectboxColumn("direction", options=list(DIRECTIONS),
                                                           help="both: the cable's two directions; one way: src->dst"),
-            "bandwidth_GBps": st.column_config.NumberColumn("GB/s", min_value=1e-6,
+            # no min_value: the grid would silently drop a "-" or refuse a 0 and keep the old value; a bad
+            # number must reach the check in topology_from_tables, which names it in an error that stays
+            "bandwidth_GBps": st.column_config.NumberColumn("GB/s",
                                                             help=f"positive; blank = {bw:g} (fabric default)"),
-            "alpha_us": st.column_config.NumberColumn("alpha (us)", min_value=0.0,
-                                                      help=f"zero or positive; blank = {alpha:g}"),
-            "lanes": st.column_config.NumberColumn("lanes", min_value=1, step=1)})
+            "alpha_us": st.column_config.NumberColumn("alpha (us)", help=f"zero or positive; blank = {alpha:g}"),
+            "lanes": st.column_config.NumberColumn("lanes", step=1)})
     if st.button("Apply edits", type="primary", key="topo_apply"):
         with user_errors("edit", sticky="topology_edit"):
             set_topology(topology_from_tables(topology, nodes, links), f"table edit of {topology.name}")

@@ -66,7 +66,8 @@ def test_starts_on_dgx1_and_synthesizes_ring_with_animation():
     shown = metrics(at)
     assert shown["finish time"] == format_time(expected.timeline.finish_time_s)
     assert shown["verified by simulator"] == "yes"
-    assert shown["lower bound"] == format_time(expected.lower_bound_s)
+    # the bound shown is the tighter of the lower bound and the fabric's limit (DGX-1 has no switches)
+    assert shown["bound"] == format_time(max(expected.lower_bound_s, expected.limit_s))
     assert at.get("plotly_chart"), "the animation is not shown"
     assert "with **ring**" in " ".join(m.value for m in at.markdown)
 
@@ -86,17 +87,22 @@ def test_synthesize_with_another_algorithm_and_play_it_back():
     assert all(charts.values()), charts  # every view draws its figure(s)
     assert charts["Utilization"] == 2
     at.radio(key="pb_view").set_value("Step by step").run()
-    at.button(key="pb_next").click().run()
-    assert at.slider(key="pb_frame_shown").value == 2  # frames are numbered from 1
-    assert any(m.value.startswith("**Frame 2 of ") for m in at.markdown)
-    at.slider(key="pb_frame_shown").set_value(1).run()
-    assert any(m.value.startswith("**Frame 1 of ") for m in at.markdown)
+    steps = figure_spec(at, 0)
+    assert steps["layout"]["sliders"][0]["active"] == 0  # a new schedule opens at its first frame
+    assert "▶ Play" in [b["label"] for b in steps["layout"]["updatemenus"][0]["buttons"]]
     at.radio(key="pb_view").set_value("Inspect a link or node").run()
     link = next(f"link {u}->{v}" for u, v in sorted(ccviz.load_topology("dgx1").links))
     at.selectbox(key="pb_elem").select(link).run()
     assert_clean(at)
     shown = link.replace("link ", "").replace("->", "→")
     assert any(f"link {shown}" in m.value and "carries" in m.value for m in at.markdown)
+
+
+def figure_spec(at: AppTest, index: int) -> dict:
+    """The plotly figure of the page's ``index``-th chart, as the browser gets it."""
+    import json
+
+    return json.loads(at.get("plotly_chart")[index].proto.spec)
 
 
 def last_schedule(at: AppTest) -> ccviz.Schedule:
@@ -397,3 +403,123 @@ def test_a_bad_link_says_what_is_wrong_and_applies_the_rest():
     assert not at.exception
     assert any("collective" in e.value and "nosuch" in e.value for e in at.error)
     assert "ring" in " ".join(c.value for c in at.caption)
+
+
+def test_settings_survive_leaving_a_page_and_coming_back():
+    at = fresh_app()
+    at.selectbox(key="syn_collective").select("allreduce").run()
+    at.selectbox(key="syn_algorithm").select("rhd").run()
+    at.switch_page("pages/learn.py").run()
+    at.selectbox(key="learn_topology").select("4x4 torus").run()
+    at.selectbox(key="learn_algorithm").select("rhd").run()
+    at.switch_page("pages/topology.py").run()
+    at.radio(key="topo_source").set_value("sample file").run()
+    for page in ("pages/compare.py", "pages/synthesize.py"):
+        at.switch_page(page).run()
+    assert_clean(at)
+    assert (at.selectbox(key="syn_collective").value, at.selectbox(key="syn_algorithm").value) == ("allreduce", "rhd")
+    at.switch_page("pages/learn.py").run()
+    assert (at.selectbox(key="learn_topology").value, at.selectbox(key="learn_algorithm").value) == ("4x4 torus",
+                                                                                                    "rhd")
+    at.switch_page("pages/topology.py").run()
+    assert at.radio(key="topo_source").value == "sample file"
+
+
+def test_a_link_carries_an_edited_fabric_and_opens_it_elsewhere():
+    from ccviz.app.url import FABRIC_URL_CHARS, decode_fabric, encode_fabric
+
+    at = fresh_app()
+    at.switch_page("pages/topology.py").run()
+    at.selectbox(key="topo_switch_hop_paid").select("free").run()  # an edit: the fabric has no name any more
+    assert_clean(at)
+    edited = at.session_state["ccviz_topology"]
+    assert edited.switch_hop == "free"
+    fabric = at.query_params["fabric"]
+    assert "topology" not in at.query_params and len(fabric) <= FABRIC_URL_CHARS
+    assert decode_fabric(fabric).to_json() == edited.to_json() == decode_fabric(encode_fabric(edited)).to_json()
+    assert any("edited fabric included" in c.value for c in at.caption)
+    other = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    other.query_params.update({"page": "synthesize", "fabric": fabric})
+    other.run()
+    assert_clean(other)
+    assert other.session_state["ccviz_topology"].to_json() == edited.to_json()
+    broken = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    broken.query_params.update({"fabric": fabric[: len(fabric) // 2]})
+    broken.run()
+    assert not broken.exception
+    assert any("fabric" in e.value and "damaged" in e.value for e in broken.error)
+
+
+def test_learn_and_compare_links_restore_what_they_show():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "learn", "lesson": "torus2d:dims=4x4", "collective": "allgather",
+                            "algorithm": "bruck", "chunks": "2"})
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="learn_topology").value == "4x4 torus"
+    assert (at.selectbox(key="learn_algorithm").value, at.select_slider(key="learn_chunks").value) == ("bruck", 2)
+    assert (at.query_params["lesson"], at.query_params["algorithm"]) == ("torus2d:dims=4x4", "bruck")
+    cmp = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    cmp.query_params.update({"page": "compare", "topology": "ring:n=8", "collective": "allreduce",
+                             "algorithms": "ring,rhd", "sizes": "1KB-1MB"})
+    cmp.run()
+    assert_clean(cmp)
+    assert cmp.multiselect(key="cmp_algorithms_allreduce").value == ["ring", "rhd"]
+    assert cmp.query_params["sizes"] == "1KB-1MB"
+
+
+def test_a_playback_link_remakes_its_run_in_a_dozen_steps_with_play():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "playback", "topology": "ring:n=8", "collective": "allreduce",
+                            "algorithm": "rhd", "size": "1MB"})
+    at.run()
+    assert_clean(at)
+    assert at.title[0].value == "Playback"
+    steps = figure_spec(at, 0)
+    assert 1 < len(steps["frames"]) <= 12 + 1  # the start, then one frame per round (2 log2 8 = 6)
+    assert "▶ Play" in [b["label"] for b in steps["layout"]["updatemenus"][0]["buttons"]]
+    assert at.query_params["algorithm"] == "rhd" and at.query_params["page"] == "playback"
+
+
+def test_a_failing_msccl_export_says_why_and_offers_no_file():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "ring:n=8", "collective": "allreduce", "algorithm": "rhd"})
+    at.run()
+    at.button(key="syn_run").click().run()
+    assert not at.exception and not at.error
+    assert any("No MSCCL XML for this schedule" in w.value and "relays partial sums" in w.value for w in at.warning)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert "Schedule JSON" in labels and "MSCCL XML" not in labels
+
+
+def test_the_bound_shown_is_the_tighter_one_and_astar_never_claims_optimal():
+    from ccviz.app.ui import tightest_bound
+
+    ring = ccviz.load_topology("ring:n=4")
+    assert tightest_bound(12e-6, 17.5e-6, ring)[0] == 17.5e-6
+    assert tightest_bound(12e-6, None, ring)[0] == 12e-6
+    star = ccviz.load_topology("star:n=4").with_changes(switch_hop="free")  # the limit does not bound here
+    assert tightest_bound(12e-6, 17.5e-6, star)[0] == 12e-6
+    result = run(ring, "allgather", "teccl-astar", 1e6)
+    assert result.schedule.status != "optimal"
+
+
+def test_designer_refuses_nonpositive_and_non_numbers_keeping_the_topology():
+    topo = ccviz.load_topology("ring:n=4")
+    nodes = node_table(topo)
+    for column, bad in (("bandwidth_GBps", -5.0), ("bandwidth_GBps", 0.0), ("bandwidth_GBps", "nan"),
+                        ("bandwidth_GBps", float("inf")), ("alpha_us", -1.0), ("alpha_us", "nan"), ("lanes", 0)):
+        links = link_table(topo).astype({column: object})
+        links.loc[0, column] = bad
+        with pytest.raises(ccviz.CcvizError, match=f"{column.split('_')[0]}.*link row 1"):
+            topology_from_tables(topo, nodes, links)
+
+
+def test_app_messages_name_widgets_and_the_fastest_imported_point_is_the_fastest():
+    from ccviz.app.imports import fastest_point
+    from ccviz.app.state import for_app
+
+    assert "--" not in for_app("choose a topology (--topology) to run it; or --opt trees=1")
+    rows = pd.DataFrame({"schedule": ["a", "a", "b"], "size": ["1KB", "1GB", "1GB"], "finish_us": [2.0, 9e4, 8e4],
+                         "algbw_GBps": [0.5, 11.1, 12.5]})
+    assert fastest_point(rows)["schedule"] == "b"

@@ -102,7 +102,7 @@ def test_synthesize_and_play_animation(app_url, tmp_path):
 
         page.get_by_role("button", name="Synthesize", exact=True).click()
         page.get_by_text("finish time").first.wait_for()
-        current = page.locator(".js-plotly-plot .slider-label").filter(has_text="frame:").first
+        current = page.locator(".js-plotly-plot .slider-label").filter(has_text="step").first
         current.wait_for()
         page.wait_for_timeout(500)
         before = current.text_content()
@@ -121,8 +121,8 @@ def test_synthesize_and_play_animation(app_url, tmp_path):
         download.value.save_as(saved)
     html = saved.read_text()
     assert "plotly.js" in html and '"traces"' in html  # self-contained: plotly.js and the animation frames
-    assert before.startswith("frame:")
-    assert after != before, f"the animation did not advance (slider still at {before!r})"
+    assert before.startswith("step")
+    assert after != before, f"the steps did not advance (slider still at {before!r})"
 
 
 @needs_chromium
@@ -213,28 +213,53 @@ def test_a_malformed_upload_keeps_its_error_on_screen(app_url, tmp_path):
         assert _main(page).get_by_text("is not valid JSON").first.is_visible()
 
 
+def _expect():
+    return pytest.importorskip("playwright.sync_api")
+
+
+def _idle(page) -> None:
+    """Wait until the app's script has finished its run (Streamlit marks it on the app's root)."""
+    page.locator("[data-testid=stApp][data-test-script-state=notRunning]").wait_for()
+
+
+def _edit_cell(page, grid, column: int, row: int, text: str) -> None:
+    """Type ``text`` into a cell of a data editor, waiting on the grid's own state (never on the clock).
+
+    The grid draws on a canvas but keeps an accessible table of its cells (``glide-cell-COL-ROW`` with
+    ``aria-selected``): each step waits until that table shows the step's effect. A rerun that redraws
+    the grid mid-edit loses the edit, so the edit is made again until the table shows the value.
+    """
+    sync_api = _expect()
+    cell = grid.locator(f"[data-testid=glide-cell-{column}-{row}]")
+    for _ in range(5):
+        _idle(page)
+        grid.locator("[data-testid=glide-cell-1-0]").wait_for(state="attached")
+        box = grid.locator("canvas").first.bounding_box()
+        page.mouse.click(box["x"] + 40, box["y"] + 52 + 35 * row)  # first column of the row
+        grid.locator(f"[data-testid=glide-cell-1-{row}][aria-selected=true]").wait_for(state="attached")
+        for col in range(2, column + 1):
+            page.keyboard.press("ArrowRight")
+            grid.locator(f"[data-testid=glide-cell-{col}-{row}][aria-selected=true]").wait_for(state="attached")
+        page.keyboard.type(text)  # typing on a selected cell opens its editor with the text
+        page.keyboard.press("Enter")
+        try:
+            sync_api.expect(cell).to_have_text(text)  # committed: the grid shows the new value
+            return
+        except AssertionError:
+            continue
+    sync_api.expect(cell).to_have_text(text)
+
+
 @needs_chromium
 def test_one_edit_of_a_cable_changes_both_directions(app_url, tmp_path):
     with browser_page() as page:
         page.goto(f"{app_url}/topology?topology=ring:n%3D4")
         _main(page).get_by_role("heading", name="ring4").wait_for()
         links = _main(page).locator("[data-testid=stDataFrame]").nth(1)  # nodes first, then cables
-        links.wait_for()
         links.scroll_into_view_if_needed()
-        page.wait_for_timeout(1000)
-        box = links.bounding_box()
-        page.mouse.click(box["x"] + 60, box["y"] + 52)  # the grid is a canvas: first row, column src
-        page.wait_for_timeout(300)
-        for _ in range(3):
-            page.keyboard.press("ArrowRight")  # src -> dst -> direction -> GB/s
-            page.wait_for_timeout(100)
-        page.keyboard.type("7")  # typing on a selected cell replaces its value
-        page.wait_for_timeout(300)
-        page.keyboard.press("Enter")
-        page.wait_for_timeout(800)
+        _edit_cell(page, links, column=4, row=0, text="7")  # the first cable's GB/s
         _main(page).get_by_role("button", name="Apply edits").click()
         _main(page).get_by_text("7 GB/s links").first.wait_for()  # the figure redrawn from the edited fabric
-        page.wait_for_timeout(1000)
         with page.expect_download() as download:
             _main(page).get_by_role("button", name="Save topology JSON").click()
         saved = tmp_path / "edited.json"
@@ -244,6 +269,37 @@ def test_one_edit_of_a_cable_changes_both_directions(app_url, tmp_path):
     bandwidth = {(lk["src"], lk["dst"]): lk["bandwidth_GBps"] for lk in data["links"]}
     changed = sorted(k for k, bw in bandwidth.items() if bw == 7)
     assert changed == [(0, 1), (1, 0)], bandwidth  # the first cable, both directions, in one edit
+
+
+@needs_chromium
+def test_a_negative_bandwidth_is_refused_on_screen_and_the_edit_is_kept(app_url, tmp_path):
+    with browser_page() as page:
+        page.goto(f"{app_url}/topology?topology=ring:n%3D4")
+        _main(page).get_by_role("heading", name="ring4").wait_for()
+        links = _main(page).locator("[data-testid=stDataFrame]").nth(1)
+        links.scroll_into_view_if_needed()
+        _edit_cell(page, links, column=4, row=1, text="-5")  # the grid once dropped the sign and applied 5
+        _main(page).get_by_role("button", name="Apply edits").click()
+        error = _main(page).get_by_text("link row 2 has bandwidth -5")
+        error.first.wait_for()
+        page.screenshot(path=str(tmp_path / "negative.png"), full_page=True)
+        kept = links.locator("[data-testid=glide-cell-4-1]").text_content().strip()
+    assert kept == "-5"  # the user's edit stays in the table to fix
+
+
+@needs_chromium
+def test_playback_of_rhd_on_a_ring_plays_its_rounds_in_the_browser(app_url, tmp_path):
+    with browser_page() as page:
+        page.goto(f"{app_url}/playback?topology=ring:n%3D8&collective=allreduce&algorithm=rhd&size=1MB")
+        plot = _main(page).locator(".js-plotly-plot").first
+        label = plot.locator(".slider-label").first
+        label.wait_for()
+        before = label.text_content()
+        plot.locator("g.updatemenu-button").filter(has_text="Play").first.click()
+        _expect().expect(label).not_to_have_text(before)  # the steps advance in the browser
+        page.screenshot(path=str(tmp_path / "playback_steps.png"), full_page=True)
+        shown = page.evaluate("() => document.querySelector('.js-plotly-plot')._transitionData._frames.length")
+    assert before == "step start" and 2 <= shown <= 12 + 1, (before, shown)  # the start + at most 12 steps
 
 
 @needs_chromium

@@ -169,3 +169,19 @@ def test_export_refuses_relays_clearly() -> None:
     assert timeline.verified and any(t.op == "relay" for t in timeline.schedule.transfers)
     with pytest.raises(CcvizError, match="relay"):
         msccl_xml(timeline)
+
+
+def test_cli_exports_that_cannot_be_written_fail_in_one_line_and_write_nothing(tmp_path, capsys) -> None:
+    """rhd AllReduce on a ring relays partial sums: `ccviz export` and `synth --msccl` exit non-zero with
+    one stderr line and leave no file (the app once offered a 173-byte comment as the download)."""
+    from ccviz.cli import main
+
+    schedule, xml = tmp_path / "rhd.json", tmp_path / "rhd.xml"
+    assert main(["synth", "ring:n=8", "-c", "allreduce", "-a", "rhd", "--out", str(schedule)]) == 0
+    capsys.readouterr()
+    for args in (["export", str(schedule), "--format", "msccl", "--out", str(xml)],
+                 ["synth", "ring:n=8", "-c", "allreduce", "-a", "rhd", "--msccl", str(xml)]):
+        code = main(args)
+        err = capsys.readouterr().err.strip()
+        assert code != 0 and "\n" not in err and "relay" in err, err
+        assert not xml.exists()

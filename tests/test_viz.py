@@ -234,3 +234,63 @@ def ccviz_load(spec):
     from ccviz import load_topology
 
     return load_topology(spec)
+
+
+def test_steps_follow_dependency_rounds_and_play_in_the_browser():
+    from ccviz.runs.pipeline import run
+    from ccviz.viz.steps import OP_COLORS, dependency_rounds, schedule_steps, steps_figure
+
+    rhd = run(ccviz.load_topology("ring:n=8"), "allreduce", "rhd", 1e6).timeline
+    steps = schedule_steps(rhd)
+    assert len(steps) == 6  # 2 log2 8 rounds, not a hundred time windows
+    fig = steps_figure(rhd)
+    assert len(fig.frames) == len(steps) + 1 and fig.layout.sliders[0].active == 0
+    assert [b.label for b in fig.layout.updatemenus[0].buttons][0] == "▶ Play"
+
+    def coloured(frame, op):  # how many link segments the frame draws in op's colour
+        trace = next(t for t in frame.data if t.line and t.line.color == OP_COLORS[op])
+        return sum(1 for x in trace.x if x is None or x != x)
+
+    assert coloured(fig.frames[0], "reduce") == coloured(fig.frames[0], "copy") <= 1  # nothing moves before step 1
+    assert coloured(fig.frames[1], "reduce") > 1  # reduce-scatter reduces ...
+    assert coloured(fig.frames[-1], "copy") > 1 and coloured(fig.frames[-1], "reduce") <= 1  # ... all-gather copies
+    # a schedule without round labels: a transfer's step follows the step that brought its chunk to its sender
+    tacos = run(ccviz.load_topology("torus2d:dims=3x3"), "allgather", "tacos", 1e6).timeline
+    rounds = dependency_rounds(tacos)
+    transfers = tacos.schedule.transfers
+    for i, t in enumerate(transfers):
+        feeders = [rounds[j] for j, u in enumerate(transfers)
+                   if u.dst == t.src and u.chunk == t.chunk and tacos.arrival_s[j] <= tacos.start_s[i] * (1 + 1e-9)]
+        assert rounds[i] == 1 + max(feeders, default=0)
+    assert len(schedule_steps(tacos)) == max(rounds)
+
+
+def test_learn_draws_a_torus_wrap_around_as_an_arc_not_through_the_row():
+    import re
+
+    from ccviz.runs.pipeline import run
+    from ccviz.viz.rounds import round_frames
+
+    timeline = run(ccviz.load_topology("torus2d:dims=4x4"), "allgather", "ring", 1e6).timeline
+    svg = round_frames(timeline)[0]["svg"]
+    lines = re.findall(r'<polyline points="([^"]+)" fill="none" stroke="#d0d0d0"', svg)
+    assert len(lines) == len({frozenset(k) for k in timeline.topology.links})
+    bent = [pts for pts in lines if len(pts.split()) > 2]
+    # a 4x4 torus has 8 wrap-around cables, each drawn along its arc
+    assert len(bent) == 8
+
+
+def test_textbook_curves_faster_than_the_fabric_limit_are_named():
+    import pandas as pd
+
+    from ccviz.viz.comparison import formulas_above_limit
+
+    table = pd.DataFrame({"algorithm": ["ring-bidir", "ring-bidir", "ring"], "size_bytes": [1e6, 1e9, 1e9],
+                          "formula_time_s": [30e-6, 9e-3, 40e-3], "limit_s": [20e-6, 18.75e-3, 18.75e-3]})
+    assert formulas_above_limit(table) == {"ring-bidir": [1e9]}
+    fig = comparison_figure(table.assign(error=None, finish_time_s=[40e-6, 20e-3, 41e-3], lower_bound_s=1e-6,
+                                         algbw_GBps=1.0, formula_algbw_GBps=1.0, bound_algbw_GBps=2.0,
+                                         size=["1MB", "1GB", "1GB"]))
+    names = [t.name for t in fig.data]
+    assert "ring-bidir (ideal α-β formula — above the fabric's limit)" in names
+    assert "ring (ideal α-β formula)" in names

@@ -7,6 +7,7 @@ session starts on DGX-1 with nothing to set up.
 
 from __future__ import annotations
 
+import re
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -101,7 +102,30 @@ def user_errors(what: str = "", sticky: str | None = None) -> Iterator[None]:
         clear_errors(sticky)
 
 
+# The library's messages name CLI flags (its first users type commands); the app has widgets instead.
+APP_WORDS = (
+    (re.compile(r"`ccviz limit` shows the bottleneck cut"), "the Topology designer draws the bottleneck cut"),
+    (re.compile(r" \(--topology\)"), " (in the Topology designer)"),
+    (re.compile(r"(pass|give|use|choose) --topology"), r"\1 the topology (Topology designer)"),
+    (re.compile(r"--topology"), "the topology (Topology designer)"),
+    (re.compile(r"--opt ([a-z_]+)=([^\s;,)]+)"), r"the option '\1' set to \2 (algorithm options)"),
+    (re.compile(r"--opt"), "the algorithm options"),
+    (re.compile(r"--collective"), "the collective box"),
+    (re.compile(r"--chunks"), "chunks per rank"),
+    (re.compile(r"--size"), "the size slider"),
+    (re.compile(r"--epochs?"), "the epoch option"),
+)
+
+
+def for_app(message: str) -> str:
+    """A library message in the app's words: widgets and pages where the text names CLI flags."""
+    for pattern, words in APP_WORDS:
+        message = pattern.sub(words, message)
+    return message
+
+
 def _fail(message: str, sticky: str | None) -> None:
+    message = for_app(message)
     if sticky is None:
         st.error(message)
     else:
@@ -123,3 +147,4 @@ def show_errors(scope: str) -> None:
     message = st.session_state.get(ERRORS_KEY, {}).get(scope)
     if message:
         st.error(message, icon=":material/error:")
+

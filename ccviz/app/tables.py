@@ -114,13 +114,16 @@ def _links(k: int, row: dict, defaults: tuple[float, float]) -> list[Link]:
     src, dst = _number(row, "src", where, int), _number(row, "dst", where, int)
     bandwidth = _number(row, "bandwidth_GBps", where, default=defaults[0])
     alpha = _number(row, "alpha_us", where, default=defaults[1])
-    lanes = _number(row, "lanes", where, int, default=1)
-    if not bandwidth > 0:
+    lanes = _number(row, "lanes", where, float, default=1)
+    if not (lanes >= 1 and float(lanes).is_integer()):
+        raise CcvizError(f"lanes: {where} has {lanes:g} lanes; give a whole number of 1 or more", "lanes")
+    lanes = int(lanes)
+    if not (bandwidth > 0 and math.isfinite(bandwidth)):
         raise CcvizError(f"bandwidth_GBps: {where} has bandwidth {bandwidth:g}; it must be a positive number of "
-                         "GB/s (leave it blank for the fabric's default)", "bandwidth_GBps")
-    if alpha < 0:
-        raise CcvizError(f"alpha_us: {where} has alpha {alpha:g}; it must be zero or positive microseconds",
-                         "alpha_us")
+                         "GB/s (leave it blank for the fabric's default); nothing was applied", "bandwidth_GBps")
+    if not (alpha >= 0 and math.isfinite(alpha)):
+        raise CcvizError(f"alpha_us: {where} has alpha {alpha:g}; it must be zero or positive microseconds; "
+                         "nothing was applied", "alpha_us")
     direction = row.get("direction")
     direction = BOTH if _missing(direction) else str(direction).strip().lower()
     if direction not in DIRECTIONS:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import streamlit as st
 
 from ccviz.app import url
 from ccviz.app.runs import CachedRun
-from ccviz.app.state import current_topology, topology_source, user_errors
+from ccviz.app.state import current_topology, for_app, topology_source, user_errors
 from ccviz.bounds.limit import limit_sentence
+from ccviz.errors import CcvizError
 from ccviz.interop import export
 from ccviz.model.units import format_size, format_time, size_sweep
 from ccviz.synth.options import OptionSpec
@@ -66,7 +68,7 @@ def algorithm_picker(container: Any, choices: list[str], collective: str, key: s
         st.stop()
     if st.session_state.get(key) not in choices:  # first visit, or the collective changed: ring when it can
         st.session_state[key] = "ring" if "ring" in choices else choices[0]
-    return container.selectbox("algorithm", choices, key=key)
+    return container.selectbox("algorithm", choices, key=key, persist_state="session")
 
 
 def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] = ("◀ previous", "next ▶"),
@@ -112,11 +114,12 @@ def topology_caption() -> None:
 
 def size_picker(label: str, key: str, default: float = 1e6) -> float:
     st.session_state.setdefault(key, default)  # a shared link may have set it already
-    return st.select_slider(label, options=SIZES, format_func=format_size, key=key)
+    return st.select_slider(label, options=SIZES, format_func=format_size, key=key, persist_state="session")
 
 
 def size_range_picker(label: str, key: str, default: tuple[float, float] = (1e3, 1e9)) -> list[float]:
-    lo, hi = st.select_slider(label, options=SIZES, value=default, format_func=format_size, key=key)
+    lo, hi = st.select_slider(label, options=SIZES, value=default, format_func=format_size, key=key,
+                                persist_state="session")
     return [s for s in SIZES if lo <= s <= hi]
 
 
@@ -209,10 +212,12 @@ def results_summary(entry: CachedRun) -> None:
     top[0].metric("finish time", format_time(s["finish_time_s"]))
     top[1].metric("algbw", _gbps(s["algbw_GBps"]))
     top[2].metric("busbw", _gbps(s["busbw_GBps"]))
-    ratio = result.bound_ratio
-    bottom[0].metric("lower bound", format_time(s["lower_bound_s"]),
+    bound_s, bound_help = tightest_bound(s["lower_bound_s"], s["limit_s"], result.topology)
+    ratio = s["finish_time_s"] / bound_s if bound_s else None
+    bottom[0].metric("bound", format_time(bound_s) if bound_s else "n/a", help=bound_help,
                      delta=f"finish = {ratio:.3g} × bound" if ratio else None, delta_color="off", delta_arrow="off")
-    bottom[1].metric("synthesis time", format_time(s["synth_time_s"]), delta=s["status"], delta_color="off", delta_arrow="off")
+    bottom[1].metric("synthesis time", format_time(s["synth_time_s"]), delta=status_words(s["status"]),
+                     delta_color="off", delta_arrow="off")
     bottom[2].metric("verified by simulator", "yes" if s["verified"] else "NO")
     details = (f"{s['collective']} of {format_size(s['size_bytes'])} ({format_size(s['chunk_bytes'])} chunks) on "
                f"{s['topology']} with **{s['algorithm']}**: {s['transfers']} transfers")
@@ -221,15 +226,46 @@ def results_summary(entry: CachedRun) -> None:
     if s["mip_gap"] is not None:
         details += f", MIP gap {s['mip_gap']:.3g}"
     st.markdown(details + f" · server time {format_time(entry.server_time_s)}")
-    st.markdown(f"**{limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'])}**")
+    st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus']))}**")
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")
     for note in s.get("notes") or []:
-        st.caption(note)
+        st.caption(for_app(note))
     if not s["verified"]:
         st.error(f"The simulator found {len(s['violations'])} violation(s); the schedule is not valid.")
         st.dataframe(s["violations"], width="stretch")
+
+
+# "optimal" only with its scope: TE-CCL proves it within its epoch model, where epochs round times up
+STATUS_WORDS = {"optimal": "optimal in TE-CCL's epoch model", "time_limit": "stopped (not proven optimal)"}
+
+
+def status_words(status: str | None) -> str | None:
+    """A run's status as the app shows it: 'optimal' always with the model it holds in."""
+    return STATUS_WORDS.get(status, status) if status else status
+
+
+def limit_bounds(topology) -> bool:
+    """Whether the fabric's limit (bandwidth only) is a lower bound here: a switch hop charged in full
+    ("paid") or no switches. Under "teccl" or "free" a hop out of a switch costs no serialization, so
+    a schedule can finish before the cut's bytes would have crossed it."""
+    return not topology.switches or topology.switch_hop == "paid"
+
+
+def tightest_bound(lower_bound_s: float | None, limit_s: float | None, topology) -> tuple[float | None, str]:
+    """The bound to show: the larger of the lower bound and the fabric's limit (where the limit bounds),
+    and a help text naming both, so the page never shows a weaker bound beside a stronger one."""
+    candidates = {"lower bound (cut and latency arguments)": lower_bound_s}
+    if limit_s and limit_bounds(topology):
+        candidates["fabric's limit (bottleneck cut, bandwidth only)"] = limit_s
+    known = {name: value for name, value in candidates.items() if value}
+    if not known:
+        return None, "no bound is known for this collective"
+    name = max(known, key=known.get)
+    parts = [f"{k}: {format_time(v)}" for k, v in known.items()]
+    return known[name], (f"no schedule on this fabric finishes sooner. The tighter of {' and '.join(parts)}"
+                         if len(known) > 1 else f"no schedule on this fabric finishes sooner: {parts[0]}")
 
 
 def _gbps(value: float | None) -> str:
@@ -247,18 +283,26 @@ def downloads(entry: CachedRun) -> None:
     cols = st.columns(3)
     cols[0].download_button("Schedule JSON", data=lambda: export.schedule_json(timeline),
                             file_name=f"{stem}.json", mime="application/json", on_click="ignore")
-    cols[1].download_button("MSCCL XML", data=lambda: _msccl(timeline), file_name=f"{stem}.xml",
-                            mime="application/xml", on_click="ignore")
+    xml, why_not = entry.figure("msccl", lambda: msccl_or_reason(timeline))
+    if xml is None:  # say why on the page; never offer a file that holds only the failure
+        cols[1].warning(f"No MSCCL XML for this schedule: {why_not}", icon=":material/block:")
+    else:
+        cols[1].download_button("MSCCL XML", data=xml, file_name=f"{stem}.xml", mime="application/xml",
+                                on_click="ignore")
     cols[2].download_button("Animation HTML", data=lambda: animation(entry).to_html(include_plotlyjs=True,
                                                                                      auto_play=False),
                             file_name=f"{stem}.html", mime="text/html", on_click="ignore")
 
 
-def _msccl(timeline) -> str:
+def msccl_or_reason(timeline) -> tuple[str | None, str | None]:
+    """(the MSCCL XML, None), or (None, why it cannot be written) in words for the page."""
     try:
-        return export.msccl_xml(timeline)
+        return export.msccl_xml(timeline), None
+    except CcvizError as exc:
+        return None, str(exc).removeprefix("msccl: ")
     except Exception as exc:  # noqa: BLE001 - a download must not break the page
-        return f"<!-- MSCCL export failed: {exc} -->"
+        traceback.print_exc()
+        return None, f"the export failed unexpectedly ({type(exc).__name__}: {exc}); the JSON schedule still works"
 
 
 def plot(fig, key: str, **kwargs: Any):

@@ -1,17 +1,24 @@
 """Shareable app state: what is on screen goes into the URL's query parameters and comes back from them.
 
 A lecturer or a reviewer copies the address bar and the recipient sees the
-same fabric, collective, algorithm, size and chunks on the same page. Only
-topologies that can be named travel (a builder spec such as
+same fabric, collective, algorithm, size and chunks on the same page. A
+topology that can be named travels by its name (a builder spec such as
 ``torus2d:dims=4x4`` or a sample file's name); an uploaded or hand-edited
-fabric cannot be carried by a URL, so its parameter is left out (the page
-says so). Reading the URL never opens a file path: a sample is looked up
-by name among the shipped ones.
+fabric travels as ``fabric=``, its JSON compressed (zlib) and base64url
+encoded, up to ``FABRIC_URL_CHARS`` characters (a few hundred GPUs' worth of
+links); a bigger one cannot be carried and the page says so. Each page
+writes its own settings (Learn its teaching fabric and algorithm, Compare
+its algorithms and sizes) and a link restores them on that page. Reading
+the URL never opens a file path: a sample is looked up by name among the
+shipped ones.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import zlib
 
 import streamlit as st
 
@@ -25,8 +32,48 @@ from ccviz.synth.registry import algorithms_for
 
 RESTORED_KEY = "ccviz_url_restored"
 PAGE_KEY = "ccviz_url_page"  # the page a link asked for, until the navigation has opened it
+RUN_ASKED_KEY = "ccviz_url_run"  # a link to Playback names a run: (collective, algorithm, size, chunks)
 # query parameter -> the Synthesize page's widget key
 WIDGETS = {"collective": "syn_collective", "algorithm": "syn_algorithm", "size": "syn_size", "chunks": "syn_chunks"}
+# the same parameters on the pages that have their own widgets
+PAGE_WIDGETS = {
+    "learn": {"collective": "learn_collective", "algorithm": "learn_algorithm", "size": "learn_size",
+              "chunks": "learn_chunks"},
+    "compare": {"collective": "cmp_collective", "chunks": "cmp_chunks"},
+}
+LEARN_FABRIC_KEY = "learn_topology"  # Learn's teaching fabric (a label of its own list), carried as ``lesson=``
+FABRIC_URL_CHARS = 8000  # an edited fabric longer than this, encoded, is not put into the URL
+FABRIC_JSON_BYTES = 4_000_000  # a decoded fabric larger than this is refused (a link cannot inflate memory)
+
+
+def encode_fabric(topology: Topology) -> str:
+    """The topology as URL-safe text: compact JSON, zlib-compressed, base64url without padding."""
+    text = json.dumps(topology.to_dict(), separators=(",", ":"))
+    return base64.urlsafe_b64encode(zlib.compress(text.encode("utf-8"), 9)).decode("ascii").rstrip("=")
+
+
+def decode_fabric(text: str) -> Topology:
+    """The topology a ``fabric=`` parameter carries. Raises CcvizError naming what is wrong."""
+    try:
+        packed = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        inflater = zlib.decompressobj()
+        raw = inflater.decompress(packed, FABRIC_JSON_BYTES)
+        if inflater.unconsumed_tail:
+            raise CcvizError(f"fabric: the link's fabric unpacks to more than {FABRIC_JSON_BYTES // 1_000_000} MB; "
+                             "share the topology JSON as a file instead", "fabric")
+        data = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+        if isinstance(exc, CcvizError):
+            raise
+        raise CcvizError("fabric: the link's fabric is damaged (it was cut or altered); ask for the link again "
+                         "or for the topology JSON", "fabric") from None
+    return Topology.from_dict(data)
+
+
+def fabric_parameter(topology: Topology) -> str | None:
+    """What ``fabric=`` carries for this topology, or None when it is too big for a link."""
+    encoded = encode_fabric(topology)
+    return encoded if len(encoded) <= FABRIC_URL_CHARS else None
 
 
 def topology_from_name(name: str) -> tuple[Topology, str]:
@@ -48,33 +95,89 @@ def restore(sizes: list[float]) -> None:
     st.session_state[RESTORED_KEY] = True
     params = st.query_params
     st.session_state[PAGE_KEY] = params.get("page")
+    page = params.get("page") or _page_in_path()
+    widgets = {**WIDGETS, **PAGE_WIDGETS.get(page or "", {})}
     try:
         if params.get("topology"):
             topology, source = topology_from_name(params["topology"])
             set_topology(topology, source, spec=params["topology"])
+        elif params.get("fabric"):
+            topology = decode_fabric(params["fabric"])
+            set_topology(topology, f"a shared link (edited fabric {topology.name})")
+        if page == "learn" and params.get("lesson"):
+            _restore_lesson(params["lesson"])
         collective = params.get("collective")
         if collective is not None:
             if collective not in COLLECTIVES:
                 raise CcvizError(f"collective: the link asks for {collective!r}; choose one of "
                                  f"{', '.join(COLLECTIVES)}", "collective")
-            st.session_state[WIDGETS["collective"]] = collective
+            st.session_state[widgets["collective"]] = collective
         algorithm = params.get("algorithm")
-        if algorithm is not None:
-            valid = algorithms_for(collective or st.session_state.get(WIDGETS["collective"], COLLECTIVES[0]))
+        if algorithm is not None and "algorithm" in widgets:
+            valid = algorithms_for(collective or st.session_state.get(widgets["collective"], COLLECTIVES[0]))
             if algorithm not in valid:
                 raise CcvizError(f"algorithm: the link asks for {algorithm!r}, which does not implement this "
                                  f"collective; choose one of {', '.join(valid)}", "algorithm")
-            st.session_state[WIDGETS["algorithm"]] = algorithm
-        if params.get("size"):
-            wanted = parse_size(params["size"])
-            st.session_state[WIDGETS["size"]] = min(sizes, key=lambda s: abs(s - wanted) / s)
+            st.session_state[widgets["algorithm"]] = algorithm
+        if params.get("size") and "size" in widgets:
+            st.session_state[widgets["size"]] = _nearest(sizes, parse_size(params["size"]))
         if params.get("chunks"):
             chunks = int(params["chunks"]) if params["chunks"].isdigit() else 0
             if not 1 <= chunks <= 64:
                 raise CcvizError(f"chunks: the link asks for {params['chunks']!r} chunks; give 1 to 64", "chunks")
-            st.session_state[WIDGETS["chunks"]] = chunks
+            if page == "learn":  # Learn's slider offers 1, 2, 4, 8
+                chunks = min((1, 2, 4, 8), key=lambda c: abs(c - chunks))
+            st.session_state[widgets["chunks"]] = chunks
+        if page == "compare":
+            _restore_compare(params, collective or st.session_state.get("cmp_collective", COLLECTIVES[0]), sizes)
+        if page == "playback" and collective and algorithm:
+            st.session_state[RUN_ASKED_KEY] = True
     except CcvizError as exc:
         keep_error("url", f"link: {exc} (the rest of the link was applied)")
+
+
+def _page_in_path() -> str | None:
+    """The page a link names by its path (``/playback?...``) rather than by ``page=``."""
+    try:
+        address = st.context.url or ""
+    except AttributeError:  # an older Streamlit without st.context.url
+        return None
+    last = address.rstrip("/").rsplit("/", 1)[-1]
+    return last if last in ("synthesize", "topology", "playback", "compare", "papers", "learn") else None
+
+
+def _nearest(sizes: list[float], wanted: float) -> float:
+    """The slider's option nearest to ``wanted`` (relative distance)."""
+    return min(sizes, key=lambda s: abs(s - wanted) / s)
+
+
+def _restore_lesson(spec: str) -> None:
+    """Learn's teaching fabric from its builder spec (one of the page's own list)."""
+    from ccviz.viz.lesson import TEACHING_TOPOLOGIES
+
+    labels = {s: label for label, s in TEACHING_TOPOLOGIES.items()}
+    if spec not in labels:
+        raise CcvizError(f"lesson: the link asks for the teaching fabric {spec!r}; choose one of "
+                         f"{', '.join(labels)}", "lesson")
+    st.session_state[LEARN_FABRIC_KEY] = labels[spec]
+
+
+def _restore_compare(params, collective: str, sizes: list[float]) -> None:
+    """Compare's algorithms (``algorithms=ring,rhd``) and size range (``sizes=1KB-1GB``)."""
+    if params.get("algorithms"):
+        asked = [a for a in params["algorithms"].split(",") if a]
+        valid = algorithms_for(collective)
+        wrong = [a for a in asked if a not in valid]
+        if wrong:
+            raise CcvizError(f"algorithms: the link asks for {', '.join(wrong)}, which do not implement {collective}; "
+                             f"choose among {', '.join(valid)}", "algorithms")
+        st.session_state[f"cmp_algorithms_{collective}"] = asked
+    if params.get("sizes"):
+        lo, sep, hi = params["sizes"].partition("-")
+        if not sep:
+            raise CcvizError(f"sizes: the link gives {params['sizes']!r}; write a range such as 1KB-1GB", "sizes")
+        ends = [_nearest(sizes, parse_size(v)) for v in (lo, hi)]
+        st.session_state["cmp_sizes"] = (min(ends), max(ends))
 
 
 def wanted_page() -> str | None:
@@ -83,10 +186,18 @@ def wanted_page() -> str | None:
 
 
 def share(page: str, **values: object) -> None:
-    """Write the current page, topology and ``values`` (None = leave out) into the URL."""
-    wanted = {"page": page, "topology": topology_spec()}
+    """Write the current page, topology and ``values`` (None = leave out) into the URL.
+
+    A named topology goes in as ``topology=``; an uploaded or edited one as ``fabric=`` (encoded) when it
+    fits in ``FABRIC_URL_CHARS``. Parameters of other pages are dropped, so the URL holds what is shown.
+    """
+    spec = topology_spec()
+    wanted: dict[str, object] = {"page": page, "topology": spec,
+                                 "fabric": None if spec is not None else _fabric_of_current()}
     wanted.update({k: (format_size(v) if k == "size" and isinstance(v, float) else v) for k, v in values.items()})
     current = st.query_params.to_dict()
+    for key in set(current) - set(wanted):
+        del st.query_params[key]
     for key, value in wanted.items():
         if value is None:
             if key in current:
@@ -95,9 +206,70 @@ def share(page: str, **values: object) -> None:
             st.query_params[key] = str(value)
 
 
-def shared_note() -> str:
-    """A line for the page: whether the address bar carries this topology."""
-    current_topology()
-    if topology_spec() is None:
-        return "This topology was uploaded or edited by hand: a link to this page cannot carry it."
+def _fabric_of_current() -> str | None:
+    """The current (unnamed) topology's ``fabric=`` text."""
+    return _fabric_of(current_topology())
+
+
+def _fabric_of(topology: Topology) -> str | None:
+    """``fabric_parameter`` once per topology (encoding costs a few ms on big fabrics)."""
+    key = topology.to_json()
+    cache = st.session_state.setdefault("ccviz_fabric_param", {})
+    if key not in cache:
+        cache.clear()
+        cache[key] = fabric_parameter(topology)
+    return cache[key]
+
+
+def shared_note(topology: Topology | None = None) -> str:
+    """A line for the page: whether the address bar carries this view (``topology``: the one shown,
+    when it is not the current one, e.g. Playback of an imported run)."""
+    current = current_topology()
+    named = topology_spec() is not None and (topology is None or topology.to_json() == current.to_json())
+    if not named and _fabric_of(topology or current) is None:
+        return (f"This fabric is too big for a link (over {FABRIC_URL_CHARS} characters encoded): the address bar "
+                "carries the page and its settings but not the fabric; share the topology JSON "
+                "(Topology designer → Save topology JSON) with it.")
+    if not named:
+        return "The address bar holds this view, the edited fabric included (compressed into it): copy it to share."
     return "The address bar holds this view: copy it to share."
+
+
+def share_run(entry) -> None:
+    """Playback's URL: the run shown (collective, algorithm, size, chunks on its fabric), which a link remakes.
+
+    An uploaded schedule cannot travel by link: its URL carries the page and fabric only.
+    """
+    request, topology = entry.request, entry.result.topology
+    values: dict[str, object] = {}
+    if topology.to_json() != current_topology().to_json():
+        values.update(topology=None, fabric=_fabric_of(topology))
+    if request.algorithm in algorithms_for(request.collective):
+        values.update(collective=request.collective, algorithm=request.algorithm, size=request.size_bytes,
+                      chunks=request.chunks)
+    share("playback", **values)
+
+
+def run_from_link(wait_s: float = 60.0) -> None:
+    """Once, after a link to Playback that names a run: make that run (as Synthesize would) so the page
+    shows what the sender saw. A run that does not finish in ``wait_s`` is left to the Synthesize page."""
+    from ccviz.app.runs import RunRequest, SynthesisJob
+    from ccviz.app.state import last_run, set_last_run
+
+    if not st.session_state.pop(RUN_ASKED_KEY, False) or last_run() is not None:
+        return
+    topology = current_topology()
+    state = st.session_state
+    try:
+        request = RunRequest.make(topology, state[WIDGETS["collective"]], state[WIDGETS["algorithm"]],
+                                  state.get(WIDGETS["size"], 1e6), state.get(WIDGETS["chunks"], 1))
+        with st.spinner(f"making the linked run: {request.algorithm} {request.collective}"):
+            job = SynthesisJob(request, topology)
+            job.wait(wait_s)
+    except CcvizError as exc:
+        st.error(f"link: {exc}")
+        return
+    if job.error or job.entry is None:
+        st.error(f"link: {request.algorithm}: {job.error or 'did not finish in time'}; run it on the Synthesize page")
+        return
+    set_last_run(job.entry)

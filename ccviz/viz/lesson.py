@@ -24,6 +24,18 @@ from ccviz.model.units import format_size, format_time
 from ccviz.synth.registry import REGISTRY, SynthOptions
 
 LESSON_SIZES = (1e3, 16e3, 256e3, 4e6, 64e6, 1e9)
+# the Learn page's teaching fabrics: label -> builder spec (a link carries the spec as ``lesson=``)
+TEACHING_TOPOLOGIES = {
+    "ring of 4 GPUs": "ring:n=4",
+    "ring of 8 GPUs": "ring:n=8",
+    "2x2 torus": "torus2d:dims=2x2",
+    "3x3 torus": "torus2d:dims=3x3",
+    "4x4 torus": "torus2d:dims=4x4",
+    "hypercube of 8 GPUs": "hypercube:n=8",
+    "8 GPUs fully connected": "fully_connected:n=8",
+    "star of 8 GPUs (one switch)": "star:n=8",
+    "DGX-1 (8 V100, NVLink)": "dgx1",
+}
 
 
 def textbook_unavailable(algorithm: str, n_ranks: int) -> str | None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ccviz.judge.simulate import Timeline
 from ccviz.model.units import format_time
-from ccviz.viz.layout import node_positions
+from ccviz.viz.layout import link_segments, node_positions
 
 
 @dataclass(frozen=True)
@@ -148,28 +148,45 @@ def _svg(timeline: Timeline, positions: dict[int, tuple[float, float]], rnd: Rou
     topo = timeline.topology
     coll = timeline.collective
 
+    # the shared link geometry: a wrap-around cable (torus, ring drawn in a row) is an arc, never a line
+    # through the GPUs between its ends; arcs bulge outside the nodes' square, so the frame fits them too
+    segments = link_segments(topo, positions)
+    every = [p for path in segments.values() for p in path] + list(positions.values())
+    x0, x1 = min(p[0] for p in every), max(p[0] for p in every)
+    y0, y1 = min(p[1] for p in every), max(p[1] for p in every)
+
+    def page_xy(point: tuple[float, float]) -> tuple[float, float]:
+        fx = (point[0] - x0) / (x1 - x0) if x1 > x0 else 0.5
+        fy = (point[1] - y0) / (y1 - y0) if y1 > y0 else 0.5
+        return _PAD + fx * (_W - 2 * _PAD), _PAD + (1 - fy) * (_H - 2 * _PAD)
+
     def xy(n: int) -> tuple[float, float]:
-        x, y = positions[n]
-        return _PAD + x * (_W - 2 * _PAD), _PAD + (1 - y) * (_H - 2 * _PAD)
+        return page_xy(positions[n])
 
     parts = [f'<svg viewBox="0 0 {_W} {_H}" width="100%" style="max-width:{_W}px" role="img">',
              '<defs>' + "".join(
                  f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" '
                  f'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{color}"/></marker>'
                  for name, color in (("copy", _COPY), ("reduce", _REDUCE))) + '</defs>']
+    def path_points(path: tuple[int, ...]) -> list[tuple[float, float]]:
+        points: list[tuple[float, float]] = [xy(path[0])]
+        for a, b in zip(path, path[1:], strict=False):
+            hop = segments.get((a, b)) or (positions[a], positions[b])
+            points += [page_xy(p) for p in hop[1:]]
+        return points
+
     seen = set()
     for u, v in topo.links:
         if (v, u) in seen:
             continue
         seen.add((u, v))
-        (x1, y1), (x2, y2) = xy(u), xy(v)
-        parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{_LINK}" '
-                     'stroke-width="2"/>')
+        line = " ".join(f"{x:.1f},{y:.1f}" for x, y in path_points((u, v)))
+        parts.append(f'<polyline points="{line}" fill="none" stroke="{_LINK}" stroke-width="2"/>')
     for k, send in enumerate(rnd.sends if rnd else ()):
         kind = "reduce" if send.op == "reduce" else "copy"
         color = _REDUCE if kind == "reduce" else _COPY
         shift = ((k % 5) - 2) * 2.5  # parallel sends on one link stay apart
-        points = " ".join(f"{x + shift:.1f},{y + shift:.1f}" for x, y in map(xy, send.path))
+        points = " ".join(f"{x + shift:.1f},{y + shift:.1f}" for x, y in path_points(send.path))
         dash = ' stroke-dasharray="7 4"' if len(send.path) > 2 else ""
         parts.append(f'<polyline points="{points}" fill="none" stroke="{color}" stroke-width="2.2" opacity="0.8"'
                      f'{dash} marker-end="url(#arrow-{kind})"><title>chunk {send.chunk}: '
