@@ -11,6 +11,12 @@ included. ReduceScatter is AllGather on the reversed fabric; AllReduce as Reduce
 AllGather is the sum; Broadcast from r is M over the smallest r->v max flow; Reduce is Broadcast on
 the reversed fabric. Alpha plays no part: the limit is what bandwidth alone allows.
 
+Switches that add in the network (``Node.reduce``: NVLS, SHARP) change AllReduce only
+(``ccviz.bounds.in_network``): each GPU then sends M up and receives M down once, so the limit is
+M over the smallest GPU-separating cut in either direction (M/BW on a reducing star, not 2(N-1)/N M/BW).
+ReduceScatter and Reduce keep theirs: their cuts count the results that must enter a set, one
+partial sum each, and a sum added in a switch is still one result crossing.
+
 Computed exactly, never by enumerating cuts: Newton (Dinkelbach) iterations on the ratio. At a trial
 ratio t, give every link capacity t * bandwidth and a super-source an edge of capacity 1 to every GPU;
 some S violates ``|S ∩ GPUs| <= t B+(S)`` exactly when the min cut from the super-source to some GPU v
@@ -447,6 +453,11 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
     if name in ("allgather", "reducescatter"):
         cut = _gather_cut(topology, shard, reverse=name == "reducescatter")
         return BandwidthLimit(name, float(size_bytes), cut.ratio * size_bytes, cut)
+    if name == "allreduce" and topology.reducing_switches:
+        from ccviz.bounds.in_network import in_network_allreduce_limit
+
+        return in_network_allreduce_limit(topology, float(size_bytes), _gather_cut(topology, shard, reverse=True),
+                                          _gather_cut(topology, shard, reverse=False), _broadcast_cut)
     if name == "allreduce":
         rs = _gather_cut(topology, shard, reverse=True)
         ag = _gather_cut(topology, shard, reverse=False)

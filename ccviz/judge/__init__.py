@@ -1,0 +1,1 @@
+"""The only judge: the simulator that times a schedule under the link model and lists its violations."""
