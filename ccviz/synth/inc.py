@@ -322,5 +322,24 @@ def _spread(b: Booker, plan: Plan, where, chunk, k: int, i: int) -> None:
                       across[other[i]])
 
 
+# Why an algorithm leaves a reducing switch's adder unused (one line in its notes; ``synthesize`` adds it).
+WHY_NOT_IN_NETWORK = {
+    "forestcoll": "its spanning trees sum at GPUs only (a reduction is the copy trees reversed, and a reversed "
+                  "multicast is several partials through the switch), so it stays at the software limit",
+    "tacos": "it matches links to chunks on the reversed fabric, where a switch only forwards; sums happen at GPUs",
+    "teccl": "its flow formulation has no in-switch sum (extending it with one is not done here): reductions are "
+             "copies on the reversed fabric, summed at GPUs",
+    "teccl-astar": "its rounds solve the same formulation as teccl, which has no in-switch sum",
+}
+
+
+def unused_reduction_note(algorithm: str, schedule: Schedule) -> list[str]:
+    """One line saying why a schedule on a fabric with reducing switches does not use them (none if it does)."""
+    if not schedule.collective.is_reducing or any(t.op == COMBINE for t in schedule.transfers):
+        return []
+    why = WHY_NOT_IN_NETWORK.get(algorithm, "it adds at GPUs only")
+    return [f"{algorithm} does not use the switches' in-network reduction: {why}; `-a inc` does"]
+
+
 _CHUNK_RULES = {"allreduce": _allreduce, "reducescatter": _reducescatter, "reduce": _reduce,
                 "allgather": _spread, "broadcast": _spread}

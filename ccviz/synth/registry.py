@@ -198,4 +198,8 @@ def synthesize(
         schedule.synth_time_s = elapsed
     schedule.algorithm = alg.name
     schedule.options = {**options.public(), **schedule.options}
+    if topology.reducing_switches:  # say in one line why the switches' adders go unused (ccviz.synth.inc)
+        from ccviz.synth.inc import unused_reduction_note
+
+        schedule.notes.extend(unused_reduction_note(alg.name, schedule))
     return schedule
