@@ -9,6 +9,7 @@ from ccviz.cost import schedule_formula
 from ccviz.loading import load_topology
 from ccviz.synth.registry import REGISTRY
 from ccviz.units import format_size, format_time
+from ccviz.viz.inc_lesson import inc_comparison
 from ccviz.viz.lesson import LESSON_SIZES, lesson_figure, lesson_summary, lesson_table, textbook_unavailable
 from ccviz.viz.narration import formula_gap
 from ccviz.viz.rounds import rounds_html
@@ -145,3 +146,24 @@ with user_errors("learn"):
         failed = table[table["error"] != ""]
         for row in failed.itertuples():
             st.caption(f"{row.algorithm} at {format_size(row.size_bytes)}: {row.error}")
+
+st.subheader("Switches that add: in-network AllReduce (NVLS) vs ring and DBT")
+st.markdown(
+    "On an 8-GPU NVSwitch box the switch can *add* (NVLink SHARP): every GPU sends each chunk up once, the "
+    "switch sums the eight contributions and multicasts the result back. Up and down use the two directions "
+    "of each link at once, so AllReduce costs **M/BW** of bandwidth and **2 α** of latency, against ring's "
+    "2(N-1)/N·M/BW and 2(N-1) α. Each row: the closed form beside what the simulator measures.")
+with user_errors("learn"):
+    inc_size = st.select_slider("buffer (INC lesson)", options=[64e3, 1e6, 16e6, 256e6], value=16e6,
+                                format_func=format_size, key="learn_inc_size")
+    inc_key = ("learn_inc", inc_size)
+    if inc_key not in st.session_state:
+        with st.spinner("simulating ring, DBT and INC on the 8-GPU box"):
+            st.session_state[inc_key] = inc_comparison(float(inc_size))
+    st.dataframe([{"algorithm": r.algorithm, "fabric": r.fabric, "rounds": r.rounds, "formula": r.formula,
+                   "formula time": format_time(r.formula_s) if r.formula_s else "n/a",
+                   "simulated": format_time(r.simulated_s), "verified": r.verified}
+                  for r in st.session_state[inc_key]], hide_index=True)
+    st.caption("ring and DBT run on star:n=8 (the switch forwards and multicasts), INC on star:n=8,reduce=true; "
+               "50 GB/s and 0.5 us per link, 4 chunks per GPU. INC's formula counts S = 32 chunks through one "
+               "switch: the last chunk's way down is the pipeline's only overhead.")
