@@ -9,7 +9,7 @@ from ccviz.cost import schedule_formula
 from ccviz.loading import load_topology
 from ccviz.synth.registry import REGISTRY
 from ccviz.units import format_size, format_time
-from ccviz.viz.inc_lesson import inc_comparison
+from ccviz.viz.inc_lesson import inc_comparison, inc_cost
 from ccviz.viz.lesson import LESSON_SIZES, lesson_figure, lesson_summary, lesson_table, textbook_unavailable
 from ccviz.viz.narration import formula_gap
 from ccviz.viz.rounds import rounds_html
@@ -25,6 +25,7 @@ TEACHING_TOPOLOGIES = {
     "hypercube of 8 GPUs": "hypercube:n=8",
     "8 GPUs fully connected": "fully_connected:n=8",
     "star of 8 GPUs (one switch)": "star:n=8",
+    "NVSwitch box of 8 GPUs, the switch adds (NVLS)": "star:n=8,reduce=true",
     "DGX-1 (8 V100, NVLink)": "dgx1",
 }
 TEACHING_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather",
@@ -59,6 +60,9 @@ INTROS = {
            "the chunks: 2(d+S-1)(α + M/(2S)·β) with depth d = ⌊log2 N⌋ and S chunks.",
     "direct": "Direct: every GPU sends straight to every other (through the fabric's routes). One or two "
               "rounds, but each GPU pushes N-1 messages: (N-1)(α + M/N·β) per phase.",
+    "inc": "In-network (NVLS / SHARP): every GPU sends each chunk up once; the switch adds the contributions "
+           "and multicasts the sum back, chunk after chunk, up and down links busy at once. AllReduce costs "
+           "2α + (S+1)/S·M·β for S chunks in all: M/BW, where software needs 2(N-1)/N·M/BW.",
     "bruck": "Bruck: ⌈log2 N⌉ rounds at distances 1, 2, 4, … for any N. Latency-optimal AllGather: "
              "⌈log2 N⌉α + (N-1)/N·M·β.",
 }
@@ -77,7 +81,8 @@ collective = c2.selectbox("collective", TEACHING_COLLECTIVES, key="learn_collect
 with user_errors("learn"):
     topology = load_topology(TEACHING_TOPOLOGIES[topo_label])
 n_gpus = topology.n_gpus
-listed = [a for a in TEXTBOOK if a in REGISTRY and REGISTRY[a].supports(collective)]
+listed = [a for a in TEXTBOOK + (("inc",) if topology.reducing_switches else ())
+          if a in REGISTRY and REGISTRY[a].supports(collective)]
 why_not = {a: textbook_unavailable(a, n_gpus) for a in listed}
 algorithm = c3.selectbox(
     "algorithm", listed, key="learn_algorithm",
@@ -96,7 +101,8 @@ if why_not[algorithm]:
     st.stop()
 
 with user_errors("learn"):
-    request = RunRequest.make(topology, collective, algorithm, size, chunks)
+    request = RunRequest.make(topology, collective, algorithm, size, chunks,
+                              **({"pieces": chunks} if algorithm == "inc" else {}))
     job = SynthesisJob(request, topology)
     job.wait(RUN_WAIT_S)
     if job.error or job.entry is None:
@@ -108,6 +114,8 @@ with user_errors("learn"):
     schedule = timeline.schedule
     used = {(t.src, t.dst) for t in schedule.transfers}
     formula = schedule_formula(topology, timeline.collective, algorithm, used)
+    if algorithm == "inc" and collective == "allreduce":
+        formula = inc_cost(topology, timeline.collective)
 
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("simulated finish", format_time(timeline.finish_time_s), help="the simulator's verdict")

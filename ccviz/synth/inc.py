@@ -172,12 +172,23 @@ class Booker:
     """Timed transfers built hop by hop under the switch rules."""
 
     def __init__(self, topology: Topology, collective: Collective) -> None:
+        self.topology = topology
         self.cal = Calendar(topology, collective.chunk_bytes)
         self.transfers: list[Transfer] = []
+        self.rounds: list[int] = []  # per transfer, its logical round (one phase of one chunk), for Learn
+        self.round_labels: list[str] = []
+
+    def new_round(self, label: str) -> None:
+        """The transfers emitted from here on form the next logical round (what Learn steps through)."""
+        self.round_labels.append(label)
+
+    def label(self, node: int) -> str:
+        return self.topology.nodes[node].label
 
     def _emit(self, chunk: int, u: int, v: int, start: float, op: str) -> float:
         arrival = self.cal.book(u, v, start)
         self.transfers.append(Transfer(chunk, u, v, start, arrival, op, 0.0))
+        self.rounds.append(max(len(self.round_labels), 1))
         return arrival
 
     def send(self, chunk: int, u: int, v: int, ready: float, op: str = "copy") -> float:
@@ -246,8 +257,13 @@ def synthesize_inc(topology: Topology, collective: Collective, options: SynthOpt
     tiers = "one box" if len(plan.boxes) == 1 else f"{len(plan.boxes)} boxes and {len(plan.rails)} rail leaves"
     notes = [f"inc: in-switch reduction and multicast over {tiers}, {len(plan.hubs[0])} reducing switch(es) per box, "
              f"{collective.chunks_per_rank} chunk(s) per rank pipelined"]
-    return Schedule(topology, collective, transfers, "inc", {"pieces": collective.chunks_per_rank}, "heuristic",
-                    estimated_finish_s=finish, notes=notes)
+    if collective.name == "allgather" and len(plan.boxes[0]) > 2:
+        notes.append("inc AllGather: each chunk's multicast holds all but one of its switch's down-links at one "
+                     "instant, so equal chunks cannot tile them; expect about N/(N-1) x the AllGather limit")
+    schedule = Schedule(topology, collective, transfers, "inc", {"pieces": collective.chunks_per_rank}, "heuristic",
+                        estimated_finish_s=finish, notes=notes)
+    schedule.rounds, schedule.round_labels = booker.rounds, booker.round_labels
+    return schedule
 
 
 def _auto_pieces(topology: Topology, collective: Collective, plan: Plan) -> int:
@@ -262,18 +278,23 @@ def _auto_pieces(topology: Topology, collective: Collective, plan: Plan) -> int:
 def _allreduce(b: Booker, plan: Plan, where, chunk, k: int, i: int) -> None:
     if len(plan.boxes) == 1:
         box, hub = plan.boxes[0], plan.hubs[0][k]
+        b.new_round(f"chunk {chunk.id}: all {len(box)} GPUs combine it in {b.label(hub)}, which multicasts the sum")
         b.summed(chunk.id, [(g, 0.0) for g in box], hub, [(g, "copy") for g in box])
         return
     partial = _box_partials(b, plan, chunk.id, k, i)
     leaf = plan.rails[i]
+    b.new_round(f"chunk {chunk.id}: rail leaf {b.label(leaf)} adds the {len(plan.boxes)} box partials and multicasts "
+                "the total")
     total = b.summed(chunk.id, [(box[i], partial[box[i]]) for box in plan.boxes], leaf,
                      [(box[i], "copy") for box in plan.boxes])
+    b.new_round(f"chunk {chunk.id}: GPU {i} of each box multicasts the total through its box switch")
     for bx, box in enumerate(plan.boxes):
         b.through(chunk.id, box[i], plan.hubs[bx][k], [(g, "copy") for g in box if g != box[i]], total[box[i]])
 
 
 def _box_partials(b: Booker, plan: Plan, chunk: int, k: int, i: int) -> dict[int, float]:
     """Every box sums its contributions into its GPU i (whose own stays put); when each box partial is there."""
+    b.new_round(f"chunk {chunk}: each box's GPUs combine it in a box switch, which adds the sum into the box's GPU {i}")
     ready = {}
     for bx, box in enumerate(plan.boxes):
         owner = box[i]
@@ -285,14 +306,18 @@ def _reduce_to(b: Booker, plan: Plan, where, chunk, k: int, i: int, owner: int) 
     """ReduceScatter / Reduce: the sum of every contribution at ``owner`` (its own never leaves it)."""
     ob, oi = where[owner]
     if len(plan.boxes) == 1:
-        b.summed(chunk.id, [(g, 0.0) for g in plan.boxes[0] if g != owner], plan.hubs[0][k], [(owner, "reduce")])
+        hub = plan.hubs[0][k]
+        b.new_round(f"chunk {chunk.id}: the other GPUs combine it in {b.label(hub)}, which adds the sum into GPU {owner}")
+        b.summed(chunk.id, [(g, 0.0) for g in plan.boxes[0] if g != owner], hub, [(owner, "reduce")])
         return
     partial = _box_partials(b, plan, chunk.id, k, i)
     leaf = plan.rails[i]
     relay = plan.boxes[ob][i]
+    b.new_round(f"chunk {chunk.id}: rail leaf {b.label(leaf)} adds the other boxes' partials into GPU {relay}")
     arrived = b.summed(chunk.id, [(box[i], partial[box[i]]) for bx, box in enumerate(plan.boxes) if bx != ob], leaf,
                        [(relay, "reduce")])
     if relay != owner:  # the total sits at GPU i of the owner's box: one more hop through its switch
+        b.new_round(f"chunk {chunk.id}: GPU {relay} passes the total to GPU {owner}")
         b.through(chunk.id, relay, plan.hubs[ob][k], [(owner, "copy")], arrived[relay])
 
 
@@ -309,11 +334,14 @@ def _spread(b: Booker, plan: Plan, where, chunk, k: int, i: int) -> None:
     src = chunk.source
     sb, _ = where[src]
     box = plan.boxes[sb]
+    b.new_round(f"chunk {chunk.id}: GPU {src} multicasts it through {b.label(plan.hubs[sb][k])}")
     got = b.through(chunk.id, src, plan.hubs[sb][k], [(g, "copy") for g in box if g != src], 0.0)
     got[src] = 0.0
     if len(plan.boxes) == 1:
         return
     relay = box[i]
+    b.new_round(f"chunk {chunk.id}: GPU {relay} multicasts it to the other boxes over rail leaf {b.label(plan.rails[i])}, "
+                "and they multicast it in their boxes")
     across = b.through(chunk.id, relay, plan.rails[i], [(other[i], "copy") for bx, other in enumerate(plan.boxes)
                                                          if bx != sb], got[relay])
     for bx, other in enumerate(plan.boxes):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ccviz.builders import build
 from ccviz.collectives import make_collective
-from ccviz.cost import schedule_formula
+from ccviz.cost import CostResult, schedule_formula
 from ccviz.simulate import simulate
 from ccviz.synth.registry import synthesize
 from ccviz.topology import Topology
@@ -39,6 +39,16 @@ def inc_formula(topology: Topology, size_bytes: float, chunks: int) -> tuple[str
     link = next(iter(topology.links.values()))
     seconds = 2 * link.alpha_s + (chunks + 1) * (size_bytes / chunks) / link.bytes_per_s
     return "2α + (S+1)·(M/S)/BW,  S = chunks through the switch", seconds
+
+
+def inc_cost(topology: Topology, collective) -> CostResult:
+    """INC AllReduce's closed form as a ``CostResult`` (what Learn shows beside the simulated time)."""
+    chunks = len(collective.chunks)
+    link = next(iter(topology.links.values()))
+    text, seconds = inc_formula(topology, collective.size_bytes, chunks)
+    n_beta = (chunks + 1) / chunks
+    return CostResult(seconds, 2, n_beta, f"inc allreduce: {text} = 2 a + {n_beta:.4g} M/BW (S={chunks}, "
+                      f"a={link.alpha_us:g} us, BW={link.bandwidth_GBps:g} GB/s, one reducing switch)")
 
 
 def inc_comparison(size_bytes: float, bw: float = 50.0, alpha: float = 0.5, chunks_per_rank: int = 4
