@@ -13,8 +13,9 @@ from ccviz.topology import Topology
 @builder("star")
 def star(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA, copy: bool = True,
          reduce: bool = False) -> Topology:
-    """n GPUs around one switch (copy=false for a switch without multicast; reduce=true for one that sums
-    chunks in the network, as NVLink SHARP / Quantum SHARP do)."""
+    """n GPUs around one switch (copy=false: no multicast; reduce=true: it adds in the network).
+
+    reduce=true gives the switch a reduction engine, as NVLink SHARP (NVLS) and Quantum SHARP have."""
     require(n >= 2, "n", f"star needs n >= 2 GPUs, got {n}")
     fabric = Fabric()
     gpus = [fabric.add_gpu(group="gpus") for _ in range(n)]
