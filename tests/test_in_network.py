@@ -228,3 +228,13 @@ def test_software_algorithms_say_why_they_do_not_reduce_in_the_switch() -> None:
         assert sum("in-network reduction" in note for note in sched.notes) == 1
     inc = synthesize(topo, make_collective("allreduce", topo, 1e6), "inc")
     assert not any("does not use" in note for note in inc.notes)
+
+
+def test_msccl_export_refuses_in_switch_sums(tmp_path, capsys) -> None:
+    topo = build("star:n=4,reduce=true")
+    path = tmp_path / "rs.json"
+    synthesize(topo, make_collective("reducescatter", topo, 1e6), "inc").save(path)
+    assert main(["export", str(path), "--format", "msccl", "--out", str(tmp_path / "rs.xml")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "inside switch 4" in err[0]
+    assert not (tmp_path / "rs.xml").exists()
