@@ -9,6 +9,7 @@ from ccviz.bounds.cost import schedule_formula
 from ccviz.builders.loading import load_topology
 from ccviz.model.units import format_size, format_time
 from ccviz.synth.registry import REGISTRY
+from ccviz.viz.inc_lesson import inc_comparison, inc_cost
 from ccviz.viz.lesson import (
     LESSON_SIZES,
     TEACHING_TOPOLOGIES,
@@ -54,6 +55,9 @@ INTROS = {
            "the chunks: 2(d+S-1)(α + M/(2S)·β) with depth d = ⌊log2 N⌋ and S chunks.",
     "direct": "Direct: every GPU sends straight to every other (through the fabric's routes). One or two "
               "rounds, but each GPU pushes N-1 messages: (N-1)(α + M/N·β) per phase.",
+    "inc": "In-network (NVLS / SHARP): every GPU sends each chunk up once; the switch adds the contributions "
+           "and multicasts the sum back, chunk after chunk, up and down links busy at once. AllReduce costs "
+           "2α + (S+1)/S·M·β for S chunks in all: M/BW, where software needs 2(N-1)/N·M/BW.",
     "bruck": "Bruck: ⌈log2 N⌉ rounds at distances 1, 2, 4, … for any N. Latency-optimal AllGather: "
              "⌈log2 N⌉α + (N-1)/N·M·β.",
 }
@@ -73,7 +77,8 @@ collective = c2.selectbox("collective", TEACHING_COLLECTIVES, key="learn_collect
 with user_errors("learn"):
     topology = load_topology(TEACHING_TOPOLOGIES[topo_label])
 n_gpus = topology.n_gpus
-listed = [a for a in TEXTBOOK if a in REGISTRY and REGISTRY[a].supports(collective)]
+listed = [a for a in TEXTBOOK + (("inc",) if topology.reducing_switches else ())
+          if a in REGISTRY and REGISTRY[a].supports(collective)]
 why_not = {a: textbook_unavailable(a, n_gpus) for a in listed}
 algorithm = c3.selectbox(
     "algorithm", listed, key="learn_algorithm", persist_state="session",
@@ -95,7 +100,8 @@ if why_not[algorithm]:
     st.stop()
 
 with user_errors("learn"):
-    request = RunRequest.make(topology, collective, algorithm, size, chunks)
+    request = RunRequest.make(topology, collective, algorithm, size, chunks,
+                              **({"pieces": chunks} if algorithm == "inc" else {}))
     job = SynthesisJob(request, topology)
     job.wait(RUN_WAIT_S)
     if job.error or job.entry is None:
@@ -107,6 +113,8 @@ with user_errors("learn"):
     schedule = timeline.schedule
     used = {(t.src, t.dst) for t in schedule.transfers}
     formula = schedule_formula(topology, timeline.collective, algorithm, used)
+    if algorithm == "inc" and collective == "allreduce":
+        formula = inc_cost(topology, timeline.collective)
 
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("simulated finish", format_time(timeline.finish_time_s), help="the simulator's verdict")
@@ -146,3 +154,24 @@ with user_errors("learn"):
         failed = table[table["error"] != ""]
         for row in failed.itertuples():
             st.caption(f"{row.algorithm} at {format_size(row.size_bytes)}: {row.error}")
+
+st.subheader("Switches that add: in-network AllReduce (NVLS) vs ring and DBT")
+st.markdown(
+    "On an 8-GPU NVSwitch box the switch can *add* (NVLink SHARP): every GPU sends each chunk up once, the "
+    "switch sums the eight contributions and multicasts the result back. Up and down use the two directions "
+    "of each link at once, so AllReduce costs **M/BW** of bandwidth and **2 α** of latency, against ring's "
+    "2(N-1)/N·M/BW and 2(N-1) α. Each row: the closed form beside what the simulator measures.")
+with user_errors("learn"):
+    inc_size = st.select_slider("buffer (INC lesson)", options=[64e3, 1e6, 16e6, 256e6], value=16e6,
+                                format_func=format_size, key="learn_inc_size")
+    inc_key = ("learn_inc", inc_size)
+    if inc_key not in st.session_state:
+        with st.spinner("simulating ring, DBT and INC on the 8-GPU box"):
+            st.session_state[inc_key] = inc_comparison(float(inc_size))
+    st.dataframe([{"algorithm": r.algorithm, "formula time": format_time(r.formula_s) if r.formula_s else "n/a",
+                   "simulated": format_time(r.simulated_s), "verified": r.verified, "rounds": r.rounds,
+                   "fabric": r.fabric, "formula": r.formula}
+                  for r in st.session_state[inc_key]], hide_index=True)
+    st.caption("ring and DBT run on star:n=8 (the switch forwards and multicasts), INC on star:n=8,reduce=true; "
+               "50 GB/s and 0.5 us per link, 4 chunks per GPU. INC's formula counts S = 32 chunks through one "
+               "switch: the last chunk's way down is the pipeline's only overhead.")

@@ -137,7 +137,9 @@ with edit_col:
     nodes = st.data_editor(node_table(topology), num_rows="dynamic", width="stretch", hide_index=True,
                            key=f"topo_nodes_{version}", height=220,
                            column_config={"kind": st.column_config.SelectboxColumn("kind", options=["gpu", "switch"]),
-                                          "copy": st.column_config.CheckboxColumn("copy", help="switch multicast")})
+                                          "copy": st.column_config.CheckboxColumn("copy", help="switch multicast"),
+                                          "reduce": st.column_config.CheckboxColumn(
+                                              "reduce", help="the switch adds in the network (NVLS, SHARP)")})
     per_direction = st.toggle("asymmetric: one row per direction", key="topo_per_direction", persist_state="session",
                               help="off: one row per cable, an edit changes both directions")
     bw, alpha = fabric_defaults(topology)

@@ -17,20 +17,22 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 
 import pandas as pd
 
 from ccviz.errors import CcvizError
 from ccviz.model.topology import Link, Node, Topology
 
-NODE_COLUMNS = ("id", "kind", "label", "group", "copy")
+NODE_COLUMNS = ("id", "kind", "label", "group", "copy", "reduce")
 LINK_COLUMNS = ("src", "dst", "direction", "bandwidth_GBps", "alpha_us", "lanes")
 BOTH, ONE_WAY = "both", "one way"
 DIRECTIONS = (BOTH, ONE_WAY)
 
 
 def node_table(topology: Topology) -> pd.DataFrame:
-    rows = [(n.id, n.kind, n.label, n.group or "", n.copy) for n in sorted(topology.nodes.values(), key=lambda n: n.id)]
+    rows = [(n.id, n.kind, n.label, n.group or "", n.copy, n.reduce)
+            for n in sorted(topology.nodes.values(), key=lambda n: n.id)]
     return pd.DataFrame(rows, columns=list(NODE_COLUMNS))
 
 
@@ -73,7 +75,7 @@ def topology_from_tables(base: Topology, nodes: pd.DataFrame, links: pd.DataFram
             new_links[(link.src, link.dst)] = link
     keep_pos = {n.id for n in new_nodes} == set(base.nodes)
     if not keep_pos:  # a new or removed node: let the layout place everything afresh
-        new_nodes = [Node(n.id, n.kind, n.label, n.group, None, n.copy) for n in new_nodes]
+        new_nodes = [replace(n, pos=None) for n in new_nodes]
     return base.with_changes(nodes=new_nodes, links=new_links.values(), layout=base.layout if keep_pos else None)
 
 
@@ -104,8 +106,10 @@ def _node(base: Topology, k: int, row: dict) -> Node:
     old = base.nodes.get(node_id)
     label = str(row.get("label") or "")
     copy = row.get("copy")
+    reduce = not _missing(row.get("reduce")) and bool(row.get("reduce"))  # a switch that sums in the network
     return Node(node_id, kind, label, str(row.get("group") or "") or None, old.pos if old else None,
-                True if _missing(copy) else bool(copy))
+                True if _missing(copy) else bool(copy), buffer=bool(old and old.buffer), reduce=reduce,
+                reduce_GBps=old.reduce_GBps if old and old.reduce and reduce else None)
 
 
 def _links(k: int, row: dict, defaults: tuple[float, float]) -> list[Link]:

@@ -11,6 +11,12 @@ included. ReduceScatter is AllGather on the reversed fabric; AllReduce as Reduce
 AllGather is the sum; Broadcast from r is M over the smallest r->v max flow; Reduce is Broadcast on
 the reversed fabric. Alpha plays no part: the limit is what bandwidth alone allows.
 
+Switches that add in the network (``Node.reduce``: NVLS, SHARP) change AllReduce only
+(``in_network_allreduce_limit``): each GPU then sends M up and receives M down once, so the limit is
+M over the smallest GPU-separating cut in either direction (M/BW on a reducing star, not 2(N-1)/N M/BW).
+ReduceScatter and Reduce keep theirs: their cuts count the results that must enter a set, one
+partial sum each, and a sum added in a switch is still one result crossing.
+
 Computed exactly, never by enumerating cuts: Newton (Dinkelbach) iterations on the ratio. At a trial
 ratio t, give every link capacity t * bandwidth and a super-source an edge of capacity 1 to every GPU;
 some S violates ``|S ∩ GPUs| <= t B+(S)`` exactly when the min cut from the super-source to some GPU v
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -448,6 +455,9 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
     if name in ("allgather", "reducescatter"):
         cut = _gather_cut(topology, shard, reverse=name == "reducescatter")
         return BandwidthLimit(name, float(size_bytes), cut.ratio * size_bytes, cut)
+    if name == "allreduce" and topology.reducing_switches:
+        return in_network_allreduce_limit(topology, float(size_bytes), _gather_cut(topology, shard, reverse=True),
+                                          _gather_cut(topology, shard, reverse=False), _broadcast_cut)
     if name == "allreduce":
         rs = _gather_cut(topology, shard, reverse=True)
         ag = _gather_cut(topology, shard, reverse=False)
@@ -499,3 +509,40 @@ def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | 
         text += ("; above 100% because this fabric's switch-hop rule (teccl or free) delivers a hop out of a "
                  "switch before its bytes have crossed that link")
     return text
+
+
+# ------------------------------------------------------------------ switches that reduce
+def in_network_allreduce_limit(topology: Topology, size_bytes: float, rs, ag, broadcast_cut: Callable):
+    """AllReduce's limit with reducing switches: the worst of M over the min cut, ReduceScatter's and
+    AllGather's limits (``rs``/``ag`` are their cuts), with the cut that sets it.
+
+    A reducing switch (``Node.reduce``: NVLS, SHARP) fuses AllReduce's halves: each GPU sends its M
+    bytes up once and receives the M-byte result down once, both directions of its link at once. The
+    bound holds for any schedule: cut the nodes into S and the rest with GPUs on both sides; every GPU
+    outside S needs, for each byte of the result, information from the GPUs inside S (a partial sum is
+    as small as the data, never smaller), so M bytes must leave S and M must enter it:
+    T >= M / min over such S of min(B+(S), B-(S)). The smallest B+(S) is the smallest GPU->GPU max flow
+    from one fixed GPU or into it, so 2(N-1) max flows settle it exactly. AllReduce also solves
+    ReduceScatter and AllGather, so their limits bound it too. On a reducing star it is M/BW, reached
+    (up to pipelining) by ``ccviz.synth.inc``; where only some switches reduce, or sit where no
+    aggregation tree can use them, it is a lower bound schedules may not reach.
+    """
+    root = topology.gpus[0]
+    out_cut = broadcast_cut(topology, root, False)  # smallest flow out of GPU root: a set holding it
+    in_cut = broadcast_cut(topology, root, True)  # smallest flow into it: a set without it, seen from outside
+    worst = max(out_cut, in_cut, key=lambda c: c.ratio)
+    inside = sorted(g for g in topology.gpus if g in worst.nodes)
+    words = (f"every GPU's result needs all M bytes from both sides of the cut, even with switches adding in the "
+             f"network: M must leave the set {{{_short(topology, worst.nodes)}}} ({len(inside)} of "
+             f"{topology.n_gpus} GPUs) over its {len(worst.links)} link(s), {worst.bandwidth_GBps:g} GB/s in all")
+    cut = Cut(worst.nodes, worst.links, worst.bandwidth_GBps, worst.ratio, words)
+    candidates = [("in-network", cut, cut.ratio), ("reducescatter", rs, rs.ratio), ("allgather", ag, ag.ratio)]
+    _, binding, ratio = max(candidates, key=lambda c: c[2])
+    return BandwidthLimit("allreduce", size_bytes, ratio * size_bytes, binding, {},
+                          {"in-network": cut, "reducescatter": rs, "allgather": ag})
+
+
+def _short(topology: Topology, nodes) -> str:
+    """Node labels for a sentence, shortened past eight."""
+    labels = [topology.nodes[n].label for n in sorted(nodes)]
+    return ", ".join(labels) if len(labels) <= 8 else ", ".join(labels[:6]) + f", ... ({len(labels)} nodes)"

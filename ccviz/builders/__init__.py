@@ -16,7 +16,8 @@ position) and a ``layout`` hint (``ring``, ``circle``, ``grid``, ``grid2d``,
 Where things are: ``registry`` (``@builder``, ``build(spec)``), ``fabric`` (``Fabric`` and the shared
 parameter helpers), ``layout`` (drawing positions), and the families ``grids`` (ring, line, fully
 connected, hypercube, meshes, tori), ``switched`` (star, fat-tree, leaf-spine, dragonfly),
-``dimensional`` (TACOS's multi-dimensional systems) and ``systems`` (DGX-1, NDv2, DGX-2, A100, AMD).
+``dimensional`` (TACOS's multi-dimensional systems), ``systems`` (DGX-1, NDv2, DGX-2, A100, AMD) and
+``modern`` (DGX H100, GB200 NVL72, rail-optimized Clos, with switches that reduce in the network).
 The families are imported here in that order, which is the order ``ccviz list`` shows.
 """
 
@@ -38,10 +39,12 @@ from ccviz.builders.switched import dragonfly, fattree, leafspine, star  # isort
 
 from ccviz.builders.dimensional import multidim, rfs3d, switch2d  # isort: split
 
-from ccviz.builders.systems import a100, amd, dgx1, dgx2, ndv2
+from ccviz.builders.systems import a100, amd, dgx1, dgx2, ndv2  # isort: split
+
+from ccviz.builders.modern import dgxh100, nvl72, railclos
 
 __all__ = [
     "ALIASES", "BUILDERS", "COMMON_KEYS", "Builder", "a100", "amd", "build", "builder", "dgx1", "dgx2", "dragonfly",
-    "fattree", "fully_connected", "get_builder", "grid", "hypercube", "leafspine", "line", "mesh2d", "mesh3d",
-    "multidim", "ndv2", "rfs3d", "ring", "star", "switch2d", "torus2d", "torus3d",
+    "dgxh100", "fattree", "fully_connected", "get_builder", "grid", "hypercube", "leafspine", "line", "mesh2d", "mesh3d",
+    "multidim", "ndv2", "nvl72", "railclos", "rfs3d", "ring", "star", "switch2d", "torus2d", "torus3d",
 ]

@@ -79,10 +79,12 @@ class Fabric:
         return node_id
 
     def add_switch(self, node_id: int | None = None, group: str | None = None, copy: bool = True,
-                   label: str | None = None, buffer: bool = False) -> int:
-        """Add a switch (multicasting unless ``copy=False``; queueing chunks when ``buffer``) and return its id."""
+                   label: str | None = None, buffer: bool = False, reduce: bool = False) -> int:
+        """Add a switch (multicasting unless ``copy=False``; queueing chunks when ``buffer``; summing chunks
+        in the network when ``reduce``) and return its id."""
         node_id = self.next_id if node_id is None else node_id
-        self.nodes[node_id] = Node(node_id, "switch", label=label or "", group=group, copy=copy, buffer=buffer)
+        self.nodes[node_id] = Node(node_id, "switch", label=label or "", group=group, copy=copy, buffer=buffer,
+                                   reduce=reduce)
         return node_id
 
     def place(self, positions: Mapping[int, Position]) -> None:

@@ -11,17 +11,20 @@ from ccviz.model.topology import Topology
 
 
 @builder("star")
-def star(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA, copy: bool = True) -> Topology:
-    """n GPUs around one switch (copy=false for a switch without multicast)."""
+def star(n: int = 8, bw: float = DEFAULT_BW, alpha: float = DEFAULT_ALPHA, copy: bool = True,
+         reduce: bool = False) -> Topology:
+    """n GPUs around one switch (copy=false: no multicast; reduce=true: it adds in the network).
+
+    reduce=true gives the switch a reduction engine, as NVLink SHARP (NVLS) and Quantum SHARP have."""
     require(n >= 2, "n", f"star needs n >= 2 GPUs, got {n}")
     fabric = Fabric()
     gpus = [fabric.add_gpu(group="gpus") for _ in range(n)]
-    hub = fabric.add_switch(copy=copy, label="switch")
+    hub = fabric.add_switch(copy=copy, label="switch", reduce=reduce)
     for gpu in gpus:
         fabric.cable(gpu, hub, bw, alpha)
     fabric.place(hub_positions(hub, gpus))
-    kind = "multicast" if copy else "non-copying"
-    return fabric.topology(f"star{n}", f"{n} GPUs on one {kind} switch", "star")
+    kind = ("multicast" if copy else "non-copying") + (", reducing" if reduce else "")
+    return fabric.topology(f"star{n}" + ("_reduce" if reduce else ""), f"{n} GPUs on one {kind} switch", "star")
 
 
 @builder("fattree")
@@ -100,7 +103,7 @@ class FatTree:
 @builder("leafspine")
 def leafspine(leaves: int = 4, hosts: int = 4, spines: int = 2, bw: float = DEFAULT_BW,
               alpha: float = DEFAULT_ALPHA, oversub: float | None = None, uplink_bw: float | None = None,
-              copy: bool = True) -> Topology:
+              copy: bool = True, reduce: bool = False) -> Topology:
     """Two-tier leaf-spine: leaves x hosts GPUs, every leaf cabled to every spine.
 
     The leaf->spine cable bandwidth is ``uplink_bw``, or derived from the oversubscription
@@ -118,8 +121,9 @@ def leafspine(leaves: int = 4, hosts: int = 4, spines: int = 2, bw: float = DEFA
     n_gpus = leaves * hosts
     fabric = Fabric()
     gpus = [fabric.add_gpu(group=f"leaf{gpu // hosts}") for gpu in range(n_gpus)]
-    leaf_ids = [fabric.add_switch(group=f"leaf{i}", copy=copy, label=f"leaf{i}") for i in range(leaves)]
-    spine_ids = [fabric.add_switch(group="spine", copy=copy, label=f"spine{s}") for s in range(spines)]
+    leaf_ids = [fabric.add_switch(group=f"leaf{i}", copy=copy, label=f"leaf{i}", reduce=reduce)
+                for i in range(leaves)]
+    spine_ids = [fabric.add_switch(group="spine", copy=copy, label=f"spine{s}", reduce=reduce) for s in range(spines)]
     for gpu in gpus:
         fabric.cable(gpu, leaf_ids[gpu // hosts], bw, alpha)
     for leaf in leaf_ids:

@@ -436,6 +436,11 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
     if any(t.op == "relay" for t in timeline.schedule.transfers):
         raise CcvizError("msccl: this schedule relays partial sums through GPUs (op 'relay'), which the MSCCL "
                          "export cannot express yet; export the JSON schedule instead", "msccl")
+    summed = next((t for t in timeline.schedule.transfers if t.op == "combine"), None)
+    if summed is not None:
+        raise CcvizError(f"msccl: this schedule adds chunk {summed.chunk} inside switch {summed.dst} (in-network "
+                         "reduction, op 'combine'); MSCCL has no switch nodes, so it cannot be written as MSCCL XML; "
+                         "export the JSON schedule instead", "msccl")
     hops, copies = _collapse(timeline)
     if copies:
         switch, chunk, n = copies[0]

@@ -29,10 +29,11 @@ import numpy as np
 
 from ccviz.errors import CcvizError
 from ccviz.judge import simulate_fast
+from ccviz.judge.in_network import InNetworkSums
 from ccviz.judge.timeline import Timeline, Violation, epoch_release
 from ccviz.model.physics import ABS_TOL, EPOCH_EPS, REL_TOL, LaneBook, link_costs, tol
-from ccviz.model.schedule import RELAY, JudgedTransfers, Schedule, Transfer, gc_paused
-from ccviz.model.units import us_text
+from ccviz.model.schedule import COMBINE, RELAY, JudgedTransfers, Schedule, Transfer, gc_paused
+from ccviz.model.units import BYTES_PER_GB, us_text
 
 
 # --------------------------------------------------------------------------- API
@@ -151,6 +152,7 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
     relayed_from = relay_continuations(transfers)
     available: dict[int, float] = {}  # node * n_chunks + chunk -> latest arrival of an earlier step
     lanes = LaneBook()
+    engine = _ReductionEngines(schedule)
     start_of = [0.0] * len(transfers)
     arrival_of = [0.0] * len(transfers)
     pending: list[tuple[int, float]] = []
@@ -167,6 +169,7 @@ def reference_assign_times(schedule: Schedule) -> Schedule:
         ready = arrival_of[j] if j is not None else available.get(src * n_chunks + chunk, 0.0)
         if epoch and math.floor(step + EPOCH_EPS) * epoch > ready:  # epoch-synchronous: wait for the epoch to open
             ready = math.floor(step + EPOCH_EPS) * epoch
+        ready = engine.summed_by(src, chunk, ready)
         chain = _chain(i, forwards, transfers, costs)
         hops = [((transfers[j].src, transfers[j].dst), offset) for j, offset in chain]
         start = lanes.earliest_start(ready, [(key, costs[key].lanes, offset) for key, offset in hops if key in costs])
@@ -216,8 +219,11 @@ def switch_forwards(schedule: Schedule) -> dict[int, list[int]]:
         return {}
     arrivals: dict[tuple[int, int], list[tuple[float, int]]] = defaultdict(list)
     departures: dict[tuple[int, int], list[tuple[float, int]]] = defaultdict(list)
+    combined: dict[tuple[int, int], list[float]] = defaultdict(list)  # steps of contributions to in-switch sums
     for i, t in enumerate(schedule.transfers):
-        if t.dst in bufferless:
+        if t.dst in bufferless and t.op == COMBINE:
+            combined[(t.dst, t.chunk)].append(t.step)
+        elif t.dst in bufferless:
             arrivals[(t.dst, t.chunk)].append((t.step, i))
         if t.src in bufferless:
             departures[(t.src, t.chunk)].append((t.step, i))
@@ -227,8 +233,12 @@ def switch_forwards(schedule: Schedule) -> dict[int, list[int]]:
         arr = sorted(arrivals.get(key, ()))
         copy = nodes[key[0]].copy
         unused = 0
+        sums = sorted(combined.get(key, ()))
         for step, j in sorted(deps):
             earlier = bisect.bisect_left(arr, (step, -1))
+            summed = bisect.bisect_left(sums, step)
+            if summed and (not earlier or sums[summed - 1] >= arr[earlier - 1][0]):
+                continue  # it forwards the switch's sum: timed on its own, once the contributions are in
             if copy and earlier:
                 # The latest arrival not yet forwarded on this out-link (one arrival crosses a link once);
                 # when every one has been, this send cannot leave on arrival: it is timed on its own and
@@ -245,6 +255,30 @@ def switch_forwards(schedule: Schedule) -> dict[int, list[int]]:
                 forwards[arr[unused][1]].append(j)
                 unused += 1
     return {k: js for k, js in forwards.items() if js}
+
+
+class _ReductionEngines:
+    """Untimed schedules through reducing switches slower than line rate (``Node.reduce_GBps``): a sum leaves
+    once the engine, one chunk at a time, has summed it (``ccviz.judge.in_network``'s rule)."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        nodes = schedule.topology.nodes
+        self.rate = {n: node.reduce_GBps for n, node in nodes.items() if node.reduce and node.reduce_GBps}
+        self.summed = ({(t.dst, t.chunk) for t in schedule.transfers if t.op == COMBINE and t.dst in self.rate}
+                       if self.rate else set())
+        self.chunk_bytes = schedule.chunk_bytes
+        self.free: dict[int, float] = {}
+        self.done: dict[tuple[int, int, float], float] = {}
+
+    def summed_by(self, switch: int, chunk: int, ready: float) -> float:
+        """When a send of ``chunk`` out of ``switch`` ready at ``ready`` can leave (``ready`` unless it is a sum)."""
+        if (switch, chunk) not in self.summed:
+            return ready
+        key = (switch, chunk, ready)
+        if key not in self.done:  # a multicast's sends share one sum
+            begin = max(ready, self.free.get(switch, 0.0))
+            self.done[key] = self.free[switch] = begin + self.chunk_bytes / (self.rate[switch] * BYTES_PER_GB)
+        return self.done[key]
 
 
 def _chain(head: int, forwards: dict[int, list[int]], transfers, costs) -> list[tuple[int, float]]:
@@ -362,9 +396,12 @@ class _Verifier:
         reducible = np.array([c.reduce for c in self.coll.chunks] + [False], dtype=bool)
         n_chunks = len(self.coll.chunks)
         bad_chunk = (chunk < 0) | (chunk >= n_chunks)
-        is_reduce = ops == "reduce"
+        is_combine = ops == COMBINE
+        is_reduce = (ops == "reduce") | is_combine
         bad_op = ~bad_chunk & ~((ops == "copy") | is_reduce | (ops == RELAY))
         bad_reduce = ~bad_chunk & is_reduce & ~reducible[np.where(bad_chunk, n_chunks, chunk)]
+        bad_reduce |= known & is_combine & ~np.array([self.topo.nodes[t.dst].reduce if t.dst in self.topo.nodes
+                                                      else False for t in transfers], dtype=bool)
         early = self.start < -ABS_TOL
         unfinite = ~np.isfinite(self.start) | np.isinf(claimed_end)  # end nan = no claim
         self.start[unfinite] = 0.0  # keep the arrays finite; the transfer is flagged and left out
@@ -382,7 +419,11 @@ class _Verifier:
             elif bad_chunk[i]:
                 self.flag("bad_transfer", f"transfer #{i}: chunk {t.chunk} does not exist (0..{n_chunks - 1})", i)
             elif bad_op[i]:
-                self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy', 'reduce' or 'relay'", i)
+                self.flag("bad_transfer", f"transfer #{i}: op {t.op!r} is not 'copy', 'reduce', 'relay' or "
+                          "'combine'", i)
+            elif bad_reduce[i] and is_combine[i] and reducible[chunk[i]]:
+                self.flag("bad_reduce", f"transfer #{i}: combines chunk {t.chunk} into node {t.dst}, which is not a "
+                          "reducing switch (reduce=true); use op 'reduce' to add at a GPU", i)
             elif bad_reduce[i]:
                 self.flag("bad_reduce", f"transfer #{i}: reduces chunk {t.chunk}, which is not a reduction chunk", i)
             if known[i] and not has_link[i]:
@@ -628,6 +669,7 @@ class _HoldingsReplay:
         self.arrival_times = verifier.arrival.tolist()
         self.relayed_from = relay_continuations(self.transfers)
         self.parked = verifier._check_relays_continue(self.transfers, self.relayed_from)  # relay -> value
+        self.sums = InNetworkSums(verifier.topo, chunks, verifier.coll.chunk_bytes, verifier.flag)
 
     def run(self) -> dict[tuple[int, int], float]:
         """Walk departures in time order, landing every arrival due by each departure first."""
@@ -659,6 +701,7 @@ class _HoldingsReplay:
         while a < n_arr:
             self.arrive(arrivals[a])
             a += 1
+        self.sums.finish()
         return self.completion
 
     def depart(self, i: int) -> None:
@@ -669,7 +712,8 @@ class _HoldingsReplay:
             if not self.sent_value[i]:
                 self.v._flag_not_held(i, t)
         elif self.is_switch[t.src]:
-            self.sent_value[i] = self.v._take_from_switch(i, t, self.tokens)
+            summed = self.sums.take(i, t.src, t.dst, t.chunk, t.op, self.v.start[i], bool(self.tokens.get((t.src, t.chunk))))
+            self.sent_value[i] = self.v._take_from_switch(i, t, self.tokens) if summed is None else summed
         else:
             value = self.held.get(t.src * self.n_chunks + t.chunk, 0)
             if not value:
@@ -686,6 +730,10 @@ class _HoldingsReplay:
         if op == RELAY:
             self.parked[j] = value
             self.held_fraction[j] = share
+            return
+        if op == COMBINE:  # into a reducing switch's running sum (pass 1 refused any other receiver)
+            total = self.sums.combine(j, dst, chunk, value, self.arrival_times[j])
+            self.held_fraction[j] = total.bit_count() / self.n_contrib[chunk]
             return
         if self.is_switch[dst]:
             self.tokens[(dst, chunk)].append([value, False, self.arrival_times[j]])

@@ -22,7 +22,7 @@ class Violation:
     """One broken rule: which rule, which transfer, what happened and by how much."""
 
     rule: str  # no_link | bad_transfer | not_held | link_overlap | too_fast | double_count | bad_reduce |
-    #           missing | switch_copy | switch_hold
+    #           missing | switch_copy | switch_hold | partial_sum | unforwarded_sum (ccviz.judge.in_network)
     message: str
     transfer: int | None = None
     amount_s: float | None = None

@@ -25,7 +25,7 @@ from ccviz.model.collectives import Collective
 from ccviz.model.files import read_structured
 from ccviz.model.topology import Topology
 
-Op = Literal["copy", "reduce", "relay"]  # relay: in transit, see ccviz.judge.simulate.relay_continuations
+Op = Literal["copy", "reduce", "relay", "combine"]  # relay: in transit, see ccviz.judge.simulate.relay_continuations
 Status = Literal["optimal", "feasible", "time_limit", "heuristic", "infeasible"]
 Release = Literal["asap", "epoch"]
 STATUSES = ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
@@ -33,11 +33,13 @@ FORMAT_TAG = "ccviz-schedule/1"
 
 
 RELAY = "relay"  # a hop carrying a value in transit (see ccviz.judge.simulate.relay_continuations)
-OPS = ("copy", "reduce", RELAY)
+COMBINE = "combine"  # a contribution added into a reducing switch's in-network sum (see ccviz.judge.in_network)
+OPS = ("copy", "reduce", RELAY, COMBINE)
 
 class Transfer(NamedTuple):
     """One chunk crossing one link. ``op='reduce'`` adds the sender's partial to the receiver's;
-    ``op='relay'`` leaves the receiver's own value alone and the next transfer carries the value on."""
+    ``op='relay'`` leaves the receiver's own value alone and the next transfer carries the value on;
+    ``op='combine'`` adds the sender's partial into a reducing switch's running sum of the chunk."""
 
     chunk: int
     src: int

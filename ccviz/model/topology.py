@@ -8,6 +8,7 @@ microseconds. The link-timing rule lives in ``ccviz.model.physics``; ``Topology.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -42,7 +43,7 @@ MAX_BANDWIDTH_GBPS = 1e6  # 1 PB/s
 MAX_ALPHA_US = 1e9  # 1000 s
 LINK_KEYS = ("src", "dst", "bandwidth_GBps", "alpha_us", "lanes")
 MAX_NODE_ID = 2**31 - 1  # ids index arrays (node x chunk keys): beyond this they overflow them
-NODE_KEYS = ("id", "kind", "label", "group", "pos", "copy", "buffer")
+NODE_KEYS = ("id", "kind", "label", "group", "pos", "copy", "buffer", "reduce", "reduce_GBps")
 
 @dataclass(frozen=True, slots=True)
 class Link:
@@ -76,6 +77,11 @@ class Node:
     ``buffer`` (switches only) declares a switch that may hold a chunk before
     forwarding it; without it a switch forwards each arrival the moment it
     arrives (see ``ccviz.judge.simulate``'s switch rule).
+    ``reduce`` (switches only) declares an in-network reduction engine (NVLink SHARP on NVSwitch,
+    Quantum SHARP on InfiniBand): transfers with ``op="combine"`` into it are added into one running
+    sum per chunk, which it forwards (multicasts, with ``copy``) once the contributions have arrived.
+    ``reduce_GBps`` is that engine's throughput in GB/s of summed output when it is slower than the
+    ports (None: line rate, the sum is ready the instant its last contribution lands).
     """
 
     id: int
@@ -85,6 +91,8 @@ class Node:
     pos: tuple[float, float] | None = None
     copy: bool = True
     buffer: bool = False
+    reduce: bool = False
+    reduce_GBps: float | None = None
 
     def __post_init__(self) -> None:
         if not self.label:  # one naming rule for every builder, file format and editor
@@ -161,6 +169,11 @@ class Topology:
     def n_gpus(self) -> int:
         return len(self.gpus)
 
+    @cached_property
+    def reducing_switches(self) -> list[int]:
+        """Switches with an in-network reduction engine (``Node.reduce``), in id order."""
+        return [n for n in self.switches if self.nodes[n].reduce]
+
     def is_switch(self, node: int) -> bool:
         return self.nodes[node].kind == "switch"
 
@@ -193,7 +206,8 @@ class Topology:
 
         g = nx.DiGraph(name=self.name)
         for n, node in self.nodes.items():
-            g.add_node(n, kind=node.kind, label=node.label, group=node.group, pos=node.pos, copy=node.copy)
+            g.add_node(n, kind=node.kind, label=node.label, group=node.group, pos=node.pos, copy=node.copy,
+                       reduce=node.reduce)
         for (u, v), link in self.links.items():
             g.add_edge(u, v, bandwidth_GBps=link.bandwidth_GBps, alpha_us=link.alpha_us, lanes=link.lanes)
         return g
@@ -265,6 +279,7 @@ class Topology:
         for node in self.nodes.values():
             if node.kind not in ("gpu", "switch"):
                 raise CcvizError(f"nodes: node {node.id} has kind {node.kind!r}; use 'gpu' or 'switch'", "nodes")
+            _check_reduction_engine(node)
         if len(self.gpus) < 2:
             raise CcvizError(
                 f"nodes: a collective needs at least two GPUs, topology {self.name!r} has {len(self.gpus)}",
@@ -331,6 +346,8 @@ class Topology:
                     "pos": list(n.pos) if n.pos is not None else None,
                     "copy": n.copy if n.kind == "switch" else None,
                     "buffer": True if n.kind == "switch" and n.buffer else None,
+                    "reduce": True if n.kind == "switch" and n.reduce else None,
+                    "reduce_GBps": n.reduce_GBps if n.kind == "switch" and n.reduce else None,
                 }.items() if v is not None}
                 for n in sorted(self.nodes.values(), key=lambda n: n.id)
             ],
@@ -394,6 +411,20 @@ class Topology:
         )
 
 
+def _check_reduction_engine(node: Node) -> None:
+    """Only a switch reduces in the network, and its engine's throughput is a positive number of GB/s."""
+    if node.reduce and node.kind != "switch":
+        raise CcvizError(f"nodes: node {node.id} is a GPU with reduce=true; only switches reduce in the network "
+                         "(a GPU adds what it receives with op 'reduce' anyway)", "reduce")
+    rate = node.reduce_GBps
+    if rate is not None and not (_real(rate) and 0 < rate < math.inf):
+        raise CcvizError(f"reduce_GBps: node {node.id} has reduce_GBps {rate!r}; give a positive number of GB/s "
+                         "or leave it out (line rate)", "reduce_GBps")
+    if rate is not None and not node.reduce:
+        raise CcvizError(f"reduce_GBps: node {node.id} has a reduction throughput but reduce is false; set "
+                         "reduce=true or drop reduce_GBps", "reduce_GBps")
+
+
 def _real(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -442,6 +473,9 @@ def _node_from_dict(d: Any, index: int) -> Node:
         pos=pos,
         copy=check.boolean(d.get("copy", True), f"{where}.copy"),
         buffer=check.boolean(d.get("buffer", False), f"{where}.buffer"),
+        reduce=check.boolean(d.get("reduce", False), f"{where}.reduce"),
+        reduce_GBps=(None if d.get("reduce_GBps") is None
+                     else check.number(d["reduce_GBps"], f"{where}.reduce_GBps", positive=True)),
     )
 
 

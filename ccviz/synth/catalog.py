@@ -143,3 +143,19 @@ BUILT_IN = (
 
 for _algorithm in BUILT_IN:
     register(_algorithm)
+
+
+# ----------------------------------------------------------------------------------------- INC (in-network)
+def _register_inc() -> None:
+    """``inc``: reduction inside switches that can (NVLS, SHARP); its options live beside its code."""
+    from ccviz.synth.inc import INC_COLLECTIVES, IncOptions
+
+    register(Algorithm(
+        "inc", "ccviz.synth.inc:synthesize_inc", INC_COLLECTIVES,
+        "In-network collectives (NVLS / SHARP): GPUs combine each chunk inside a reducing switch, which "
+        "multicasts the sum back, pipelined chunk by chunk; rail leaves add across boxes",
+        kind="heuristic", options_used=(), options=IncOptions,
+    ))
+
+
+_register_inc()

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
-from ccviz.model.schedule import Schedule
+from ccviz.model.schedule import COMBINE, Schedule
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_time
 from ccviz.synth.options import AlgorithmOptions
@@ -206,4 +206,25 @@ def synthesize(
         schedule.synth_time_s = elapsed
     schedule.algorithm = alg.name
     schedule.options = {**options.public(), **schedule.options}
+    if topology.reducing_switches:  # say in one line why the switches' adders go unused (ccviz.synth.inc)
+        schedule.notes.extend(unused_reduction_note(alg.name, schedule))
     return schedule
+
+
+# Why a synthesizer leaves a fabric's reducing switches unused (``-a inc`` uses them).
+WHY_NOT_IN_NETWORK = {
+    "forestcoll": "its spanning trees sum at GPUs only (a reduction is the copy trees reversed, and a reversed "
+                  "multicast is several partials through the switch), so it stays at the software limit",
+    "tacos": "it matches links to chunks on the reversed fabric, where a switch only forwards; sums happen at GPUs",
+    "teccl": "its flow formulation has no in-switch sum (extending it with one is not done here): reductions are "
+             "copies on the reversed fabric, summed at GPUs",
+    "teccl-astar": "its rounds solve the same formulation as teccl, which has no in-switch sum",
+}
+
+
+def unused_reduction_note(algorithm: str, schedule: Schedule) -> list[str]:
+    """One line saying why a schedule on a fabric with reducing switches does not use them (none if it does)."""
+    if not schedule.collective.is_reducing or any(t.op == COMBINE for t in schedule.transfers):
+        return []
+    why = WHY_NOT_IN_NETWORK.get(algorithm, "it adds at GPUs only")
+    return [f"{algorithm} does not use the switches' in-network reduction: {why}; `-a inc` does"]

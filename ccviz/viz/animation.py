@@ -190,7 +190,8 @@ class _Scene:
         window = self.windows[k] if k < len(self.windows) else self.done_window()
         fills, hover = self.gpu_fill(window)
         gpus = node_traces(self.topology, self.positions, gpu_colors=fills, gpu_hover=hover)[0]
-        return [*self.link_traces(k), self.chunk_trace(window), gpus, self.now_trace(window)]
+        sums = [in_switch_sums_trace(self.timeline, self.positions, window)] if self.topology.reducing_switches else []
+        return [*self.link_traces(k), self.chunk_trace(window), gpus, self.now_trace(window), *sums]
 
     def time_scale(self) -> tuple[float, str]:
         """The time strip under the network: a true time axis, the frames as ticks, the current window in red."""
@@ -270,11 +271,37 @@ def frame_snapshot(timeline: Timeline, k: int, windows: list[FrameWindow] | None
     return fig
 
 
+SUM_COLOR = "#B279A2"  # a reducing switch while partial sums combine inside it
+
+
+def in_switch_sums_trace(timeline: Timeline, positions: dict[int, Position], window: FrameWindow) -> dict:
+    """Reducing switches in one frame: a ring that fills while contributions combine inside the switch,
+    labelled with the contributions added in the frame and how complete the fullest sum is."""
+    topology, transfers = timeline.topology, timeline.schedule.transfers
+    chunks = timeline.collective.chunks
+    switches = topology.reducing_switches
+    added = {s: 0 for s in switches}
+    fullest = {s: 0.0 for s in switches}
+    for i, t in enumerate(transfers):
+        if t.op == "combine" and t.dst in added and window.start_s <= timeline.arrival_s[i] <= window.end_s:
+            added[t.dst] += 1
+            fullest[t.dst] = max(fullest[t.dst], float(timeline.held_fraction[i]))
+    hover = [f"{topology.nodes[s].label}: {added[s]} contribution(s) added in this frame; the fullest sum holds "
+             f"{fullest[s]:.0%} of {len(chunks[0].pre) if chunks else 0} contributions" for s in switches]
+    return {"type": "scatter", "x": np.array([positions[s][0] for s in switches], dtype=float),
+            "y": np.array([positions[s][1] for s in switches], dtype=float), "mode": "markers+text",
+            "name": "partial sums in switches", "text": [f"Σ{added[s]}" if added[s] else "" for s in switches],
+            "textposition": "top center", "textfont": {"color": SUM_COLOR, "size": 12},
+            "hovertext": hover, "hoverinfo": "text",
+            "marker": {"symbol": "diamond-open", "size": [14 + 22 * fullest[s] for s in switches],
+                       "color": SUM_COLOR, "line": {"width": [3 if added[s] else 0 for s in switches]}}}
+
+
 def _static_traces(scene: _Scene) -> list[dict]:
     """Traces no frame changes: link hover targets, switches, the legend of chunk sources."""
     traces = [link_hover_trace(scene.topology, scene.segments)]
     if scene.topology.switches:
-        traces.append(node_traces(scene.topology, scene.positions)[-1])
+        traces += [t for t in node_traces(scene.topology, scene.positions) if t["name"] != "GPUs"]
     if scene.show_chunks and len(scene.colors) > LEGEND_SOURCES_UP_TO:
         traces.append(source_colorbar(list(scene.colors)))
     elif scene.show_chunks:

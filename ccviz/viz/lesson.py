@@ -34,6 +34,7 @@ TEACHING_TOPOLOGIES = {
     "hypercube of 8 GPUs": "hypercube:n=8",
     "8 GPUs fully connected": "fully_connected:n=8",
     "star of 8 GPUs (one switch)": "star:n=8",
+    "NVSwitch box of 8 GPUs, the switch adds (NVLS)": "star:n=8,reduce=true",
     "DGX-1 (8 V100, NVLink)": "dgx1",
 }
 

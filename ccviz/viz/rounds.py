@@ -54,7 +54,8 @@ def logical_sends(timeline: Timeline, indices: list[int]) -> list[Send]:
         path = path or [t.src]
         path.append(t.dst)
         nxt = transfers[indices[pos + 1]] if pos + 1 < len(indices) else None
-        continues = nxt is not None and indices[pos + 1] == i + 1 and nxt.chunk == t.chunk and nxt.src == t.dst
+        continues = (nxt is not None and indices[pos + 1] == i + 1 and nxt.chunk == t.chunk and nxt.src == t.dst
+                     and t.op != "combine")  # a contribution ends in the switch's sum
         if not continues:
             sends.append(Send(t.chunk, tuple(path), t.op))
             path = []
@@ -87,7 +88,13 @@ def rounds(timeline: Timeline) -> list[Round]:
         reached: list[int] = []
         for send in sends:
             src, dst = send.path[0], send.path[-1]
-            if send.op == "reduce":  # partial sums read the round's starting state
+            if send.op == "combine":  # into a reducing switch's sum (ccviz.judge.in_network)
+                value = before.get(src, {}).get(send.chunk) or passing.get((src, send.chunk), frozenset())
+                passing[(dst, send.chunk)] = passing.get((dst, send.chunk), frozenset()) | value
+                continue
+            if src not in mask and (src, send.chunk) in passing:  # a sum (or copy) leaving a switch
+                value = passing[(src, send.chunk)]
+            elif send.op == "reduce":  # partial sums read the round's starting state
                 value = before.get(src, {}).get(send.chunk, frozenset())
             else:  # a multicast's later branches start where an earlier branch passed (switch or GPU)
                 value = passing.get((src, send.chunk)) or mask.get(src, {}).get(send.chunk, frozenset())
@@ -183,7 +190,7 @@ def _svg(timeline: Timeline, positions: dict[int, tuple[float, float]], rnd: Rou
         line = " ".join(f"{x:.1f},{y:.1f}" for x, y in path_points((u, v)))
         parts.append(f'<polyline points="{line}" fill="none" stroke="{_LINK}" stroke-width="2"/>')
     for k, send in enumerate(rnd.sends if rnd else ()):
-        kind = "reduce" if send.op == "reduce" else "copy"
+        kind = "reduce" if send.op in ("reduce", "combine") else "copy"
         color = _REDUCE if kind == "reduce" else _COPY
         shift = ((k % 5) - 2) * 2.5  # parallel sends on one link stay apart
         points = " ".join(f"{x + shift:.1f},{y + shift:.1f}" for x, y in path_points(send.path))

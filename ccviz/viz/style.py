@@ -6,6 +6,7 @@ import plotly.express as px
 
 GPU_COLOR = "#4C78A8"
 SWITCH_COLOR = "#F58518"
+REDUCING_SWITCH_COLOR = "#B279A2"  # a switch with an in-network reduction engine (Node.reduce)
 UTILIZATION_SCALE = "YlOrRd"
 BANDWIDTH_SCALE = "Viridis"
 # GPU fill in the animation: share of its demanded chunks held (light = nothing yet, blue = done).

@@ -23,7 +23,14 @@ from ccviz.viz.layout import (
     node_positions,
     point_along,
 )
-from ccviz.viz.style import GPU_COLOR, HOLDING_SCALE, SWITCH_COLOR, bandwidth_color, bandwidth_width
+from ccviz.viz.style import (
+    GPU_COLOR,
+    HOLDING_SCALE,
+    REDUCING_SWITCH_COLOR,
+    SWITCH_COLOR,
+    bandwidth_color,
+    bandwidth_width,
+)
 
 LABELS_UP_TO = 64  # beyond this many nodes, labels only on hover
 
@@ -130,7 +137,8 @@ def node_traces(
     traces = []
     for kind, ids, symbol, color in (
         ("GPU", topology.gpus, "circle", GPU_COLOR),
-        ("switch", topology.switches, "square", SWITCH_COLOR),
+        ("switch", [n for n in topology.switches if not topology.nodes[n].reduce], "square", SWITCH_COLOR),
+        ("reducing switch", topology.reducing_switches, "diamond", REDUCING_SWITCH_COLOR),
     ):
         if not ids:
             continue
@@ -152,7 +160,8 @@ def node_traces(
         traces.append({
             "type": "scatter", "x": np.array([positions[n][0] for n in ids], dtype=float),
             "y": np.array([positions[n][1] for n in ids], dtype=float),
-            "mode": "markers+text" if show_text else "markers", "name": "GPUs" if kind == "GPU" else "switches",
+            "mode": "markers+text" if show_text else "markers",
+            "name": {"GPU": "GPUs", "switch": "switches"}.get(kind, "switches that reduce (NVLS/SHARP)"),
             "text": [str(n) for n in ids] if show_text else None,
             "textfont": {"color": "black" if shaded else "white", "size": 10}, "customdata": [[n] for n in ids],
             "hovertext": hover, "hoverinfo": "text", "marker": marker,
