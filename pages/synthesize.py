@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ccviz.app import ui, url
-from ccviz.app.runs import RunRequest, SynthesisJob
+from ccviz.app.runs import RunRequest, SynthesisJob, cache_line
 from ccviz.app.state import (
     clear_errors,
     current_topology,
@@ -14,6 +14,7 @@ from ccviz.app.state import (
     user_errors,
 )
 from ccviz.collectives import COLLECTIVES, ROOTED
+from ccviz.runs.isolated import pool
 from ccviz.synth.registry import REGISTRY, algorithms_for
 
 ui.configure_page()
@@ -53,6 +54,7 @@ url.share("synthesize", collective=collective, algorithm=algorithm, size=size, c
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")
 
+pool().prepare()  # worker processes with the solvers imported, ready before Synthesize is pressed
 job = st.session_state.get(JOB_KEY)
 running = job is not None and not job.done
 if st.button("Synthesize", type="primary", disabled=running, key="syn_run"):
@@ -70,6 +72,8 @@ if job is not None and not job.done:
         status = st.empty()
     while not job.wait(POLL_S):
         status_line = ui.job_line(job.request.algorithm, job.elapsed_s, job.latest(), job.stop_event.is_set())
+        if busy := job.queue_line():  # the machine is shared: say when this solve waits or shares the cores
+            status_line += f" · {busy}"
         p = job.latest()
         if p is not None and p.fraction is not None:
             status.progress(min(1.0, max(0.0, p.fraction)), text=status_line)
@@ -84,6 +88,8 @@ if job is not None and job.done:
     elif job.entry is not None:
         clear_errors("synthesis")
         set_last_run(job.entry)
+    if running:  # the Synthesize button above was drawn disabled while the solve ran: draw it again enabled
+        st.rerun()
 show_errors("synthesis")  # stays until the next successful run
 
 entry = last_run()
@@ -94,5 +100,6 @@ if entry is not None:
         ui.plot(ui.animation(entry), key="syn_animation")
         st.caption("Press ▶ Play or drag the slider. More views (utilization, who holds what, Gantt, "
                    "step by step) on the Playback page.")
+    st.caption(cache_line())
 else:
     st.info("Choose a collective and an algorithm, then press **Synthesize**.")

@@ -1,0 +1,1 @@
+"""Runs: one call from inputs to a judged result, sweeps of them, and where they execute."""
