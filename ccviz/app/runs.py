@@ -72,7 +72,7 @@ class RunRequest:
 
     def synth_options(self, progress: Callable[[Progress], None] | None = None,
                       stop: threading.Event | None = None) -> SynthOptions:
-        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options"}
+        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options", "best"}
         opts = dict(self.options)
         extra = {k: v for k, v in opts.items() if k not in known}
         return SynthOptions(**{k: v for k, v in opts.items() if k in known}, extra=extra,
@@ -215,6 +215,7 @@ class SynthesisJob(BackgroundJob):
         super().__init__()
         self.request = request
         self.progress: list[Progress] = []
+        self.best_s: float | None = None  # finish time of the best verified schedule offered so far
         self.entry: CachedRun | None = cached(request)
         self.plugin, sendable = _plugin(request.algorithm)
         self.isolated = sendable if isolated is None else isolated and sendable
@@ -234,6 +235,8 @@ class SynthesisJob(BackgroundJob):
     def _message(self, kind: str, payload: Any) -> None:
         if kind == "progress":
             self.progress.append(payload)
+        elif kind == "offer":  # a verified schedule is ready in the worker: Stop keeps it whatever the solver does
+            self.best_s = payload
 
     def _work(self, topology: Topology) -> None:
         r = self.request

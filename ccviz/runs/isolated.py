@@ -311,12 +311,13 @@ class WorkerPool:
         best: tuple[Any, int] | None = None
         stopped_at: float | None = None
         why = "Stop"
+        gone = False  # the worker's end of the pipe closed: it exited or crashed
         while True:
-            if worker.conn.poll(0.05):
+            if not gone and worker.conn.poll(0.05):
                 try:
                     data = worker.conn.recv_bytes()
                 except (EOFError, OSError):
-                    data = None
+                    data, gone = None, True
                 if data is not None:
                     kind, payload = pickle.loads(data)
                     if kind == "result":
@@ -330,7 +331,8 @@ class WorkerPool:
                         on_message(kind, payload)
                     continue
             now = time.perf_counter()
-            if not worker.process.is_alive() and not worker.conn.poll(0):
+            if gone or not worker.process.is_alive() and not worker.conn.poll(0):
+                worker.process.join(2)
                 code = worker.process.exitcode
                 raise CcvizError(f"the worker process of this solve ended unexpectedly (exit code {code}); the "
                                  "app and the other solves are unaffected; try again, or a smaller instance")
@@ -390,11 +392,74 @@ def synthesis_task(channel: Channel, topology: Any, collective: str, algorithm: 
 
     if registered is not None:
         register(registered)
-    known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options"}
+    known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options", "best"}
     extra = {k: v for k, v in options.items() if k not in known}
+    best = _BestSoFar(channel, collective, root)
     synth = SynthOptions(**{k: v for k, v in options.items() if k in known}, extra=extra,
-                         progress=lambda p: channel.send("progress", p), stop=channel.stop)
+                         progress=lambda p: channel.send("progress", p), stop=channel.stop, best=best.offer)
     return run(topology, collective, algorithm, size_bytes, chunks, root, synth)
+
+
+class _BestSoFar:
+    """The schedules a synthesizer offers (``SynthOptions.offer``), judged as they come, sent on Stop.
+
+    Judging is done ahead in a thread of the worker (a 64-GPU schedule of 129k transfers takes seconds
+    to replay on a loaded machine, more than the app waits after Stop); when Stop arrives the latest
+    verified schedule of the requested collective goes to the app as 'best' at once. An offered part of
+    a bigger schedule (one half of an AllReduce) is not an answer and is not sent.
+    """
+
+    def __init__(self, channel: Channel, collective: str, root: int | None) -> None:
+        self.channel, self.collective, self.root = channel, collective, root
+        self._cond = threading.Condition()
+        self._pending: Any = None
+        self._judged: Any = None
+        self._thread: threading.Thread | None = None
+
+    def offer(self, schedule: Any) -> None:
+        c = schedule.collective
+        if c.name != self.collective or c.root != self.root:
+            return
+        with self._cond:
+            self._pending = schedule
+            self._cond.notify_all()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, daemon=True, name="ccviz-best-so-far")
+            self._thread.start()
+            threading.Thread(target=self._send_on_stop, daemon=True, name="ccviz-best-on-stop").start()
+
+    def _work(self) -> None:
+        from ccviz.cost import lower_bound
+        from ccviz.limit import limit_or_none
+        from ccviz.pipeline import RunResult
+        from ccviz.simulate import simulate
+
+        while True:
+            with self._cond:
+                while self._pending is None:
+                    if self.channel.stop.is_set():
+                        return
+                    self._cond.wait(0.1)
+                schedule, self._pending = self._pending, None
+            timeline = simulate(schedule)  # a schedule being judged when Stop comes is still sent when judged
+            if not timeline.verified:
+                continue
+            c, topology = schedule.collective, schedule.topology
+            limit = limit_or_none(topology, c.name, c.size_bytes, c.root) \
+                if tuple(c.ranks) == tuple(topology.gpus) else None
+            judged = RunResult(topology, c, schedule, timeline, lower_bound(topology, c), limit)
+            with self._cond:
+                self._judged = judged
+            self.channel.send("offer", timeline.finish_time_s)  # the app may say Stop now keeps this one
+            if self.channel.stop.is_set():
+                self.channel.send("best", judged)
+
+    def _send_on_stop(self) -> None:
+        self.channel.stop.wait()
+        with self._cond:
+            judged = self._judged
+        if judged is not None:
+            self.channel.send("best", judged)
 
 
 def compare_task(channel: Channel, topology: Any, collective: str, algorithms: tuple[str, ...],
