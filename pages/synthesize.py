@@ -57,7 +57,10 @@ with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.ki
 pool().prepare()  # worker processes with the solvers imported, ready before Synthesize is pressed
 job = st.session_state.get(JOB_KEY)
 running = job is not None and not job.done
-if st.button("Synthesize", type="primary", disabled=running, key="syn_run"):
+button_slot = st.empty()  # while a solve runs: a disabled button; the real one is drawn here once it ends
+if running:
+    button_slot.button("Synthesize", type="primary", disabled=True, key="syn_run_busy")
+elif button_slot.button("Synthesize", type="primary", key="syn_run"):
     with user_errors("synthesis", sticky="synthesis"):
         request = RunRequest.make(topology, collective, algorithm, size, chunks, root, **options)
         job = SynthesisJob(request, topology)
@@ -88,8 +91,8 @@ if job is not None and job.done:
     elif job.entry is not None:
         clear_errors("synthesis")
         set_last_run(job.entry)
-    if running:  # the Synthesize button above was drawn disabled while the solve ran: draw it again enabled
-        st.rerun()
+    if running:  # the button above was drawn disabled while the solve ran: enabled again at once, no rerun
+        button_slot.button("Synthesize", type="primary", key="syn_run")
 show_errors("synthesis")  # stays until the next successful run
 
 entry = last_run()
