@@ -306,7 +306,7 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--idle", type=float, default=60.0)
-    parser.add_argument("--stop-after", type=float, default=5.0, help="seconds into the long solve to press Stop")
+    parser.add_argument("--stop-after", type=float, default=12.0, help="seconds into the long solve to press Stop")
     parser.add_argument("--port", type=int, default=8613)
     parser.add_argument("--out", default="/tmp/ccviz_class", help="screenshots and server logs")
     return asyncio.run(run(parser.parse_args()))

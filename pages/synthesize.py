@@ -16,6 +16,7 @@ from ccviz.app.state import (
 from ccviz.collectives import COLLECTIVES, ROOTED
 from ccviz.runs.isolated import pool
 from ccviz.synth.registry import REGISTRY, algorithms_for
+from ccviz.units import format_time
 
 ui.configure_page()
 
@@ -77,6 +78,8 @@ if job is not None and not job.done:
         status_line = ui.job_line(job.request.algorithm, job.elapsed_s, job.latest(), job.stop_event.is_set())
         if busy := job.queue_line():  # the machine is shared: say when this solve waits or shares the cores
             status_line += f" · {busy}"
+        if job.best_s is not None:
+            status_line += f" · Stop now keeps a verified schedule finishing in {format_time(job.best_s)}"
         p = job.latest()
         if p is not None and p.fraction is not None:
             status.progress(min(1.0, max(0.0, p.fraction)), text=status_line)

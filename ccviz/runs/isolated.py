@@ -327,7 +327,7 @@ class WorkerPool:
                         raise CcvizError(message, field_)
                     if kind == "best":
                         best = (payload, len(data))
-                    elif on_message is not None:
+                    if kind != "best" and on_message is not None:
                         on_message(kind, payload)
                     continue
             now = time.perf_counter()
@@ -401,65 +401,33 @@ def synthesis_task(channel: Channel, topology: Any, collective: str, algorithm: 
 
 
 class _BestSoFar:
-    """The schedules a synthesizer offers (``SynthOptions.offer``), judged as they come, sent on Stop.
+    """The schedules a synthesizer offers (``SynthOptions.offer``), judged and sent to the app at once.
 
-    Judging is done ahead in a thread of the worker (a 64-GPU schedule of 129k transfers takes seconds
-    to replay on a loaded machine, more than the app waits after Stop); when Stop arrives the latest
-    verified schedule of the requested collective goes to the app as 'best' at once. An offered part of
-    a bigger schedule (one half of an AllReduce) is not an answer and is not sent.
+    The app keeps the latest as the answer in case it has to end the worker after Stop or the time
+    limit. Judged in the synthesizer's own thread: a helper thread would starve while HiGHS holds the
+    interpreter lock, and the offers are few (TE-CCL's greedy, forestcoll's first schedules). An offered
+    part of a bigger schedule (one half of an AllReduce) is not an answer and is not sent.
     """
 
     def __init__(self, channel: Channel, collective: str, root: int | None) -> None:
         self.channel, self.collective, self.root = channel, collective, root
-        self._cond = threading.Condition()
-        self._pending: Any = None
-        self._judged: Any = None
-        self._thread: threading.Thread | None = None
 
     def offer(self, schedule: Any) -> None:
-        c = schedule.collective
-        if c.name != self.collective or c.root != self.root:
-            return
-        with self._cond:
-            self._pending = schedule
-            self._cond.notify_all()
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._work, daemon=True, name="ccviz-best-so-far")
-            self._thread.start()
-            threading.Thread(target=self._send_on_stop, daemon=True, name="ccviz-best-on-stop").start()
-
-    def _work(self) -> None:
         from ccviz.cost import lower_bound
         from ccviz.limit import limit_or_none
         from ccviz.pipeline import RunResult
         from ccviz.simulate import simulate
 
-        while True:
-            with self._cond:
-                while self._pending is None:
-                    if self.channel.stop.is_set():
-                        return
-                    self._cond.wait(0.1)
-                schedule, self._pending = self._pending, None
-            timeline = simulate(schedule)  # a schedule being judged when Stop comes is still sent when judged
-            if not timeline.verified:
-                continue
-            c, topology = schedule.collective, schedule.topology
-            limit = limit_or_none(topology, c.name, c.size_bytes, c.root) \
-                if tuple(c.ranks) == tuple(topology.gpus) else None
-            judged = RunResult(topology, c, schedule, timeline, lower_bound(topology, c), limit)
-            with self._cond:
-                self._judged = judged
-            self.channel.send("offer", timeline.finish_time_s)  # the app may say Stop now keeps this one
-            if self.channel.stop.is_set():
-                self.channel.send("best", judged)
-
-    def _send_on_stop(self) -> None:
-        self.channel.stop.wait()
-        with self._cond:
-            judged = self._judged
-        if judged is not None:
-            self.channel.send("best", judged)
+        c, topology = schedule.collective, schedule.topology
+        if c.name != self.collective or c.root != self.root:
+            return
+        timeline = simulate(schedule)
+        if not timeline.verified:
+            return
+        limit = limit_or_none(topology, c.name, c.size_bytes, c.root) if tuple(c.ranks) == tuple(topology.gpus) \
+            else None
+        self.channel.send("best", RunResult(topology, c, schedule, timeline, lower_bound(topology, c), limit))
+        self.channel.send("offer", timeline.finish_time_s)  # the app may say Stop now keeps this one
 
 
 def compare_task(channel: Channel, topology: Any, collective: str, algorithms: tuple[str, ...],
