@@ -8,7 +8,7 @@ cluster whose scheduler address is given.
 import streamlit as st
 
 from ccviz.app import imports, ui, url
-from ccviz.app.runs import SweepJob, SweepRequest
+from ccviz.app.runs import SweepJob, SweepRequest, cache_line
 from ccviz.app.state import current_topology, for_app, user_errors
 from ccviz.model.collectives import COLLECTIVES, ROOTED
 from ccviz.model.units import format_size, format_time
@@ -71,8 +71,8 @@ if heavy:
     st.caption(f"{len(heavy) * len(sizes)} TE-CCL run(s) of up to {time_limit:g} s each.")
 scheduler = st.text_input("Dask scheduler (optional)", key="cmp_scheduler", persist_state="session", placeholder="tcp://HOST:8786",
                           help="run the sweep on a Dask cluster (`dask scheduler` + `dask worker` on its machines, "
-                          "with ccviz installed); empty: this machine — in the app process for light sweeps, "
-                          "else an embedded cluster of one worker process per core")
+                          "with ccviz installed); empty: this machine — one worker process for light sweeps, "
+                          "else an embedded cluster of one worker process per core (closed when the sweep ends)")
 
 url.share("compare", collective=collective, algorithms=",".join(algorithms) or None, chunks=chunks,
           sizes=f"{format_size(sizes[0])}-{format_size(sizes[-1])}" if sizes else None)
@@ -92,6 +92,8 @@ if st.session_state.get(PARAMS_KEY) == params and not running and (
     job = st.session_state[JOB_KEY] = SweepJob(params, topology, scheduler)
 if job is not None and not job.done:
     run_sweep(job)
+    if running:  # the Compare button above was drawn disabled while the sweep ran: draw it again enabled
+        st.rerun()
 
 if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done and job.request == params:
     with user_errors("comparison"):
@@ -133,5 +135,6 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                            mime="text/csv", on_click="ignore")
 else:
     st.info("Pick algorithms and sizes, then press **Compare**.")
+st.caption(cache_line())
 
 imports.compare_section(collective, sizes)  # uploads from Playback, replayed at the same sizes

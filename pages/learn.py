@@ -102,7 +102,7 @@ if why_not[algorithm]:
 with user_errors("learn"):
     request = RunRequest.make(topology, collective, algorithm, size, chunks,
                               **({"pieces": chunks} if algorithm == "inc" else {}))
-    job = SynthesisJob(request, topology)
+    job = SynthesisJob(request, topology, isolated=False)  # textbook rounds: milliseconds, no solver, no line
     job.wait(RUN_WAIT_S)
     if job.error or job.entry is None:
         st.error(for_app(f"{algorithm}: {job.error or 'did not finish in time; try a smaller fabric'}"))

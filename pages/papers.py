@@ -11,6 +11,7 @@ from ccviz.app.state import for_app, set_last_run, set_topology, user_errors
 from ccviz.bounds.cost import lower_bound
 from ccviz.model.units import format_time
 from ccviz.runs import reproduce
+from ccviz.runs.isolated import pool
 
 ui.configure_page()
 
@@ -52,6 +53,8 @@ if job is not None and not job.done:
         line = f"{len(job.rows)} of {len(job.runs)} rows · {format_time(job.elapsed_s)}"
         if job.current:
             line += f" · solving {job.current}"
+        if busy := pool().line(job.ticket):
+            line += f" · {busy}"
         line += " (stopping…)" if job.stop_event.is_set() else ""
         bar.progress(min(1.0, job.fraction), text=line)
     live.empty()
@@ -61,6 +64,8 @@ if job is not None and job.done:
     if job.error:
         st.error(for_app(job.error))
     st.session_state[ROWS_KEY] = job.rows
+    if running:  # the Run button above was drawn disabled while the table ran: draw it again enabled
+        st.rerun()
 
 rows = st.session_state.get(ROWS_KEY)
 if not rows:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ccviz.app import ui, url
-from ccviz.app.runs import RunRequest, SynthesisJob
+from ccviz.app.runs import RunRequest, SynthesisJob, cache_line
 from ccviz.app.state import (
     clear_errors,
     current_topology,
@@ -14,6 +14,8 @@ from ccviz.app.state import (
     user_errors,
 )
 from ccviz.model.collectives import COLLECTIVES, ROOTED
+from ccviz.model.units import format_time
+from ccviz.runs.isolated import pool
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.viz.steps import steps_figure
 
@@ -55,9 +57,13 @@ st.caption(url.shared_note())
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")
 
+pool().prepare()  # worker processes with the solvers imported, ready before Synthesize is pressed
 job = st.session_state.get(JOB_KEY)
 running = job is not None and not job.done
-if st.button("Synthesize", type="primary", disabled=running, key="syn_run"):
+button_slot = st.empty()  # while a solve runs: a disabled button; the real one is drawn here once it ends
+if running:
+    button_slot.button("Synthesize", type="primary", disabled=True, key="syn_run_busy")
+elif button_slot.button("Synthesize", type="primary", key="syn_run"):
     with user_errors("synthesis", sticky="synthesis"):
         request = RunRequest.make(topology, collective, algorithm, size, chunks, root, **options)
         job = SynthesisJob(request, topology)
@@ -72,6 +78,10 @@ if job is not None and not job.done:
         status = st.empty()
     while not job.wait(POLL_S):
         status_line = ui.job_line(job.request.algorithm, job.elapsed_s, job.latest(), job.stop_event.is_set())
+        if busy := job.queue_line():  # the machine is shared: say when this solve waits or shares the cores
+            status_line += f" · {busy}"
+        if job.best_s is not None:
+            status_line += f" · Stop now keeps a verified schedule finishing in {format_time(job.best_s)}"
         p = job.latest()
         if p is not None and p.fraction is not None:
             status.progress(min(1.0, max(0.0, p.fraction)), text=status_line)
@@ -86,6 +96,8 @@ if job is not None and job.done:
     elif job.entry is not None:
         clear_errors("synthesis")
         set_last_run(job.entry)
+    if running:  # the button above was drawn disabled while the solve ran: enabled again at once, no rerun
+        button_slot.button("Synthesize", type="primary", key="syn_run")
 show_errors("synthesis")  # stays until the next successful run
 
 entry = last_run()
@@ -96,5 +108,6 @@ if entry is not None:
         ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)), key="syn_animation")
         st.caption("One frame per dependency step: press ▶ Play or drag the slider (it runs in your browser). "
                    "More views (the animation in time, utilization, who holds what, Gantt) on the Playback page.")
+    st.caption(cache_line())
 else:
     st.info("Choose a collective and an algorithm, then press **Synthesize**.")

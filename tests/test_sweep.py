@@ -169,7 +169,7 @@ def test_compare_jobs_run_on_the_engine_and_stop(tmp_path):
     request = SweepRequest(topology.to_json(), "allreduce", ("ring", "rhd"), (1e3, 1e6), 1, None, 20.0)
     warm = "local cluster" in runs._CLIENTS  # once started, the embedded cluster serves every sweep
     job = SweepJob(request, topology)
-    assert job.engine == ("local cluster" if warm else "in-process") and job.wait(120)
+    assert job.engine == ("local cluster" if warm else "worker") and job.wait(120)
     table = job.table()
     assert job.error is None and len(table) == 4 and not job.stopped
     assert table["verified"].sum() == 2 and table.loc[table["algorithm"] == "rhd", "error"].notna().all()

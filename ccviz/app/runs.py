@@ -1,17 +1,23 @@
-"""Runs for the app: a synthesis in a background thread (progress, stop) and a result cache.
+"""Runs for the app: a synthesis followed by a background thread (progress, stop) and a result cache.
 
 Streamlit reruns the page script on every click; the solve must survive
 that, report progress (TE-CCL's incumbent and gap) and stop on request. A
-``SynthesisJob`` owns the thread and a ``threading.Event`` passed to the
-algorithm as ``SynthOptions.stop``. Finished runs are cached process-wide,
-keyed by topology JSON + collective + options (``RunRequest``), together
-with the figures drawn from them, so revisiting a result is instant.
+``SynthesisJob`` owns the thread and a ``threading.Event`` for Stop. The
+solve itself runs in a worker process of ``ccviz.runs.isolated`` (one
+process per solve, at most one per core at a time, the rest in line), so
+solves of different users cannot collide in Pyomo's process-wide output
+capture, a crash cannot take the server down, Stop can end a solve at once,
+and its memory goes back to the system when it ends. Finished runs are
+cached process-wide, keyed by topology JSON + collective + options
+(``RunRequest``), together with the figures drawn from them, so revisiting a
+result is instant; the caches are bounded in bytes (least recently used
+dropped first) and ``cache_line`` says so on screen.
 
 A ``SweepJob`` is the same for the Compare page: it calls the library's
 ``ccviz.runs.compare.compare`` (the loop ``ccviz`` users call) from a background
-thread that a Stop button can end, with its rows running on the Dask sweep
-engine (in the app process, on an embedded cluster or on a Dask scheduler;
-the stop also reaches the running solvers). Finished rows are cached
+thread that a Stop button can end, with its rows running in a worker
+process, on the Dask sweep engine's embedded cluster (closed when the sweep
+ends) or on a Dask scheduler; the stop also reaches the running solvers. Finished rows are cached
 process-wide per (topology, collective, algorithm, size, chunks, root, time
 limit), so changing the sweep reruns only the new points.
 """
@@ -21,6 +27,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import pickle
 import threading
 import time
 from collections import OrderedDict
@@ -35,12 +42,14 @@ from ccviz.errors import CcvizError
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, format_time
 from ccviz.runs.compare import Point, compare, point_of, points, skipped_rest, table
+from ccviz.runs.isolated import Ticket, compare_task, pool, release_memory, reproduce_task, synthesis_task
 from ccviz.runs.pipeline import RunResult, run
 from ccviz.runs.sweep import SweepProgress, dask_client
-from ccviz.synth.registry import REGISTRY, Progress, SynthOptions
+from ccviz.synth.registry import REGISTRY, LazyFunction, Progress, SynthOptions
 
-CACHE_SIZE = 24
-ROW_CACHE_SIZE = 4096
+RUN_CACHE_BYTES = 64e6  # finished runs and their figures (a TE-CCL run on 16 GPUs is ~0.1 MB, figures more)
+ROW_CACHE_BYTES = 8e6  # Compare rows (~1 kB each)
+REPRODUCED_CACHE_BYTES = 16e6  # the Papers page's rows
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,7 @@ class RunRequest:
 
     def synth_options(self, progress: Callable[[Progress], None] | None = None,
                       stop: threading.Event | None = None) -> SynthOptions:
-        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options"}
+        known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options", "best"}
         opts = dict(self.options)
         extra = {k: v for k, v in opts.items() if k not in known}
         return SynthOptions(**{k: v for k, v in opts.items() if k in known}, extra=extra,
@@ -79,20 +88,35 @@ class CachedRun:
     server_time_s: float
     stopped: bool = False
     figures: dict[str, Any] = field(default_factory=dict)
+    nbytes: int = 0  # the result's size (pickled, as it came from its worker); figures add theirs
 
     def figure(self, name: str, build: Callable[[], Any]) -> Any:
         """Draw a figure once per run (animations of big schedules take a moment)."""
         if name not in self.figures:
             self.figures[name] = build()
+            self.nbytes += size_of(self.figures[name])
         return self.figures[name]
 
 
-class LruCache:
-    """A small thread-safe least-recently-used map (results survive reruns; memory stays bounded)."""
+def size_of(value: Any) -> int:
+    """Bytes a cached value holds, estimated by its pickled size (0 when it cannot be pickled)."""
+    try:
+        return len(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # a figure or row that cannot be pickled is counted as nothing rather than failing
+        return 0
 
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[Any, Any] = OrderedDict()
+
+class LruCache:
+    """A thread-safe least-recently-used map bounded in bytes (results survive reruns; memory stays bounded).
+
+    ``weigh(value)`` is a value's size in bytes, asked again on every ``put`` (a run grows as figures are
+    drawn from it); the least recently used entries are dropped until the total fits ``max_bytes``.
+    """
+
+    def __init__(self, max_bytes: float, weigh: Callable[[Any], int] = size_of) -> None:
+        self.max_bytes = max_bytes
+        self.weigh = weigh
+        self._items: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, key: Any) -> Any:
@@ -100,18 +124,39 @@ class LruCache:
             hit = self._items.get(key)
             if hit is not None:
                 self._items.move_to_end(key)
-            return hit
+            return None if hit is None else hit[0]
 
     def put(self, key: Any, value: Any) -> None:
+        nbytes = self.weigh(value)
         with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.size:
+            self._items[key] = (value, nbytes)
+            self._items.move_to_end(key)
+            for k, (v, _) in list(self._items.items()):  # sizes of runs grow as figures are drawn
+                self._items[k] = (v, self.weigh(v) if isinstance(v, CachedRun) else self._items[k][1])
+            while len(self._items) > 1 and self.nbytes > self.max_bytes:
                 self._items.popitem(last=False)
 
+    @property
+    def nbytes(self) -> int:
+        return sum(n for _, n in self._items.values())
 
-_RUNS = LruCache(CACHE_SIZE)
-_ROWS = LruCache(ROW_CACHE_SIZE)
-_REPRODUCED = LruCache(2 * 66)  # published rows (two time limits' worth of the TE-CCL table)
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+_RUNS = LruCache(RUN_CACHE_BYTES, lambda entry: entry.nbytes)
+_ROWS = LruCache(ROW_CACHE_BYTES)
+_REPRODUCED = LruCache(REPRODUCED_CACHE_BYTES)  # published rows
+
+
+def cache_line() -> str:
+    """What the app keeps for reuse, in words (shown on the pages that fill the caches)."""
+    def mb(n: float) -> str:
+        return f"{n / 1e6:.1f} MB" if n < 10e6 else f"{n / 1e6:.0f} MB"
+
+    return (f"Kept for reuse on this server: {len(_RUNS)} runs ({mb(_RUNS.nbytes)} of {mb(_RUNS.max_bytes)}) and "
+            f"{len(_ROWS)} Compare rows ({mb(_ROWS.nbytes)} of {mb(_ROWS.max_bytes)}); the least recently used "
+            "are dropped first.")
 
 
 def cached(request: RunRequest) -> CachedRun | None:
@@ -158,34 +203,82 @@ class BackgroundJob:
 
 
 class SynthesisJob(BackgroundJob):
-    """One synthesis running in a background thread; poll ``done`` and read ``progress``."""
+    """One synthesis followed by a background thread; poll ``done`` and read ``progress``.
 
-    def __init__(self, request: RunRequest, topology: Topology) -> None:
+    ``isolated`` (the default wherever the algorithm can be sent to a worker process): the solve runs
+    in a worker process of ``ccviz.runs.isolated.pool()``, waiting in line when every core is busy
+    (``queue_line`` says so). False runs it in this process's thread (the Learn page's textbook
+    rounds: milliseconds, no solver; and test algorithms defined inside a function).
+    """
+
+    def __init__(self, request: RunRequest, topology: Topology, isolated: bool | None = None) -> None:
         super().__init__()
         self.request = request
         self.progress: list[Progress] = []
+        self.best_s: float | None = None  # finish time of the best verified schedule offered so far
         self.entry: CachedRun | None = cached(request)
+        self.plugin, sendable = _plugin(request.algorithm)
+        self.isolated = sendable if isolated is None else isolated and sendable
+        light = REGISTRY[request.algorithm].kind == "classic" and topology.n_gpus <= LIGHT_GPUS \
+            if request.algorithm in REGISTRY else False
+        self.ticket = Ticket(light=light)
         if self.entry is None:
             self._start("ccviz-synth", topology)
 
     def latest(self) -> Progress | None:
         return self.progress[-1] if self.progress else None
 
+    def queue_line(self) -> str:
+        """'3 solves running on 2 cores: yours is queued, 1st in line' (empty when nothing to say)."""
+        return pool().line(self.ticket) if self.isolated and not self.done else ""
+
+    def _message(self, kind: str, payload: Any) -> None:
+        if kind == "progress":
+            self.progress.append(payload)
+        elif kind == "offer":  # a verified schedule is ready in the worker: Stop keeps it whatever the solver does
+            self.best_s = payload
+
     def _work(self, topology: Topology) -> None:
         r = self.request
+        note = None
+        nbytes = 0
+        stopped = False
         try:
-            options = r.synth_options(progress=self.progress.append, stop=self.stop_event)
-            result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options)
+            if self.isolated:
+                options = dict(r.options)
+                outcome = pool().call(synthesis_task, (topology, r.collective, r.algorithm, r.size_bytes, r.chunks,
+                                                       r.root, options, self.plugin),
+                                      stop=self.stop_event, on_message=self._message,
+                                      time_limit_s=options.get("time_limit"), ticket=self.ticket)
+                result, nbytes, note, stopped = outcome.result, outcome.nbytes, outcome.note, outcome.stopped
+            else:
+                options = r.synth_options(progress=self.progress.append, stop=self.stop_event)
+                result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options)
         except CcvizError as exc:
             self.error = str(exc)
             return
         except Exception as exc:  # a bug in an algorithm must not kill the app
             self.error = f"unexpected {type(exc).__name__} in {r.algorithm}: {exc}"
             return
-        entry = CachedRun(r, result, time.perf_counter() - self.started, stopped=self.stop_event.is_set())
+        if note:
+            result.schedule.notes.append(note)
+        entry = CachedRun(r, result, time.perf_counter() - self.started,
+                          stopped=self.stop_event.is_set() or stopped, nbytes=nbytes or size_of(result))
         if not entry.stopped:  # a stopped solve is not the answer to this request
             _RUNS.put(r, entry)
         self.entry = entry
+
+
+def _plugin(algorithm: str) -> tuple[Any, bool]:
+    """(the Algorithm to register in a worker, or None for a built-in; whether it can go to a worker at all)."""
+    alg = REGISTRY.get(algorithm)
+    if alg is None or isinstance(alg.synthesize, LazyFunction):
+        return None, True
+    try:
+        pickle.dumps(alg)
+    except Exception:  # a function defined inside another cannot be sent; it runs in this process
+        return None, False
+    return alg, True
 
 
 
@@ -217,10 +310,11 @@ class SweepJob(BackgroundJob):
     """A comparison (``ccviz.runs.compare.compare``) on the Dask sweep engine; poll ``done``, read ``rows``, ``stop()`` it.
 
     Rows run where ``engine_for`` says: a Dask scheduler when an address is given, else this app's
-    embedded cluster (worker processes, started once and kept) or, for light sweeps, a one-thread
-    Dask worker inside the app process (see ``engine_for``: starting processes costs more than such
-    a sweep). Stop cancels the rows not started and stops the running solvers; their points become
-    skipped rows.
+    embedded cluster (worker processes, closed when no sweep uses them) or, for light sweeps, one
+    worker process of ``ccviz.runs.isolated`` running the rows one by one (see ``engine_for``:
+    starting a cluster costs more than such a sweep); engine 'in-process' (tests, algorithms that
+    cannot be sent to a process) runs them in this process. Stop cancels the rows not started and
+    stops the running solvers; their points become skipped rows.
     """
 
     def __init__(self, request: SweepRequest, topology: Topology, scheduler: str | None = None,
@@ -233,6 +327,7 @@ class SweepJob(BackgroundJob):
         self.sweep_progress: SweepProgress | None = None
         self.current: tuple[str, float] | None = None  # (algorithm, size) of the latest solver report
         self.progress: Progress | None = None  # that report
+        self.ticket = Ticket()
         self._start("ccviz-sweep", topology)
 
     @property
@@ -259,6 +354,8 @@ class SweepJob(BackgroundJob):
             parts += [f"{p.failed} failed", f"{p.running} running"]
             if p.eta_s is not None:
                 parts.append(f"ETA {format_time(p.eta_s)}")
+        elif self.engine == "worker":
+            parts.append(pool().line(self.ticket) or ("waiting" if self.ticket.state != "running" else "running"))
         else:
             parts.append("starting the engine" if self.engine != "in-process" else "starting")
         if self.current is not None and self.progress is not None and self.progress.message:
@@ -278,17 +375,32 @@ class SweepJob(BackgroundJob):
         known = {point: row for point in r.points() if (row := cached_row(r.row_key(*point))) is not None}
         options = SynthOptions(time_limit=r.time_limit, epoch=r.epoch)
         try:  # the engine is started only when some point is not cached
-            with engine_client(self.engine, self.scheduler) if len(known) < self.total else nullcontext() as client:
-                compare(topology, r.collective, r.algorithms, r.sizes, r.chunks, r.root, options, on_row=self._add,
-                        stop=self.stop_event, client=client, known=known, on_progress=self._on_progress,
-                        on_solver_progress=self._on_solver_progress)
+            if self.engine == "worker" and len(known) < self.total:
+                pool().call(compare_task, (topology, r.collective, r.algorithms, r.sizes, r.chunks, r.root,
+                                           r.time_limit, r.epoch, known),
+                            stop=self.stop_event, on_message=self._message, ticket=self.ticket)
+            else:
+                with engine_client(self.engine, self.scheduler) if len(known) < self.total else nullcontext() \
+                        as client:
+                    compare(topology, r.collective, r.algorithms, r.sizes, r.chunks, r.root, options,
+                            on_row=self._add, stop=self.stop_event, client=client, known=known,
+                            on_progress=self._on_progress, on_solver_progress=self._on_solver_progress)
         except CcvizError as exc:
-            self.error = str(exc)
+            if not (exc.field == "stop" and self.stop_event.is_set()):  # a stopped worker is not an error
+                self.error = str(exc)
         except Exception as exc:  # a broken cluster or a bug must not kill the app
             self.error = f"unexpected {type(exc).__name__} in the sweep: {exc}"
-        if self.error:
+        if self.error or len(self.rows) < self.total:
             why = "the sweep was stopped" if self.stop_event.is_set() else "the sweep ended early"
             self.rows.extend(skipped_rest(topology, r.collective, r.algorithms, r.sizes, self.rows, why))
+        release_memory()
+
+    def _message(self, kind: str, payload: Any) -> None:
+        """A row or a solver's report from the worker process running the sweep."""
+        if kind == "row":
+            self._add(payload)
+        elif kind == "solver":
+            self._on_solver_progress(*payload)
 
     def _add(self, row: dict) -> None:
         """A row of the table as it arrives, cached unless it was skipped or the sweep stopped."""
@@ -303,6 +415,7 @@ class SweepJob(BackgroundJob):
 # ----------------------------------------------------------------------------- where sweeps run
 LIGHT_GPUS = 64  # measured (bench/sweep.py): heuristic rows on <= 64 GPUs take 0.01-0.25 s each
 _CLIENTS: dict[str, tuple[Any, contextlib.ExitStack]] = {}
+_CLIENT_USERS: dict[str, int] = {}  # sweeps using each embedded cluster now (closed when none is)
 _CLIENTS_LOCK = threading.Lock()
 
 
@@ -317,13 +430,13 @@ def _close_clients() -> None:
 
 def engine_for(request: SweepRequest, topology: Topology, scheduler: str | None = None) -> str:
     """'scheduler' when an address is given; else 'local cluster' when it is already running or the
-    sweep is heavy (an optimal solver, or a fabric over ``LIGHT_GPUS``); else 'in-process'.
+    sweep is heavy (an optimal solver, or a fabric over ``LIGHT_GPUS``); else 'worker'.
 
     Why: starting the embedded cluster's worker processes took 8-13 s on this 2-core machine
     (bench/sweep.py), while a light sweep's rows take 0.01-0.25 s each, so for light sweeps start-up
-    would dominate; a one-thread Dask worker in the app process starts in well under a second and
-    runs the same tasks. Heavy sweeps gain from processes (one per core, a solver crash cannot take
-    the app down), and once started the cluster is kept for every later sweep.
+    would dominate; one worker process of the app's pool (started ahead, solvers imported) runs the
+    same rows one by one, isolated from the server. Heavy sweeps gain from a cluster (one process
+    per core); it is closed when the last sweep using it ends, so its processes do not stay alive.
     """
     if scheduler and scheduler.strip():
         return "scheduler"
@@ -331,7 +444,7 @@ def engine_for(request: SweepRequest, topology: Topology, scheduler: str | None 
         return "local cluster"
     heavy = topology.n_gpus > LIGHT_GPUS or any(REGISTRY[a].kind == "optimal" for a in request.algorithms
                                                 if a in REGISTRY)
-    return "local cluster" if heavy else "in-process"
+    return "local cluster" if heavy else "worker"
 
 
 def engine_label(engine: str, scheduler: str | None = None) -> str:
@@ -339,14 +452,17 @@ def engine_label(engine: str, scheduler: str | None = None) -> str:
     if engine == "scheduler":
         return f"on the Dask cluster at {scheduler}"
     if engine == "local cluster":
-        return f"on the embedded cluster ({os.cpu_count() or 1} processes)"
+        return f"on the embedded cluster ({os.cpu_count() or 1} processes, closed when the sweep ends)"
+    if engine == "worker":
+        return "in a worker process of the app, row by row"
     return "in the app process (one Dask worker thread)"
 
 
 @contextlib.contextmanager
 def engine_client(engine: str, scheduler: str | None = None):
     """A Dask client for ``engine``: a fresh connection to a scheduler (closed after the sweep), or one of
-    the app's embedded clusters, started on first use and kept for later sweeps."""
+    the app's embedded clusters, started on first use, shared by the sweeps running at the same time
+    and closed when the last of them ends (its worker processes and their memory go away)."""
     if engine == "scheduler":
         with dask_client(scheduler=scheduler) as client:
             yield client
@@ -358,7 +474,16 @@ def engine_client(engine: str, scheduler: str | None = None):
                                                      processes=engine == "local cluster"))
             _CLIENTS[engine] = (client, stack)
         client = _CLIENTS[engine][0]
-    yield client
+        _CLIENT_USERS[engine] = _CLIENT_USERS.get(engine, 0) + 1
+    try:
+        yield client
+    finally:
+        with _CLIENTS_LOCK:
+            _CLIENT_USERS[engine] -= 1
+            ended = _CLIENTS.pop(engine) if _CLIENT_USERS[engine] == 0 else None
+        if ended is not None:
+            with contextlib.suppress(Exception):
+                ended[1].close()
 
 
 # ------------------------------------------------------------------ published tables (Papers page)
@@ -375,6 +500,7 @@ class ReproduceJob(BackgroundJob):
         self.time_limit = time_limit
         self.rows: list = []  # ccviz.runs.reproduce.Reproduction, in order
         self.current: str | None = None
+        self.ticket = Ticket()  # reused row after row: the line says where the current row stands
         self._start("ccviz-reproduce")
 
     @property
@@ -382,7 +508,7 @@ class ReproduceJob(BackgroundJob):
         return len(self.rows) / len(self.runs) if self.runs else 1.0
 
     def _work(self) -> None:
-        from ccviz.runs.reproduce import Reproduction, reproduce_run
+        from ccviz.runs.reproduce import Reproduction
 
         try:
             for run_ in self.runs:
@@ -392,8 +518,12 @@ class ReproduceJob(BackgroundJob):
                     row = Reproduction(run_)
                 elif row is None:
                     self.current = run_.name
-                    row = reproduce_run(run_, self.time_limit, self.stop_event)
-                    if not self.stop_event.is_set():  # a stopped row is not the answer to this run
+                    try:
+                        row = pool().call(reproduce_task, (run_, self.time_limit), stop=self.stop_event,
+                                          time_limit_s=self.time_limit, ticket=self.ticket).result
+                    except CcvizError as exc:
+                        row = Reproduction(run_, None, time.perf_counter() - self.started, str(exc))
+                    if not self.stop_event.is_set() and row.error is None:  # a stopped row is not the answer
                         _REPRODUCED.put(key, row)
                 self.rows.append(row)
         except Exception as exc:  # a bug must not kill the app

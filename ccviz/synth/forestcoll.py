@@ -790,6 +790,8 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         budget.report("ForestColl: trying one ring through every GPU", 0.05)
         ring = _ring(topology, collective, fabric, roots, unit_s, refine, pieces, start_s, queues,
                      math.inf if settings.ring else 1.0 + RING_CONGESTION_SLACK)
+        if ring is not None:
+            _offer(options, topology, ring[0], ring[1], ring[2], True)
         if ring is None and settings.ring:
             raise CcvizError("ring: no cycle through every GPU, each reaching the next by a direct link or through "
                              "switches alone, was found on this fabric; set ring to auto or false", "ring")
@@ -820,6 +822,19 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     return schedule, run
 
 
+def _offer(options: SynthOptions, topology: Topology, packing: Packing, refined: Collective, run: Pipelined,
+           on_ring: bool) -> None:
+    """Offer a complete schedule found on the way (``SynthOptions.offer``): the answer if forestcoll has to
+    be ended before it returns (the app's Stop on a 64-GPU dragonfly: one pipeline step takes seconds)."""
+    if options.best is None:
+        return
+    options.offer(Schedule(topology, refined, run.transfers, "forestcoll",
+                           {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "ring": on_ring},
+                           "heuristic", estimated_finish_s=run.finish_s,
+                           notes=["stopped during synthesis: the first complete schedule forestcoll found is kept; "
+                                  "the packings and bookings it would have tried next were skipped"]))
+
+
 def _fastest_trees(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
                    refine: bool, pieces: int | None, start_s: float,
                    switch_queue: bool) -> tuple[Packing, Collective, Pipelined]:
@@ -845,6 +860,7 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     if not settings.slots:
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s)
+        _offer(budget.options, topology, packing, refined, run, False)
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue
                                   and _slot_grid_fits(topology)

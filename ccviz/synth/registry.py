@@ -66,10 +66,18 @@ class SynthOptions:
     stop: threading.Event | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     algorithm_options: AlgorithmOptions | None = None  # ``extra`` typed, set by ``synthesize`` (not an input)
+    best: Callable[[Schedule], None] | None = None  # sees each complete schedule found so far (``offer``)
 
     def report(self, progress: Progress) -> None:
         if self.progress is not None:
             self.progress(progress)
+
+    def offer(self, schedule: Schedule) -> None:
+        """Hand a complete schedule found so far to the front end: if the synthesis has to be ended from
+        outside (the app ends a worker process that did not return soon enough after Stop), the latest
+        offer that the judge verifies is the answer. Cheap when nobody listens."""
+        if self.best is not None:
+            self.best(schedule)
 
     def settings(self, kind: type[Opts]) -> Opts:
         """The algorithm's typed options: what ``synthesize`` parsed from ``extra``, or (for a direct call

@@ -112,6 +112,11 @@ class EpochSolver(EpochProblem):
         self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {us_text(self.grid.tau_s)}; "
                           f"lower bound {lower} epochs, {greedy.notes[0]} {greedy.epochs} epochs")
         self.say(f"the epoch greedy schedule uses {greedy.epochs} epochs", lower)
+        if self.options.best is not None and not self.mirrored:  # the answer if the solve is ended from outside
+            offered = plan_schedule(self.topology, self.collective, greedy, self.grid)
+            offered.notes = [*self.notes, *offered.notes, "stopped early: the epoch greedy schedule, found before "
+                             "the solver was ended"]
+            self.options.offer(offered)
         if self.options.epochs is not None:
             return self.solve_fixed_horizon(int(self.options.epochs), lower, greedy)
         if greedy.epochs <= lower and self.buffer_limit is None:

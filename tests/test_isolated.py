@@ -1,0 +1,110 @@
+"""Solves in worker processes (ccviz.runs.isolated) through the app's job machinery (ccviz.app.runs)."""
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+import ccviz
+from ccviz.app.runs import LruCache, RunRequest, SynthesisJob
+from ccviz.errors import CcvizError
+from ccviz.runs.isolated import Ticket, WorkerPool
+from ccviz.synth.registry import REGISTRY, Algorithm
+from tests import isolated_tasks
+
+
+def test_three_concurrent_teccl_solves_through_the_app_jobs_all_verify():
+    """Threads of one process running TE-CCL collided in Pyomo's output capture (a 2-minute deadlock, then
+    'TeeStream: deadlock observed'); each job now runs its solve in a worker process."""
+    stdout_before, fd1_before = sys.stdout, os.fstat(1)
+    jobs = []
+    for spec in ("ring:n=4", "ring:n=5", "torus2d:dims=2x3"):
+        topology = ccviz.load_topology(spec)
+        jobs.append(SynthesisJob(RunRequest.make(topology, "allgather", "teccl", 1e6, time_limit=60), topology))
+    assert all(job.isolated for job in jobs)
+    for job in jobs:
+        assert job.wait(240), job.queue_line()
+        assert job.error is None, job.error
+        assert job.entry.result.timeline.verified and job.entry.result.schedule.algorithm == "teccl"
+        assert job.entry.nbytes > 0
+    assert sys.stdout is stdout_before and os.fstat(1).st_ino == fd1_before.st_ino  # the server's streams kept
+
+
+@pytest.fixture
+def registered(monkeypatch):
+    ring = REGISTRY["ring"]
+    for name, function in (("stuck-test", isolated_tasks.stuck), ("crash-test", isolated_tasks.crash)):
+        monkeypatch.setitem(REGISTRY, name, Algorithm(name, function, ring.collectives, "test", "heuristic"))
+
+
+def test_stop_ends_a_solver_that_ignores_it_and_the_best_it_offered_comes_back(registered):
+    topology = ccviz.load_topology("ring:n=4")
+    job = SynthesisJob(RunRequest.make(topology, "allgather", "stuck-test", 1e6), topology)
+    assert job.isolated
+    deadline = time.monotonic() + 120
+    while job.best_s is None and not job.done and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the worker has judged the schedule offered
+    assert job.best_s is not None
+    job.stop()
+    assert job.wait(30) and job.error is None, job.error
+    entry = job.entry
+    assert entry.stopped and entry.result.timeline.verified
+    assert any("its process was ended" in note for note in entry.result.schedule.notes)
+
+
+def test_a_crashing_solver_is_one_error_line_and_the_app_goes_on(registered):
+    topology = ccviz.load_topology("ring:n=4")
+    job = SynthesisJob(RunRequest.make(topology, "allgather", "crash-test", 1e6), topology)
+    assert job.wait(60) and "ended unexpectedly (exit code 3)" in job.error and "\n" not in job.error
+    again = SynthesisJob(RunRequest.make(topology, "allgather", "ring", 1e6), topology)
+    assert again.wait(60) and again.error is None and again.entry.result.timeline.verified
+
+
+def test_a_full_pool_queues_says_so_and_worker_output_never_reaches_the_server(capfd):
+    pool = WorkerPool(size=1, spares=0)
+    stop = threading.Event()
+    first, second = Ticket(), Ticket()
+    progress, results = [], {}
+
+    def call(name, ticket, function, args):
+        results[name] = pool.call(function, args, stop=stop if name == "a" else threading.Event(), ticket=ticket,
+                                  on_message=lambda kind, value: progress.append(value)).result
+
+    a = threading.Thread(target=call, args=("a", first, isolated_tasks.wait_for_stop, (60,)))
+    a.start()
+    while first.state != "running":
+        time.sleep(0.05)
+    b = threading.Thread(target=call, args=("b", second, isolated_tasks.noisy, ("SOLVER NOISE",)))
+    b.start()
+    while second.state != "queued" or pool.counts() != (1, 1):
+        time.sleep(0.01)
+    assert pool.line(second) == "1 solve running on 1 core: yours is queued, 1st in line; it starts when one ends"
+    assert progress  # the running task's reports arrive while it runs
+    stop.set()
+    a.join(30)
+    b.join(60)
+    assert results == {"a": "stopped", "b": "SOLVER NOISE"}
+    out, err = capfd.readouterr()
+    assert "SOLVER NOISE" not in out and "SOLVER NOISE" not in err
+    pool.close()
+
+
+def test_stop_while_queued_never_starts_the_solve():
+    pool = WorkerPool(size=1, spares=0)
+    stop = threading.Event()
+    stop.set()
+    pool._running.append(Ticket())  # the one core is taken
+    with pytest.raises(CcvizError, match="waited in line; it never started"):
+        pool.call(isolated_tasks.noisy, ("x",), stop=stop)
+
+
+def test_caches_are_bounded_in_bytes_least_recently_used_first():
+    cache = LruCache(1000, weigh=len)
+    cache.put("a", "x" * 400)
+    cache.put("b", "y" * 400)
+    assert cache.get("a") is not None  # a is now the more recently used
+    cache.put("c", "z" * 400)
+    assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
+    assert cache.nbytes == 800 and len(cache) == 2
