@@ -129,7 +129,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     )
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: stop and keep the best so far
     try:
-        result = run(topology, args.collective, args.algorithm, size, args.chunks, args.root, options)
+        result = run(topology, args.collective, args.algorithm, size, args.chunks, args.root, options,
+                     ranks=args.ranks)
     finally:
         signal.signal(signal.SIGINT, previous)
     summary = result.summary()
@@ -266,13 +267,21 @@ def cmd_limit(args: argparse.Namespace) -> int:
     from ccviz.loading import load_topology
 
     topology = load_topology(args.topology)
-    limit = bandwidth_limit(topology, args.collective, parse_size(args.size), args.root)
+    fabric = topology
+    if args.ranks is not None:
+        from ccviz.model.groups import group_ranks, relay_fabric
+
+        fabric = relay_fabric(topology, group_ranks(topology, args.ranks))
+    limit = bandwidth_limit(fabric, args.collective, parse_size(args.size), args.root)
     out = limit.to_dict()
+    if args.ranks is not None:
+        out["ranks"] = fabric.gpus
     if args.json:
         print(json.dumps(out))
         return 0
     lines = [
-        f"{out['collective']} of {format_size(out['size_bytes'])} on {topology.name} ({topology.n_gpus} GPUs)",
+        f"{out['collective']} of {format_size(out['size_bytes'])} on {fabric.name} ({fabric.n_gpus} GPUs"
+        + (", the other GPUs relay)" if fabric is not topology else ")"),
         f"  limit       {format_time(out['limit_s'])}  (algbw {out['algbw_GBps']:.4g} GB/s; bandwidth only, "
         "alpha is not part of it)",
     ]
@@ -433,6 +442,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "paid = alpha + bytes/bw like any link; teccl = alpha only, TE-CCL's published runs; "
                         "free = no time (TACCL)")
     s.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
+    s.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16,18: the collective covers these GPUs "
+                                                 "and the others only relay (default: every GPU)")
     s.add_argument("--epoch", default="fastest", help="fastest | slowest | SECONDS (epoch-based algorithms)")
     s.add_argument("--epochs", type=int, default=None, help="number of epochs (default: automatic)")
     s.add_argument("--time-limit", type=float, default=None, help="seconds; the best schedule so far is returned")
@@ -479,6 +490,8 @@ def build_parser() -> argparse.ArgumentParser:
     lim.add_argument("-c", "--collective", default="allgather", help="allgather, reducescatter, allreduce, broadcast, reduce")
     lim.add_argument("-s", "--size", default="1GB", help="per-rank buffer (nccl-tests convention), e.g. 1GB")
     lim.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce")
+    lim.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16: its limit with the other GPUs as "
+                                                   "relays")
     lim.add_argument("--json", action="store_true")
     lim.set_defaults(func=cmd_limit)
 

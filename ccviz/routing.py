@@ -21,7 +21,7 @@ import heapq
 import math
 import weakref
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple
 
 from ccviz.collectives import Collective
@@ -181,20 +181,51 @@ def neighbour_gpus(topology: Topology, chunk_bytes: float = 1.0) -> dict[int, di
     return out
 
 
-def ring_order(topology: Topology, chunk_bytes: float = 1.0, budget: int = 20000) -> tuple[list[int], bool]:
+def ring_order(topology: Topology, chunk_bytes: float = 1.0, budget: int = 20000,
+               group: Sequence[int] | None = None) -> tuple[list[int], bool]:
     """A cyclic order of all GPUs, each next GPU a physical neighbour when such a cycle is found cheaply.
 
     Depth-first search preferring the fastest neighbour, then the one with the
     fewest unvisited neighbours (Warnsdorff), within ``budget`` expansions.
     Returns (order, physical); when no cycle is found the order is rank order
     and ``physical`` is False (consecutive ranks may then need relays).
+
+    ``group`` (a process group) orders only its GPUs: neighbours are members reached without crossing
+    another GPU; without such a cycle, the members in order of their shortest routes to each other (the
+    ring is then laid over those routes, relayed by GPUs outside the group where they lie on them).
     """
-    gpus = topology.gpus
+    gpus = topology.gpus if group is None else list(group)
     if len(gpus) > 2048:
         return list(gpus), False
-    adj = neighbour_gpus(topology, chunk_bytes)
+    adj = _group_neighbours(topology, chunk_bytes, gpus, group is not None)
     found = _hamiltonian_cycle(gpus, adj, budget)
-    return (found, True) if found else (list(gpus), False)
+    if found or group is None:
+        return (found, True) if found else (list(gpus), False)
+    closest = _hamiltonian_cycle(gpus, _route_times(topology, chunk_bytes, gpus), budget)
+    return closest or list(gpus), False
+
+
+def _group_neighbours(topology: Topology, chunk_bytes: float, gpus: Sequence[int],
+                      is_group: bool) -> dict[int, dict[int, float]]:
+    """``neighbour_gpus`` cut down to a group's members (all GPUs when ``is_group`` is False)."""
+    adj = neighbour_gpus(topology, chunk_bytes)
+    if not is_group:
+        return adj
+    members = set(gpus)
+    return {g: {h: t for h, t in adj[g].items() if h in members} for g in gpus}
+
+
+def _route_times(topology: Topology, chunk_bytes: float, gpus: Sequence[int]) -> dict[int, dict[int, float]]:
+    """Every member to every other member: the time of the shortest route (any node may relay)."""
+    router = router_for(topology, chunk_bytes)
+    out: dict[int, dict[int, float]] = {}
+    for g in gpus:
+        out[g] = {}
+        for h in gpus:
+            route = router.route(g, h) if h != g else None
+            if route is not None:
+                out[g][h] = router.route_time(route)
+    return out
 
 
 def reverse_ring_order(topology: Topology, order: list[int], chunk_bytes: float = 1.0,
@@ -202,15 +233,16 @@ def reverse_ring_order(topology: Topology, order: list[int], chunk_bytes: float 
     """A second cycle for the opposite direction: the forward cycle reversed when its links exist
     both ways, else a cycle that prefers links the forward cycle leaves idle."""
     backward = order[:1] + order[:0:-1]
-    adj = neighbour_gpus(topology, chunk_bytes) if len(order) <= 2048 else {}
+    group = len(order) != topology.n_gpus
+    adj = _group_neighbours(topology, chunk_bytes, order, group) if len(order) <= 2048 else {}
     if adj and all(b in adj[a] for a, b in zip(backward, backward[1:] + backward[:1], strict=True)):
         return backward, True
-    if not adj:
+    if not any(adj.values()):
         return backward, False
     used = set(zip(order, order[1:] + order[:1], strict=True))
     penalty = 1.0 + 10 * max(t for outs in adj.values() for t in outs.values())
     spare = {u: {v: t + (penalty if (u, v) in used else 0.0) for v, t in outs.items()} for u, outs in adj.items()}
-    found = _hamiltonian_cycle(topology.gpus, spare, budget)
+    found = _hamiltonian_cycle(order if group else topology.gpus, spare, budget)
     return (found, True) if found else (backward, False)
 
 

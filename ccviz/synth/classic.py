@@ -87,7 +87,8 @@ class Ring(ClassicAlgorithm):
     bidirectional = False
 
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str]:
-        order, physical = ring_order(topology, collective.chunk_bytes)
+        group = None if tuple(collective.ranks) == tuple(topology.gpus) else collective.ranks
+        order, physical = ring_order(topology, collective.chunk_bytes, group=group)
         notes = [] if physical else ["no cycle of neighbouring GPUs found: ring in rank order, some hops relay"]
         if self.bidirectional:
             forward, backward = _split(collective.chunks, tuple(order))

@@ -742,7 +742,13 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
         if per_rank_bytes / packing.k < MIN_CHUNK_BYTES:
             raise CcvizError(f"size: forestcoll sends each rank's {per_rank_bytes:g} B down {packing.k} trees, less "
                              "than a byte per tree; use a larger size or --opt trees=1", "size")
-    return make_collective(collective.name, topology, collective.size_bytes, packing.k * pieces, collective.root)
+    return make_collective(collective.name, _over(topology, collective), collective.size_bytes, packing.k * pieces,
+                           collective.root)
+
+
+def _over(topology: Topology, collective: Collective) -> Topology | tuple[int, ...]:
+    """What a re-chunked collective is made over: the fabric's GPUs, or the process group it names."""
+    return topology if tuple(collective.ranks) == tuple(topology.gpus) else collective.ranks
 
 
 def _roots(collective: Collective) -> list[int]:
@@ -990,7 +996,7 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
                                packed=packed)
     cpr = forward.collective.chunks_per_rank
     target = collective if cpr == collective.chunks_per_rank else make_collective(
-        collective.name, topology, collective.size_bytes, cpr, collective.root)
+        collective.name, _over(topology, collective), collective.size_bytes, cpr, collective.root)
     return reverse_schedule(forward, topology, target)
 
 
@@ -1000,16 +1006,21 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
     AllReduce: the ReduceScatter half chooses the tree and chunk counts, the AllGather half reuses them (a
     ReduceScatter on the ring lets the AllGather half choose again, ring first, with the same chunks).
     """
+    if collective.is_reducing and tuple(collective.ranks) != tuple(topology.gpus):
+        raise CcvizError(f"ranks: forestcoll builds {collective.name} by reversing trees that also cross GPUs outside "
+                         "the process group, which would then add partials they do not hold; use tacos, mteg, teccl "
+                         "or a textbook algorithm (ring, dbt, ...) for a reduction over a group", "ranks")
     budget = Budget(options)
 
     def allreduce() -> Schedule:
         packed: dict = {}  # a fabric as fast both ways packs the AllGather half's trees as the ReduceScatter's
-        rs = reduction_schedule(topology, make_collective("reducescatter", topology, collective.size_bytes,
+        rs = reduction_schedule(topology, make_collective("reducescatter", _over(topology, collective),
+                                                          collective.size_bytes,
                                                           collective.chunks_per_rank), options, budget.phase(0.0, 0.5),
                                 packed=packed)
         cpr = rs.collective.chunks_per_rank
         whole = collective if cpr == collective.chunks_per_rank else make_collective(
-            "allreduce", topology, collective.size_bytes, cpr)
+            "allreduce", _over(topology, collective), collective.size_bytes, cpr)
         gather_part = split_allreduce(whole)[1]
         # a ring's half is tried as a ring again (auto: trees where this way round has no ring as good)
         same_trees = options if rs.options.get("ring") else options.with_extra(trees=int(rs.options["trees"]),
