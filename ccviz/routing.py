@@ -349,15 +349,25 @@ class Layout:
                 "(ring over a cycle of neighbouring GPUs is the most widely applicable)")
 
     def routes(self) -> list[list[int]]:
-        """Step 1: every send takes its shortest route; a partial sum crosses other GPUs as a relay."""
-        route_of = self.router.route
-        routes = []
-        for s in self.sends:
-            route = route_of(s.src, s.dst)
+        """Step 1: every send takes a fastest route, spread over equal-cost ones by load in step order
+        (``ccviz.model.paths``); a partial sum crosses other GPUs as a relay."""
+        from ccviz.model.paths import SpreadRoutes
+
+        spread = SpreadRoutes(self.topology, self.collective.chunk_bytes)
+        scale = self._hop_scale()
+        routes: list[list[int]] = [[] for _ in self.sends]
+        for i in sorted(range(len(self.sends)), key=lambda i: self.sends[i].step):
+            s = self.sends[i]
+            route = spread.route(s.src, s.dst, s.chunk, float(s.step * scale))
             if route is None:
                 raise CcvizError(f"topology: no route from GPU {s.src} to GPU {s.dst}: {self.hint()}", "topology")
-            routes.append(route)
+            routes[i] = route
         return routes
+
+    def _hop_scale(self) -> int:
+        """The longest fastest route's hop count: hop h of a send at step s goes at step s * scale + h."""
+        route_of = self.router.route
+        return max((len(r) - 1 for s in self.sends if (r := route_of(s.src, s.dst)) is not None), default=1)
 
     def transfers(self) -> list[Transfer]:
         """Step 2: expand routes into per-hop transfers with increasing steps; shared copy hops are sent once."""

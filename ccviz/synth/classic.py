@@ -154,6 +154,7 @@ class Direct(ClassicAlgorithm):
     description = "each rank sends directly to each destination along its shortest route"
 
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
+        pairwise: list[tuple[int, int, int]] = []
         for c in collective.chunks:
             if c.reduce:
                 owner = _result_owner(c)
@@ -164,7 +165,14 @@ class Direct(ClassicAlgorithm):
             else:
                 src = _holder(c)
                 for r in sorted(c.post - c.pre):
-                    layout.send(c.id, src, r, 0)
+                    pairwise.append((c.id, src, r))
+        # Pairwise order: the sends to the rank k places on come before those k + 1 places on, so every
+        # link serves all sources round by round instead of one source's whole buffer first.
+        position = {r: i for i, r in enumerate(collective.ranks)}
+        n = len(position)
+        pairwise.sort(key=lambda s: ((position[s[2]] - position[s[1]]) % n, position[s[1]]))
+        for chunk, src, dst in pairwise:
+            layout.send(chunk, src, dst, 0)
 
 
 # ==================================================================== tree helpers
