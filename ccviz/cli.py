@@ -426,6 +426,45 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 130 if report.stopped == "interrupted" else 0
 
 
+def cmd_workload(args: argparse.Namespace) -> int:
+    from ccviz.loading import load_topology
+    from ccviz.runs.workload import read_workload_file, run_workload
+    from ccviz.synth.registry import SynthOptions
+
+    config = read_workload_file(args.config) if args.config else {}
+    topology_spec = args.topology or config.get("topology")
+    if not topology_spec:
+        raise CcvizError("topology: give TOPOLOGY or a `topology:` key in --config", "topology")
+    parallel = args.parallel or config.get("parallel")
+    steps = args.run or config.get("run")
+    algorithm = args.algorithm or config.get("algorithm") or "ring"
+    if not parallel or not steps:
+        raise CcvizError("parallel: give --parallel tp=8,dp=4 and --run tp:allreduce:64MB,... (or a --config file)",
+                         "parallel")
+    _positive("time-limit", args.time_limit)
+    options = SynthOptions(time_limit=args.time_limit or config.get("time_limit"), seed=args.seed,
+                           extra=parse_extra(args.opt) if args.opt else dict(config.get("opt") or {}))
+    result = run_workload(load_topology(topology_spec), parallel, steps, algorithm,
+                          order=args.order or config.get("order", "tp-dp"), seed=args.seed or config.get("seed", 0),
+                          options=options, groups=config.get("groups"),
+                          progress=None if args.json else lambda text: print(text, file=sys.stderr, flush=True))
+    out = result.to_dict()
+    if args.json:
+        print(dumps(out))
+        return 0 if out["verified"] else 1
+    ok = "verified" if out["verified"] else f"INVALID ({len(out['violations'])} violations shown)"
+    print(f"{algorithm} workload on {out['topology']} ({out['n_gpus']} GPUs), {out['parallel']}, order {out['order']}")
+    print(f"  job finish   {format_time(out['finish_s'])}  ({ok}, by the simulator)")
+    print(f"  synthesis    {out['synthesis']}")
+    for g in out["groups"]:
+        eta = "n/a" if g["eta_beta"] is None else f"{g['eta_beta']:.3f}"
+        print(f"  {g['kind']}{g['index']:<3} {g['collective']:<13} alone {format_time(g['finish_alone_s']):>10}  "
+              f"together {format_time(g['finish_together_s']):>10}  eta_beta {eta}")
+    for link in out["busiest_links"][:5]:
+        print(f"  busiest {link['src']}->{link['dst']}: {link['utilization']:.0%} busy, groups {', '.join(link['groups'])}")
+    return 0 if out["verified"] else 1
+
+
 # ------------------------------------------------------------------------ parser
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ccviz", description="Synthesize, verify and visualize collective-communication schedules.")
@@ -537,6 +576,18 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--quiet", action="store_true", help="no progress bar")
     w.add_argument("--json", action="store_true", help="print one JSON object: rows, ok, failed, wall_s, ...")
     w.set_defaults(func=cmd_sweep)
+    wl = sub.add_parser("workload", help="every process group of a parallel job runs its collective at once")
+    wl.add_argument("topology", nargs="?", default=None, help="a file or builder spec (or `topology:` in --config)")
+    wl.add_argument("--parallel", help="group sizes, e.g. tp=8,dp=4 (kinds tp, cp, ep, pp, dp)")
+    wl.add_argument("--order", default=None, help="tp-dp (default: tp groups are consecutive GPUs), dp-tp or random")
+    wl.add_argument("--run", help="each kind's collective, e.g. tp:allreduce:64MB,dp:allreduce:256MB")
+    wl.add_argument("-a", "--algorithm", default=None, help="see `ccviz list` (default ring)")
+    wl.add_argument("--config", help="a YAML file with the same keys (and `groups`: an explicit rank map)")
+    wl.add_argument("--time-limit", type=float, default=None, help="seconds per group's synthesis")
+    wl.add_argument("--seed", type=int, default=None, help="seed of --order random and randomized algorithms")
+    wl.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="an algorithm's own option")
+    wl.add_argument("--json", action="store_true", help="print one JSON object")
+    wl.set_defaults(func=cmd_workload)
     return p
 
 

@@ -1,0 +1,1 @@
+"""Runs: one call from inputs to judged results (pipeline, sweeps, workloads of concurrent groups)."""
