@@ -445,7 +445,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
     options = SynthOptions(time_limit=args.time_limit or config.get("time_limit"), seed=args.seed,
                            extra=parse_extra(args.opt) if args.opt else dict(config.get("opt") or {}))
     result = run_workload(load_topology(topology_spec), parallel, steps, algorithm,
-                          order=args.order or config.get("order", "tp-dp"), seed=args.seed or config.get("seed", 0),
+                          order=args.order or config.get("order"), seed=args.seed or config.get("seed", 0),
                           options=options, groups=config.get("groups"),
                           progress=None if args.json else lambda text: print(text, file=sys.stderr, flush=True))
     out = result.to_dict()
@@ -579,7 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
     wl = sub.add_parser("workload", help="every process group of a parallel job runs its collective at once")
     wl.add_argument("topology", nargs="?", default=None, help="a file or builder spec (or `topology:` in --config)")
     wl.add_argument("--parallel", help="group sizes, e.g. tp=8,dp=4 (kinds tp, cp, ep, pp, dp)")
-    wl.add_argument("--order", default=None, help="tp-dp (default: tp groups are consecutive GPUs), dp-tp or random")
+    wl.add_argument("--order", default=None, help="kinds innermost first, e.g. tp-dp (tp groups are consecutive GPUs; the "
+                                                        "default is --parallel's order), dp-tp, or random")
     wl.add_argument("--run", help="each kind's collective, e.g. tp:allreduce:64MB,dp:allreduce:256MB")
     wl.add_argument("-a", "--algorithm", default=None, help="see `ccviz list` (default ring)")
     wl.add_argument("--config", help="a YAML file with the same keys (and `groups`: an explicit rank map)")

@@ -33,7 +33,6 @@ from ccviz.topology import Topology
 from ccviz.units import parse_size
 
 KINDS = ("tp", "cp", "ep", "pp", "dp")  # tensor, context, expert, pipeline, data parallel
-ORDERS = ("tp-dp", "dp-tp", "random")
 COMPOSED = ("composed: each group synthesized alone over the whole fabric (the other GPUs relay), then all "
             "groups judged together by the simulator, each link serving transfers in the order their groups "
             "send them alone")
@@ -104,13 +103,13 @@ def parse_run(text: str | Sequence[Any]) -> list[Step]:
     return steps
 
 
-def place_groups(topology: Topology, parallel: Mapping[str, int], order: str = "tp-dp",
+def place_groups(topology: Topology, parallel: Mapping[str, int], order: str | None = None,
                  seed: int = 0) -> dict[str, list[tuple[int, ...]]]:
     """The groups of every kind: GPUs sharing every coordinate but that kind's.
 
     ``order`` lists kinds innermost first (``tp-dp``: a tp group is consecutive GPUs); kinds it leaves out
-    follow in the order ``parallel`` gives them. ``random`` shuffles the GPUs (with ``seed``) first and
-    then lays them out in ``parallel``'s order.
+    follow in the order ``parallel`` gives them (None: ``parallel``'s order). ``random`` shuffles the GPUs
+    (with ``seed``) first and then lays them out in ``parallel``'s order: an off-prefix layout.
     """
     gpus = list(topology.gpus)
     total = 1
@@ -120,15 +119,16 @@ def place_groups(topology: Topology, parallel: Mapping[str, int], order: str = "
         sizes = " x ".join(f"{k}={v}" for k, v in parallel.items())
         raise CcvizError(f"parallel: {sizes} = {total} GPUs, but {topology.name!r} has {len(gpus)}; the product "
                          "of the group sizes must equal the number of GPUs", "parallel")
-    if order == "random":
-        random.Random(seed).shuffle(gpus)
+    if order is None or order == "random":
+        if order == "random":
+            random.Random(seed).shuffle(gpus)
         kinds = list(parallel)
     else:
         named = [k.strip().lower() for k in str(order).split("-") if k.strip()]
         bad = [k for k in named if k not in parallel]
         if bad or len(set(named)) != len(named):
             raise CcvizError(f"order: {order!r} should list kinds of --parallel ({', '.join(parallel)}) innermost "
-                             "first, e.g. tp-dp, or be random", "order")
+                             f"first, e.g. {'-'.join(parallel)}, or be random", "order")
         kinds = named + [k for k in parallel if k not in named]
     stride: dict[str, int] = {}
     step = 1
@@ -184,7 +184,7 @@ class GroupRun:
     synth_time_s: float
     limit_s: float | None
     finish_together_s: float = 0.0
-    chunk_offset: int = 0
+    finish_synthesized_s: float = 0.0  # the schedule as its synthesizer timed it, judged alone
 
     @property
     def label(self) -> str:
@@ -200,6 +200,7 @@ class GroupRun:
             "kind": self.kind, "index": self.index, "ranks": list(self.ranks), "collective": self.collective.name,
             "size_bytes": self.collective.size_bytes, "chunks_per_rank": self.collective.chunks_per_rank,
             "finish_alone_s": self.finish_alone_s, "finish_together_s": self.finish_together_s,
+            "finish_synthesized_s": self.finish_synthesized_s,
             "eta_beta": self.eta_beta, "limit_s": self.limit_s,
             "alone_over_limit": self.finish_alone_s / self.limit_s if self.limit_s else None,
             "synth_time_s": self.synth_time_s,
@@ -286,7 +287,7 @@ def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]]
 
 
 def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: Sequence[Step] | str,
-                 algorithm: str, order: str = "tp-dp", seed: int = 0, options: SynthOptions | None = None,
+                 algorithm: str, order: str | None = None, seed: int = 0, options: SynthOptions | None = None,
                  groups: Mapping[str, Sequence[Sequence[int]]] | None = None,
                  progress: Callable[[str], None] | None = None) -> WorkloadResult:
     """Synthesize and judge every group alone, then the whole job together in one timeline."""
@@ -294,9 +295,7 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
     from ccviz.simulate import simulate
 
     sizes = parse_parallel(parallel)
-    plan = parse_run(steps) if isinstance(steps, str) else list(steps)
-    if order not in ORDERS and "-" not in str(order):
-        raise CcvizError(f"order: {order!r}; use tp-dp, dp-tp (innermost kind first) or random", "order")
+    plan = list(steps) if not isinstance(steps, str) and all(isinstance(s, Step) for s in steps) else parse_run(steps)
     placed = check_groups(topology, groups) if groups else place_groups(topology, sizes, order, seed)
     for s in plan:
         if s.kind not in sizes:
@@ -306,7 +305,6 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
                              f"{s.collective}", "run")
     cpr = _chunking(plan, placed)
     runs: list[GroupRun] = []
-    offset = 0
     total = sum(len(placed[s.kind]) for s in plan)
     for s in plan:
         for i, ranks in enumerate(placed[s.kind]):
@@ -327,10 +325,13 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
                 raise CcvizError(f"algorithm: {algorithm}'s schedule for {s.kind} group {i} does not verify alone "
                                  f"({alone.violations[0].message})", "algorithm")
             limit = group_limit(topology, schedule.collective)
-            runs.append(GroupRun(s.kind, i, tuple(ranks), schedule.collective, alone.schedule,
-                                 _last_arrival(alone.schedule.transfers), spent,
-                                 None if limit is None else limit.limit_s, chunk_offset=offset))
-            offset += len(schedule.collective.chunks)
+            run = GroupRun(s.kind, i, tuple(ranks), schedule.collective, alone.schedule, 0.0, spent,
+                           None if limit is None else limit.limit_s,
+                           finish_synthesized_s=_last_arrival(alone.schedule.transfers))
+            # alone under the same rule as together (each hop as soon as its inputs and link allow), so the
+            # ratio of the two is the contention only
+            run.finish_alone_s = _last_arrival(simulate(compose(topology, [run], algorithm)).schedule.transfers)
+            runs.append(run)
     if progress is not None:
         progress(f"judging {len(runs)} groups together")
     joint = compose(topology, runs, algorithm)
@@ -341,8 +342,8 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
         ends[owner[t.chunk]] = max(ends[owner[t.chunk]], t.end_s or 0.0)
     for i, g in enumerate(runs):
         g.finish_together_s = ends[i]
-    label = "random" if order == "random" else order
-    return WorkloadResult(topology, algorithm, sizes, label if not groups else "explicit", runs, joint, timeline)
+    label = "explicit" if groups else order or "-".join(sizes)
+    return WorkloadResult(topology, algorithm, sizes, label, runs, joint, timeline)
 
 
 def _last_arrival(transfers: Sequence[Transfer]) -> float:
@@ -356,10 +357,11 @@ def compose(topology: Topology, runs: Sequence[GroupRun], algorithm: str) -> Sch
     chunks: list[Chunk] = []
     transfers: list[Transfer] = []
     for g in runs:
+        offset = len(chunks)
         for c in g.collective.chunks:
-            chunks.append(Chunk(c.id + g.chunk_offset, c.pre, c.post, c.reduce, c.source, c.index))
+            chunks.append(Chunk(c.id + offset, c.pre, c.post, c.reduce, c.source, c.index))
         for t in g.schedule.transfers:
-            transfers.append(Transfer(t.chunk + g.chunk_offset, t.src, t.dst, None, None, t.op, t.start_s or 0.0))
+            transfers.append(Transfer(t.chunk + offset, t.src, t.dst, None, None, t.op, t.start_s or 0.0))
     ranks = sorted({r for g in runs for r in g.ranks})
     first = runs[0].collective
     collective = Collective("custom", tuple(ranks), tuple(chunks), first.chunk_bytes,
@@ -372,51 +374,129 @@ def compose(topology: Topology, runs: Sequence[GroupRun], algorithm: str) -> Sch
 
 
 def _together_times(schedule: Schedule, alone: Sequence[Transfer]) -> list[Transfer]:
-    """Times for every group at once: transfers in the order they start alone, each waiting for the hops
-    it waited for alone (its chunk's arrivals at its source before it started, the relay it carries on)
-    and for its link, first come first served; a hop into a bufferless switch is timed with the hops
-    forwarding it (``ccviz.simulate``'s chain rule). The simulator then judges these times."""
-    from ccviz.physics import LaneBook, link_costs
-    from ccviz.simulate import _chain, _parent, relay_continuations
+    """Times for every group at once (the simulator then judges them); see ``_Retimer``."""
+    return _Retimer(schedule, alone).run()
 
-    transfers = schedule.transfers
-    costs = link_costs(schedule.topology, schedule.chunk_bytes)
-    forwards = _switch_forwards(schedule.topology, transfers, alone)
-    fed = {j for js in forwards.values() for j in js}
-    relayed_from = relay_continuations(transfers)
-    inbound: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for j, t in enumerate(transfers):
-        if t.op != "relay":
-            inbound[(t.dst, t.chunk)].append(j)
-    lanes = LaneBook()
-    start = [0.0] * len(transfers)
-    arrival = [0.0] * len(transfers)
-    for i in sorted(range(len(transfers)), key=lambda i: (alone[i].start_s or 0.0, i)):
-        if i in fed:
-            continue
-        t = transfers[i]
-        began = alone[i].start_s or 0.0
-        if i in relayed_from:
-            ready = arrival[relayed_from[i]]
-        else:
-            ready = max((arrival[j] for j in inbound.get((t.src, t.chunk), ())
-                         if (alone[j].end_s or 0.0) <= began + 1e-12), default=0.0)
-        chain = _chain(i, forwards, transfers, costs)
-        hops = [((transfers[j].src, transfers[j].dst), offset) for j, offset in chain]
-        first = lanes.earliest_start(ready, [(key, costs[key].lanes, offset) for key, offset in hops if key in costs])
-        for j, _ in chain:
-            u = transfers[j]
-            s_j = first if j == i else arrival[_parent(j, chain, forwards)]
-            cost = costs[(u.src, u.dst)]
-            lanes.occupy((u.src, u.dst), cost.lanes, s_j, cost.busy)
-            start[j], arrival[j] = s_j, s_j + cost.delay
-    return [Transfer(t.chunk, t.src, t.dst, start[j], arrival[j], t.op, t.step) for j, t in enumerate(transfers)]
+
+TIE_S = 1e-12  # two alone times this close are one instant
+AFTER_S = 1e-9  # how much later a value lands than a send it must miss
+
+
+class _Retimer:
+    """Every group's transfers, timed together on shared links, each keeping what it meant alone.
+
+    A transfer is timed with the hops a bufferless switch forwards on arrival (one chain, as in
+    ``ccviz.simulate``) once everything it waited for alone is timed: its chunk's arrivals at its
+    source that had landed when it started alone, and the relay it carries on. What it did *not* wait
+    for alone must still miss it: a value landing at its source after it started alone (a partial sum,
+    or a finished sum that would overwrite the partial it sends) is made to land after it starts
+    together. Links serve chains first come, first served, in the order the groups start them alone.
+    """
+
+    def __init__(self, schedule: Schedule, alone: Sequence[Transfer]) -> None:
+        from ccviz.physics import link_costs
+        from ccviz.simulate import _chain, relay_continuations
+
+        self.transfers = transfers = schedule.transfers
+        self.alone = alone
+        self.costs = link_costs(schedule.topology, schedule.chunk_bytes)
+        self.forwards = _switch_forwards(schedule.topology, transfers, alone)
+        fed = {j for js in self.forwards.values() for j in js}
+        self.heads = [i for i in range(len(transfers)) if i not in fed]
+        self.chain = {h: _chain(h, self.forwards, transfers, self.costs) for h in self.heads}
+        self.head_of = {j: h for h in self.heads for j, _ in self.chain[h]}
+        self.relayed_from = relay_continuations(transfers)
+        reducing = {c.id for c in schedule.collective.chunks if c.reduce}
+        gpus = set(schedule.topology.gpus)
+        self.inbound: dict[tuple[int, int], list[int]] = defaultdict(list)
+        outbound: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for j, t in enumerate(transfers):
+            if t.op != "relay":
+                self.inbound[(t.dst, t.chunk)].append(j)
+            if t.src in gpus:
+                outbound[(t.src, t.chunk)].append(j)
+        self.misses: dict[int, list[tuple[int, float]]] = defaultdict(list)  # head -> (send, hop's offset+delay)
+        for h in self.heads:
+            for k, offset in self.chain[h]:
+                t = transfers[k]
+                if t.chunk not in reducing or t.op == "relay" or t.dst not in gpus:
+                    continue
+                landed = alone[k].end_s or 0.0
+                for i in outbound.get((t.dst, t.chunk), ()):
+                    if (alone[i].start_s or 0.0) < landed - TIE_S:
+                        self.misses[h].append((i, offset + self.costs[(t.src, t.dst)].delay))
+
+    def waits(self, h: int) -> set[int]:
+        """Heads of the chains that must be timed before chain ``h``."""
+        t, began = self.transfers[h], self.alone[h].start_s or 0.0
+        out = {self.head_of[j] for j in self.inbound.get((t.src, t.chunk), ())
+               if (self.alone[j].end_s or 0.0) <= began + TIE_S}
+        if h in self.relayed_from:
+            out.add(self.head_of[self.relayed_from[h]])
+        out.update(self.head_of[i] for i, _ in self.misses.get(h, ()))
+        out.discard(h)
+        return out
+
+    def run(self) -> list[Transfer]:
+        import heapq
+
+        from ccviz.physics import LaneBook
+        from ccviz.simulate import _parent
+
+        transfers, alone = self.transfers, self.alone
+        waits = {h: self.waits(h) for h in self.heads}
+        waiting_on: dict[int, list[int]] = defaultdict(list)
+        for h, ws in waits.items():
+            for w in ws:
+                waiting_on[w].append(h)
+        left = {h: len(ws) for h, ws in waits.items()}
+        key = {h: (alone[h].start_s or 0.0, h) for h in self.heads}
+        ready = [key[h] for h in self.heads if not left[h]]
+        heapq.heapify(ready)
+        pending = sorted(key[h] for h in self.heads if left[h])
+        done: set[int] = set()
+        lanes = LaneBook()
+        start = [0.0] * len(transfers)
+        arrival = [0.0] * len(transfers)
+        while len(done) < len(self.heads):
+            if ready:
+                _, h = heapq.heappop(ready)
+            else:  # a cycle of waits (not seen on real schedules): time the earliest alone and let the judge say
+                h = next(k for _, k in pending if k not in done)
+            if h in done:
+                continue
+            done.add(h)
+            t = transfers[h]
+            began = alone[h].start_s or 0.0
+            earliest = max((arrival[j] for j in self.inbound.get((t.src, t.chunk), ())
+                            if (alone[j].end_s or 0.0) <= began + TIE_S and self.head_of[j] in done), default=0.0)
+            if h in self.relayed_from:
+                earliest = max(earliest, arrival[self.relayed_from[h]])
+            for i, lands_after in self.misses.get(h, ()):
+                if self.head_of[i] in done:
+                    earliest = max(earliest, start[i] - lands_after + AFTER_S)
+            chain = self.chain[h]
+            hops = [((transfers[j].src, transfers[j].dst), offset) for j, offset in chain]
+            first = lanes.earliest_start(earliest, [(k, self.costs[k].lanes, offset) for k, offset in hops])
+            for j, _ in chain:
+                u = transfers[j]
+                s_j = first if j == h else arrival[_parent(j, chain, self.forwards)]
+                cost = self.costs[(u.src, u.dst)]
+                lanes.occupy((u.src, u.dst), cost.lanes, s_j, cost.busy)
+                start[j], arrival[j] = s_j, s_j + cost.delay
+            for other in waiting_on.get(h, ()):
+                left[other] -= 1
+                if not left[other] and other not in done:
+                    heapq.heappush(ready, key[other])
+        return [Transfer(t.chunk, t.src, t.dst, start[j], arrival[j], t.op, t.step) for j, t in enumerate(transfers)]
 
 
 def _switch_forwards(topology: Topology, transfers: Sequence[Transfer], alone: Sequence[Transfer]
                      ) -> dict[int, list[int]]:
     """Hop into a bufferless switch -> the hops forwarding it: alone, each left the moment it landed
     (``transfers`` the joint schedule's, ``alone`` the same transfers as timed alone)."""
+    from ccviz.physics import tol
+
     bufferless = {n for n, node in topology.nodes.items() if node.is_switch and not node.buffer}
     landed: dict[tuple[int, int], list[int]] = defaultdict(list)
     for i, t in enumerate(transfers):
@@ -427,12 +507,13 @@ def _switch_forwards(topology: Topology, transfers: Sequence[Transfer], alone: S
     for j, t in enumerate(transfers):
         if t.src not in bufferless:
             continue
-        copy = topology.nodes[t.src].copy
-        for i in landed.get((t.src, t.chunk), ()):
-            if abs((alone[i].end_s or 0.0) - (alone[j].start_s or 0.0)) <= 1e-12 and (copy or i not in used):
-                forwards[i].append(j)
-                used.add(i)
-                break
+        left = alone[j].start_s or 0.0
+        now = [i for i in landed.get((t.src, t.chunk), ()) if abs((alone[i].end_s or 0.0) - left) <= tol(left)]
+        # the judge's rule: an arrival of this instant not forwarded yet, else (a copy) the latest of them
+        feeder = next((i for i in now if i not in used), now[-1] if now and topology.nodes[t.src].copy else None)
+        if feeder is not None:
+            forwards[feeder].append(j)
+            used.add(feeder)
     return forwards
 
 
