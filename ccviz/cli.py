@@ -411,7 +411,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _positive("sweep-time-limit", args.sweep_time_limit)
     flags = {"topology": args.topology, "collective": args.collective, "algorithm": args.algorithm,
              "size": args.size, "chunks": args.chunks, "time_limit": args.time_limit, "epoch": args.epoch,
-             "gap": args.gap, "root": args.root}
+             "gap": args.gap, "root": args.root, "ranks": args.ranks}
     grid = Grid.from_yaml(args.grid, **flags) if args.grid else Grid.make(**flags)
     out = RowWriter(args.out)
     started = time.perf_counter()
@@ -568,6 +568,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--epoch", default=None, help="fastest | slowest | SECONDS (epoch-based algorithms)")
     w.add_argument("--gap", type=float, default=None, help="stop MILPs at this relative gap")
     w.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
+    w.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16: every row's collective covers it and "
+                                                 "the other GPUs relay")
     w.add_argument("--grid", help="a YAML file with the same keys (flags given here win)")
     w.add_argument("--out", required=True, help="results.csv or results.parquet; an existing file is resumed")
     w.add_argument("--workers", type=int, default=None, help="embedded cluster of N processes (default: cores)")

@@ -97,3 +97,17 @@ def test_cli_limit_and_bad_ranks_are_one_line(capsys):
         assert main(["synth", "torus2d:dims=4x4", "--ranks", ranks]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("ccviz: error: ranks")
+
+
+def test_compare_and_grid_take_a_group():
+    from ccviz.compare import compare
+    from ccviz.grid import Grid
+
+    torus = ccviz.load_topology("torus2d:dims=4x4,bw=50")
+    table = compare(torus, "allgather", ["ring", "direct"], [1e6], ranks="0-3")
+    assert table["verified"].all()
+    assert table["limit_s"].iloc[0] == pytest.approx(3 * 0.25e6 / 200e9)  # the group's limit, not the fabric's
+    grid = Grid.make("torus2d:dims=4x4", "allgather", "ring", "1MB", ranks="0-3")
+    assert dict(grid.points()[0].options)["ranks"] == "0,1,2,3"
+    with pytest.raises(CcvizError, match="ranks: GPU 16 is not in"):
+        Grid.make("torus2d:dims=4x4", "allgather", "ring", "1MB", ranks="0,16")
