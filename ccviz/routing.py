@@ -318,6 +318,9 @@ class Layout:
         self.sends: list[LogicalSend] = []
         self.rounds: list[int] = []  # per emitted transfer: the logical step of the send it belongs to
         self.labels: dict[int, str] = {}  # logical step -> what the algorithm does in it
+        # independent copies (direct AllToAll): each send's route and hop order planned by when it lands
+        # (``ccviz.model.paths.PlannedRoutes``) instead of hop numbers
+        self.planned = False
 
     def send(self, chunk: int, src: int, dst: int, step: int, op: Op = "copy") -> None:
         if src != dst:
@@ -371,6 +374,8 @@ class Layout:
 
     def transfers(self) -> list[Transfer]:
         """Step 2: expand routes into per-hop transfers with increasing steps; shared copy hops are sent once."""
+        if self.planned:
+            return self._planned_transfers()
         routes = self.routes()
         scale = max((len(r) - 1 for r in routes), default=1)
         plain_switches = {n.id for n in self.topology.nodes.values() if n.is_switch and not n.copy}
@@ -391,4 +396,26 @@ class Layout:
                 hop_op = logical_op if h == last else "relay" if logical_op == "reduce" else "copy"
                 out.append(Transfer(chunk, u, v, None, None, hop_op, float(base + h)))
                 self.rounds.append(logical_step)
+        return out
+
+    def _planned_transfers(self) -> list[Transfer]:
+        """Every send (a plain copy from a GPU that holds it) on the fastest route that lands first, timed
+        (``ccviz.model.paths.plan_sends``): a *timed* schedule, which the simulator verifies as it stands."""
+        from ccviz.model.paths import plan_sends
+
+        sends = sorted(self.sends, key=lambda s: s.step)
+        if any(s.op != "copy" for s in sends):
+            raise CcvizError("algorithm: a planned layout carries plain copies only", "algorithm")
+        for s in sends:
+            if self.router.route(s.src, s.dst) is None:
+                raise CcvizError(f"topology: no route from GPU {s.src} to GPU {s.dst}: {self.hint()}", "topology")
+        plan, self.order = plan_sends(self.topology, self.collective.chunk_bytes,
+                                      [(s.chunk, s.src, s.dst) for s in sends], list(self.collective.ranks))
+        out: list[Transfer] = []
+        for i, route, starts in plan:
+            s = sends[i]
+            for (u, v), start in zip(zip(route, route[1:], strict=False), starts, strict=True):
+                end = start + self.topology.arrival_delay(u, v, self.collective.chunk_bytes)
+                out.append(Transfer(s.chunk, u, v, start, end, "copy", float(s.step)))
+                self.rounds.append(s.step)
         return out

@@ -153,7 +153,7 @@ class Direct(ClassicAlgorithm):
                              "gather", "scatter"})
     description = "each rank sends directly to each destination along its shortest route"
 
-    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str] | None:
         pairwise: list[tuple[int, int, int]] = []
         for c in collective.chunks:
             if c.reduce:
@@ -171,8 +171,13 @@ class Direct(ClassicAlgorithm):
         position = {r: i for i, r in enumerate(collective.ranks)}
         n = len(position)
         pairwise.sort(key=lambda s: ((position[s[2]] - position[s[1]]) % n, position[s[1]]))
+        layout.planned = collective.name == "alltoall"  # independent copies: routes and order by when they land
         for chunk, src, dst in pairwise:
             layout.send(chunk, src, dst, 0)
+        if layout.planned:
+            return ["AllToAll planned send by send: each on the fastest route that lands first, links booked in "
+                    "time (gaps filled), the best of a few send orders (pairwise first)"]
+        return None
 
 
 # ==================================================================== tree helpers
