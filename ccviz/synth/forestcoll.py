@@ -49,6 +49,7 @@ import numpy as np
 
 from ccviz.collectives import Collective, make_collective
 from ccviz.errors import CcvizError
+from ccviz.model.groups import judged_on, relay_fabric
 from ccviz.limit import bandwidth_limit
 from ccviz.physics import link_costs
 from ccviz.routing import ring_order
@@ -746,6 +747,13 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
                            collective.root)
 
 
+def _as_fabric_ranks(fabric: Topology, collective: Collective) -> Collective:
+    """The group's collective with its ranks in the relay fabric's GPU order (same chunks)."""
+    if tuple(collective.ranks) == tuple(fabric.gpus):
+        return collective
+    return make_collective(collective.name, fabric, collective.size_bytes, collective.chunks_per_rank, collective.root)
+
+
 def _over(topology: Topology, collective: Collective) -> Topology | tuple[int, ...]:
     """What a re-chunked collective is made over: the fabric's GPUs, or the process group it names."""
     return topology if tuple(collective.ranks) == tuple(topology.gpus) else collective.ranks
@@ -1007,9 +1015,10 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
     ReduceScatter on the ring lets the AllGather half choose again, ring first, with the same chunks).
     """
     if collective.is_reducing and tuple(collective.ranks) != tuple(topology.gpus):
-        raise CcvizError(f"ranks: forestcoll builds {collective.name} by reversing trees that also cross GPUs outside "
-                         "the process group, which would then add partials they do not hold; use tacos, mteg, teccl "
-                         "or a textbook algorithm (ring, dbt, ...) for a reduction over a group", "ranks")
+        # A reduction over a process group: trees packed on the fabric with the other GPUs as relays (reversed,
+        # a partial sum crossing one would otherwise be added into it), then put back on the real fabric.
+        fabric = relay_fabric(topology, collective.ranks)
+        return judged_on(topology, synthesize_forestcoll(fabric, _as_fabric_ranks(fabric, collective), options))
     budget = Budget(options)
 
     def allreduce() -> Schedule:
