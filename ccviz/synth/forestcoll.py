@@ -49,8 +49,8 @@ import numpy as np
 
 from ccviz.collectives import Collective, make_collective
 from ccviz.errors import CcvizError
-from ccviz.model.groups import judged_on, relay_fabric
 from ccviz.limit import bandwidth_limit
+from ccviz.model.groups import judged_on, relay_fabric
 from ccviz.physics import link_costs
 from ccviz.routing import ring_order
 from ccviz.schedule import Schedule, Transfer
