@@ -27,6 +27,7 @@ PAGES = {
     "compare": st.Page("pages/compare.py", title="Compare", icon=":material/monitoring:"),
     "papers": st.Page("pages/papers.py", title="Papers", icon=":material/menu_book:"),
     "learn": st.Page("pages/learn.py", title="Learn", icon=":material/school:"),
+    "workload": st.Page("pages/workload.py", title="Workload", icon=":material/groups:"),
 }
 
 

@@ -129,7 +129,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     )
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: stop and keep the best so far
     try:
-        result = run(topology, args.collective, args.algorithm, size, args.chunks, args.root, options)
+        result = run(topology, args.collective, args.algorithm, size, args.chunks, args.root, options,
+                     ranks=args.ranks)
     finally:
         signal.signal(signal.SIGINT, previous)
     summary = result.summary()
@@ -271,13 +272,21 @@ def cmd_limit(args: argparse.Namespace) -> int:
     from ccviz.builders.loading import load_topology
 
     topology = load_topology(args.topology)
-    limit = bandwidth_limit(topology, args.collective, parse_size(args.size), args.root)
+    fabric = topology
+    if args.ranks is not None:
+        from ccviz.model.groups import group_ranks, relay_fabric
+
+        fabric = relay_fabric(topology, group_ranks(topology, args.ranks))
+    limit = bandwidth_limit(fabric, args.collective, parse_size(args.size), args.root)
     out = limit.to_dict()
+    if args.ranks is not None:
+        out["ranks"] = fabric.gpus
     if args.json:
         print(json.dumps(out))
         return 0
     lines = [
-        f"{out['collective']} of {format_size(out['size_bytes'])} on {topology.name} ({topology.n_gpus} GPUs)",
+        f"{out['collective']} of {format_size(out['size_bytes'])} on {fabric.name} ({fabric.n_gpus} GPUs"
+        + (", the other GPUs relay)" if fabric is not topology else ")"),
         f"  limit       {format_time(out['limit_s'])}  (algbw {out['algbw_GBps']:.4g} GB/s; bandwidth only, "
         "alpha is not part of it)",
     ]
@@ -407,7 +416,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     _positive("sweep-time-limit", args.sweep_time_limit)
     flags = {"topology": args.topology, "collective": args.collective, "algorithm": args.algorithm,
              "size": args.size, "chunks": args.chunks, "time_limit": args.time_limit, "epoch": args.epoch,
-             "gap": args.gap, "root": args.root}
+             "gap": args.gap, "root": args.root, "ranks": args.ranks}
     grid = Grid.from_yaml(args.grid, **flags) if args.grid else Grid.make(**flags)
     out = RowWriter(args.out)
     started = time.perf_counter()
@@ -420,6 +429,45 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         print(summary_text(report))
     return 130 if report.stopped == "interrupted" else 0
+
+
+def cmd_workload(args: argparse.Namespace) -> int:
+    from ccviz.builders.loading import load_topology
+    from ccviz.runs.workload import read_workload_file, run_workload
+    from ccviz.synth.registry import SynthOptions
+
+    config = read_workload_file(args.config) if args.config else {}
+    topology_spec = args.topology or config.get("topology")
+    if not topology_spec:
+        raise CcvizError("topology: give TOPOLOGY or a `topology:` key in --config", "topology")
+    parallel = args.parallel or config.get("parallel")
+    steps = args.run or config.get("run")
+    algorithm = args.algorithm or config.get("algorithm") or "ring"
+    if not parallel or not steps:
+        raise CcvizError("parallel: give --parallel tp=8,dp=4 and --run tp:allreduce:64MB,... (or a --config file)",
+                         "parallel")
+    _positive("time-limit", args.time_limit)
+    options = SynthOptions(time_limit=args.time_limit or config.get("time_limit"), seed=args.seed,
+                           extra=parse_extra(args.opt) if args.opt else dict(config.get("opt") or {}))
+    result = run_workload(load_topology(topology_spec), parallel, steps, algorithm,
+                          order=args.order or config.get("order"), seed=args.seed or config.get("seed", 0),
+                          options=options, groups=config.get("groups"),
+                          progress=None if args.json else lambda text: print(text, file=sys.stderr, flush=True))
+    out = result.to_dict()
+    if args.json:
+        print(dumps(out))
+        return 0 if out["verified"] else 1
+    ok = "verified" if out["verified"] else f"INVALID ({len(out['violations'])} violations shown)"
+    print(f"{algorithm} workload on {out['topology']} ({out['n_gpus']} GPUs), {out['parallel']}, order {out['order']}")
+    print(f"  job finish   {format_time(out['finish_s'])}  ({ok}, by the simulator)")
+    print(f"  synthesis    {out['synthesis']}")
+    for g in out["groups"]:
+        eta = "n/a" if g["eta_beta"] is None else f"{g['eta_beta']:.3f}"
+        print(f"  {g['kind']}{g['index']:<3} {g['collective']:<13} alone {format_time(g['finish_alone_s']):>10}  "
+              f"together {format_time(g['finish_together_s']):>10}  eta_beta {eta}")
+    for link in out["busiest_links"][:5]:
+        print(f"  busiest {link['src']}->{link['dst']}: {link['utilization']:.0%} busy, groups {', '.join(link['groups'])}")
+    return 0 if out["verified"] else 1
 
 
 # ------------------------------------------------------------------------ parser
@@ -438,6 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "paid = alpha + bytes/bw like any link; teccl = alpha only, TE-CCL's published runs; "
                         "free = no time (TACCL)")
     s.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
+    s.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16,18: the collective covers these GPUs "
+                                                 "and the others only relay (default: every GPU)")
     s.add_argument("--epoch", default="fastest", help="fastest | slowest | SECONDS (epoch-based algorithms)")
     s.add_argument("--epochs", type=int, default=None, help="number of epochs (default: automatic)")
     s.add_argument("--time-limit", type=float, default=None, help="seconds; the best schedule so far is returned")
@@ -484,6 +534,8 @@ def build_parser() -> argparse.ArgumentParser:
     lim.add_argument("-c", "--collective", default="allgather", help="allgather, reducescatter, allreduce, broadcast, reduce")
     lim.add_argument("-s", "--size", default="1GB", help="per-rank buffer (nccl-tests convention), e.g. 1GB")
     lim.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce")
+    lim.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16: its limit with the other GPUs as "
+                                                   "relays")
     lim.add_argument("--json", action="store_true")
     lim.set_defaults(func=cmd_limit)
 
@@ -521,6 +573,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--epoch", default=None, help="fastest | slowest | SECONDS (epoch-based algorithms)")
     w.add_argument("--gap", type=float, default=None, help="stop MILPs at this relative gap")
     w.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
+    w.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16: every row's collective covers it and "
+                                                 "the other GPUs relay")
     w.add_argument("--grid", help="a YAML file with the same keys (flags given here win)")
     w.add_argument("--out", required=True, help="results.csv or results.parquet; an existing file is resumed")
     w.add_argument("--workers", type=int, default=None, help="embedded cluster of N processes (default: cores)")
@@ -529,6 +583,19 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--quiet", action="store_true", help="no progress bar")
     w.add_argument("--json", action="store_true", help="print one JSON object: rows, ok, failed, wall_s, ...")
     w.set_defaults(func=cmd_sweep)
+    wl = sub.add_parser("workload", help="every process group of a parallel job runs its collective at once")
+    wl.add_argument("topology", nargs="?", default=None, help="a file or builder spec (or `topology:` in --config)")
+    wl.add_argument("--parallel", help="group sizes, e.g. tp=8,dp=4 (kinds tp, cp, ep, pp, dp)")
+    wl.add_argument("--order", default=None, help="kinds innermost first, e.g. tp-dp (tp groups are consecutive GPUs; the "
+                                                        "default is --parallel's order), dp-tp, or random")
+    wl.add_argument("--run", help="each kind's collective, e.g. tp:allreduce:64MB,dp:allreduce:256MB")
+    wl.add_argument("-a", "--algorithm", default=None, help="see `ccviz list` (default ring)")
+    wl.add_argument("--config", help="a YAML file with the same keys (and `groups`: an explicit rank map)")
+    wl.add_argument("--time-limit", type=float, default=None, help="seconds per group's synthesis")
+    wl.add_argument("--seed", type=int, default=None, help="seed of --order random and randomized algorithms")
+    wl.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="an algorithm's own option")
+    wl.add_argument("--json", action="store_true", help="print one JSON object")
+    wl.set_defaults(func=cmd_workload)
     return p
 
 

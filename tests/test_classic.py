@@ -7,7 +7,8 @@ import pytest
 import ccviz
 from ccviz.bounds.cost import formula
 from ccviz.errors import CcvizError
-from ccviz.model.routing import Layout, ring_order, router_for
+from ccviz.model.placement import Layout
+from ccviz.model.routing import ring_order, router_for
 from tests.paths import REFERENCE
 
 BW, ALPHA_US = 50.0, 0.5

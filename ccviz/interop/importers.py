@@ -281,28 +281,38 @@ def _chunk_lookup(program: Program, coll: Collective):
 
 
 class _SwitchRoutes:
-    """GPU->GPU sends as a link, or the shortest path whose relays are all switches."""
+    """GPU->GPU sends as a link, or a shortest path whose relays are all switches: where there are several
+    (a leaf-spine's spines, a fat tree's cores) each message takes the one whose links have carried the
+    fewest messages so far, busiest first (load-aware ECMP, in the order the program sends)."""
+
+    MAX_PATHS = 32
 
     def __init__(self, topo: Topology) -> None:
         self.topo = topo
-        self.cache: dict[tuple[int, int], list[int]] = {}
+        self.cache: dict[tuple[int, int], list[list[int]]] = {}
+        self.load: dict[tuple[int, int], int] = {}
 
     def path(self, src: int, dst: int, message) -> list[int]:
         key = (src, dst)
         if key not in self.cache:
             if key in self.topo.links:
-                self.cache[key] = [src, dst]
+                self.cache[key] = [[src, dst]]
             else:
                 keep = set(self.topo.switches) | {src, dst}
                 graph = self.topo.graph.subgraph(keep)
                 try:
-                    self.cache[key] = nx.shortest_path(graph, src, dst)
+                    paths = nx.all_shortest_paths(graph, src, dst)
+                    self.cache[key] = [p for _, p in zip(range(self.MAX_PATHS), paths, strict=False)]
                 except nx.NetworkXNoPath:
                     raise CcvizError(
                         f"topology: {message.send} sends from GPU {src} to GPU {dst}, but {self.topo.name!r} has no "
                         "link between them and no path through switches only; choose the fabric the program was "
                         "written for, or omit --topology to run it fully connected", "topology") from None
-        return self.cache[key]
+        choices = self.cache[key]
+        best = min(choices, key=lambda p: sorted((self.load.get(h, 0) for h in zip(p, p[1:], strict=False)), reverse=True))
+        for h in zip(best, best[1:], strict=False):
+            self.load[h] = self.load.get(h, 0) + 1
+        return best
 
 
 def execution_report(path_or_text: str | Path) -> list[Execution]:

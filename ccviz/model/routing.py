@@ -21,12 +21,8 @@ import heapq
 import math
 import weakref
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
 
-from ccviz.errors import CcvizError
-from ccviz.model.collectives import Collective
-from ccviz.model.schedule import Op, Transfer
 from ccviz.model.topology import Topology
 
 RelayFilter = Callable[[int], bool]
@@ -181,20 +177,51 @@ def neighbour_gpus(topology: Topology, chunk_bytes: float = 1.0) -> dict[int, di
     return out
 
 
-def ring_order(topology: Topology, chunk_bytes: float = 1.0, budget: int = 20000) -> tuple[list[int], bool]:
+def ring_order(topology: Topology, chunk_bytes: float = 1.0, budget: int = 20000,
+               group: Sequence[int] | None = None) -> tuple[list[int], bool]:
     """A cyclic order of all GPUs, each next GPU a physical neighbour when such a cycle is found cheaply.
 
     Depth-first search preferring the fastest neighbour, then the one with the
     fewest unvisited neighbours (Warnsdorff), within ``budget`` expansions.
     Returns (order, physical); when no cycle is found the order is rank order
     and ``physical`` is False (consecutive ranks may then need relays).
+
+    ``group`` (a process group) orders only its GPUs: neighbours are members reached without crossing
+    another GPU; without such a cycle, the members in order of their shortest routes to each other (the
+    ring is then laid over those routes, relayed by GPUs outside the group where they lie on them).
     """
-    gpus = topology.gpus
+    gpus = topology.gpus if group is None else list(group)
     if len(gpus) > 2048:
         return list(gpus), False
-    adj = neighbour_gpus(topology, chunk_bytes)
+    adj = _group_neighbours(topology, chunk_bytes, gpus, group is not None)
     found = _hamiltonian_cycle(gpus, adj, budget)
-    return (found, True) if found else (list(gpus), False)
+    if found or group is None:
+        return (found, True) if found else (list(gpus), False)
+    closest = _hamiltonian_cycle(gpus, _route_times(topology, chunk_bytes, gpus), budget)
+    return closest or list(gpus), False
+
+
+def _group_neighbours(topology: Topology, chunk_bytes: float, gpus: Sequence[int],
+                      is_group: bool) -> dict[int, dict[int, float]]:
+    """``neighbour_gpus`` cut down to a group's members (all GPUs when ``is_group`` is False)."""
+    adj = neighbour_gpus(topology, chunk_bytes)
+    if not is_group:
+        return adj
+    members = set(gpus)
+    return {g: {h: t for h, t in adj[g].items() if h in members} for g in gpus}
+
+
+def _route_times(topology: Topology, chunk_bytes: float, gpus: Sequence[int]) -> dict[int, dict[int, float]]:
+    """Every member to every other member: the time of the shortest route (any node may relay)."""
+    router = router_for(topology, chunk_bytes)
+    out: dict[int, dict[int, float]] = {}
+    for g in gpus:
+        out[g] = {}
+        for h in gpus:
+            route = router.route(g, h) if h != g else None
+            if route is not None:
+                out[g][h] = router.route_time(route)
+    return out
 
 
 def reverse_ring_order(topology: Topology, order: list[int], chunk_bytes: float = 1.0,
@@ -202,15 +229,16 @@ def reverse_ring_order(topology: Topology, order: list[int], chunk_bytes: float 
     """A second cycle for the opposite direction: the forward cycle reversed when its links exist
     both ways, else a cycle that prefers links the forward cycle leaves idle."""
     backward = order[:1] + order[:0:-1]
-    adj = neighbour_gpus(topology, chunk_bytes) if len(order) <= 2048 else {}
+    group = len(order) != topology.n_gpus
+    adj = _group_neighbours(topology, chunk_bytes, order, group) if len(order) <= 2048 else {}
     if adj and all(b in adj[a] for a, b in zip(backward, backward[1:] + backward[:1], strict=True)):
         return backward, True
-    if not adj:
+    if not any(adj.values()):
         return backward, False
     used = set(zip(order, order[1:] + order[:1], strict=True))
     penalty = 1.0 + 10 * max(t for outs in adj.values() for t in outs.values())
     spare = {u: {v: t + (penalty if (u, v) in used else 0.0) for v, t in outs.items()} for u, outs in adj.items()}
-    found = _hamiltonian_cycle(topology.gpus, spare, budget)
+    found = _hamiltonian_cycle(order if group else topology.gpus, spare, budget)
     return (found, True) if found else (backward, False)
 
 
@@ -259,94 +287,3 @@ def _hamiltonian_cycle(gpus: list[int], adj: dict[int, dict[int, float]], budget
             continue
         stack.append(iter(candidates(nxt)))
     return None
-
-
-# ---------------------------------------------------------------------- layout
-class LogicalSend(NamedTuple):
-    """Rank ``src`` sends ``chunk`` to rank ``dst`` at logical ``step``; ``reduce`` adds a partial."""
-
-    chunk: int
-    src: int
-    dst: int
-    step: int
-    op: Op = "copy"
-
-
-class Layout:
-    """Collects logical sends and lays them on shortest routes as untimed per-hop transfers.
-
-    A ``copy`` of a reducing chunk is taken to carry a finished (fully reduced)
-    value; partial sums always travel with ``op="reduce"``.
-    """
-
-    def __init__(self, topology: Topology, collective: Collective) -> None:
-        self.topology = topology
-        self.collective = collective
-        self.router = router_for(topology, collective.chunk_bytes)
-        self.sends: list[LogicalSend] = []
-        self.rounds: list[int] = []  # per emitted transfer: the logical step of the send it belongs to
-        self.labels: dict[int, str] = {}  # logical step -> what the algorithm does in it
-
-    def send(self, chunk: int, src: int, dst: int, step: int, op: Op = "copy") -> None:
-        if src != dst:
-            self.sends.append(LogicalSend(chunk, src, dst, step, op))
-
-    def label(self, step: int, text: str) -> None:
-        """Name what the algorithm does at a logical step ("reduce-scatter, distance 2")."""
-        self.labels.setdefault(step, text)
-
-    def numbered_rounds(self) -> tuple[list[int], list[str]]:
-        """After ``transfers()``: each transfer's 1-based round (used steps renumbered densely) and the
-        label of every round (the algorithm's, else a phase name read from the sends)."""
-        steps = sorted(set(self.rounds))
-        number = {step: k + 1 for k, step in enumerate(steps)}
-        ops = defaultdict(set)
-        for s in self.sends:
-            ops[s.step].add(s.op)
-        labels = [self.labels.get(step) or self._phase(ops[step]) for step in steps]
-        return [number[step] for step in self.rounds], labels
-
-    def _phase(self, ops: set[str]) -> str:
-        name = self.collective.name
-        if "reduce" in ops:
-            return "reduce" if name == "reduce" else "reduce-scatter"
-        return {"allreduce": "all-gather", "reducescatter": "reduce-scatter"}.get(name, name.replace("all", "all-"))
-
-    def hint(self) -> str:
-        return (f"{self.collective.name} on {self.topology.name!r} needs another algorithm "
-                "(ring over a cycle of neighbouring GPUs is the most widely applicable)")
-
-    def routes(self) -> list[list[int]]:
-        """Step 1: every send takes its shortest route; a partial sum crosses other GPUs as a relay."""
-        route_of = self.router.route
-        routes = []
-        for s in self.sends:
-            route = route_of(s.src, s.dst)
-            if route is None:
-                raise CcvizError(f"topology: no route from GPU {s.src} to GPU {s.dst}: {self.hint()}", "topology")
-            routes.append(route)
-        return routes
-
-    def transfers(self) -> list[Transfer]:
-        """Step 2: expand routes into per-hop transfers with increasing steps; shared copy hops are sent once."""
-        routes = self.routes()
-        scale = max((len(r) - 1 for r in routes), default=1)
-        plain_switches = {n.id for n in self.topology.nodes.values() if n.is_switch and not n.copy}
-        emitted: set[tuple[int, int, int, int]] = set()
-        out: list[Transfer] = []
-        order = sorted(range(len(self.sends)), key=lambda i: self.sends[i].step)
-        for i in order:
-            chunk, _, _, logical_step, logical_op = self.sends[i]
-            route = routes[i]
-            last = len(route) - 2
-            base = logical_step * scale
-            for h in range(last + 1):
-                u, v = route[h], route[h + 1]
-                key = (chunk, u, v, base + h)
-                if key in emitted and logical_op == "copy" and v not in plain_switches:
-                    continue  # a multicast already carries this chunk over this hop at this step
-                emitted.add(key)
-                hop_op = logical_op if h == last else "relay" if logical_op == "reduce" else "copy"
-                out.append(Transfer(chunk, u, v, None, None, hop_op, float(base + h)))
-                self.rounds.append(logical_step)
-        return out

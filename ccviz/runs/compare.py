@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -35,6 +35,7 @@ import pandas as pd
 from ccviz.bounds import cost
 from ccviz.bounds.limit import limit_or_none
 from ccviz.errors import CcvizError
+from ccviz.model.groups import group_ranks, relay_fabric
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size
 from ccviz.runs.grid import size_bound
@@ -107,6 +108,7 @@ def compare(
     known: Mapping[Point, dict] | None = None,
     on_progress: Callable[[SweepProgress], None] | None = None,
     on_solver_progress: Callable[[str, float, Progress], None] | None = None,
+    ranks: Sequence[int] | str | None = None,
 ) -> pd.DataFrame:
     """Run every algorithm at every size; ``on_row`` sees each row as it completes (for progress).
 
@@ -116,7 +118,8 @@ def compare(
     None runs them one by one in this process. ``known`` rows (a front end's cache, keyed by
     ``(size, algorithm)``) go into the table without running. ``on_progress`` sees the counts of
     rows done, failed and running; ``on_solver_progress(algorithm, size, progress)`` the running
-    solvers' own reports.
+    solvers' own reports. ``ranks``: a process group (``0-7,16``) runs the collective, the other GPUs relay;
+    the table's limit and formulas are then the group's.
     """
     if time_limit is not None and not time_limit > 0:
         raise CcvizError(f"time_limit: the sweep needs a positive number of seconds, got {time_limit!r}", "time_limit")
@@ -139,14 +142,14 @@ def compare(
         if point in known:
             add(known[point])
     todo = [point for point in wanted if point not in known]
-    runner = _Sweep(topology, collective, chunks, root, options, stop, deadline, add, on_solver_progress)
+    runner = _Sweep(topology, collective, chunks, root, options, stop, deadline, add, on_solver_progress, ranks)
     if todo and not runner.ended():
         if client is None:
             runner.run_here(todo, len(wanted), on_progress)
         else:
             runner.run_on(client, algorithms, sizes, set(known), on_progress)
     why = runner.ended() or "the sweep ended early"
-    for row in skipped_rest(topology, collective, algorithms, sizes, rows, why, runner.bounds):
+    for row in skipped_rest(runner.shown, collective, algorithms, sizes, rows, why, runner.bounds):
         add(row)
     return table(rows, algorithms, sizes)
 
@@ -169,8 +172,11 @@ class _Sweep:
 
     def __init__(self, topology: Topology, collective: str, chunks: int, root: int | None, options: SynthOptions,
                  stop: threading.Event | None, deadline: float, add: Callable[[dict], None],
-                 on_solver_progress: Callable[[str, float, Progress], None] | None) -> None:
+                 on_solver_progress: Callable[[str, float, Progress], None] | None,
+                 ranks: Sequence[int] | str | None = None) -> None:
         self.topology, self.collective, self.chunks, self.root = topology, collective, chunks, root
+        self.ranks = None if ranks is None else group_ranks(topology, ranks)
+        self.shown = topology if self.ranks is None else relay_fabric(topology, self.ranks)  # the rows' fabric
         self.options, self.stop, self.deadline, self.add = options, stop, deadline, add
         self.on_solver_progress = on_solver_progress
         self.bounds: dict[float, cost.LowerBound | None] = {}
@@ -190,7 +196,8 @@ class _Sweep:
         progress = SweepProgress(total=total, existing=total - len(todo))
         for size, algorithm in todo:
             if size not in self.bounds and not self.ended():
-                self.bounds[size] = size_bound(self.topology, self.collective, size, self.chunks, self.root)
+                self.bounds[size] = size_bound(self.topology, self.collective, size, self.chunks, self.root,
+                                               self.ranks)
             if self.ended():
                 break
             if on_progress is not None:
@@ -210,11 +217,12 @@ class _Sweep:
         if self.on_solver_progress is not None:
             options = replace(options, progress=self._reporter(algorithm, size))
         try:
-            result = run(self.topology, self.collective, algorithm, size, self.chunks, self.root, options, bound)
+            result = run(self.topology, self.collective, algorithm, size, self.chunks, self.root, options, bound,
+                         ranks=self.ranks)
         except CcvizError as exc:
-            return table_row(self.topology, self.collective, algorithm, size, _seconds(bound), error=str(exc),
+            return table_row(self.shown, self.collective, algorithm, size, _seconds(bound), error=str(exc),
                              root=self.root)
-        return table_row(self.topology, self.collective, algorithm, size, _seconds(bound), result.summary(),
+        return table_row(self.shown, self.collective, algorithm, size, _seconds(bound), result.summary(),
                          root=self.root)
 
     def _reporter(self, algorithm: str, size: float) -> Callable[[Progress], None]:
@@ -242,7 +250,7 @@ class _Sweep:
             raise CcvizError(f"options: {', '.join(local)} are not sent to a Dask cluster; leave them out or "
                              "run the comparison in this process (client=None)", local[0])
         grid = Grid.make(self.topology, self.collective, algorithms, sizes, self.chunks, time_limit=o.time_limit,
-                         epoch=o.epoch, gap=o.gap, root=self.root)
+                         epoch=o.epoch, gap=o.gap, root=self.root, ranks=self.ranks)
         skip = {p.key for p in grid.points() if (p.size_bytes, p.algorithm) in known}
         remaining = None if math.isinf(self.deadline) else max(self.deadline - time.perf_counter(), 1e-9)
         solver = None if self.on_solver_progress is None else (
@@ -255,7 +263,7 @@ class _Sweep:
         """A row of the sweep engine (``ccviz.runs.sweep.COLUMNS``) as a table row."""
         summary = {**row, "status": row.get("solver_status")}
         bound_s = row.get("lower_bound_s")
-        return table_row(self.topology, self.collective, row["algorithm"], float(row["size_bytes"]),
+        return table_row(self.shown, self.collective, row["algorithm"], float(row["size_bytes"]),
                          math.nan if bound_s is None else float(bound_s), summary,
                          row.get("error") if row.get("status") != "ok" else None, root=self.root)
 

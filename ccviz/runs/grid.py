@@ -19,6 +19,7 @@ from ccviz.bounds.cost import LowerBound, lower_bound
 from ccviz.builders.loading import load_topology
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import make_collective, normalize_name
+from ccviz.model.groups import group_ranks, parse_ranks
 from ccviz.model.topology import Topology
 from ccviz.model.units import parse_epoch, parse_size, size_sweep
 from ccviz.synth.registry import get_algorithm
@@ -85,7 +86,9 @@ class Point:
     @property
     def bound_key(self) -> tuple:
         """What the lower bound depends on (the algorithms of one size share it)."""
-        return (self.topology_spec, self.collective, self.size_bytes, self.chunks, dict(self.options).get("root"))
+        options = dict(self.options)
+        return (self.topology_spec, self.collective, self.size_bytes, self.chunks, options.get("root"),
+                options.get("ranks"))
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -116,13 +119,14 @@ class Grid:
     epoch: str | float | None = None
     gap: float | None = None
     root: int | None = None  # rank of broadcast/reduce/gather/scatter (default: the first GPU)
+    ranks: str | None = None  # a process group ("0-7,16"): the collective covers it, the other GPUs relay
     loaded: dict[str, Topology] = field(default_factory=dict, repr=False)
     unsupported: list[tuple[str, str]] = field(default_factory=list, repr=False)  # (algorithm, collective) pairs
 
     @classmethod
     def make(cls, topology: Iterable[str | Topology] | str | Topology, collective: Any, algorithm: Any, size: Any,
              chunks: Any = 1, time_limit: float | None = None, epoch: Any = None, gap: float | None = None,
-             root: int | None = None) -> Grid:
+             root: int | None = None, ranks: str | Sequence[int] | None = None) -> Grid:
         """Parse and check a grid from flag values (strings, comma lists or lists).
 
         A topology may also be a ``Topology`` already built (the app's): its row key is its name.
@@ -152,9 +156,12 @@ class Grid:
             raise CcvizError(f"--time-limit: must be a positive number of seconds, got {time_limit}", "time-limit")
         if gap is not None and not (0 <= gap < 1):
             raise CcvizError(f"--gap: a relative MIP gap between 0 and 1 (e.g. 0.3), got {gap}", "gap")
+        group = None
+        if ranks is not None and ranks != "":
+            group = ",".join(map(str, parse_ranks(ranks) if isinstance(ranks, str) else [int(r) for r in ranks]))
         grid = cls(list(dict.fromkeys(topologies)), collectives, algorithms, parse_sizes(size),
                    sorted(set(counts)), time_limit, None if epoch is None else parse_epoch(epoch), gap, root,
-                   dict(built))
+                   group, dict(built))
         grid._check()
         return grid
 
@@ -177,7 +184,8 @@ class Grid:
             raise CcvizError(f"--grid: {p.name} should be a mapping of topology, collective, algorithm, size, ...",
                              "grid")
         data = {str(k).replace("-", "_"): v for k, v in data.items()}
-        allowed = {"topology", "collective", "algorithm", "size", "chunks", "time_limit", "epoch", "gap", "root"}
+        allowed = {"topology", "collective", "algorithm", "size", "chunks", "time_limit", "epoch", "gap", "root",
+                   "ranks"}
         unknown = sorted(set(data) - allowed)
         if unknown:
             raise CcvizError(f"--grid: unknown key(s) {', '.join(unknown)} in {p.name}; use {', '.join(sorted(allowed))}",
@@ -192,6 +200,8 @@ class Grid:
         for spec in self.topologies:
             if spec not in self.loaded:
                 self.loaded[spec] = load_topology(spec)
+            if self.ranks is not None:
+                group_ranks(self.loaded[spec], self.ranks)  # every topology must hold the group
         pairs = [(a, c) for a in self.algorithms for c in self.collectives]
         self.unsupported = [(a, c) for a, c in pairs if not get_algorithm(a).supports(c)]
         if len(self.unsupported) == len(pairs):
@@ -199,7 +209,8 @@ class Grid:
                              f"{', '.join(self.collectives)}; see `ccviz list`", "algorithm")
 
     def solver_options(self) -> tuple[tuple[str, Any], ...]:
-        options = {"time_limit": self.time_limit, "epoch": self.epoch, "gap": self.gap, "root": self.root}
+        options = {"time_limit": self.time_limit, "epoch": self.epoch, "gap": self.gap, "root": self.root,
+                   "ranks": self.ranks}
         return tuple(sorted((k, v) for k, v in options.items() if v is not None))
 
     def points(self) -> list[Point]:
@@ -212,9 +223,10 @@ class Grid:
 
 
 def size_bound(topology: Topology, collective: str, size: float, chunks: int = 1,
-               root: int | None = None) -> LowerBound | None:
+               root: int | None = None, ranks: Sequence[int] | str | None = None) -> LowerBound | None:
     """The topology's lower bound for this collective and size (computed once, shared by its rows)."""
     try:
-        return lower_bound(topology, make_collective(collective, topology, size, chunks, root))
+        over = topology if ranks is None else group_ranks(topology, ranks)
+        return lower_bound(topology, make_collective(collective, over, size, chunks, root))
     except CcvizError:
         return None

@@ -6,6 +6,7 @@ they show are computed one way only.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from ccviz.bounds.cost import LowerBound, lower_bound
 from ccviz.bounds.limit import BandwidthLimit, limit_or_none
 from ccviz.judge.simulate import Timeline, simulate
 from ccviz.model.collectives import Collective, check_fits, make_collective
+from ccviz.model.groups import group_ranks, is_whole, relay_fabric
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_time
@@ -141,16 +143,19 @@ def run(
     root: int | None = None,
     options: SynthOptions | None = None,
     bound: LowerBound | None = None,
+    ranks: Sequence[int] | str | None = None,
 ) -> RunResult:
     """Synthesize with a registered algorithm and judge the result with the simulator.
 
     ``bound`` is the topology's lower bound for this collective when the caller has it already
     (sweeps run several algorithms on one collective; the bound costs seconds on big fabrics).
+    ``ranks`` makes it a collective over a process group (``0-7,16`` or a list); the other GPUs relay.
     """
     if isinstance(collective, str):
         if size_bytes is None:
             raise ValueError("run: size_bytes is required when the collective is given by name")
-        collective = make_collective(collective, topology, size_bytes, chunks, root)
+        over = topology if ranks is None else group_ranks(topology, ranks)
+        collective = make_collective(collective, over, size_bytes, chunks, root)
     check_fits(collective, topology.n_gpus)  # refuse up front what could not fit in memory
     schedule = synthesize(topology, collective, algorithm, options)
     if schedule.collective is not collective:  # a synthesizer that refines the chunks (forestcoll) says so
@@ -158,6 +163,13 @@ def run(
     timeline = simulate(schedule)
     if not timeline.verified:  # a synthesizer must never hand the judge an invalid schedule: say whose bug it is
         schedule.notes.append(synthesizer_bug(schedule.algorithm, timeline))
-    limit = limit_or_none(topology, collective.name, collective.size_bytes, collective.root) \
-        if collective.name != "custom" and tuple(collective.ranks) == tuple(topology.gpus) else None
+    limit = group_limit(topology, collective)
     return RunResult(topology, collective, schedule, timeline, bound or lower_bound(topology, collective), limit)
+
+
+def group_limit(topology: Topology, collective: Collective) -> BandwidthLimit | None:
+    """The limit of a collective over all GPUs or over a process group (the others relay), where defined."""
+    if collective.name == "custom":
+        return None
+    fabric = topology if is_whole(topology, collective.ranks) else relay_fabric(topology, collective.ranks)
+    return limit_or_none(fabric, collective.name, collective.size_bytes, collective.root)

@@ -91,9 +91,10 @@ def _topology(text: str):
     return topology
 
 
-def size_bound_task(topology_json: str, collective: str, size: float, chunks: int, root: int | None):
+def size_bound_task(topology_json: str, collective: str, size: float, chunks: int, root: int | None,
+                    ranks: str | None = None):
     """The lower bound of one (topology, collective, size): one task shared by every algorithm's row."""
-    return size_bound(_topology(topology_json), collective, size, chunks, root)
+    return size_bound(_topology(topology_json), collective, size, chunks, root, ranks)
 
 
 def _worker_name() -> str:
@@ -152,7 +153,7 @@ def run_point(point: Point, topology_json: str, sweep_id: str, keep_schedule: bo
                                          gap=options.get("gap"), stop=stop, progress=_reporter(sweep_id, point))
             topology = _topology(topology_json)
             result = run(topology, point.collective, point.algorithm, point.size_bytes, point.chunks,
-                         options.get("root"), synth_options, bound)
+                         options.get("root"), synth_options, bound, ranks=options.get("ranks"))
         summary = result.summary()
         row.update({("solver_status" if k == "status" else k): v for k, v in summary.items()
                     if k not in KEY_COLUMNS})
@@ -402,6 +403,7 @@ def sweep(grid: Grid, client, out: RowWriter | None = None, *, time_limit: float
         if p.bound_key not in bounds:
             bounds[p.bound_key] = client.submit(size_bound_task, topologies[p.topology_spec], p.collective,
                                                 p.size_bytes, p.chunks, dict(p.options).get("root"),
+                                                dict(p.options).get("ranks"),
                                                 key=f"{sweep_id}-bound-{len(bounds)}")
     futures = {client.submit(run_point, p, topologies[p.topology_spec], sweep_id, schedule_dir is not None,
                              bounds[p.bound_key], key=f"{sweep_id}-{i}", pure=False): p

@@ -25,7 +25,8 @@ from collections.abc import Iterable
 
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Chunk, Collective
-from ccviz.model.routing import Layout, neighbour_gpus, reverse_ring_order, ring_order
+from ccviz.model.placement import Layout
+from ccviz.model.routing import neighbour_gpus, reverse_ring_order, ring_order
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.registry import Algorithm, SynthOptions, register
@@ -87,7 +88,8 @@ class Ring(ClassicAlgorithm):
     bidirectional = False
 
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str]:
-        order, physical = ring_order(topology, collective.chunk_bytes)
+        group = None if tuple(collective.ranks) == tuple(topology.gpus) else collective.ranks
+        order, physical = ring_order(topology, collective.chunk_bytes, group=group)
         notes = [] if physical else ["no cycle of neighbouring GPUs found: ring in rank order, some hops relay"]
         if self.bidirectional:
             forward, backward = _split(collective.chunks, tuple(order))
@@ -152,7 +154,8 @@ class Direct(ClassicAlgorithm):
                              "gather", "scatter"})
     description = "each rank sends directly to each destination along its shortest route"
 
-    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> None:
+    def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str] | None:
+        pairwise: list[tuple[int, int, int]] = []
         for c in collective.chunks:
             if c.reduce:
                 owner = _result_owner(c)
@@ -163,7 +166,19 @@ class Direct(ClassicAlgorithm):
             else:
                 src = _holder(c)
                 for r in sorted(c.post - c.pre):
-                    layout.send(c.id, src, r, 0)
+                    pairwise.append((c.id, src, r))
+        # Pairwise order: the sends to the rank k places on come before those k + 1 places on, so every
+        # link serves all sources round by round instead of one source's whole buffer first.
+        position = {r: i for i, r in enumerate(collective.ranks)}
+        n = len(position)
+        pairwise.sort(key=lambda s: ((position[s[2]] - position[s[1]]) % n, position[s[1]]))
+        layout.planned = collective.name == "alltoall"  # independent copies: routes and order by when they land
+        for chunk, src, dst in pairwise:
+            layout.send(chunk, src, dst, 0)
+        if layout.planned:
+            return ["AllToAll planned send by send: each on the fastest route that lands first, links booked in "
+                    "time (gaps filled), the best of a few send orders (pairwise first)"]
+        return None
 
 
 # ==================================================================== tree helpers

@@ -50,6 +50,7 @@ import numpy as np
 from ccviz.bounds.limit import bandwidth_limit
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective, make_collective
+from ccviz.model.groups import judged_on, relay_fabric
 from ccviz.model.physics import link_costs
 from ccviz.model.routing import ring_order
 from ccviz.model.schedule import Schedule, Transfer
@@ -742,7 +743,20 @@ def _refined(topology: Topology, collective: Collective, packing: Packing, piece
         if per_rank_bytes / packing.k < MIN_CHUNK_BYTES:
             raise CcvizError(f"size: forestcoll sends each rank's {per_rank_bytes:g} B down {packing.k} trees, less "
                              "than a byte per tree; use a larger size or --opt trees=1", "size")
-    return make_collective(collective.name, topology, collective.size_bytes, packing.k * pieces, collective.root)
+    return make_collective(collective.name, _over(topology, collective), collective.size_bytes, packing.k * pieces,
+                           collective.root)
+
+
+def _as_fabric_ranks(fabric: Topology, collective: Collective) -> Collective:
+    """The group's collective with its ranks in the relay fabric's GPU order (same chunks)."""
+    if tuple(collective.ranks) == tuple(fabric.gpus):
+        return collective
+    return make_collective(collective.name, fabric, collective.size_bytes, collective.chunks_per_rank, collective.root)
+
+
+def _over(topology: Topology, collective: Collective) -> Topology | tuple[int, ...]:
+    """What a re-chunked collective is made over: the fabric's GPUs, or the process group it names."""
+    return topology if tuple(collective.ranks) == tuple(topology.gpus) else collective.ranks
 
 
 def _roots(collective: Collective) -> list[int]:
@@ -1006,7 +1020,7 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
                                packed=packed)
     cpr = forward.collective.chunks_per_rank
     target = collective if cpr == collective.chunks_per_rank else make_collective(
-        collective.name, topology, collective.size_bytes, cpr, collective.root)
+        collective.name, _over(topology, collective), collective.size_bytes, cpr, collective.root)
     return reverse_schedule(forward, topology, target)
 
 
@@ -1019,16 +1033,22 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
     splits the AllReduce before the first half runs and solves the halves independently, while here
     the first half may refine the chunk count and decides the trees the second half must pack.
     """
+    if collective.is_reducing and tuple(collective.ranks) != tuple(topology.gpus):
+        # A reduction over a process group: trees packed on the fabric with the other GPUs as relays (reversed,
+        # a partial sum crossing one would otherwise be added into it), then put back on the real fabric.
+        fabric = relay_fabric(topology, collective.ranks)
+        return judged_on(topology, synthesize_forestcoll(fabric, _as_fabric_ranks(fabric, collective), options))
     budget = Budget(options)
 
     def allreduce() -> Schedule:
         packed: dict = {}  # a fabric as fast both ways packs the AllGather half's trees as the ReduceScatter's
-        rs = reduction_schedule(topology, make_collective("reducescatter", topology, collective.size_bytes,
+        rs = reduction_schedule(topology, make_collective("reducescatter", _over(topology, collective),
+                                                          collective.size_bytes,
                                                           collective.chunks_per_rank), options, budget.phase(0.0, 0.5),
                                 packed=packed)
         cpr = rs.collective.chunks_per_rank
         whole = collective if cpr == collective.chunks_per_rank else make_collective(
-            "allreduce", topology, collective.size_bytes, cpr)
+            "allreduce", _over(topology, collective), collective.size_bytes, cpr)
         gather_part = split_allreduce(whole)[1]
         # a ring's half is tried as a ring again (auto: trees where this way round has no ring as good)
         same_trees = options if rs.options.get("ring") else options.with_extra(trees=int(rs.options["trees"]),

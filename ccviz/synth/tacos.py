@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
+from ccviz.model.groups import is_whole, judged_on, needs_relays, relay_fabric
 from ccviz.model.physics import LinkCost, link_costs
 from ccviz.model.routing import earliest_arrivals
 from ccviz.model.schedule import Schedule, Transfer, gc_paused
@@ -517,5 +518,12 @@ class Tacos(ReversalSynthesizer):
 
 
 def synthesize_tacos(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG."""
+    """Registry entry point: copies directly, reductions by reversal, AllReduce as RS then AG.
+
+    Over a process group whose members reach each other only through other GPUs, the matching runs on
+    the fabric with those GPUs as relays (TACOS moves a chunk only through ranks that want it),
+    and the schedule is judged on the real fabric, where those GPUs relay.
+    """
+    if not is_whole(topology, collective.ranks) and needs_relays(topology, collective.ranks):
+        return judged_on(topology, Tacos(relay_fabric(topology, collective.ranks), collective, options).synthesize())
     return Tacos(topology, collective, options).synthesize()

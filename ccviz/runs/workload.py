@@ -1,0 +1,540 @@
+"""Workloads: every process group of a parallel job runs its collective at the same time on one fabric.
+
+A job with ``tp=8,dp=4`` on 32 GPUs has 4 tensor-parallel groups of 8 and 8 data-parallel groups of 4;
+each group runs its collective (``tp:allreduce:64MB,dp:allreduce:256MB``) while all the others run
+theirs, so groups contend for links. ``place_groups`` lays the groups on the GPUs (``--order tp-dp``:
+the first kind's ranks are consecutive GPUs; ``random``: the same on shuffled GPUs, an off-prefix
+layout). ``run_workload`` synthesizes each group's schedule alone (the others' GPUs relay), judges it
+alone, then puts every group's schedule on the fabric at once and has the simulator judge them
+together: one timeline, links shared, each link serving its transfers in the order their groups would
+have sent them alone. It reports each group's finish alone and together, and their ratio, the measured
+eta_beta of the collectives explainer's chapter on contention (alone / together: 1 = no contention).
+
+Synthesis is per group and composed (no synthesizer here books all groups on one set of link
+calendars); the report says so in ``synthesis``.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ccviz.errors import CcvizError
+from ccviz.model.collectives import Chunk, Collective, make_collective, normalize_name
+from ccviz.model.groups import group_ranks, span_text
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Topology
+from ccviz.model.units import parse_size
+from ccviz.synth.registry import SynthOptions, synthesize
+
+KINDS = ("tp", "cp", "ep", "pp", "dp")  # tensor, context, expert, pipeline, data parallel
+COMPOSED = ("composed: each group synthesized alone over the whole fabric (the other GPUs relay), then all "
+            "groups judged together by the simulator, each link serving transfers in the order their groups "
+            "send them alone")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One kind's collective: ``tp:allreduce:64MB``."""
+
+    kind: str
+    collective: str
+    size_bytes: float
+
+
+def parse_parallel(text: str | Mapping[str, int]) -> dict[str, int]:
+    """``tp=8,dp=4`` -> {"tp": 8, "dp": 4} (kinds from ``KINDS``, each a whole number >= 1)."""
+    items = text.items() if isinstance(text, Mapping) else (
+        part.partition("=")[::2] for part in str(text).split(",") if part.strip())
+    out: dict[str, int] = {}
+    for key, value in items:
+        kind = str(key).strip().lower()
+        if kind not in KINDS:
+            raise CcvizError(f"parallel: unknown kind {key!r}; use {', '.join(KINDS)} as in tp=8,dp=4", "parallel")
+        if kind in out:
+            raise CcvizError(f"parallel: {kind} is given twice", "parallel")
+        try:
+            size = int(str(value).strip())
+        except ValueError:
+            raise CcvizError(f"parallel: {kind}={value!r} is not a whole number (write e.g. tp=8,dp=4)",
+                             "parallel") from None
+        if size < 1:
+            raise CcvizError(f"parallel: {kind}={size} must be at least 1", "parallel")
+        out[kind] = size
+    if not out:
+        raise CcvizError("parallel: give the group sizes, e.g. tp=8,dp=4", "parallel")
+    return out
+
+
+def parse_run(text: str | Sequence[Any]) -> list[Step]:
+    """``tp:allreduce:64MB,dp:allreduce:256MB`` (or a list of {kind, collective, size}) -> steps."""
+    if isinstance(text, str):
+        raw: list[Any] = [part.strip() for part in text.split(",") if part.strip()]
+    else:
+        raw = list(text)
+    steps: list[Step] = []
+    for item in raw:
+        if isinstance(item, Mapping):
+            unknown = set(item) - {"kind", "collective", "size"}
+            if unknown:
+                raise CcvizError(f"run: unknown key(s) {sorted(unknown)}; each entry has kind, collective, size", "run")
+            parts = [str(item.get("kind", "")), str(item.get("collective", "")), str(item.get("size", ""))]
+        else:
+            parts = str(item).split(":")
+        if len(parts) != 3 or not all(p.strip() for p in parts):
+            raise CcvizError(f"run: {item!r} should be KIND:COLLECTIVE:SIZE, e.g. tp:allreduce:64MB", "run")
+        kind = parts[0].strip().lower()
+        if kind not in KINDS:
+            raise CcvizError(f"run: unknown kind {parts[0]!r} in {item!r}; use {', '.join(KINDS)}", "run")
+        if any(s.kind == kind for s in steps):
+            raise CcvizError(f"run: {kind} is given twice; one collective per kind", "run")
+        name = normalize_name(parts[1])
+        if name not in ("allgather", "reducescatter", "allreduce", "alltoall"):
+            raise CcvizError(f"run: {name} has a root; a workload runs allgather, reducescatter, allreduce or "
+                             "alltoall in every group", "run")
+        steps.append(Step(kind, name, parse_size(parts[2].strip())))
+    if not steps:
+        raise CcvizError("run: give at least one collective, e.g. tp:allreduce:64MB", "run")
+    return steps
+
+
+def place_groups(topology: Topology, parallel: Mapping[str, int], order: str | None = None,
+                 seed: int = 0) -> dict[str, list[tuple[int, ...]]]:
+    """The groups of every kind: GPUs sharing every coordinate but that kind's.
+
+    ``order`` lists kinds innermost first (``tp-dp``: a tp group is consecutive GPUs); kinds it leaves out
+    follow in the order ``parallel`` gives them (None: ``parallel``'s order). ``random`` shuffles the GPUs
+    (with ``seed``) first and then lays them out in ``parallel``'s order: an off-prefix layout.
+    """
+    gpus = list(topology.gpus)
+    total = 1
+    for size in parallel.values():
+        total *= size
+    if total != len(gpus):
+        sizes = " x ".join(f"{k}={v}" for k, v in parallel.items())
+        raise CcvizError(f"parallel: {sizes} = {total} GPUs, but {topology.name!r} has {len(gpus)}; the product "
+                         "of the group sizes must equal the number of GPUs", "parallel")
+    if order is None or order == "random":
+        if order == "random":
+            random.Random(seed).shuffle(gpus)
+        kinds = list(parallel)
+    else:
+        named = [k.strip().lower() for k in str(order).split("-") if k.strip()]
+        bad = [k for k in named if k not in parallel]
+        if bad or len(set(named)) != len(named):
+            raise CcvizError(f"order: {order!r} should list kinds of --parallel ({', '.join(parallel)}) innermost "
+                             f"first, e.g. {'-'.join(parallel)}, or be random", "order")
+        kinds = named + [k for k in parallel if k not in named]
+    stride: dict[str, int] = {}
+    step = 1
+    for k in kinds:
+        stride[k] = step
+        step *= parallel[k]
+    groups: dict[str, list[tuple[int, ...]]] = {}
+    for k in kinds:
+        if parallel[k] < 2:
+            continue
+        seen: dict[int, None] = {}
+        members: list[tuple[int, ...]] = []
+        for i in range(len(gpus)):
+            base = i - ((i // stride[k]) % parallel[k]) * stride[k]
+            if base in seen:
+                continue
+            seen[base] = None
+            members.append(tuple(gpus[base + j * stride[k]] for j in range(parallel[k])))
+        groups[k] = members
+    return {k: groups[k] for k in parallel if k in groups}
+
+
+def check_groups(topology: Topology, groups: Mapping[str, Sequence[Sequence[int]]]) -> dict[str, list[tuple[int, ...]]]:
+    """An explicit rank map checked: every rank a GPU of the fabric, no GPU in two groups of one kind."""
+    out: dict[str, list[tuple[int, ...]]] = {}
+    for kind, members in groups.items():
+        if kind not in KINDS:
+            raise CcvizError(f"groups: unknown kind {kind!r}; use {', '.join(KINDS)}", "groups")
+        owner: dict[int, int] = {}
+        checked = []
+        for i, ranks in enumerate(members):
+            ranks = group_ranks(topology, ranks, f"groups.{kind}[{i}]")
+            for r in ranks:
+                if r in owner:
+                    raise CcvizError(f"groups.{kind}: GPU {r} is in group {owner[r]} and group {i}; groups of one "
+                                     "kind must not overlap", "groups")
+                owner[r] = i
+            checked.append(ranks)
+        out[kind] = checked
+    return out
+
+
+@dataclass
+class GroupRun:
+    """One group's collective, judged alone and together with every other group."""
+
+    kind: str
+    index: int
+    ranks: tuple[int, ...]
+    collective: Collective
+    schedule: Schedule  # alone, as judged (timed)
+    finish_alone_s: float
+    synth_time_s: float
+    limit_s: float | None
+    finish_together_s: float = 0.0
+    finish_synthesized_s: float = 0.0  # the schedule as its synthesizer timed it, judged alone
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}{self.index}"
+
+    @property
+    def eta_beta(self) -> float | None:
+        """Measured contention: finish alone over finish together (1 = the others cost it nothing)."""
+        return self.finish_alone_s / self.finish_together_s if self.finish_together_s else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "index": self.index, "ranks": list(self.ranks), "collective": self.collective.name,
+            "size_bytes": self.collective.size_bytes, "chunks_per_rank": self.collective.chunks_per_rank,
+            "finish_alone_s": self.finish_alone_s, "finish_together_s": self.finish_together_s,
+            "finish_synthesized_s": self.finish_synthesized_s,
+            "eta_beta": self.eta_beta, "limit_s": self.limit_s,
+            "alone_over_limit": self.finish_alone_s / self.limit_s if self.limit_s else None,
+            "synth_time_s": self.synth_time_s,
+        }
+
+
+@dataclass
+class WorkloadResult:
+    """Every group alone and together; ``timeline`` is the simulator's one timeline of the whole job."""
+
+    topology: Topology
+    algorithm: str
+    parallel: dict[str, int]
+    order: str
+    groups: list[GroupRun]
+    schedule: Schedule
+    timeline: Any
+    synthesis: str = COMPOSED
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def finish_s(self) -> float:
+        return self.timeline.finish_time_s
+
+    def group_of_chunk(self) -> list[int]:
+        """Chunk id of the joint schedule -> index into ``groups``."""
+        out: list[int] = []
+        for i, g in enumerate(self.groups):
+            out.extend([i] * len(g.collective.chunks))
+        return out
+
+    def link_groups(self) -> dict[tuple[int, int], set[int]]:
+        """Link -> the groups whose transfers cross it."""
+        owner = self.group_of_chunk()
+        out: dict[tuple[int, int], set[int]] = defaultdict(set)
+        for t in self.schedule.transfers:
+            out[(t.src, t.dst)].add(owner[t.chunk])
+        return out
+
+    def busiest_links(self, count: int = 8) -> list[dict[str, Any]]:
+        """The links busy longest in the joint timeline, with the groups sharing each."""
+        busy: dict[tuple[int, int], float] = {}
+        for key, intervals in self.timeline.link_busy.items():
+            busy[key] = sum(e - s for s, e, _ in intervals)
+        users = self.link_groups()
+        finish = self.finish_s or 1.0
+        top = sorted(busy.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
+        return [{"src": u, "dst": v, "busy_s": b, "utilization": b / finish,
+                 "groups": [self.groups[i].label for i in sorted(users.get((u, v), ()))]} for (u, v), b in top]
+
+    def contended_links(self) -> int:
+        """How many links carry transfers of two or more groups."""
+        return sum(1 for users in self.link_groups().values() if len(users) > 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topology": self.topology.name, "algorithm": self.algorithm, "parallel": self.parallel,
+            "order": self.order, "n_gpus": self.topology.n_gpus, "verified": self.timeline.verified,
+            "violations": [v.to_dict() for v in self.timeline.violations[:20]],
+            "finish_s": self.finish_s, "finish_alone_max_s": max(g.finish_alone_s for g in self.groups),
+            "synth_time_s": sum(g.synth_time_s for g in self.groups), "synthesis": self.synthesis,
+            "groups": [g.to_dict() for g in self.groups], "busiest_links": self.busiest_links(),
+            "contended_links": self.contended_links(), "transfers": len(self.schedule.transfers),
+            "notes": self.notes,
+        }
+
+
+def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]]) -> dict[str, int]:
+    """Chunks per rank for every kind so that all groups' chunks have one size (the judge has one)."""
+    plain = {}
+    for s in steps:
+        plain[s.kind] = make_collective(s.collective, groups[s.kind][0], s.size_bytes).chunk_bytes
+    smallest = min(plain.values())
+    out = {}
+    for kind, b in plain.items():
+        ratio = b / smallest
+        whole = round(ratio)
+        if abs(ratio - whole) > 1e-6 * ratio:
+            text = ", ".join(f"{k}: {v:g} B" for k, v in plain.items())
+            raise CcvizError(f"run: the groups' chunks must be whole multiples of one size to share one timeline "
+                             f"({text}); choose sizes whose per-rank chunks divide each other", "run")
+        out[kind] = whole
+    return out
+
+
+def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: Sequence[Step] | str,
+                 algorithm: str, order: str | None = None, seed: int = 0, options: SynthOptions | None = None,
+                 groups: Mapping[str, Sequence[Sequence[int]]] | None = None,
+                 progress: Callable[[str], None] | None = None) -> WorkloadResult:
+    """Synthesize and judge every group alone, then the whole job together in one timeline."""
+    from ccviz.judge.simulate import simulate
+    from ccviz.runs.pipeline import group_limit
+
+    sizes = parse_parallel(parallel)
+    plan = list(steps) if not isinstance(steps, str) and all(isinstance(s, Step) for s in steps) else parse_run(steps)
+    placed = check_groups(topology, groups) if groups else place_groups(topology, sizes, order, seed)
+    for s in plan:
+        if s.kind not in sizes:
+            raise CcvizError(f"run: {s.kind} runs a collective but --parallel has no {s.kind}", "run")
+        if s.kind not in placed:
+            raise CcvizError(f"run: {s.kind}={sizes[s.kind]} has no group of two or more GPUs to run "
+                             f"{s.collective}", "run")
+    cpr = _chunking(plan, placed)
+    runs: list[GroupRun] = []
+    total = sum(len(placed[s.kind]) for s in plan)
+    for s in plan:
+        for i, ranks in enumerate(placed[s.kind]):
+            if options is not None and options.stop is not None and options.stop.is_set():
+                raise CcvizError("workload: stopped before every group was synthesized", "workload")
+            if progress is not None:
+                progress(f"synthesizing {s.kind} group {i} ({len(runs) + 1} of {total}): {s.collective} over "
+                         f"GPUs {span_text(ranks)}")
+            coll = make_collective(s.collective, ranks, s.size_bytes, cpr[s.kind])
+            started = time.perf_counter()
+            schedule = synthesize(topology, coll, algorithm, options)
+            spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
+            if schedule.collective.chunk_bytes != coll.chunk_bytes:
+                raise CcvizError(f"algorithm: {algorithm} re-chunks each group's buffer, so the groups' chunks "
+                                 "differ in size and cannot share one timeline; use another algorithm", "algorithm")
+            alone = simulate(schedule)
+            if not alone.verified:
+                raise CcvizError(f"algorithm: {algorithm}'s schedule for {s.kind} group {i} does not verify alone "
+                                 f"({alone.violations[0].message})", "algorithm")
+            limit = group_limit(topology, schedule.collective)
+            run = GroupRun(s.kind, i, tuple(ranks), schedule.collective, alone.schedule, 0.0, spent,
+                           None if limit is None else limit.limit_s,
+                           finish_synthesized_s=_last_arrival(alone.schedule.transfers))
+            # alone under the same rule as together (each hop as soon as its inputs and link allow), so the
+            # ratio of the two is the contention only
+            run.finish_alone_s = _last_arrival(simulate(compose(topology, [run], algorithm)).schedule.transfers)
+            runs.append(run)
+    if progress is not None:
+        progress(f"judging {len(runs)} groups together")
+    joint = compose(topology, runs, algorithm)
+    timeline = simulate(joint)
+    owner = [i for i, g in enumerate(runs) for _ in g.collective.chunks]
+    ends: dict[int, float] = defaultdict(float)
+    for t in timeline.schedule.transfers:
+        ends[owner[t.chunk]] = max(ends[owner[t.chunk]], t.end_s or 0.0)
+    for i, g in enumerate(runs):
+        g.finish_together_s = ends[i]
+    label = "explicit" if groups else order or "-".join(sizes)
+    return WorkloadResult(topology, algorithm, sizes, label, runs, joint, timeline)
+
+
+def _last_arrival(transfers: Sequence[Transfer]) -> float:
+    return max((t.end_s or 0.0 for t in transfers), default=0.0)
+
+
+def compose(topology: Topology, runs: Sequence[GroupRun], algorithm: str) -> Schedule:
+    """All groups' schedules as one untimed schedule: chunk ids shifted per group, every transfer's step its
+    start time alone (so each link serves transfers in the order their groups would send them alone and
+    each hop still follows the hops that brought its chunk)."""
+    chunks: list[Chunk] = []
+    transfers: list[Transfer] = []
+    for g in runs:
+        offset = len(chunks)
+        for c in g.collective.chunks:
+            chunks.append(Chunk(c.id + offset, c.pre, c.post, c.reduce, c.source, c.index))
+        for t in g.schedule.transfers:
+            transfers.append(Transfer(t.chunk + offset, t.src, t.dst, None, None, t.op, t.start_s or 0.0))
+    ranks = sorted({r for g in runs for r in g.ranks})
+    first = runs[0].collective
+    collective = Collective("custom", tuple(ranks), tuple(chunks), first.chunk_bytes,
+                            max(g.collective.size_bytes for g in runs), 1, None,
+                            {"workload": [g.label for g in runs]})
+    untimed = Schedule(topology, collective, transfers, f"{algorithm} (workload)", status="heuristic",
+                       notes=[COMPOSED])
+    alone = [t for g in runs for t in g.schedule.transfers]
+    return untimed.with_transfers(_together_times(untimed, alone))
+
+
+def _together_times(schedule: Schedule, alone: Sequence[Transfer]) -> list[Transfer]:
+    """Times for every group at once (the simulator then judges them); see ``_Retimer``."""
+    return _Retimer(schedule, alone).run()
+
+
+TIE_S = 1e-12  # two alone times this close are one instant
+AFTER_S = 1e-9  # how much later a value lands than a send it must miss
+
+
+class _Retimer:
+    """Every group's transfers, timed together on shared links, each keeping what it meant alone.
+
+    A transfer is timed with the hops a bufferless switch forwards on arrival (one chain, as in
+    ``ccviz.judge.simulate``) once everything it waited for alone is timed: its chunk's arrivals at its
+    source that had landed when it started alone, and the relay it carries on. What it did *not* wait
+    for alone must still miss it: a value landing at its source after it started alone (a partial sum,
+    or a finished sum that would overwrite the partial it sends) is made to land after it starts
+    together. Links serve chains first come, first served, in the order the groups start them alone.
+    """
+
+    def __init__(self, schedule: Schedule, alone: Sequence[Transfer]) -> None:
+        from ccviz.judge.simulate import _chain, relay_continuations
+        from ccviz.model.physics import link_costs
+
+        self.transfers = transfers = schedule.transfers
+        self.alone = alone
+        self.costs = link_costs(schedule.topology, schedule.chunk_bytes)
+        self.forwards = _switch_forwards(schedule.topology, transfers, alone)
+        fed = {j for js in self.forwards.values() for j in js}
+        self.heads = [i for i in range(len(transfers)) if i not in fed]
+        self.chain = {h: _chain(h, self.forwards, transfers, self.costs) for h in self.heads}
+        self.head_of = {j: h for h in self.heads for j, _ in self.chain[h]}
+        self.relayed_from = relay_continuations(transfers)
+        reducing = {c.id for c in schedule.collective.chunks if c.reduce}
+        gpus = set(schedule.topology.gpus)
+        self.inbound: dict[tuple[int, int], list[int]] = defaultdict(list)
+        outbound: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for j, t in enumerate(transfers):
+            if t.op != "relay":
+                self.inbound[(t.dst, t.chunk)].append(j)
+            if t.src in gpus:
+                outbound[(t.src, t.chunk)].append(j)
+        self.misses: dict[int, list[tuple[int, float]]] = defaultdict(list)  # head -> (send, hop's offset+delay)
+        for h in self.heads:
+            for k, offset in self.chain[h]:
+                t = transfers[k]
+                if t.chunk not in reducing or t.op == "relay" or t.dst not in gpus:
+                    continue
+                landed = alone[k].end_s or 0.0
+                for i in outbound.get((t.dst, t.chunk), ()):
+                    if (alone[i].start_s or 0.0) < landed - TIE_S:
+                        self.misses[h].append((i, offset + self.costs[(t.src, t.dst)].delay))
+
+    def waits(self, h: int) -> set[int]:
+        """Heads of the chains that must be timed before chain ``h``."""
+        t, began = self.transfers[h], self.alone[h].start_s or 0.0
+        out = {self.head_of[j] for j in self.inbound.get((t.src, t.chunk), ())
+               if (self.alone[j].end_s or 0.0) <= began + TIE_S}
+        if h in self.relayed_from:
+            out.add(self.head_of[self.relayed_from[h]])
+        out.update(self.head_of[i] for i, _ in self.misses.get(h, ()))
+        out.discard(h)
+        return out
+
+    def run(self) -> list[Transfer]:
+        import heapq
+
+        from ccviz.judge.simulate import _parent
+        from ccviz.model.physics import LaneBook
+
+        transfers, alone = self.transfers, self.alone
+        waits = {h: self.waits(h) for h in self.heads}
+        waiting_on: dict[int, list[int]] = defaultdict(list)
+        for h, ws in waits.items():
+            for w in ws:
+                waiting_on[w].append(h)
+        left = {h: len(ws) for h, ws in waits.items()}
+        key = {h: (alone[h].start_s or 0.0, h) for h in self.heads}
+        ready = [key[h] for h in self.heads if not left[h]]
+        heapq.heapify(ready)
+        pending = sorted(key[h] for h in self.heads if left[h])
+        done: set[int] = set()
+        lanes = LaneBook()
+        start = [0.0] * len(transfers)
+        arrival = [0.0] * len(transfers)
+        while len(done) < len(self.heads):
+            if ready:
+                _, h = heapq.heappop(ready)
+            else:  # a cycle of waits (not seen on real schedules): time the earliest alone and let the judge say
+                h = next(k for _, k in pending if k not in done)
+            if h in done:
+                continue
+            done.add(h)
+            t = transfers[h]
+            began = alone[h].start_s or 0.0
+            earliest = max((arrival[j] for j in self.inbound.get((t.src, t.chunk), ())
+                            if (alone[j].end_s or 0.0) <= began + TIE_S and self.head_of[j] in done), default=0.0)
+            if h in self.relayed_from:
+                earliest = max(earliest, arrival[self.relayed_from[h]])
+            for i, lands_after in self.misses.get(h, ()):
+                if self.head_of[i] in done:
+                    earliest = max(earliest, start[i] - lands_after + AFTER_S)
+            chain = self.chain[h]
+            hops = [((transfers[j].src, transfers[j].dst), offset) for j, offset in chain]
+            first = lanes.earliest_start(earliest, [(k, self.costs[k].lanes, offset) for k, offset in hops])
+            for j, _ in chain:
+                u = transfers[j]
+                s_j = first if j == h else arrival[_parent(j, chain, self.forwards)]
+                cost = self.costs[(u.src, u.dst)]
+                lanes.occupy((u.src, u.dst), cost.lanes, s_j, cost.busy)
+                start[j], arrival[j] = s_j, s_j + cost.delay
+            for other in waiting_on.get(h, ()):
+                left[other] -= 1
+                if not left[other] and other not in done:
+                    heapq.heappush(ready, key[other])
+        return [Transfer(t.chunk, t.src, t.dst, start[j], arrival[j], t.op, t.step) for j, t in enumerate(transfers)]
+
+
+def _switch_forwards(topology: Topology, transfers: Sequence[Transfer], alone: Sequence[Transfer]
+                     ) -> dict[int, list[int]]:
+    """Hop into a bufferless switch -> the hops forwarding it: alone, each left the moment it landed
+    (``transfers`` the joint schedule's, ``alone`` the same transfers as timed alone)."""
+    from ccviz.model.physics import tol
+
+    bufferless = {n for n, node in topology.nodes.items() if node.is_switch and not node.buffer}
+    landed: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i, t in enumerate(transfers):
+        if t.dst in bufferless:
+            landed[(t.dst, t.chunk)].append(i)
+    forwards: dict[int, list[int]] = defaultdict(list)
+    used: set[int] = set()
+    for j, t in enumerate(transfers):
+        if t.src not in bufferless:
+            continue
+        left = alone[j].start_s or 0.0
+        now = [i for i in landed.get((t.src, t.chunk), ()) if abs((alone[i].end_s or 0.0) - left) <= tol(left)]
+        # the judge's rule: an arrival of this instant not forwarded yet, else (a copy) the latest of them
+        feeder = next((i for i in now if i not in used), now[-1] if now and topology.nodes[t.src].copy else None)
+        if feeder is not None:
+            forwards[feeder].append(j)
+            used.add(feeder)
+    return forwards
+
+
+# ------------------------------------------------------------------------- the YAML form
+YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "groups", "time_limit", "opt")
+
+
+def read_workload_file(path: str | Path) -> dict[str, Any]:
+    """A workload as YAML: the CLI's flags as keys (``groups``: an explicit rank map per kind)."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise CcvizError(f"config: {str(path)!r} does not exist", "config")
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise CcvizError(f"config: {path} is not valid YAML ({str(exc).splitlines()[0]})", "config") from None
+    if not isinstance(data, dict):
+        raise CcvizError(f"config: {path} should hold a mapping of {', '.join(YAML_KEYS)}", "config")
+    unknown = sorted(set(data) - set(YAML_KEYS))
+    if unknown:
+        raise CcvizError(f"config: unknown key(s) {unknown}; a workload file has {', '.join(YAML_KEYS)}", "config")
+    return data
