@@ -483,13 +483,19 @@ def test_a_playback_link_remakes_its_run_in_a_dozen_steps_with_play():
 
 def test_a_failing_msccl_export_says_why_and_offers_no_file():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params.update({"topology": "ring:n=8", "collective": "allreduce", "algorithm": "rhd"})
+    at.query_params.update({"topology": "ring:n=8", "collective": "broadcast", "algorithm": "ring"})
     at.run()
+    at.selectbox(key="syn_root").select(1).run()  # MSCCL programs are rooted at GPU 0
     at.button(key="syn_run").click().run()
     assert not at.exception and not at.error
-    assert any("No MSCCL XML for this schedule" in w.value and "relays partial sums" in w.value for w in at.warning)
+    assert any("No MSCCL XML for this schedule" in w.value and "rooted at GPU 0" in w.value for w in at.warning)
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Schedule JSON" in labels and "MSCCL XML" not in labels
+    at.query_params.update({"collective": "allreduce", "algorithm": "rhd"})  # relays partial sums: exported
+    at.selectbox(key="syn_collective").select("allreduce").run()
+    at.selectbox(key="syn_algorithm").select("rhd").run()
+    at.button(key="syn_run").click().run()
+    assert "MSCCL XML" in [b.proto.label for b in at.get("download_button")]
 
 
 def test_the_bound_shown_is_the_tighter_one_and_astar_never_claims_optimal():
