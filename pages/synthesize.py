@@ -93,7 +93,8 @@ if entry is not None:
     with user_errors("results"):
         ui.results_summary(entry)
         ui.downloads(entry)
-        ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)), key="syn_animation")
+        ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)),
+                key=f"syn_steps_{id(entry)}")  # a new run, a new chart: it opens at its first frame
         st.caption("One frame per dependency step: press ▶ Play or drag the slider (it runs in your browser). "
                    "More views (the animation in time, utilization, who holds what, Gantt) on the Playback page.")
 else:
