@@ -50,7 +50,7 @@ c1, c2 = st.columns(2)
 st.session_state.setdefault("syn_chunks", 1)
 chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks", persist_state="session"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
-url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks)
+url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks, root=root)
 st.caption(url.shared_note())
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")

@@ -529,3 +529,13 @@ def test_app_messages_name_widgets_and_the_fastest_imported_point_is_the_fastest
     rows = pd.DataFrame({"schedule": ["a", "a", "b"], "size": ["1KB", "1GB", "1GB"], "finish_us": [2.0, 9e4, 8e4],
                          "algbw_GBps": [0.5, 11.1, 12.5]})
     assert fastest_point(rows)["schedule"] == "b"
+
+
+def test_a_link_carries_the_root_of_a_rooted_collective():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "ring:n=8", "collective": "broadcast", "algorithm": "ring", "root": "3"})
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="syn_root").value == 3 and at.query_params["root"] == "3"
+    at.selectbox(key="syn_collective").select("allgather").run()  # no root: the parameter goes
+    assert "root" not in at.query_params
