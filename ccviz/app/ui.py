@@ -253,6 +253,16 @@ def limit_bounds(topology) -> bool:
     return not topology.switches or topology.switch_hop == "paid"
 
 
+def tighter_bounds(table, topology):
+    """Per Compare row, the bound shown: the larger of its lower bound and (where it bounds) the fabric's limit."""
+    import pandas as pd
+
+    columns = [table["lower_bound_s"]]
+    if "limit_s" in table and limit_bounds(topology):
+        columns.append(table["limit_s"])
+    return pd.concat(columns, axis=1).max(axis=1)
+
+
 def tightest_bound(lower_bound_s: float | None, limit_s: float | None, topology) -> tuple[float | None, str]:
     """The bound to show: the larger of the lower bound and the fabric's limit (where the limit bounds),
     and a help text naming both, so the page never shows a weaker bound beside a stronger one."""

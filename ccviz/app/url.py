@@ -237,7 +237,8 @@ def shared_note(topology: Topology | None = None) -> str:
                 "carries the page and its settings but not the fabric; share the topology JSON "
                 "(Topology designer → Save topology JSON) with it.")
     if not named:
-        return "The address bar holds this view, the edited fabric included (compressed into it): copy it to share."
+        return ("The address bar holds this view, the edited fabric included (compressed into it; fabrics up to "
+                f"{FABRIC_URL_CHARS} encoded characters travel this way): copy it to share.")
     return "The address bar holds this view: copy it to share."
 
 
