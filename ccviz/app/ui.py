@@ -71,28 +71,6 @@ def algorithm_picker(container: Any, choices: list[str], collective: str, key: s
     return container.selectbox("algorithm", choices, key=key, persist_state="session")
 
 
-def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] = ("◀ previous", "next ▶"),
-                  reset_for: object | None = None) -> int:
-    """Back/next buttons over frames 0..count-1 kept in ``st.session_state[state_key]``; the current frame.
-
-    The frame restarts at 0 when ``reset_for`` (the schedule shown) changes or the frame is out of range.
-    """
-    marker = state_key + "_for"
-    if reset_for is not None and st.session_state.get(marker) != reset_for:
-        st.session_state[marker] = reset_for
-        st.session_state[state_key] = 0
-    if st.session_state.get(state_key, count) >= count:
-        st.session_state[state_key] = 0
-
-    def shift(delta: int) -> None:
-        st.session_state[state_key] = max(0, min(count - 1, st.session_state[state_key] + delta))
-
-    back, forward, _ = st.columns([1, 1, 6])
-    back.button(labels[0], on_click=shift, args=(-1,), key=f"{key}_prev")
-    forward.button(labels[1], on_click=shift, args=(1,), key=f"{key}_next")
-    return st.session_state[state_key]
-
-
 def job_line(what: str, elapsed_s: float, progress: Progress | None, stopping: bool) -> str:
     """The status line of a running job, in words (the same wording as the CLI's ``--progress``)."""
     line = f"running {what} … {format_time(elapsed_s)}"
