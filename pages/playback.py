@@ -30,11 +30,11 @@ timeline = entry.result.timeline
 topology = timeline.topology
 frame = timeline.transfers_frame()
 coll = timeline.collective
-url.share_run(entry)
+note = url.share_run(entry)
 steps = entry.figure("steps", lambda: schedule_steps(timeline))
 st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_bytes)} over {coll.n_ranks} GPUs "
            f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {ui.plural(len(steps), 'step')} · "
-           + url.shared_note(entry.result.topology))
+           + note)
 
 
 def transfers_table(rows: pd.DataFrame, first: list[str] | None = None) -> None:

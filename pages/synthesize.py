@@ -52,7 +52,7 @@ c1, c2 = st.columns(2)
 st.session_state.setdefault("syn_chunks", 1)
 chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks", persist_state="session"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
-url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks)
+url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks, root=root)
 st.caption(url.shared_note())
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")
@@ -105,7 +105,8 @@ if entry is not None:
     with user_errors("results"):
         ui.results_summary(entry)
         ui.downloads(entry)
-        ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)), key="syn_animation")
+        ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)),
+                key=f"syn_steps_{id(entry)}")  # a new run, a new chart: it opens at its first frame
         st.caption("One frame per dependency step: press ▶ Play or drag the slider (it runs in your browser). "
                    "More views (the animation in time, utilization, who holds what, Gantt) on the Playback page.")
     st.caption(cache_line())

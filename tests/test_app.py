@@ -142,11 +142,13 @@ def test_compare_two_algorithms_within_the_bound():
     at.select_slider(key="cmp_sizes").set_range(1e3, 1e6).run()
     at.button(key="cmp_run").click().run()
     assert_clean(at)
-    assert any("stay within the lower bound" in s.value for s in at.success)
+    assert any("stay within the bound" in s.value for s in at.success)
     table = at.dataframe[0].value
     assert set(table["algorithm"]) == {"ring", algorithm}
     assert len(table) == 2 * 6  # 1, 4, 16, 64, 256 KB and 1 MB
     assert (table["finish_us"] >= table["bound_us"] * (1 - 1e-9)).all()
+    # the bound shown is the tighter of the lower bound and the fabric's limit (DGX-1: no switches)
+    assert (table["bound_us"] >= table["limit_us"] * (1 - 1e-9)).all()
 
 
 def test_topology_designer_sample_builder_and_inline_errors():
@@ -483,13 +485,19 @@ def test_a_playback_link_remakes_its_run_in_a_dozen_steps_with_play():
 
 def test_a_failing_msccl_export_says_why_and_offers_no_file():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.query_params.update({"topology": "ring:n=8", "collective": "allreduce", "algorithm": "rhd"})
+    at.query_params.update({"topology": "ring:n=8", "collective": "broadcast", "algorithm": "ring"})
     at.run()
+    at.selectbox(key="syn_root").select(1).run()  # MSCCL programs are rooted at GPU 0
     at.button(key="syn_run").click().run()
     assert not at.exception and not at.error
-    assert any("No MSCCL XML for this schedule" in w.value and "relays partial sums" in w.value for w in at.warning)
+    assert any("No MSCCL XML for this schedule" in w.value and "rooted at GPU 0" in w.value for w in at.warning)
     labels = [b.proto.label for b in at.get("download_button")]
     assert "Schedule JSON" in labels and "MSCCL XML" not in labels
+    at.query_params.update({"collective": "allreduce", "algorithm": "rhd"})  # relays partial sums: exported
+    at.selectbox(key="syn_collective").select("allreduce").run()
+    at.selectbox(key="syn_algorithm").select("rhd").run()
+    at.button(key="syn_run").click().run()
+    assert "MSCCL XML" in [b.proto.label for b in at.get("download_button")]
 
 
 def test_the_bound_shown_is_the_tighter_one_and_astar_never_claims_optimal():
@@ -523,3 +531,13 @@ def test_app_messages_name_widgets_and_the_fastest_imported_point_is_the_fastest
     rows = pd.DataFrame({"schedule": ["a", "a", "b"], "size": ["1KB", "1GB", "1GB"], "finish_us": [2.0, 9e4, 8e4],
                          "algbw_GBps": [0.5, 11.1, 12.5]})
     assert fastest_point(rows)["schedule"] == "b"
+
+
+def test_a_link_carries_the_root_of_a_rooted_collective():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "ring:n=8", "collective": "broadcast", "algorithm": "ring", "root": "3"})
+    at.run()
+    assert_clean(at)
+    assert at.selectbox(key="syn_root").value == 3 and at.query_params["root"] == "3"
+    at.selectbox(key="syn_collective").select("allgather").run()  # no root: the parameter goes
+    assert "root" not in at.query_params

@@ -88,12 +88,19 @@ def test_every_transfer_appears_in_exactly_one_frame(ring8, max_frames):
 
 
 def test_every_registered_algorithm_frames_each_transfer_once():
-    topo = ccviz.load_topology("ring:n=4")
+    # a ring for every algorithm, a reducing star for those that need switches that add (inc)
+    fabrics = [ccviz.load_topology("ring:n=4"), ccviz.load_topology("star:n=4,reduce=true")]
     for name in ccviz.algorithms_for("allgather"):
         if ccviz.REGISTRY[name].kind == "optimal":
             continue  # solver-backed algorithms are covered by their own tests
-        coll = ccviz.make_collective("allgather", topo, 1e6)
-        timeline = ccviz.simulate(ccviz.synthesize(topo, coll, name))
+        schedules = []
+        for topo in fabrics:
+            try:
+                schedules.append(ccviz.synthesize(topo, ccviz.make_collective("allgather", topo, 1e6), name))
+            except ccviz.CcvizError:
+                continue
+        assert schedules, f"{name} synthesizes AllGather on none of {[f.name for f in fabrics]}"
+        timeline = ccviz.simulate(schedules[0])
         windows = frame_windows(timeline)
         if timeline.schedule.epochs:
             assert len(windows) == timeline.schedule.epochs, name

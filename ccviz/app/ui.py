@@ -71,28 +71,6 @@ def algorithm_picker(container: Any, choices: list[str], collective: str, key: s
     return container.selectbox("algorithm", choices, key=key, persist_state="session")
 
 
-def frame_stepper(state_key: str, count: int, key: str, labels: tuple[str, str] = ("◀ previous", "next ▶"),
-                  reset_for: object | None = None) -> int:
-    """Back/next buttons over frames 0..count-1 kept in ``st.session_state[state_key]``; the current frame.
-
-    The frame restarts at 0 when ``reset_for`` (the schedule shown) changes or the frame is out of range.
-    """
-    marker = state_key + "_for"
-    if reset_for is not None and st.session_state.get(marker) != reset_for:
-        st.session_state[marker] = reset_for
-        st.session_state[state_key] = 0
-    if st.session_state.get(state_key, count) >= count:
-        st.session_state[state_key] = 0
-
-    def shift(delta: int) -> None:
-        st.session_state[state_key] = max(0, min(count - 1, st.session_state[state_key] + delta))
-
-    back, forward, _ = st.columns([1, 1, 6])
-    back.button(labels[0], on_click=shift, args=(-1,), key=f"{key}_prev")
-    forward.button(labels[1], on_click=shift, args=(1,), key=f"{key}_next")
-    return st.session_state[state_key]
-
-
 def job_line(what: str, elapsed_s: float, progress: Progress | None, stopping: bool) -> str:
     """The status line of a running job, in words (the same wording as the CLI's ``--progress``)."""
     line = f"running {what} … {format_time(elapsed_s)}"
@@ -251,6 +229,16 @@ def limit_bounds(topology) -> bool:
     ("paid") or no switches. Under "teccl" or "free" a hop out of a switch costs no serialization, so
     a schedule can finish before the cut's bytes would have crossed it."""
     return not topology.switches or topology.switch_hop == "paid"
+
+
+def tighter_bounds(table, topology):
+    """Per Compare row, the bound shown: the larger of its lower bound and (where it bounds) the fabric's limit."""
+    import pandas as pd
+
+    columns = [table["lower_bound_s"]]
+    if "limit_s" in table and limit_bounds(topology):
+        columns.append(table["limit_s"])
+    return pd.concat(columns, axis=1).max(axis=1)
 
 
 def tightest_bound(lower_bound_s: float | None, limit_s: float | None, topology) -> tuple[float | None, str]:

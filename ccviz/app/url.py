@@ -25,7 +25,7 @@ import streamlit as st
 from ccviz.app.state import current_topology, keep_error, sample_files, set_topology, topology_spec
 from ccviz.builders import build
 from ccviz.errors import CcvizError
-from ccviz.model.collectives import COLLECTIVES
+from ccviz.model.collectives import COLLECTIVES, ROOTED
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, parse_size
 from ccviz.synth.registry import algorithms_for
@@ -128,6 +128,12 @@ def restore(sizes: list[float]) -> None:
             if page == "learn":  # Learn's slider offers 1, 2, 4, 8
                 chunks = min((1, 2, 4, 8), key=lambda c: abs(c - chunks))
             st.session_state[widgets["chunks"]] = chunks
+        if params.get("root") and page in (None, "synthesize", "playback"):
+            root = int(params["root"]) if params["root"].isdigit() else -1
+            if root not in current_topology().gpus:
+                raise CcvizError(f"root: the link asks for root {params['root']!r}, which is not a GPU of this "
+                                 "fabric; choose one in the root box", "root")
+            st.session_state["syn_root"] = root
         if page == "compare":
             _restore_compare(params, collective or st.session_state.get("cmp_collective", COLLECTIVES[0]), sizes)
         if page == "playback" and collective and algorithm:
@@ -231,23 +237,32 @@ def shared_note(topology: Topology | None = None) -> str:
                 "carries the page and its settings but not the fabric; share the topology JSON "
                 "(Topology designer → Save topology JSON) with it.")
     if not named:
-        return "The address bar holds this view, the edited fabric included (compressed into it): copy it to share."
+        return ("The address bar holds this view, the edited fabric included (compressed into it; fabrics up to "
+                f"{FABRIC_URL_CHARS} encoded characters travel this way): copy it to share.")
     return "The address bar holds this view: copy it to share."
 
 
-def share_run(entry) -> None:
-    """Playback's URL: the run shown (collective, algorithm, size, chunks on its fabric), which a link remakes.
+def share_run(entry) -> str:
+    """Playback's URL: the run shown (collective, algorithm, size, chunks on its fabric), which a link remakes;
+    the line for the page saying what the address bar carries.
 
-    An uploaded schedule cannot travel by link: its URL carries the page and fabric only.
+    An uploaded schedule, or a run with solver options or a root (a published TE-CCL row), cannot be
+    remade from those parameters: its URL carries the page and fabric only, and the line says so.
     """
     request, topology = entry.request, entry.result.topology
     values: dict[str, object] = {}
     if topology.to_json() != current_topology().to_json():
         values.update(topology=None, fabric=_fabric_of(topology))
-    if request.algorithm in algorithms_for(request.collective):
+    remade = request.algorithm in algorithms_for(request.collective) and not request.options
+    if remade:
         values.update(collective=request.collective, algorithm=request.algorithm, size=request.size_bytes,
-                      chunks=request.chunks)
+                      chunks=request.chunks, root=request.root)
     share("playback", **values)
+    note = shared_note(topology)
+    if not remade:
+        note += (" A link cannot remake this run (it was uploaded, or made with solver options): the address bar "
+                 "carries the page and the fabric; share the schedule JSON for the run itself.")
+    return note
 
 
 def run_from_link(wait_s: float = 60.0) -> None:
@@ -261,8 +276,10 @@ def run_from_link(wait_s: float = 60.0) -> None:
     topology = current_topology()
     state = st.session_state
     try:
-        request = RunRequest.make(topology, state[WIDGETS["collective"]], state[WIDGETS["algorithm"]],
-                                  state.get(WIDGETS["size"], 1e6), state.get(WIDGETS["chunks"], 1))
+        collective = state[WIDGETS["collective"]]
+        request = RunRequest.make(topology, collective, state[WIDGETS["algorithm"]], state.get(WIDGETS["size"], 1e6),
+                                  state.get(WIDGETS["chunks"], 1),
+                                  state.get("syn_root", topology.gpus[0]) if collective in ROOTED else None)
         with st.spinner(f"making the linked run: {request.algorithm} {request.collective}"):
             job = SynthesisJob(request, topology)
             job.wait(wait_s)

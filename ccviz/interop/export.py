@@ -54,6 +54,8 @@ class GpuHop:
     start_s: float
     arrival_s: float
     op: str
+    first: int = -1  # the transfer the hop starts with (a switch path's first transfer)
+    last: int = -1  # the transfer that delivers it
 
 
 def gpu_hops(timeline: Timeline) -> list[GpuHop]:
@@ -71,21 +73,21 @@ def _collapse(timeline: Timeline) -> tuple[list[GpuHop], list[tuple[int, int, in
     transfers = timeline.schedule.transfers
     start, arrival = timeline.start_s, timeline.arrival_s
     order = sorted(range(len(transfers)), key=lambda i: (float(start[i]), not topo.is_switch(transfers[i].src), i))
-    feeds: dict[tuple[int, int], list[list]] = defaultdict(list)  # [arrival, origin, origin start, uses]
+    feeds: dict[tuple[int, int], list[list]] = defaultdict(list)  # [arrival, origin, origin start, uses, first]
     hops: list[GpuHop] = []
     for i in order:
         t = transfers[i]
-        src, begin = t.src, float(start[i])
+        src, begin, first = t.src, float(start[i]), i
         if topo.is_switch(t.src):
             feed = _feed(feeds[(t.src, t.chunk)], begin, topo.nodes[t.src].copy)
             if feed is None:
                 continue  # the simulator already calls this transfer invalid
             feed[3] += 1
-            src, begin = feed[1], feed[2]
+            src, begin, first = feed[1], feed[2], feed[4]
         if topo.is_switch(t.dst):
-            feeds[(t.dst, t.chunk)].append([float(arrival[i]), src, begin, 0])
+            feeds[(t.dst, t.chunk)].append([float(arrival[i]), src, begin, 0, first])
         else:
-            hops.append(GpuHop(t.chunk, src, t.dst, begin, float(arrival[i]), t.op))
+            hops.append(GpuHop(t.chunk, src, t.dst, begin, float(arrival[i]), t.op, first, i))
     hops.sort(key=lambda h: h.start_s)
     copies = [(sw, chunk, f[3]) for (sw, chunk), fs in sorted(feeds.items()) for f in fs if f[3] > 1]
     return hops, copies
@@ -212,9 +214,18 @@ def _program_steps(timeline: Timeline, hops: list[GpuHop], layout: _Layout, per_
     """
     coll = timeline.collective
     seq, recv_time = _receive_times(hops)
+    carries = _relayed(timeline, hops)
+    # a relayed partial sum waits in a scratch slot of its own on the relaying GPU (never in the slot of that
+    # GPU's own partial sum of the chunk), and the hop that carries it on sends from there
+    parked: dict[int, tuple[str, int]] = {}
+    for i, h in enumerate(hops):
+        if h.op == "relay":
+            parked[i] = ("s", layout.scratch[h.dst])
+            layout.scratch[h.dst] += 1
     eps = 1e-9
     events = [(0.0, -1, i) for i in range(len(layout.local_copies))]
-    events += [(h.start_s * (1 + eps) + 1e-13, 1, i) for i, h in enumerate(hops)]
+    events += [(max(h.start_s * (1 + eps) + 1e-13, recv_time[carries[i]] if i in carries else 0.0), 1, i)
+               for i, h in enumerate(hops)]
     events += [(recv_time[i], 0, i) for i in range(len(hops))]
     events.sort(key=lambda e: (e[0], e[1], e[2]))
     held = {(r, c.id) for c in coll.chunks for r in c.pre}
@@ -249,27 +260,46 @@ def _program_steps(timeline: Timeline, hops: list[GpuHop], layout: _Layout, per_
             h = hops[i]
             tb = (h.src, h.dst, "send", seq[i] // per_tb)
             idx = len(steps[tb])
-            buf, off = layout.where(h.src, h.chunk)
+            buf, off = parked[carries[i]] if i in carries else layout.where(h.src, h.chunk)
             source = last_write.get((h.src, buf, off))
             access(tb, idx, (h.src, buf, off), False, deps)
-            dbuf, doff = layout.where(h.dst, h.chunk)
+            dbuf, doff = parked[i] if i in parked else layout.where(h.dst, h.chunk)
             step = _Step("s", buf, off, dbuf, doff, deps, after_write=source)
         else:
             h = hops[i]
             tb = (h.dst, h.src, "recv", seq[i] // per_tb)
             idx = len(steps[tb])
-            buf, off = layout.where(h.dst, h.chunk)
+            buf, off = parked[i] if i in parked else layout.where(h.dst, h.chunk)
             combine = h.op == "reduce" and (h.dst, h.chunk) in held
             if combine:
                 access(tb, idx, (h.dst, buf, off), False, deps)
             access(tb, idx, (h.dst, buf, off), True, deps)
-            held.add((h.dst, h.chunk))
+            if i not in parked:  # a parked value is in transit: the GPU's own holding is unchanged
+                held.add((h.dst, h.chunk))
             step = _Step("rrc" if combine else "r", buf, off, buf, off, deps)
         for other, j in deps.items():
             known[tb][other] = max(known[tb].get(other, -1), j)
         step.order = order
         steps[tb].append(step)
     return steps
+
+
+def _relayed(timeline: Timeline, hops: list[GpuHop]) -> dict[int, int]:
+    """Hop index -> index of the relay hop whose value it carries on (``op="relay"``, the simulator's rule)."""
+    from ccviz.judge.simulate import relay_continuations
+
+    continuations = relay_continuations(timeline.schedule.transfers)
+    delivered_by = {h.last: k for k, h in enumerate(hops)}
+    carries = {}
+    for k, h in enumerate(hops):
+        relay = continuations.get(h.first)
+        if relay is None:
+            continue
+        if relay not in delivered_by:  # a relay parked in a switch: MSCCL has no switch buffers
+            raise CcvizError("msccl: this schedule relays a partial sum through a switch, which MSCCL cannot "
+                             "express (it has no switch buffers); export the JSON schedule instead", "msccl")
+        carries[k] = delivered_by[relay]
+    return carries
 
 
 @dataclass
@@ -433,9 +463,6 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
     than GPU 0, or more channels than the runtime has.
     """
     coll = timeline.collective
-    if any(t.op == "relay" for t in timeline.schedule.transfers):
-        raise CcvizError("msccl: this schedule relays partial sums through GPUs (op 'relay'), which the MSCCL "
-                         "export cannot express yet; export the JSON schedule instead", "msccl")
     summed = next((t for t in timeline.schedule.transfers if t.op == "combine"), None)
     if summed is not None:
         raise CcvizError(f"msccl: this schedule adds chunk {summed.chunk} inside switch {summed.dst} (in-network "

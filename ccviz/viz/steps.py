@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from ccviz.judge.simulate import Timeline
 from ccviz.model.units import format_time
-from ccviz.viz.animation import FrameWindow, _Scene, _static_traces
+from ccviz.viz.animation import BIG_FABRIC_FRAMES, CHUNKS_UP_TO, FrameWindow, _Scene, _static_traces
 from ccviz.viz.layout import Position
 from ccviz.viz.topology_fig import segment_xy, style_network_layout
 
@@ -139,20 +139,27 @@ def _frame_traces(scene: _Scene, window: FrameWindow) -> list[dict]:
 
 def steps_figure(timeline: Timeline, positions: dict[int, Position] | None = None, frame_ms: int = 1000,
                  max_steps: int = MAX_STEPS) -> go.Figure:
-    """The schedule step by step: frames with ▶ Play, ❚❚ Pause and a slider, starting at the first frame."""
+    """The schedule step by step: frames with ▶ Play, ❚❚ Pause and a slider, starting at the first frame.
+
+    Above ``CHUNKS_UP_TO`` GPUs every frame redraws every link, so neighbouring steps share one of at
+    most ``BIG_FABRIC_FRAMES`` frames (as the animation in time does).
+    """
+    if timeline.topology.n_gpus > CHUNKS_UP_TO:
+        max_steps = min(max_steps, BIG_FABRIC_FRAMES)
     steps = schedule_steps(timeline, max_steps)
     windows = _step_windows(timeline, steps)
     scene = _Scene(timeline, windows, positions)
     first = _frame_traces(scene, windows[0])
     changing = list(range(len(first)))
     n = len(steps)
-    merged = "" if n == len({*dependency_rounds(timeline)}) else " (neighbouring steps share frames)"
+    total = len({*dependency_rounds(timeline)})
+    counted = f"{n} step{'s' if n != 1 else ''}" if n == total else f"{total} steps in {n} frames"
     head = (f"{timeline.schedule.algorithm} · {timeline.collective.name} on {timeline.topology.name}: "
-            f"{n} step{'s' if n != 1 else ''}{merged} · finish {format_time(timeline.finish_time_s)}")
+            f"{counted} · finish {format_time(timeline.finish_time_s)}")
 
     def title(w: FrameWindow) -> dict:
         what = ("before step 1: every GPU holds only its own data" if w.index == 0
-                else f"step {w.index} of {n}: {_short(w.label, 110)}")
+                else f"{'step' if n == total else 'frame'} {w.index} of {n}: {_short(w.label, 110)}")
         return {"text": f"{head}<br><span style='font-size:13px'>{what}</span>", "font": {"size": 14}}
 
     frames = [go.Frame(data=_frame_traces(scene, w), traces=changing, name=str(w.index),
