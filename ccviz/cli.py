@@ -340,7 +340,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ccviz.simulate import simulate
 
     size = parse_size(args.size) if args.size else None
-    schedule = import_schedule(args.file, args.topology, size)
+    schedule = import_schedule(args.file, args.topology, size, args.collective)
     timeline = simulate(schedule)
     runs = check(args.file) if schedule.options.get("format") == "msccl" else []
     if args.out:
@@ -498,6 +498,9 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--topology", default=None,
                     help="fabric to run on (MSCCL default: fully connected; TE-CCL: the fabric it was solved on)")
     im.add_argument("--size", default=None, help="per-rank buffer, e.g. 1MB (MSCCL default 1MB; TE-CCL required)")
+    im.add_argument("--collective", default=None,
+                    help="what an MSCCL program with coll=\"custom\" computes (broadcast, reduce, gather, scatter, ...);"
+                         " default: read off the program's outputs")
     im.add_argument("--out", help="write the imported, simulated schedule as JSON")
     im.add_argument("--json", action="store_true", help="print one JSON object with the results")
     im.set_defaults(func=cmd_import)

@@ -164,3 +164,21 @@ def test_forestcoll_export_reimported_keeps_its_time(collective):
     timeline = simulate(import_text(msccl_xml(result.timeline), "forestcoll.xml", topo, 1e6))
     assert timeline.verified
     assert timeline.finish_time_s == pytest.approx(result.timeline.finish_time_s, rel=1e-9)
+
+
+def test_custom_collective_is_read_off_the_programs_outputs(tmp_path):
+    path = FIXTURES / "msccl_edge" / "custom_broadcast_chain_4.xml"
+    schedule = import_schedule(path)
+    (chunk,) = schedule.collective.chunks
+    assert schedule.collective.name == "custom" and chunk.pre == {0} and chunk.post == {1, 2, 3}
+    assert simulate(schedule).verified
+    out = tmp_path / "custom.json"
+    assert main(["import", str(path), "--out", str(out)]) == 0
+    assert main(["verify", str(out)]) == 0  # a custom chunk with several post ranks survives the file
+    named = import_schedule(path, collective="broadcast")
+    assert named.collective.name == "broadcast" and simulate(named).verified
+
+
+def test_a_named_collective_must_match_a_program_that_says_what_it_is():
+    with pytest.raises(CcvizError, match="coll='allgather'; --collective broadcast applies to coll=\"custom\""):
+        import_schedule(FIXTURES / "msccl" / "allgather_ring_8.xml", collective="broadcast")
