@@ -208,6 +208,11 @@ def test_library_refuses_a_fractional_chunk_id_and_tiny_custom_chunks():
     for bad in (0, float("nan"), -5, 1e-300):
         with pytest.raises(ccviz.CcvizError, match="chunk_bytes"):
             ccviz.custom_collective([0, 1, 2], {(0, 1): 1}, bad)
+    from dataclasses import replace
+
+    tiny = replace(schedule, collective=replace(schedule.collective, chunk_bytes=1e-300))
+    with pytest.raises(ccviz.CcvizError, match="chunk_bytes"):
+        ccviz.simulate(tiny)
 
 
 @pytest.mark.parametrize("call, field", [
