@@ -387,9 +387,13 @@ def cmd_execute(args: argparse.Namespace) -> int:
     if args.fifo_depth < 1 or args.max_steps < 1:
         raise CcvizError("--fifo-depth and --max-steps must be >= 1", "fifo_depth")
     runs = check(args.file, fifo_depth=args.fifo_depth, max_steps=args.max_steps)
+    warnings = list(runs[0].program.warnings) if runs else []
     if args.json:
-        print(json.dumps({"file": args.file, "ok": all(r.ok for r in runs), "runs": [r.to_dict() for r in runs]}))
+        print(json.dumps({"file": args.file, "ok": all(r.ok for r in runs), "runs": [r.to_dict() for r in runs],
+                          "warnings": warnings}))
     else:
+        for w in warnings:
+            print(f"warning: {w}")
         for r in runs:
             print(("ok: " if r.ok else "FAILS: ") + r.summary())
             for p in r.problems:
