@@ -349,7 +349,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ccviz.judge.simulate import simulate
 
     size = parse_size(args.size) if args.size else None
-    schedule = import_schedule(args.file, args.topology, size)
+    schedule = import_schedule(args.file, args.topology, size, args.collective)
     timeline = simulate(schedule)
     runs = check(args.file) if schedule.options.get("format") == "msccl" else []
     if args.out:
@@ -396,9 +396,13 @@ def cmd_execute(args: argparse.Namespace) -> int:
     if args.fifo_depth < 1 or args.max_steps < 1:
         raise CcvizError("--fifo-depth and --max-steps must be >= 1", "fifo_depth")
     runs = check(args.file, fifo_depth=args.fifo_depth, max_steps=args.max_steps)
+    warnings = list(runs[0].program.warnings) if runs else []
     if args.json:
-        print(json.dumps({"file": args.file, "ok": all(r.ok for r in runs), "runs": [r.to_dict() for r in runs]}))
+        print(json.dumps({"file": args.file, "ok": all(r.ok for r in runs), "runs": [r.to_dict() for r in runs],
+                          "warnings": warnings}))
     else:
+        for w in warnings:
+            print(f"warning: {w}")
         for r in runs:
             print(("ok: " if r.ok else "FAILS: ") + r.summary())
             for p in r.problems:
@@ -550,6 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
     im.add_argument("--topology", default=None,
                     help="fabric to run on (MSCCL default: fully connected; TE-CCL: the fabric it was solved on)")
     im.add_argument("--size", default=None, help="per-rank buffer, e.g. 1MB (MSCCL default 1MB; TE-CCL required)")
+    im.add_argument("--collective", default=None,
+                    help="what an MSCCL program with coll=\"custom\" computes (broadcast, reduce, gather, scatter, ...);"
+                         " default: read off the program's outputs")
     im.add_argument("--out", help="write the imported, simulated schedule as JSON")
     im.add_argument("--json", action="store_true", help="print one JSON object with the results")
     im.set_defaults(func=cmd_import)

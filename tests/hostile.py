@@ -3,7 +3,8 @@
 Outcomes: ``clear`` (exit 2, one line on stderr, no traceback, no warning), ``invalid``
 (exit 1 from ``verify``, a correct INVALID report), ``ok`` (exit 0), or a failure class the
 tests count and require to be zero: ``traceback`` (an exception or "internal error"),
-``multiline`` (an error over several lines), ``warning`` (a Python warning printed), ``hang``.
+``multiline`` (an error over several lines), ``warning`` (a Python warning printed), ``hang``,
+``memory`` (with ``measure_memory``: Python allocations peaked over ``MEMORY_MB``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import io
 import time
+import tracemalloc
 import warnings
 from dataclasses import dataclass
 
 from ccviz.cli import main
 
 HANG_S = 20.0
+MEMORY_MB = 300.0  # a hostile input refused up front costs a few MB; a blow-up costs gigabytes
 
 
 @dataclass
@@ -26,9 +29,27 @@ class Outcome:
     stdout: str
     stderr: str
     seconds: float
+    peak_mb: float | None = None
 
 
-def run_cli(argv: list[str]) -> Outcome:
+def run_cli(argv: list[str], measure_memory: bool = False) -> Outcome:
+    """Run ``ccviz argv`` in-process; ``measure_memory`` traces Python allocations (slower: for inputs that
+    must be refused before they are laid out)."""
+    if not measure_memory:
+        return _run_cli(argv)
+    tracemalloc.start()
+    try:
+        outcome = _run_cli(argv)
+        peak = tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+    outcome.peak_mb = peak
+    if peak > MEMORY_MB:
+        outcome.kind = "memory"
+    return outcome
+
+
+def _run_cli(argv: list[str]) -> Outcome:
     out, err = io.StringIO(), io.StringIO()
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(out), \

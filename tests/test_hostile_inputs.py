@@ -208,6 +208,11 @@ def test_library_refuses_a_fractional_chunk_id_and_tiny_custom_chunks():
     for bad in (0, float("nan"), -5, 1e-300):
         with pytest.raises(ccviz.CcvizError, match="chunk_bytes"):
             ccviz.custom_collective([0, 1, 2], {(0, 1): 1}, bad)
+    from dataclasses import replace
+
+    tiny = replace(schedule, collective=replace(schedule.collective, chunk_bytes=1e-300))
+    with pytest.raises(ccviz.CcvizError, match="chunk_bytes"):
+        ccviz.simulate(tiny)
 
 
 @pytest.mark.parametrize("call, field", [
@@ -238,7 +243,7 @@ def _xml_file(tmp_path, name: str, text: str | bytes) -> str:
     ("latin1", lambda x: x.replace('name="', 'name="r\xe9', 1).encode("latin-1"), "UTF-8"),
 ])
 def test_hostile_msccl_files_are_refused_up_front_naming_the_problem(tmp_path, name, mutate, expect):
-    outcome = run_cli(["import", _xml_file(tmp_path, f"{name}.xml", mutate(RING8_XML))])
+    outcome = run_cli(["import", _xml_file(tmp_path, f"{name}.xml", mutate(RING8_XML))], measure_memory=True)
     assert outcome.kind == "clear" and expect in outcome.stderr, outcome
 
 
@@ -271,20 +276,24 @@ def test_yaml_bombs_and_deep_nesting_are_refused_before_they_cost_memory(tmp_pat
         f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True))
     (tmp_path / "bomb.yaml").write_text(bomb + "nodes: *i\nlinks: []\n")
     (tmp_path / "deep.yaml").write_text("nodes: " + "[" * 10000 + "]" * 10000 + "\nlinks: []\n")
-    for name, expect in (("bomb.yaml", "aliases"), ("deep.yaml", "nests")):
-        outcome = run_cli(["synth", str(tmp_path / name)])
+    for name, expect, traced in (("bomb.yaml", "aliases", True), ("deep.yaml", "nests", False)):
+        outcome = run_cli(["synth", str(tmp_path / name)], measure_memory=traced)  # tracing slows the parser 30 x
         assert outcome.kind == "clear" and expect in outcome.stderr, outcome
 
 
 @pytest.mark.parametrize("argv, expect", [
     (["synth", "torus2d:dims=4x4x"], "dims"),
     (["synth", "ring:n=4", "--algorithm", "forestcoll", "--opt", "trees=1e9"], "trees"),
+    (["synth", "ring:n=4", "--algorithm", "forestcoll", "--opt", "pieces=1e9"], "pieces"),
+    (["synth", "ring:n=4", "--algorithm", "tacos", "--opt", "workers=1000000000"], "workers"),
+    (["synth", "ring:n=4", "--algorithm", "teccl-astar", "--opt", "astar_horizon=1000000000"], "astar_horizon"),
+    (["import", "/tmp"], "directory"),
     (["synth", "/tmp"], "directory"),
     (["synth", "/dev/null"], "not a regular file"),
     (["synth", "ring:n=4", "--algorithm", "teccl", "--epoch", "1e-30"], "--epoch"),
 ])
 def test_cli_errors_name_the_right_problem(argv, expect):
-    outcome = run_cli(argv)
+    outcome = run_cli(argv, measure_memory=True)
     assert outcome.kind == "clear" and expect in outcome.stderr, outcome
 
 

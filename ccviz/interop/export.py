@@ -263,6 +263,16 @@ def _program_steps(timeline: Timeline, hops: list[GpuHop], layout: _Layout, per_
             buf, off = parked[carries[i]] if i in carries else layout.where(h.src, h.chunk)
             source = last_write.get((h.src, buf, off))
             access(tb, idx, (h.src, buf, off), False, deps)
+            segment = seq[i] // per_tb
+            if segment and seq[i] % per_tb == 0:
+                # A link's later segment runs on another channel: without this the runtime (and ccviz's
+                # import) interleaves it with the earlier one, reordering the link and losing the time
+                # (forestcoll's pieces came back 1.07-1.47 x slower). Its first send waits for the last
+                # send of the previous segment, as in the simulated schedule.
+                prev = (h.src, h.dst, "send", segment - 1)
+                last = len(steps[prev]) - 1
+                if last >= 0 and known[tb].get(prev, -1) < last and deps.get(prev, -1) < last:
+                    deps[prev] = last
             dbuf, doff = parked[i] if i in parked else layout.where(h.dst, h.chunk)
             step = _Step("s", buf, off, dbuf, doff, deps, after_write=source)
         else:

@@ -32,7 +32,15 @@ from typing import Any
 import networkx as nx
 
 from ccviz.errors import CcvizError
-from ccviz.interop.msccl import Execution, Program, execute, load_program, parse_program
+from ccviz.interop.msccl import (
+    CUSTOM,
+    MSCCL_COLLECTIVES,
+    Execution,
+    Program,
+    execute,
+    load_program,
+    parse_program,
+)
 from ccviz.model.collectives import Collective, make_collective
 from ccviz.model.physics import LaneBook, link_costs
 from ccviz.model.schedule import Schedule, Transfer
@@ -44,20 +52,26 @@ FULLY_CONNECTED_NOTE = ("no topology given: the MSCCL program runs on a fully co
 
 
 def import_schedule(path: str | Path, topology: Topology | str | None = None,
-                    size_bytes: float | None = None) -> Schedule:
-    """An MSCCL XML or TE-CCL output JSON file as a Schedule (the format is told by the content)."""
+                    size_bytes: float | None = None, collective: str | None = None) -> Schedule:
+    """An MSCCL XML or TE-CCL output JSON file as a Schedule (the format is told by the content).
+
+    ``collective`` names what an MSCCL program with ``coll="custom"`` computes (broadcast, reduce, ...);
+    without it the program's own outputs define the collective."""
     from ccviz.model.files import check_readable_file, read_text_file
 
     p = Path(path)
     check_readable_file(p, "import")
-    return import_text(read_text_file(p, "import"), p.name, topology, size_bytes)
+    return import_text(read_text_file(p, "import"), p.name, topology, size_bytes, collective)
 
 
 def import_text(text: str, name: str, topology: Topology | str | None = None,
-                size_bytes: float | None = None) -> Schedule:
+                size_bytes: float | None = None, collective: str | None = None) -> Schedule:
     """Same as ``import_schedule`` for file contents already read (the app's uploads)."""
     if text.lstrip().startswith("<"):
-        return import_msccl(parse_program(text, name), topology, size_bytes)
+        return import_msccl(parse_program(text, name), topology, size_bytes, collective)
+    if collective is not None:
+        raise CcvizError(f"collective: --collective names what an MSCCL program with coll=\"custom\" computes; "
+                         f"{name} is not MSCCL XML", "collective")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -79,7 +93,7 @@ def import_text(text: str, name: str, topology: Topology | str | None = None,
 
 # ------------------------------------------------------------------------ MSCCL
 def import_msccl(program: Program | str | Path, topology: Topology | str | None = None,
-                 size_bytes: float | None = None) -> Schedule:
+                 size_bytes: float | None = None, collective: str | None = None) -> Schedule:
     """Execute an MSCCL program and turn its messages into transfers (see module docstring)."""
     from ccviz.builders import fully_connected
     from ccviz.builders.loading import load_topology
@@ -87,6 +101,7 @@ def import_msccl(program: Program | str | Path, topology: Topology | str | None 
     if not isinstance(program, Program):
         text = str(program)
         program = parse_program(text) if text.lstrip().startswith("<") else load_program(program)
+    program = _named_collective(program, collective)
     run = execute(program, max_steps=10**9)  # the step limit is RCCL's; the import reports it below
     fatal = [p for p in run.problems if p.kind in ("deadlock", "bounds", "mismatch", "dependency", "unmatched")]
     if fatal:
@@ -101,8 +116,14 @@ def import_msccl(program: Program | str | Path, topology: Topology | str | None 
         raise CcvizError(f"topology: {program.source} is written for {program.ngpus} GPUs but {topo.name!r} has "
                          f"{topo.n_gpus}; choose a topology with {program.ngpus} GPUs", "topology")
     gpus = topo.gpus
-    coll = _msccl_collective(program, topo, DEFAULT_SIZE_BYTES if size_bytes is None else size_bytes)
-    chunk_of = _chunk_lookup(program, coll)
+    size = DEFAULT_SIZE_BYTES if size_bytes is None else size_bytes
+    if program.coll == CUSTOM:
+        coll, chunk_of = _custom_collective(program, run, topo, size)
+        notes.append(f"coll=\"custom\": the collective is what the program leaves in its outputs ({len(coll.chunks)} "
+                     "chunks; name it with --collective to check it against a standard one)")
+    else:
+        coll = _msccl_collective(program, topo, size)
+        chunk_of = _chunk_lookup(program, coll)
     routes = _SwitchRoutes(topo)
     paths = {id(m): routes.path(gpus[m.src], gpus[m.dst], m) for m in run.messages}
     transfers = _timed_transfers(program, run, topo, coll.chunk_bytes, paths, chunk_of)
@@ -211,6 +232,86 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
         if m is not None:
             offer(index[(m.recv.gpu, m.recv.tb)])
     return transfers
+
+
+def _named_collective(program: Program, collective: str | None) -> Program:
+    """A ``coll="custom"`` program read as the standard collective the user names (msccl-tools writes custom
+    for its Broadcast, Reduce, Gather and Scatter); naming one for a program that says what it is, is an error."""
+    if collective is None:
+        return program
+    from ccviz.model.collectives import normalize_name
+
+    name = normalize_name(collective)
+    if program.coll != CUSTOM:
+        if name != program.coll:
+            raise CcvizError(f"collective: {program.source} says coll={program.coll!r}; --collective {collective} "
+                             "applies to coll=\"custom\" programs only", "collective")
+        return program
+    if name not in MSCCL_COLLECTIVES or name == CUSTOM:
+        raise CcvizError(f"collective: {collective!r} is not one of {', '.join(MSCCL_COLLECTIVES[:-1])}",
+                         "collective")
+    return replace(program, coll=name)
+
+
+def _custom_collective(program: Program, run: Execution, topo: Topology, size_bytes: float):
+    """The collective a coll="custom" program computes, read off its outputs: a slot holding one rank's
+    input chunk is that chunk delivered (a copy), a slot holding several ranks' chunk i is their sum
+    (a reduction); the chunk is 1/max(i_chunks) of the per-rank buffer."""
+    from ccviz.model import validate as v
+    from ccviz.model.collectives import Chunk
+
+    gpus = topo.gpus
+    copies: dict[tuple[int, int], set[int]] = defaultdict(set)
+    sums: dict[int, tuple[frozenset[int], set[int]]] = {}
+    for g, slots in sorted(run.outputs.items()):
+        for k, value in sorted(slots.items()):
+            if not value:
+                continue
+            ranks = [r for r, _ in value]
+            indices = {i for _, i in value}
+            if len(indices) != 1 or len(set(ranks)) != len(ranks):
+                raise CcvizError(f"import: {program.source}: GPU {g} o[{k}] ends with "
+                                 f"{len(value)} contributions of chunks {sorted(indices)}; ccviz reads a custom "
+                                 "program's outputs as copies or sums of one chunk index (name the collective "
+                                 "with --collective)", "import")
+            (i,) = indices
+            if len(value) == 1:
+                if ranks[0] != g:
+                    copies[value[0]].add(g)
+                continue
+            contributors = frozenset(ranks)
+            if i in sums and sums[i][0] != contributors:
+                raise CcvizError(f"import: {program.source}: chunk {i} is summed over ranks {sorted(sums[i][0])} "
+                                 f"at one GPU and {sorted(contributors)} at GPU {g}", "import")
+            sums.setdefault(i, (contributors, set()))[1].add(g)
+    chunks: list[Chunk] = []
+    copy_id: dict[tuple[int, int], int] = {}
+    sum_id: dict[int, int] = {}
+    for (r, i), dsts in sorted(copies.items()):
+        copy_id[(r, i)] = len(chunks)
+        chunks.append(Chunk(len(chunks), frozenset([gpus[r]]), frozenset(gpus[d] for d in dsts), False, gpus[r], i))
+    for i, (contributors, dsts) in sorted(sums.items()):
+        sum_id[i] = len(chunks)
+        chunks.append(Chunk(len(chunks), frozenset(gpus[r] for r in contributors),
+                            frozenset(gpus[d] for d in dsts), True, gpus[min(dsts)], i))
+    if not chunks:
+        raise CcvizError(f"import: {program.source}: a coll=\"custom\" program whose outputs receive nothing from "
+                         "another GPU moves no data; name its collective with --collective", "import")
+    per_rank = max(g.i_chunks for g in program.gpus) or 1
+    chunk_bytes = v.number(size_bytes, "size", positive=True, hi=v.MAX_SIZE_BYTES) / per_rank
+    coll = Collective("custom", tuple(gpus), tuple(chunks), chunk_bytes, float(size_bytes), 1, None)
+
+    def lookup(value: tuple | None, m) -> list[int]:
+        if not value:
+            raise CcvizError(f"import: {m.send} sends data that was never defined", "import")
+        indices = {i for _, i in value}
+        if len(value) == 1 and value[0] in copy_id:
+            return [copy_id[value[0]]]
+        if len(indices) == 1 and next(iter(indices)) in sum_id:
+            return [sum_id[next(iter(indices))]]
+        raise CcvizError(f"import: {m.send} sends {value}, which no output of the program keeps", "import")
+
+    return coll, lookup
 
 
 def _pieces_per_chunk(program: Program) -> int:

@@ -34,6 +34,7 @@ from ccviz.judge.timeline import Timeline, Violation, epoch_release
 from ccviz.model.physics import ABS_TOL, EPOCH_EPS, REL_TOL, LaneBook, link_costs, tol
 from ccviz.model.schedule import COMBINE, RELAY, JudgedTransfers, Schedule, Transfer, gc_paused
 from ccviz.model.units import BYTES_PER_GB, us_text
+from ccviz.model.validate import MIN_CHUNK_BYTES
 
 
 # --------------------------------------------------------------------------- API
@@ -63,6 +64,9 @@ def check_sizes(schedule: Schedule) -> None:
     cb = schedule.collective.chunk_bytes
     if isinstance(cb, bool) or not isinstance(cb, (int, float)) or not (0 < cb < math.inf):
         raise CcvizError(f"collective.chunk_bytes: must be a positive finite number of bytes, got {cb!r}",
+                         "collective.chunk_bytes")
+    if cb < MIN_CHUNK_BYTES:  # 1e-300 B chunks cost alpha only: any schedule would look as fast as latency
+        raise CcvizError(f"collective.chunk_bytes: {cb:.3g} B; a chunk must be at least {MIN_CHUNK_BYTES:g} byte",
                          "collective.chunk_bytes")
 
 

@@ -144,9 +144,15 @@ class Collective:
 
 
 def _custom_from_chunks(d: Mapping[str, Any], ranks: Sequence[int]) -> Collective:
-    """A custom collective's demand, read from its chunks (each: one source rank, one destination)."""
+    """A custom collective's demand, read from its chunks (each: one source rank, one destination), or, when
+    some chunk has several pre or post ranks or reduces (an imported coll="custom" MSCCL program), the chunks
+    themselves, each checked."""
+    raw = v.sequence(d.get("chunks"), "collective.chunks", max_len=v.MAX_TRANSFERS)
+    if any(not (isinstance(c, dict) and isinstance(c.get("pre"), list) and isinstance(c.get("post"), list)
+                and len(c["pre"]) == 1 and len(c["post"]) == 1 and not c.get("reduce", False)) for c in raw):
+        return _custom_general(d, raw, ranks)
     demand: dict[tuple[int, int], int] = {}
-    for i, c in enumerate(v.sequence(d.get("chunks"), "collective.chunks", max_len=v.MAX_TRANSFERS)):
+    for i, c in enumerate(raw):
         c = v.mapping(c, f"collective.chunks[{i}]")
         pre, post = c.get("pre"), c.get("post")
         if not (isinstance(pre, list) and isinstance(post, list) and len(pre) == 1 and len(post) == 1):
@@ -155,6 +161,33 @@ def _custom_from_chunks(d: Mapping[str, Any], ranks: Sequence[int]) -> Collectiv
         demand[key] = demand.get(key, 0) + 1
     chunk_bytes = v.number(d.get("chunk_bytes"), "collective.chunk_bytes", positive=True)
     return custom_collective(ranks, demand, chunk_bytes)
+
+
+def _custom_general(d: Mapping[str, Any], raw: list, ranks: Sequence[int]) -> Collective:
+    """Chunks with any pre/post sets: every rank named is a rank of the collective, every set non-empty."""
+    members = set(ranks)
+    chunks = []
+    for i, c in enumerate(raw):
+        c = v.mapping(c, f"collective.chunks[{i}]")
+        sides = {}
+        for side in ("pre", "post"):
+            values = [v.integer(r, f"collective.chunks[{i}].{side}") for r in
+                      v.sequence(c.get(side), f"collective.chunks[{i}].{side}", max_len=len(members))]
+            if not values or not set(values) <= members:
+                raise CcvizError(f"collective.chunks[{i}].{side}: needs one or more of the ranks {sorted(members)}, "
+                                 f"got {values}", "collective")
+            sides[side] = frozenset(values)
+        reduce = v.boolean(c.get("reduce", False), f"collective.chunks[{i}].reduce")
+        source = c.get("source")
+        chunks.append(Chunk(i, sides["pre"], sides["post"], reduce,
+                            None if source is None else v.integer(source, f"collective.chunks[{i}].source"),
+                            v.integer(c.get("index", 0), f"collective.chunks[{i}].index", lo=0)))
+    chunk_bytes = v.number(d.get("chunk_bytes"), "collective.chunk_bytes", positive=True, hi=v.MAX_SIZE_BYTES)
+    if chunk_bytes < v.MIN_CHUNK_BYTES:
+        raise CcvizError(f"collective.chunk_bytes: {chunk_bytes:.3g} B; a chunk must be at least "
+                         f"{v.MIN_CHUNK_BYTES:g} byte", "collective.chunk_bytes")
+    size = v.number(d.get("size_bytes"), "collective.size_bytes", positive=True, hi=v.MAX_SIZE_BYTES)
+    return Collective("custom", tuple(ranks), tuple(chunks), chunk_bytes, size, 1, None)
 
 
 def _same_as_file(rebuilt: Collective, d: Mapping[str, Any]) -> None:

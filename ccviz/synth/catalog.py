@@ -32,7 +32,7 @@ class TacosOptions(AlgorithmOptions):
     patience: str = option("on", "'off' is the paper's greedy, 'on' keeps slow links off chunks a faster route can "
                            "bring, 'alternate' tries both over the restarts", choices=PATIENCE)
     workers: int = option(1, "restarts run in this many processes (the best run wins, as sequentially)",
-                          minimum=1)
+                          minimum=1, maximum=256)
 
 
 # ----------------------------------------------------------------------------------------- MTEG
@@ -92,9 +92,9 @@ class TecclAstarOptions(TecclOptions):
     """TE-CCL A*'s rounds (``ccviz.synth.teccl.astar``) on top of TE-CCL's options."""
 
     astar_round: int | None = option(None, "epochs committed per round (auto: 2 or the slowest link's epochs, "
-                                     "whichever is more)", minimum=1)
+                                     "whichever is more)", minimum=1, maximum=10_000)
     astar_horizon: int | None = option(None, "epochs each round looks ahead (auto: the round plus the largest "
-                                       "link delay and a margin)", minimum=1)
+                                       "link delay and a margin)", minimum=1, maximum=10_000)
     astar_greedy: bool = option(True, "also run the greedy continuation and keep the better; false measures the "
                                 "rounds alone")
 
