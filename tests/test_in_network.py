@@ -238,3 +238,15 @@ def test_msccl_export_refuses_in_switch_sums(tmp_path, capsys) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "inside switch 4" in err[0]
     assert not (tmp_path / "rs.xml").exists()
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "reducescatter"])
+def test_inc_paces_sums_to_a_slow_reduction_engine(collective: str) -> None:
+    data = build("star:n=4,reduce=true").to_dict()
+    data["nodes"][-1]["reduce_GBps"] = 25.0  # half the port rate
+    slow = Topology.from_dict(data)
+    sched = synthesize(slow, make_collective(collective, slow, 64e6), "inc")
+    timeline = simulate(sched)
+    assert timeline.verified, timeline.violations[:3]
+    engine_bound = sched.collective.chunk_bytes * len(sched.collective.chunks) / 25e9  # every sum through one engine
+    assert engine_bound <= timeline.finish_time_s <= 1.1 * engine_bound

@@ -31,6 +31,7 @@ from ccviz.schedule import COMBINE, Schedule, Transfer
 from ccviz.synth.options import AlgorithmOptions, option
 from ccviz.synth.registry import SynthOptions
 from ccviz.topology import Topology
+from ccviz.units import BYTES_PER_GB
 
 INC_COLLECTIVES = frozenset({"allreduce", "reducescatter", "reduce", "allgather", "broadcast"})
 CHUNKS_PER_SWITCH = 64  # auto pieces: chunks each reducing switch pipelines (fill cost ~ 1/64 of the time)
@@ -145,20 +146,7 @@ class Calendar:
 
     def fit(self, u: int, v: int, ready: float) -> float:
         """The earliest start >= ready at which the link is free for one chunk."""
-        length = self._cost(u, v).busy
-        intervals = self.busy[(u, v)]
-        start = ready
-        k = max(bisect.bisect_right(intervals, (start, math.inf)) - 1, 0)
-        while k < len(intervals):
-            s, e = intervals[k]
-            if e <= start + 1e-15:
-                k += 1
-                continue
-            if s >= start + length - 1e-15:
-                break
-            start = e
-            k += 1
-        return start
+        return earliest_gap(self.busy[(u, v)], ready, self._cost(u, v).busy)
 
     def book(self, u: int, v: int, start: float) -> float:
         bisect.insort(self.busy[(u, v)], (start, start + self._cost(u, v).busy))
@@ -166,6 +154,22 @@ class Calendar:
 
     def unbook(self, u: int, v: int, start: float) -> None:
         self.busy[(u, v)].remove((start, start + self._cost(u, v).busy))
+
+
+def earliest_gap(intervals: list[tuple[float, float]], ready: float, length: float) -> float:
+    """The earliest start >= ready of a ``length``-long gap among sorted busy ``intervals``."""
+    start = ready
+    k = max(bisect.bisect_right(intervals, (start, math.inf)) - 1, 0)
+    while k < len(intervals):
+        s, e = intervals[k]
+        if e <= start + 1e-15:
+            k += 1
+            continue
+        if s >= start + length - 1e-15:
+            break
+        start = e
+        k += 1
+    return start
 
 
 class Booker:
@@ -177,6 +181,16 @@ class Booker:
         self.transfers: list[Transfer] = []
         self.rounds: list[int] = []  # per transfer, its logical round (one phase of one chunk), for Learn
         self.round_labels: list[str] = []
+        # Reduction engines slower than line rate: seconds per sum, and when each engine is busy (one sum at a
+        # time, each started as soon as its contributions are in and the engine is free: the judge's rule)
+        self.engine_s = {s: collective.chunk_bytes / (topology.nodes[s].reduce_GBps * BYTES_PER_GB)
+                         for s in topology.reducing_switches if topology.nodes[s].reduce_GBps}
+        self.engine: dict[int, list[tuple[float, float]]] = defaultdict(list)
+
+    def summed_at(self, switch: int, ready: float) -> float:
+        """When a sum whose last contribution lands at ``ready`` can leave ``switch``."""
+        length = self.engine_s.get(switch)
+        return ready if not length else earliest_gap(self.engine[switch], ready, length) + length
 
     def new_round(self, label: str) -> None:
         """The transfers emitted from here on form the next logical round (what Learn steps through)."""
@@ -214,19 +228,22 @@ class Booker:
         starts = {u: self.cal.fit(u, switch, ready) for u, ready in sources}
         for u, s in starts.items():
             self.cal.book(u, switch, s)
+        engine = self.engine_s.get(switch, 0.0)
         while True:
             last = max(starts, key=lambda u: starts[u] + self.cal.delay(u, switch))
-            ready = starts[last] + self.cal.delay(last, switch)
-            later = max((self.cal.fit(switch, v, ready) for v, _ in outs), default=ready)
-            if later <= ready + 1e-15:
+            done = self.summed_at(switch, starts[last] + self.cal.delay(last, switch))
+            later = max((self.cal.fit(switch, v, done) for v, _ in outs), default=done)
+            if later <= done + 1e-15:
                 break
             self.cal.unbook(last, switch, starts[last])  # the last contribution comes later instead
-            starts[last] = self.cal.fit(last, switch, later - self.cal.delay(last, switch))
+            starts[last] = self.cal.fit(last, switch, later - engine - self.cal.delay(last, switch))
             self.cal.book(last, switch, starts[last])
+        if engine:
+            bisect.insort(self.engine[switch], (done - engine, done))
         for u, s in starts.items():
             self.cal.unbook(u, switch, s)
             self._emit(chunk, u, switch, s, COMBINE)
-        return {v: self._emit(chunk, switch, v, ready, op) for v, op in outs}
+        return {v: self._emit(chunk, switch, v, done, op) for v, op in outs}
 
 
 # ---------------------------------------------------------------------------------------------- synthesis
