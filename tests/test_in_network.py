@@ -250,3 +250,38 @@ def test_inc_paces_sums_to_a_slow_reduction_engine(collective: str) -> None:
     assert timeline.verified, timeline.violations[:3]
     engine_bound = sched.collective.chunk_bytes * len(sched.collective.chunks) / 25e9  # every sum through one engine
     assert engine_bound <= timeline.finish_time_s <= 1.1 * engine_bound
+
+
+def test_learn_rounds_follow_contributions_into_the_switch_and_the_sum_out() -> None:
+    from ccviz.synth.registry import SynthOptions
+    from ccviz.viz.rounds import rounds
+
+    topo = build("star:n=4,reduce=true")
+    sched = synthesize(topo, make_collective("allreduce", topo, 4e6), "inc", SynthOptions(extra={"pieces": 1}))
+    steps = rounds(simulate(sched))
+    assert len(steps) == 4  # one round per chunk: combine up, multicast down
+    assert all(steps[0].coverage[g][0] == 4 for g in topo.gpus)  # every GPU holds chunk 0's whole sum
+    assert steps[-1].delivered == 16 and "combine" in steps[0].label
+
+
+def test_animation_marks_sums_inside_reducing_switches() -> None:
+    from ccviz.viz.animation import schedule_animation
+    from ccviz.viz.topology_fig import topology_figure
+
+    topo = build("star:n=4,reduce=true")
+    fig = schedule_animation(simulate(synthesize(topo, make_collective("allreduce", topo, 4e6), "inc")))
+    sums = [t for frame in fig.frames for t in frame.data if t.name == "partial sums in switches"]
+    assert sums and any(any(text for text in t.text) for t in sums)  # some frame shows contributions combining
+    names = {t.name for t in topology_figure(topo).data}
+    assert "switches that reduce (NVLS/SHARP)" in names and "switches" not in names
+
+
+def test_topology_tables_keep_a_switch_that_reduces() -> None:
+    from ccviz.app.tables import link_table, node_table, topology_from_tables
+
+    topo = build("star:n=4,reduce=true")
+    nodes = node_table(topo)
+    assert nodes["reduce"].tolist() == [False] * 4 + [True]
+    assert topology_from_tables(topo, nodes, link_table(topo)).reducing_switches == [4]
+    nodes.loc[4, "reduce"] = False
+    assert not topology_from_tables(topo, nodes, link_table(topo)).reducing_switches
