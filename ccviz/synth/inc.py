@@ -35,7 +35,7 @@ from ccviz.units import BYTES_PER_GB
 
 INC_COLLECTIVES = frozenset({"allreduce", "reducescatter", "reduce", "allgather", "broadcast"})
 CHUNKS_PER_SWITCH = 64  # auto pieces: chunks each reducing switch pipelines (fill cost ~ 1/64 of the time)
-MAX_TRANSFERS = 120_000  # auto pieces stop before the schedule grows past this
+MAX_TRANSFERS = 250_000  # auto pieces stop before the schedule grows past this
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,16 @@ class HubBalance:
         best = max(range(len(credit)), key=lambda k: (credit[k], -k))
         credit[best] -= sum(self.weights)
         return best
+
+
+def hub_blocks(weights: list[float], positions: int) -> list[int]:
+    """Box positions dealt to switches in contiguous blocks sized by bandwidth: across boxes, a switch then
+    sends each position's box partial down one link (op reduce) while it multicasts that position's earlier
+    totals to all the others, and the two tile its down-links (dealt chunk by chunk, the single-link sends
+    keep breaking up the instants a multicast needs all but one link free: 1.9 x the limit on 2 NVL72 racks)."""
+    total = sum(weights)
+    bounds = [sum(weights[:k + 1]) / total for k in range(len(weights))]
+    return [next(k for k, b in enumerate(bounds) if (p + 0.5) / positions <= b + 1e-12) for p in range(positions)]
 
 
 # ---------------------------------------------------------------------------------------------- link calendars
@@ -263,11 +273,16 @@ def synthesize_inc(topology: Topology, collective: Collective, options: SynthOpt
     size = len(plan.boxes[0])
     order = sorted(collective.chunks, key=lambda c: (c.index, c.source if c.source is not None else 0, c.id))
     balance = HubBalance(plan.hub_weights, size)
+    blocks = hub_blocks(plan.hub_weights, size)
     rooted = collective.name in ("reduce", "broadcast")
     for chunk in order:
         position = chunk.index % size if rooted else where[chunk.source][1]
-        everyone = collective.name == "allreduce" and len(plan.boxes) == 1  # every GPU in every chunk: one deal
-        hub_k = balance.pick(0 if everyone else position)
+        if collective.name != "allreduce":
+            hub_k = balance.pick(position)
+        elif len(plan.boxes) == 1:
+            hub_k = balance.pick(0)  # every GPU in every chunk: one deal
+        else:
+            hub_k = blocks[position]
         _CHUNK_RULES[collective.name](booker, plan, where, chunk, hub_k, position)
     transfers = booker.transfers
     finish = max((t.end_s for t in transfers), default=0.0)
