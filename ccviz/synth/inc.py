@@ -215,10 +215,6 @@ class Booker:
         self.rounds.append(max(len(self.round_labels), 1))
         return arrival
 
-    def send(self, chunk: int, u: int, v: int, ready: float, op: str = "copy") -> float:
-        """A GPU sends (it may hold the chunk, so the earliest gap from ``ready`` will do); returns the arrival."""
-        return self._emit(chunk, u, v, self.cal.fit(u, v, ready), op)
-
     def through(self, chunk: int, src: int, switch: int, outs: list[tuple[int, str]], ready: float) -> dict[int, float]:
         """``src`` sends a copy into ``switch``, which forwards it on arrival to every ``outs`` receiver."""
         start = ready
