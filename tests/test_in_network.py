@@ -285,3 +285,15 @@ def test_topology_tables_keep_a_switch_that_reduces() -> None:
     assert topology_from_tables(topo, nodes, link_table(topo)).reducing_switches == [4]
     nodes.loc[4, "reduce"] = False
     assert not topology_from_tables(topo, nodes, link_table(topo)).reducing_switches
+
+
+def test_inc_allreduce_under_a_reducing_spine_adds_switch_into_switch() -> None:
+    topo = build("leafspine:leaves=2,hosts=4,spines=1,reduce=true")
+    sched = synthesize(topo, make_collective("allreduce", topo, 64e6), "inc")
+    timeline = simulate(sched)
+    assert timeline.verified, timeline.violations[:3]
+    spine = topo.switches[-1]
+    assert any(t.op == "combine" and t.dst == spine and topo.is_switch(t.src) for t in sched.transfers)
+    assert timeline.finish_time_s <= 1.1 * bandwidth_limit(topo, "allreduce", 64e6).limit_s
+    with pytest.raises(CcvizError, match="allreduce only"):
+        synthesize(topo, make_collective("reducescatter", topo, 1e6), "inc")

@@ -56,6 +56,7 @@ class Plan:
     hubs: list[list[int]]  # reducing switches adjacent to exactly one box's GPUs (per box, same count)
     hub_weights: list[float]  # bandwidth share of hub position k (from box 0)
     rails: list[int] = field(default_factory=list)  # per position i in a box: a reducing switch on GPU i of every box
+    spine: int | None = None  # or a reducing switch cabled to every box's reducing switches (SHARP at the spine)
 
     def box_of(self) -> dict[int, tuple[int, int]]:
         return {g: (b, i) for b, box in enumerate(self.boxes) for i, g in enumerate(box)}
@@ -81,15 +82,21 @@ def fabric_plan(topology: Topology) -> Plan:
         raise CcvizError("algorithm: inc needs either a reducing switch on every GPU, or equal boxes (node groups) "
                          "of GPUs each on its own reducing switches plus a reducing rail switch per position; "
                          "this fabric has neither", "algorithm")
+    weights = [_bandwidth(topology, s) for s in hubs[0]]
     rails = []
     for i in range(len(boxes[0])):
         members = {box[i] for box in boxes}
         leaf = next((s for s in reducing if members <= neighbours[s]), None)
         if leaf is None:
-            raise CcvizError(f"algorithm: inc finds no reducing switch joining GPU {i} of every box (GPUs "
-                             f"{sorted(members)}); rail-optimized leaves that reduce are needed", "algorithm")
+            spine = next((s for s in reducing if all((h, s) in topology.links and (s, h) in topology.links
+                                                     for box_hubs in hubs for h in box_hubs)), None)
+            if spine is None:
+                raise CcvizError(f"algorithm: inc finds no reducing switch joining GPU {i} of every box (GPUs "
+                                 f"{sorted(members)}), nor a reducing spine cabled to every box's switches; "
+                                 "rail-optimized leaves or a spine that reduce are needed", "algorithm")
+            return Plan(boxes, hubs, weights, spine=spine)
         rails.append(leaf)
-    return Plan(boxes, hubs, [_bandwidth(topology, s) for s in hubs[0]], rails)
+    return Plan(boxes, hubs, weights, rails)
 
 
 def _gpu_neighbours(topology: Topology, switch: int) -> set[int]:
@@ -196,6 +203,19 @@ class Booker:
         self.engine_s = {s: collective.chunk_bytes / (topology.nodes[s].reduce_GBps * BYTES_PER_GB)
                          for s in topology.reducing_switches if topology.nodes[s].reduce_GBps}
         self.engine: dict[int, list[tuple[float, float]]] = defaultdict(list)
+        self.engine_log: list[tuple[int, tuple[float, float]]] = []
+
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.transfers), len(self.round_labels), len(self.engine_log)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        """Undo everything booked since ``mark`` (a trial that did not fit)."""
+        n, labels, engine = mark
+        for t in self.transfers[n:]:
+            self.cal.unbook(t.src, t.dst, t.start_s)
+        for switch, interval in self.engine_log[engine:]:
+            self.engine[switch].remove(interval)
+        del self.transfers[n:], self.rounds[n:], self.round_labels[labels:], self.engine_log[engine:]
 
     def summed_at(self, switch: int, ready: float) -> float:
         """When a sum whose last contribution lands at ``ready`` can leave ``switch``."""
@@ -246,6 +266,7 @@ class Booker:
             self.cal.book(last, switch, starts[last])
         if engine:
             bisect.insort(self.engine[switch], (done - engine, done))
+            self.engine_log.append((switch, (done - engine, done)))
         for u, s in starts.items():
             self.cal.unbook(u, switch, s)
             self._emit(chunk, u, switch, s, COMBINE)
@@ -259,6 +280,10 @@ def synthesize_inc(topology: Topology, collective: Collective, options: SynthOpt
         raise CcvizError(f"algorithm: inc implements {', '.join(sorted(INC_COLLECTIVES))}, not {collective.name}",
                          "algorithm")
     plan = fabric_plan(topology)
+    if plan.spine is not None and collective.name != "allreduce":
+        raise CcvizError(f"algorithm: inc under a reducing spine (boxes on their own switches, no rail leaves) "
+                         f"implements allreduce only, not {collective.name}; rail-optimized fabrics (dgxh100, "
+                         "railclos) take all five", "algorithm")
     settings = options.settings(IncOptions)
     pieces = settings.pieces or (collective.chunks_per_rank if collective.chunks_per_rank > 1
                                  else _auto_pieces(topology, collective, plan))
@@ -275,14 +300,16 @@ def synthesize_inc(topology: Topology, collective: Collective, options: SynthOpt
         position = chunk.index % size if rooted else where[chunk.source][1]
         if collective.name != "allreduce":
             hub_k = balance.pick(position)
-        elif len(plan.boxes) == 1:
+        elif len(plan.boxes) == 1 or plan.spine is not None:
             hub_k = balance.pick(0)  # every GPU in every chunk: one deal
         else:
             hub_k = blocks[position]
-        _CHUNK_RULES[collective.name](booker, plan, where, chunk, hub_k, position)
+        rule = _spine_allreduce if plan.spine is not None else _CHUNK_RULES[collective.name]
+        rule(booker, plan, where, chunk, hub_k, position)
     transfers = booker.transfers
     finish = max((t.end_s for t in transfers), default=0.0)
-    tiers = "one box" if len(plan.boxes) == 1 else f"{len(plan.boxes)} boxes and {len(plan.rails)} rail leaves"
+    tiers = ("one box" if len(plan.boxes) == 1 else f"{len(plan.boxes)} boxes and {len(plan.rails)} rail leaves"
+             if plan.spine is None else f"{len(plan.boxes)} boxes under spine {topology.nodes[plan.spine].label}")
     notes = [f"inc: in-switch reduction and multicast over {tiers}, {len(plan.hubs[0])} reducing switch(es) per box, "
              f"{collective.chunks_per_rank} chunk(s) per rank pipelined"]
     if collective.name == "allgather" and len(plan.boxes[0]) > 2:
@@ -318,6 +345,33 @@ def _allreduce(b: Booker, plan: Plan, where, chunk, k: int, i: int) -> None:
     b.new_round(f"chunk {chunk.id}: GPU {i} of each box multicasts the total through its box switch")
     for bx, box in enumerate(plan.boxes):
         b.through(chunk.id, box[i], plan.hubs[bx][k], [(g, "copy") for g in box if g != box[i]], total[box[i]])
+
+
+def _spine_allreduce(b: Booker, plan: Plan, where, chunk, k: int, i: int) -> None:
+    """Boxes under a reducing spine: each box's switch sums its GPUs and combines that into the spine, which
+    multicasts the total back down through the box switches (all forwarded on arrival). When the way down is
+    not free at the instant the total is ready, the chunk is booked again a little later."""
+    spine, ready = plan.spine, 0.0
+    while True:
+        mark = b.mark()
+        b.new_round(f"chunk {chunk.id}: every box's switch adds its GPUs' contributions and combines the sum into "
+                    f"{b.label(spine)}, which multicasts the total back down to every GPU")
+        arrivals = [b.summed(chunk.id, [(g, ready) for g in box], plan.hubs[bx][k], [(spine, COMBINE)])[spine]
+                    for bx, box in enumerate(plan.boxes)]
+        done = b.summed_at(spine, max(arrivals))
+        hops = [(spine, plan.hubs[bx][k], done) for bx in range(len(plan.boxes))]
+        hops += [(plan.hubs[bx][k], g, done + b.cal.delay(spine, plan.hubs[bx][k]))
+                 for bx, box in enumerate(plan.boxes) for g in box]
+        late = max(b.cal.fit(u, v, t) - t for u, v, t in hops)
+        if late <= 1e-15:
+            break
+        b.rollback(mark)
+        ready += late
+    if b.engine_s.get(spine):
+        bisect.insort(b.engine[spine], (done - b.engine_s[spine], done))
+        b.engine_log.append((spine, (done - b.engine_s[spine], done)))
+    for u, v, t in hops:
+        b._emit(chunk.id, u, v, t, "copy")
 
 
 def _box_partials(b: Booker, plan: Plan, chunk: int, k: int, i: int) -> dict[int, float]:
