@@ -297,3 +297,11 @@ def test_inc_allreduce_under_a_reducing_spine_adds_switch_into_switch() -> None:
     assert timeline.finish_time_s <= 1.1 * bandwidth_limit(topo, "allreduce", 64e6).limit_s
     with pytest.raises(CcvizError, match="allreduce only"):
         synthesize(topo, make_collective("reducescatter", topo, 1e6), "inc")
+
+
+def test_inc_refuses_to_multicast_through_a_switch_that_cannot_copy() -> None:
+    topo = build("star:n=4,reduce=true,copy=false")
+    with pytest.raises(CcvizError, match="cannot copy"):
+        synthesize(topo, make_collective("allreduce", topo, 1e6), "inc")
+    sched = synthesize(topo, make_collective("reducescatter", topo, 1e6), "inc")  # no multicast needed
+    assert simulate(sched).verified

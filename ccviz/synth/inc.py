@@ -280,6 +280,12 @@ def synthesize_inc(topology: Topology, collective: Collective, options: SynthOpt
         raise CcvizError(f"algorithm: inc implements {', '.join(sorted(INC_COLLECTIVES))}, not {collective.name}",
                          "algorithm")
     plan = fabric_plan(topology)
+    used = [h for hubs in plan.hubs for h in hubs] + plan.rails + ([plan.spine] if plan.spine is not None else [])
+    single = next((s for s in used if not topology.nodes[s].copy), None)
+    if single is not None and collective.name in ("allreduce", "allgather", "broadcast"):
+        raise CcvizError(f"algorithm: inc multicasts the result back, and switch {single} "
+                         f"({topology.nodes[single].label}) cannot copy; give it copy=true (NVLS and SHARP "
+                         f"switches multicast) or run reducescatter/reduce", "algorithm")
     if plan.spine is not None and collective.name != "allreduce":
         raise CcvizError(f"algorithm: inc under a reducing spine (boxes on their own switches, no rail leaves) "
                          f"implements allreduce only, not {collective.name}; rail-optimized fabrics (dgxh100, "
