@@ -12,7 +12,7 @@ smaller), so M bytes must leave S and M bytes must enter it:
 The smallest B+(S) is the smallest GPU->GPU max flow from one fixed GPU or into it (every such S
 separates it from some GPU one way or the other), so 2(N-1) max flows settle it exactly. AllReduce also
 solves ReduceScatter and AllGather, so their limits bound it too; the limit is the largest of the three.
-On a reducing star it is M/BW, reached (up to pipelining) by NVLS-style in-switch reduction and multicast
+On a reducing star it is M/BW, reached (up to pipelining, where the switch can also copy) by NVLS-style in-switch reduction and multicast
 (``ccviz.synth.inc``); on fabrics where only some switches reduce, or sit where no aggregation tree can
 use them, it is a lower bound that schedules may not reach.
 """
