@@ -1,1 +1,2 @@
-"""Bounds: closed-form costs, the fabric's limit and lower bounds no schedule can beat."""
+"""What no schedule can beat and what the textbook formulas say: alpha-beta costs, lower bounds and the
+fabric's bandwidth limit."""
