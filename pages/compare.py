@@ -51,6 +51,9 @@ if not available:
 # Optimal solvers (MILPs) take tens of seconds per run even on small fabrics: opt-in, so the
 # defaults finish in about half a minute. The choices follow the collective (one selection per collective).
 default = [a for a in available if REGISTRY[a].kind != "optimal"] or available
+if not topology.reducing_switches:  # inc needs switches that add in the network: not offered where none do
+    available = [a for a in available if a != "inc"]
+    default = [a for a in default if a != "inc"] or available
 algorithms = c2.multiselect("algorithms", available, default=default, key=f"cmp_algorithms_{collective}",
                             persist_state="session",
                             help="optimal solvers (TE-CCL) are off by default: each run can take tens of seconds; "

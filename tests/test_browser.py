@@ -316,3 +316,25 @@ def test_a_fresh_servers_first_visit_by_a_shared_link_gets_the_apps_sidebar(tmp_
         page.screenshot(path=str(tmp_path / "first_visit.png"), full_page=True)
     assert "Synthesize" in labels and "Learn" in labels, labels
     assert "app" not in labels.split(), labels
+
+
+@needs_chromium
+def test_learn_steps_in_network_allreduce_on_the_nvls_box(app_url, tmp_path):
+    with browser_page(height=1200, timeout_ms=60_000) as page:
+        page.goto(app_url + "/learn")
+        page.get_by_role("heading", name="Learn: how collective algorithms move data").wait_for()
+        page.get_by_role("combobox", name="fabric").click()
+        page.get_by_role("option", name="NVSwitch box of 8 GPUs, the switch adds (NVLS)").click()
+        page.wait_for_timeout(1500)
+        page.get_by_role("combobox", name="algorithm").click()
+        page.get_by_role("option", name="inc", exact=True).click()
+        page.get_by_text("In-network (NVLS / SHARP)").wait_for()
+        title = page.frame_locator("iframe").first.locator("#title")
+        title.filter(has_text="of 8").wait_for()
+        page.locator("h1").first.click()
+        page.keyboard.press("ArrowRight")
+        title.filter(has_text="Round 1 of 8").wait_for()
+        sentence = page.frame_locator("iframe").first.locator("#sentence").inner_text()
+        page.get_by_text("Switches that add").first.wait_for()
+        page.screenshot(path=str(tmp_path / "learn_inc.png"), full_page=True)
+    assert "combine it in switch" in sentence and "multicasts the sum" in sentence

@@ -238,3 +238,70 @@ def test_msccl_export_refuses_in_switch_sums(tmp_path, capsys) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "inside switch 4" in err[0]
     assert not (tmp_path / "rs.xml").exists()
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "reducescatter"])
+def test_inc_paces_sums_to_a_slow_reduction_engine(collective: str) -> None:
+    data = build("star:n=4,reduce=true").to_dict()
+    data["nodes"][-1]["reduce_GBps"] = 25.0  # half the port rate
+    slow = Topology.from_dict(data)
+    sched = synthesize(slow, make_collective(collective, slow, 64e6), "inc")
+    timeline = simulate(sched)
+    assert timeline.verified, timeline.violations[:3]
+    engine_bound = sched.collective.chunk_bytes * len(sched.collective.chunks) / 25e9  # every sum through one engine
+    assert engine_bound <= timeline.finish_time_s <= 1.1 * engine_bound
+
+
+def test_learn_rounds_follow_contributions_into_the_switch_and_the_sum_out() -> None:
+    from ccviz.synth.registry import SynthOptions
+    from ccviz.viz.rounds import rounds
+
+    topo = build("star:n=4,reduce=true")
+    sched = synthesize(topo, make_collective("allreduce", topo, 4e6), "inc", SynthOptions(extra={"pieces": 1}))
+    steps = rounds(simulate(sched))
+    assert len(steps) == 4  # one round per chunk: combine up, multicast down
+    assert all(steps[0].coverage[g][0] == 4 for g in topo.gpus)  # every GPU holds chunk 0's whole sum
+    assert steps[-1].delivered == 16 and "combine" in steps[0].label
+
+
+def test_animation_marks_sums_inside_reducing_switches() -> None:
+    from ccviz.viz.animation import schedule_animation
+    from ccviz.viz.topology_fig import topology_figure
+
+    topo = build("star:n=4,reduce=true")
+    fig = schedule_animation(simulate(synthesize(topo, make_collective("allreduce", topo, 4e6), "inc")))
+    sums = [t for frame in fig.frames for t in frame.data if t.name == "partial sums in switches"]
+    assert sums and any(any(text for text in t.text) for t in sums)  # some frame shows contributions combining
+    names = {t.name for t in topology_figure(topo).data}
+    assert "switches that reduce (NVLS/SHARP)" in names and "switches" not in names
+
+
+def test_topology_tables_keep_a_switch_that_reduces() -> None:
+    from ccviz.app.tables import link_table, node_table, topology_from_tables
+
+    topo = build("star:n=4,reduce=true")
+    nodes = node_table(topo)
+    assert nodes["reduce"].tolist() == [False] * 4 + [True]
+    assert topology_from_tables(topo, nodes, link_table(topo)).reducing_switches == [4]
+    nodes.loc[4, "reduce"] = False
+    assert not topology_from_tables(topo, nodes, link_table(topo)).reducing_switches
+
+
+def test_inc_allreduce_under_a_reducing_spine_adds_switch_into_switch() -> None:
+    topo = build("leafspine:leaves=2,hosts=4,spines=1,reduce=true")
+    sched = synthesize(topo, make_collective("allreduce", topo, 64e6), "inc")
+    timeline = simulate(sched)
+    assert timeline.verified, timeline.violations[:3]
+    spine = topo.switches[-1]
+    assert any(t.op == "combine" and t.dst == spine and topo.is_switch(t.src) for t in sched.transfers)
+    assert timeline.finish_time_s <= 1.1 * bandwidth_limit(topo, "allreduce", 64e6).limit_s
+    with pytest.raises(CcvizError, match="allreduce only"):
+        synthesize(topo, make_collective("reducescatter", topo, 1e6), "inc")
+
+
+def test_inc_refuses_to_multicast_through_a_switch_that_cannot_copy() -> None:
+    topo = build("star:n=4,reduce=true,copy=false")
+    with pytest.raises(CcvizError, match="cannot copy"):
+        synthesize(topo, make_collective("allreduce", topo, 1e6), "inc")
+    sched = synthesize(topo, make_collective("reducescatter", topo, 1e6), "inc")  # no multicast needed
+    assert simulate(sched).verified

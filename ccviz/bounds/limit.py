@@ -524,7 +524,7 @@ def in_network_allreduce_limit(topology: Topology, size_bytes: float, rs, ag, br
     T >= M / min over such S of min(B+(S), B-(S)). The smallest B+(S) is the smallest GPU->GPU max flow
     from one fixed GPU or into it, so 2(N-1) max flows settle it exactly. AllReduce also solves
     ReduceScatter and AllGather, so their limits bound it too. On a reducing star it is M/BW, reached
-    (up to pipelining) by ``ccviz.synth.inc``; where only some switches reduce, or sit where no
+    (up to pipelining, where the switch can also copy) by ``ccviz.synth.inc``; where only some switches reduce, or sit where no
     aggregation tree can use them, it is a lower bound schedules may not reach.
     """
     root = topology.gpus[0]

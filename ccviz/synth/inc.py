@@ -29,12 +29,13 @@ from ccviz.model.collectives import Collective, make_collective
 from ccviz.model.physics import link_costs
 from ccviz.model.schedule import COMBINE, Schedule, Transfer
 from ccviz.model.topology import Topology
+from ccviz.model.units import BYTES_PER_GB
 from ccviz.synth.options import AlgorithmOptions, option
 from ccviz.synth.registry import SynthOptions
 
 INC_COLLECTIVES = frozenset({"allreduce", "reducescatter", "reduce", "allgather", "broadcast"})
 CHUNKS_PER_SWITCH = 64  # auto pieces: chunks each reducing switch pipelines (fill cost ~ 1/64 of the time)
-MAX_TRANSFERS = 120_000  # auto pieces stop before the schedule grows past this
+MAX_TRANSFERS = 250_000  # auto pieces stop before the schedule grows past this
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class Plan:
     hubs: list[list[int]]  # reducing switches adjacent to exactly one box's GPUs (per box, same count)
     hub_weights: list[float]  # bandwidth share of hub position k (from box 0)
     rails: list[int] = field(default_factory=list)  # per position i in a box: a reducing switch on GPU i of every box
+    spine: int | None = None  # or a reducing switch cabled to every box's reducing switches (SHARP at the spine)
 
     def box_of(self) -> dict[int, tuple[int, int]]:
         return {g: (b, i) for b, box in enumerate(self.boxes) for i, g in enumerate(box)}
@@ -80,15 +82,21 @@ def fabric_plan(topology: Topology) -> Plan:
         raise CcvizError("algorithm: inc needs either a reducing switch on every GPU, or equal boxes (node groups) "
                          "of GPUs each on its own reducing switches plus a reducing rail switch per position; "
                          "this fabric has neither", "algorithm")
+    weights = [_bandwidth(topology, s) for s in hubs[0]]
     rails = []
     for i in range(len(boxes[0])):
         members = {box[i] for box in boxes}
         leaf = next((s for s in reducing if members <= neighbours[s]), None)
         if leaf is None:
-            raise CcvizError(f"algorithm: inc finds no reducing switch joining GPU {i} of every box (GPUs "
-                             f"{sorted(members)}); rail-optimized leaves that reduce are needed", "algorithm")
+            spine = next((s for s in reducing if all((h, s) in topology.links and (s, h) in topology.links
+                                                     for box_hubs in hubs for h in box_hubs)), None)
+            if spine is None:
+                raise CcvizError(f"algorithm: inc finds no reducing switch joining GPU {i} of every box (GPUs "
+                                 f"{sorted(members)}), nor a reducing spine cabled to every box's switches; "
+                                 "rail-optimized leaves or a spine that reduce are needed", "algorithm")
+            return Plan(boxes, hubs, weights, spine=spine)
         rails.append(leaf)
-    return Plan(boxes, hubs, [_bandwidth(topology, s) for s in hubs[0]], rails)
+    return Plan(boxes, hubs, weights, rails)
 
 
 def _gpu_neighbours(topology: Topology, switch: int) -> set[int]:
@@ -126,6 +134,16 @@ class HubBalance:
         return best
 
 
+def hub_blocks(weights: list[float], positions: int) -> list[int]:
+    """Box positions dealt to switches in contiguous blocks sized by bandwidth: across boxes, a switch then
+    sends each position's box partial down one link (op reduce) while it multicasts that position's earlier
+    totals to all the others, and the two tile its down-links (dealt chunk by chunk, the single-link sends
+    keep breaking up the instants a multicast needs all but one link free: 1.9 x the limit on 2 NVL72 racks)."""
+    total = sum(weights)
+    bounds = [sum(weights[:k + 1]) / total for k in range(len(weights))]
+    return [next(k for k, b in enumerate(bounds) if (p + 0.5) / positions <= b + 1e-12) for p in range(positions)]
+
+
 # ---------------------------------------------------------------------------------------------- link calendars
 class Calendar:
     """Per-link busy intervals; a send takes the earliest gap that fits it from its ready time."""
@@ -145,20 +163,7 @@ class Calendar:
 
     def fit(self, u: int, v: int, ready: float) -> float:
         """The earliest start >= ready at which the link is free for one chunk."""
-        length = self._cost(u, v).busy
-        intervals = self.busy[(u, v)]
-        start = ready
-        k = max(bisect.bisect_right(intervals, (start, math.inf)) - 1, 0)
-        while k < len(intervals):
-            s, e = intervals[k]
-            if e <= start + 1e-15:
-                k += 1
-                continue
-            if s >= start + length - 1e-15:
-                break
-            start = e
-            k += 1
-        return start
+        return earliest_gap(self.busy[(u, v)], ready, self._cost(u, v).busy)
 
     def book(self, u: int, v: int, start: float) -> float:
         bisect.insort(self.busy[(u, v)], (start, start + self._cost(u, v).busy))
@@ -166,6 +171,22 @@ class Calendar:
 
     def unbook(self, u: int, v: int, start: float) -> None:
         self.busy[(u, v)].remove((start, start + self._cost(u, v).busy))
+
+
+def earliest_gap(intervals: list[tuple[float, float]], ready: float, length: float) -> float:
+    """The earliest start >= ready of a ``length``-long gap among sorted busy ``intervals``."""
+    start = ready
+    k = max(bisect.bisect_right(intervals, (start, math.inf)) - 1, 0)
+    while k < len(intervals):
+        s, e = intervals[k]
+        if e <= start + 1e-15:
+            k += 1
+            continue
+        if s >= start + length - 1e-15:
+            break
+        start = e
+        k += 1
+    return start
 
 
 class Booker:
@@ -177,6 +198,29 @@ class Booker:
         self.transfers: list[Transfer] = []
         self.rounds: list[int] = []  # per transfer, its logical round (one phase of one chunk), for Learn
         self.round_labels: list[str] = []
+        # Reduction engines slower than line rate: seconds per sum, and when each engine is busy (one sum at a
+        # time, each started as soon as its contributions are in and the engine is free: the judge's rule)
+        self.engine_s = {s: collective.chunk_bytes / (topology.nodes[s].reduce_GBps * BYTES_PER_GB)
+                         for s in topology.reducing_switches if topology.nodes[s].reduce_GBps}
+        self.engine: dict[int, list[tuple[float, float]]] = defaultdict(list)
+        self.engine_log: list[tuple[int, tuple[float, float]]] = []
+
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.transfers), len(self.round_labels), len(self.engine_log)
+
+    def rollback(self, mark: tuple[int, int, int]) -> None:
+        """Undo everything booked since ``mark`` (a trial that did not fit)."""
+        n, labels, engine = mark
+        for t in self.transfers[n:]:
+            self.cal.unbook(t.src, t.dst, t.start_s)
+        for switch, interval in self.engine_log[engine:]:
+            self.engine[switch].remove(interval)
+        del self.transfers[n:], self.rounds[n:], self.round_labels[labels:], self.engine_log[engine:]
+
+    def summed_at(self, switch: int, ready: float) -> float:
+        """When a sum whose last contribution lands at ``ready`` can leave ``switch``."""
+        length = self.engine_s.get(switch)
+        return ready if not length else earliest_gap(self.engine[switch], ready, length) + length
 
     def new_round(self, label: str) -> None:
         """The transfers emitted from here on form the next logical round (what Learn steps through)."""
@@ -190,10 +234,6 @@ class Booker:
         self.transfers.append(Transfer(chunk, u, v, start, arrival, op, 0.0))
         self.rounds.append(max(len(self.round_labels), 1))
         return arrival
-
-    def send(self, chunk: int, u: int, v: int, ready: float, op: str = "copy") -> float:
-        """A GPU sends (it may hold the chunk, so the earliest gap from ``ready`` will do); returns the arrival."""
-        return self._emit(chunk, u, v, self.cal.fit(u, v, ready), op)
 
     def through(self, chunk: int, src: int, switch: int, outs: list[tuple[int, str]], ready: float) -> dict[int, float]:
         """``src`` sends a copy into ``switch``, which forwards it on arrival to every ``outs`` receiver."""
@@ -214,19 +254,23 @@ class Booker:
         starts = {u: self.cal.fit(u, switch, ready) for u, ready in sources}
         for u, s in starts.items():
             self.cal.book(u, switch, s)
+        engine = self.engine_s.get(switch, 0.0)
         while True:
             last = max(starts, key=lambda u: starts[u] + self.cal.delay(u, switch))
-            ready = starts[last] + self.cal.delay(last, switch)
-            later = max((self.cal.fit(switch, v, ready) for v, _ in outs), default=ready)
-            if later <= ready + 1e-15:
+            done = self.summed_at(switch, starts[last] + self.cal.delay(last, switch))
+            later = max((self.cal.fit(switch, v, done) for v, _ in outs), default=done)
+            if later <= done + 1e-15:
                 break
             self.cal.unbook(last, switch, starts[last])  # the last contribution comes later instead
-            starts[last] = self.cal.fit(last, switch, later - self.cal.delay(last, switch))
+            starts[last] = self.cal.fit(last, switch, later - engine - self.cal.delay(last, switch))
             self.cal.book(last, switch, starts[last])
+        if engine:
+            bisect.insort(self.engine[switch], (done - engine, done))
+            self.engine_log.append((switch, (done - engine, done)))
         for u, s in starts.items():
             self.cal.unbook(u, switch, s)
             self._emit(chunk, u, switch, s, COMBINE)
-        return {v: self._emit(chunk, switch, v, ready, op) for v, op in outs}
+        return {v: self._emit(chunk, switch, v, done, op) for v, op in outs}
 
 
 # ---------------------------------------------------------------------------------------------- synthesis
@@ -236,6 +280,16 @@ def synthesize_inc(topology: Topology, collective: Collective, options: SynthOpt
         raise CcvizError(f"algorithm: inc implements {', '.join(sorted(INC_COLLECTIVES))}, not {collective.name}",
                          "algorithm")
     plan = fabric_plan(topology)
+    used = [h for hubs in plan.hubs for h in hubs] + plan.rails + ([plan.spine] if plan.spine is not None else [])
+    single = next((s for s in used if not topology.nodes[s].copy), None)
+    if single is not None and collective.name in ("allreduce", "allgather", "broadcast"):
+        raise CcvizError(f"algorithm: inc multicasts the result back, and switch {single} "
+                         f"({topology.nodes[single].label}) cannot copy; give it copy=true (NVLS and SHARP "
+                         f"switches multicast) or run reducescatter/reduce", "algorithm")
+    if plan.spine is not None and collective.name != "allreduce":
+        raise CcvizError(f"algorithm: inc under a reducing spine (boxes on their own switches, no rail leaves) "
+                         f"implements allreduce only, not {collective.name}; rail-optimized fabrics (dgxh100, "
+                         "railclos) take all five", "algorithm")
     settings = options.settings(IncOptions)
     pieces = settings.pieces or (collective.chunks_per_rank if collective.chunks_per_rank > 1
                                  else _auto_pieces(topology, collective, plan))
@@ -246,15 +300,22 @@ def synthesize_inc(topology: Topology, collective: Collective, options: SynthOpt
     size = len(plan.boxes[0])
     order = sorted(collective.chunks, key=lambda c: (c.index, c.source if c.source is not None else 0, c.id))
     balance = HubBalance(plan.hub_weights, size)
+    blocks = hub_blocks(plan.hub_weights, size)
     rooted = collective.name in ("reduce", "broadcast")
     for chunk in order:
         position = chunk.index % size if rooted else where[chunk.source][1]
-        everyone = collective.name == "allreduce" and len(plan.boxes) == 1  # every GPU in every chunk: one deal
-        hub_k = balance.pick(0 if everyone else position)
-        _CHUNK_RULES[collective.name](booker, plan, where, chunk, hub_k, position)
+        if collective.name != "allreduce":
+            hub_k = balance.pick(position)
+        elif len(plan.boxes) == 1 or plan.spine is not None:
+            hub_k = balance.pick(0)  # every GPU in every chunk: one deal
+        else:
+            hub_k = blocks[position]
+        rule = _spine_allreduce if plan.spine is not None else _CHUNK_RULES[collective.name]
+        rule(booker, plan, where, chunk, hub_k, position)
     transfers = booker.transfers
     finish = max((t.end_s for t in transfers), default=0.0)
-    tiers = "one box" if len(plan.boxes) == 1 else f"{len(plan.boxes)} boxes and {len(plan.rails)} rail leaves"
+    tiers = ("one box" if len(plan.boxes) == 1 else f"{len(plan.boxes)} boxes and {len(plan.rails)} rail leaves"
+             if plan.spine is None else f"{len(plan.boxes)} boxes under spine {topology.nodes[plan.spine].label}")
     notes = [f"inc: in-switch reduction and multicast over {tiers}, {len(plan.hubs[0])} reducing switch(es) per box, "
              f"{collective.chunks_per_rank} chunk(s) per rank pipelined"]
     if collective.name == "allgather" and len(plan.boxes[0]) > 2:
@@ -290,6 +351,33 @@ def _allreduce(b: Booker, plan: Plan, where, chunk, k: int, i: int) -> None:
     b.new_round(f"chunk {chunk.id}: GPU {i} of each box multicasts the total through its box switch")
     for bx, box in enumerate(plan.boxes):
         b.through(chunk.id, box[i], plan.hubs[bx][k], [(g, "copy") for g in box if g != box[i]], total[box[i]])
+
+
+def _spine_allreduce(b: Booker, plan: Plan, where, chunk, k: int, i: int) -> None:
+    """Boxes under a reducing spine: each box's switch sums its GPUs and combines that into the spine, which
+    multicasts the total back down through the box switches (all forwarded on arrival). When the way down is
+    not free at the instant the total is ready, the chunk is booked again a little later."""
+    spine, ready = plan.spine, 0.0
+    while True:
+        mark = b.mark()
+        b.new_round(f"chunk {chunk.id}: every box's switch adds its GPUs' contributions and combines the sum into "
+                    f"{b.label(spine)}, which multicasts the total back down to every GPU")
+        arrivals = [b.summed(chunk.id, [(g, ready) for g in box], plan.hubs[bx][k], [(spine, COMBINE)])[spine]
+                    for bx, box in enumerate(plan.boxes)]
+        done = b.summed_at(spine, max(arrivals))
+        hops = [(spine, plan.hubs[bx][k], done) for bx in range(len(plan.boxes))]
+        hops += [(plan.hubs[bx][k], g, done + b.cal.delay(spine, plan.hubs[bx][k]))
+                 for bx, box in enumerate(plan.boxes) for g in box]
+        late = max(b.cal.fit(u, v, t) - t for u, v, t in hops)
+        if late <= 1e-15:
+            break
+        b.rollback(mark)
+        ready += late
+    if b.engine_s.get(spine):
+        bisect.insort(b.engine[spine], (done - b.engine_s[spine], done))
+        b.engine_log.append((spine, (done - b.engine_s[spine], done)))
+    for u, v, t in hops:
+        b._emit(chunk.id, u, v, t, "copy")
 
 
 def _box_partials(b: Booker, plan: Plan, chunk: int, k: int, i: int) -> dict[int, float]:

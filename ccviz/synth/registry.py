@@ -221,11 +221,12 @@ def synthesize(
 
 # Why a synthesizer leaves a fabric's reducing switches unused (``-a inc`` uses them).
 WHY_NOT_IN_NETWORK = {
-    "forestcoll": "its spanning trees sum at GPUs only (a reduction is the copy trees reversed, and a reversed "
-                  "multicast is several partials through the switch), so it stays at the software limit",
-    "tacos": "it matches links to chunks on the reversed fabric, where a switch only forwards; sums happen at GPUs",
-    "teccl": "its flow formulation has no in-switch sum (extending it with one is not done here): reductions are "
-             "copies on the reversed fabric, summed at GPUs",
+    "forestcoll": "its reductions are its copy trees reversed, summed at GPUs, and its AllReduce is ReduceScatter "
+                  "then AllGather, whose limits adding in a switch does not lower (only fusing the halves does)",
+    "tacos": "its reductions are copy matchings reversed, summed at GPUs, and its AllReduce is ReduceScatter then "
+             "AllGather, whose limits adding in a switch does not lower (only fusing the halves does)",
+    "teccl": "its flow formulation has no in-switch sum (extending it is not done here), and its AllReduce is "
+             "ReduceScatter then AllGather, whose limits adding in a switch does not lower",
     "teccl-astar": "its rounds solve the same formulation as teccl, which has no in-switch sum",
 }
 
