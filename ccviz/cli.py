@@ -130,7 +130,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: stop and keep the best so far
     try:
         result = run(topology, args.collective, args.algorithm, size, args.chunks, args.root, options,
-                     ranks=args.ranks)
+                     ranks=args.ranks, dest=args.dest)
     finally:
         signal.signal(signal.SIGINT, previous)
     summary = result.summary()
@@ -485,7 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how a hop out of a switch is charged (default: the topology's own, paid unless it says): "
                         "paid = alpha + bytes/bw like any link; teccl = alpha only, TE-CCL's published runs; "
                         "free = no time (TACCL)")
-    s.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
+    s.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter/sendrecv")
+    s.add_argument("--dest", type=int, default=None, help="sendrecv: the rank the root sends to")
     s.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16,18: the collective covers these GPUs "
                                                  "and the others only relay (default: every GPU)")
     s.add_argument("--epoch", default="fastest", help="fastest | slowest | SECONDS (epoch-based algorithms)")
