@@ -11,12 +11,12 @@ from __future__ import annotations
 import itertools
 import math
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.schedule import Schedule
+from ccviz.model.collectives import Collective
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
 from ccviz.synth.phased import Dimension, phased_schedule
 from ccviz.synth.registry import SynthOptions
-from ccviz.topology import Topology
 
 
 def grid_coordinates(topology: Topology) -> tuple[list[int], dict[int, tuple[int, ...]]]:

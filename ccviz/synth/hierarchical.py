@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.routing import _hamiltonian_cycle, neighbour_gpus
-from ccviz.schedule import Schedule
+from ccviz.model.collectives import Collective
+from ccviz.model.routing import _hamiltonian_cycle, neighbour_gpus
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
 from ccviz.synth.phased import Dimension, phased_schedule
 from ccviz.synth.registry import SynthOptions
-from ccviz.topology import Topology
 
 # (reduce order, gather order) over (inner = 0, outer = 1)
 PHASE_ORDER = {

@@ -11,13 +11,13 @@ same trees backwards, partial sums flowing to the root, nearest offset first.
 
 from __future__ import annotations
 
-from ccviz.collectives import Collective
 from ccviz.errors import CcvizError
-from ccviz.routing import Layout
-from ccviz.schedule import Schedule
+from ccviz.model.collectives import Collective
+from ccviz.model.routing import Layout
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
 from ccviz.synth.phased import synchronized_rounds
 from ccviz.synth.registry import SynthOptions
-from ccviz.topology import Topology
 
 
 def _lowbit(d: int) -> int:

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ccviz.collectives import Chunk, Collective
 from ccviz.errors import CcvizError
-from ccviz.routing import Layout
-from ccviz.schedule import Schedule, Transfer
-from ccviz.topology import Topology
+from ccviz.model.collectives import Chunk, Collective
+from ccviz.model.routing import Layout
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Topology
 
 METHODS = ("ring", "rhd", "direct")
 Send = tuple[int, int, int]  # (round within the phase, from position, to position)
@@ -240,7 +240,7 @@ def synchronized_rounds(schedule: Schedule) -> Schedule:
     included) and shifted to the end of the previous one. Without it the judge lets each chunk run ahead as
     soon as it lands, which pipelines a group's chunks across rounds (faster than the formula).
     """
-    from ccviz.simulate import assign_times
+    from ccviz.judge.simulate import assign_times
 
     rounds = schedule.rounds or [1] * len(schedule.transfers)
     by_round: dict[int, list[int]] = {}
