@@ -318,7 +318,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce_explainer(args: argparse.Namespace) -> int:
+    from ccviz.runs import explainer
+
+    rows = explainer.reproduce_explainer()
+    summary = explainer.summary(rows)
+    if args.json:
+        print(dumps({"paper": "explainer", "rows": [r.to_dict() for r in rows], "summary": summary}))
+    else:
+        print(explainer.format_table(rows))
+        print(f"{summary['rows']} rows: {summary['within_1pct']} within 1 %, {summary['explained']} differ with the "
+              f"reason given, {len(summary['unexplained'])} unexplained; {summary['simulated']} simulated")
+    return 0 if not summary["unexplained"] else 1
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.paper == "explainer":
+        return cmd_reproduce_explainer(args)
     from ccviz.runs import reproduce
 
     _positive("time-limit", args.time_limit)
@@ -538,7 +554,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_cost)
 
     r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
-    r.add_argument("paper", choices=["teccl"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, DGX2)")
+    r.add_argument("paper", choices=["teccl", "explainer"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, "
+                   "DGX2); explainer: the Collectives Explainer's worked tables (formulas and small fabrics)")
     r.add_argument("--filter", default="", help="only rows whose name has every word, e.g. 'DGX2 Slow' or '1MB'")
     r.add_argument("--time-limit", type=float, default=30.0, help="seconds per row (best so far is kept)")
     r.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
