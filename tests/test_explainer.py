@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from ccviz.runs.pipeline import run
 from ccviz.synth.registry import SynthOptions
 
 MB = 1e6
+PAGES = Path(__file__).resolve().parents[1] / "pages"
 
 
 def finish(spec: str, collective: str, algorithm: str, size: float = MB, chunks: int = 1, **extra) -> float:
@@ -193,3 +195,14 @@ def test_reproduce_explainer_every_row_agrees_or_says_why() -> None:
     assert len(simulated) >= 5
     torus = simulated["4x4 torus ring per dimension AR (n_a = 12)"]
     assert torus.simulated_us == pytest.approx(torus.formula_us, rel=0.02)
+
+
+def test_papers_page_shows_the_explainer_table() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(PAGES / "papers.py"), default_timeout=120).run()
+    at.radio(key="papers_paper").set_value("Collectives Explainer (worked tables)").run()
+    assert not at.exception and not at.error
+    table = at.dataframe[0].value
+    assert len(table) >= 40 and {"reference (us)", "formula (us)", "simulated (us)", "ratio"} <= set(table.columns)
+    assert "0 unexplained" in at.success[0].value
