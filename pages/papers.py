@@ -33,7 +33,8 @@ if paper.startswith("Collectives Explainer"):
     st.dataframe(pd.DataFrame([{
         "table": r.table, "row": r.name, "reference (us)": r.reference_us, "formula (us)": round(r.formula_us, 3),
         "simulated (us)": None if r.simulated_us is None else round(r.simulated_us, 3), "ratio": round(r.ratio, 3),
-        "note": r.note, "ccviz cost": r.command} for r in rows]), width="stretch", hide_index=True)
+        "note": r.note, "ccviz cost": r.command} for r in rows]), width="stretch", hide_index=True,
+        height=640)
     s = explainer.summary(rows)
     (st.success if not s["unexplained"] else st.error)(
         f"{s['rows']} rows: {s['within_1pct']} within 1 % of the reference, {s['explained']} differ with the "

@@ -68,13 +68,13 @@ def lesson_formula(topology: Topology, collective: Collective, algorithm: str, l
             group_size = options.get("group_size")
             n_inner = int(group_size) if group_size else len(infer_groups(topology)[0][0])
             used = [topology.links[k] for k in links if k in topology.links] or list(topology.links.values())
-            fast = max(lk.bandwidth_GBps for lk in used)
-            inner = [lk for lk in used if lk.bandwidth_GBps == fast]
-            outer = [lk for lk in used if lk.bandwidth_GBps < fast] or inner
+            slowest = min(lk.bandwidth_GBps for lk in used)  # the outer tier: the slowest class used
+            outer = [lk for lk in used if lk.bandwidth_GBps == slowest]
+            inner = [lk for lk in used if lk.bandwidth_GBps > slowest] or outer
             tiers = f"{n_inner}x{collective.n_ranks // n_inner}"
             c = explained_cost(name, "hierarchical", size,
                                f"{max(lk.alpha_us for lk in inner)}/{max(lk.alpha_us for lk in outer)}",
-                               f"{fast}/{min(lk.bandwidth_GBps for lk in outer)}", tiers=tiers,
+                               f"{min(lk.bandwidth_GBps for lk in inner)}/{slowest}", tiers=tiers,
                                inner=str(options.get("inner", "ring")), outer=str(options.get("outer", "ring")))
     except CcvizError:
         return None
