@@ -41,13 +41,14 @@ _HOME = {
     "get_algorithm": "ccviz.synth", "synthesize": "ccviz.synth",
     "Link": "ccviz.model.topology", "Node": "ccviz.model.topology", "Topology": "ccviz.model.topology",
     "format_size": "ccviz.model.units", "format_time": "ccviz.model.units", "parse_size": "ccviz.model.units",
+    "explained_cost": "ccviz.bounds.explained", "reproduce_explainer": "ccviz.runs.explainer",
 }
 
 __all__ = [
     "COLLECTIVES", "REGISTRY", "BandwidthLimit", "CcvizError", "Chunk", "Collective", "Link", "Node", "RunResult", "Schedule", "SynthOptions",
     "Timeline", "Topology", "Transfer", "Violation", "algorithms_for", "bandwidth_limit", "custom_collective", "format_size",
     "format_time", "get_algorithm", "load_topology", "load_topology_file", "make_collective", "parse_size",
-    "run", "simulate", "synthesize", "verify",
+    "run", "simulate", "synthesize", "verify", "explained_cost", "reproduce_explainer",
 ]
 
 

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ccviz.bounds.cost import FORMULAS, formula
 from ccviz.errors import CcvizError
 
 # Contention profiles (the reference's calibration table, 00 section 8 / 05 section 4): (eta_alpha, eta_beta).
@@ -200,6 +199,9 @@ def _plain(collective: str, algorithm: str, n: int, size: float, alpha_us: float
             f"per-rank port budget P = {p}: each rank sends to {p} partner(s) at once (the reference's model is "
             "P = 1, one partner per round; a fabric whose ranks drive k links at once, e.g. fully_connected with "
             "N-1, runs ceil((N-1)/k) rounds)")
+    # the textbook rows, loaded only when asked (dimdecomp, pat and inc rows start without them)
+    from ccviz.bounds.cost import formula
+
     result = formula(collective, algorithm, n, size, alpha_us, bw, segments=segments)
     return result.n_alpha, result.n_beta, result.text, "abstract fully connected fabric, one port per rank"
 
@@ -264,6 +266,8 @@ def _hierarchical(collective: str, n_inner: int, groups: int, size: float, alpha
                 "(pipelined trees at their asymptote, as the reference)", [])
     else:
         raise CcvizError(f"collective: hierarchical has no formula for {collective}", "collective")
+    from ccviz.bounds.cost import formula
+
     total = n_alpha = n_beta = 0.0
     phases = []
     for tier, coll, nbytes in plan:
@@ -331,6 +335,8 @@ def explained_cost(collective: str, algorithm: str, size_bytes: float, alpha: st
         if not isinstance(n, int) or n < 2:
             raise CcvizError(f"n: the number of ranks must be a whole number >= 2, got {n!r}", "n")
         na, nb, words, assumptions = _plain(collective, algorithm, n, size_bytes, alpha_us, bw_value, segments, ports)
+        from ccviz.bounds.cost import FORMULAS
+
         if (collective, algorithm) in FORMULAS:
             variant = reference_variant(collective, algorithm, n, alpha_s, beta_s, segments)
     reference = None
