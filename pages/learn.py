@@ -7,8 +7,8 @@ from ccviz.app.runs import RunRequest, SynthesisJob
 from ccviz.app.state import for_app, user_errors
 from ccviz.builders.loading import load_topology
 from ccviz.model.units import format_size, format_time
+from ccviz.runs.composed_formula import composed_unavailable, lesson_formula
 from ccviz.synth.registry import REGISTRY
-from ccviz.viz.composed_lesson import composed_unavailable, lesson_formula
 from ccviz.viz.inc_lesson import inc_comparison, inc_cost
 from ccviz.viz.lesson import (
     LESSON_SIZES,

@@ -206,3 +206,12 @@ def test_papers_page_shows_the_explainer_table() -> None:
     table = at.dataframe[0].value
     assert len(table) >= 40 and {"reference (us)", "formula (us)", "simulated (us)", "ratio"} <= set(table.columns)
     assert "0 unexplained" in at.success[0].value
+
+
+def test_compare_has_the_composed_formulas() -> None:
+    from ccviz.runs.compare import formula_time
+
+    torus = load_topology("torus2d:dims=4x4")
+    assert formula_time("allreduce", "dimdecomp", torus, MB) == pytest.approx(43.5e-6)
+    assert formula_time("allgather", "pat", torus, MB) == pytest.approx(4 * 0.5e-6 + 15 / 16 * MB / 50e9)
+    assert formula_time("allreduce", "hierarchical", load_topology("ndv2:chassis=2"), MB) > 0

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ccviz.builders.loading import load_topology
+from ccviz.runs.composed_formula import composed_unavailable, lesson_formula
 from ccviz.runs.pipeline import run
 from ccviz.synth.registry import REGISTRY
-from ccviz.viz.composed_lesson import composed_unavailable, lesson_formula
 from ccviz.viz.lesson import TEACHING_TOPOLOGIES, textbook_unavailable
 from ccviz.viz.narration import formula_gap
 

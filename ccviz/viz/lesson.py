@@ -20,8 +20,8 @@ from ccviz.judge.simulate import simulate
 from ccviz.model.collectives import make_collective
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, format_time
+from ccviz.runs.composed_formula import lesson_formula
 from ccviz.synth.registry import REGISTRY, SynthOptions
-from ccviz.viz.composed_lesson import lesson_formula
 
 LESSON_SIZES = (1e3, 16e3, 256e3, 4e6, 64e6, 1e9)
 # the Learn page's teaching fabrics: label -> builder spec (a link carries the spec as ``lesson=``)

@@ -1,4 +1,4 @@
-"""Learn's view of the composed algorithms (dimdecomp, hierarchical, pat): where they run and their formula.
+"""The composed algorithms (dimdecomp, hierarchical, pat) for Learn and Compare: where they run and their formula.
 
 ``lesson_formula`` is ``ccviz.bounds.cost.schedule_formula`` extended to them: the Collectives Explainer's formula
 (``ccviz.bounds.explained``) evaluated for one schedule, with the grid, tiers and links the schedule really has.
