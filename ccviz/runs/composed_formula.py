@@ -42,7 +42,8 @@ def _grid(topology: Topology) -> tuple[str, bool]:
 
     dims, _ = grid_coordinates(topology)
     kinds = topology.meta.get("kinds") or []
-    mesh = topology.meta.get("wrap") is False or any(k == "mesh" for k in kinds)
+    mesh = (topology.meta.get("wrap") is False or any(k == "mesh" for k in kinds)
+            or topology.name == f"line{topology.n_gpus}")
     return "x".join(str(d) for d in dims if d > 1), mesh
 
 

@@ -23,6 +23,8 @@ def grid_coordinates(topology: Topology) -> tuple[list[int], dict[int, tuple[int
     """(dims, GPU -> coordinates) of a fabric built on a grid, or a one-line refusal."""
     dims = topology.meta.get("dims") if isinstance(topology.meta, dict) else None
     gpus = topology.gpus
+    if not dims and (topology.layout == "ring" or topology.name == f"line{len(gpus)}"):
+        dims = [len(gpus)]  # a ring or a line is a one-dimensional torus or mesh
     if not dims or math.prod(dims) != len(gpus):
         raise CcvizError(f"topology: dimdecomp needs a grid fabric (torus, mesh, hypercube or multidim); "
                          f"{topology.name!r} has no grid dimensions; use ring, hierarchical or pat", "topology")
