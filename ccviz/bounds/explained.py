@@ -36,7 +36,6 @@ INC_ROWS: dict[str, tuple[float, Callable[[int], float], str]] = {
     "alltoall": (2, lambda n: (n - 1) / n, "2 a + (N-1)/N M/BW (hardware AllToAll, Tomahawk Ultra; SHARP-class "
                  "INC gives AllToAll nothing)"),
 }
-PAT_COLLECTIVES = ("allgather", "reducescatter")
 PIPELINE_WHY = ("ccviz counts a finite pipeline: S segments cost (d+S-1)(a + M/(S BW)) (best S = {s} here); the "
                 "reference takes S to infinity and keeps d a + M/BW, which no schedule of finitely many messages "
                 "reaches")
@@ -184,12 +183,6 @@ def _plain(collective: str, algorithm: str, n: int, size: float, alpha_us: float
         na, nb_of, words = INC_ROWS[collective]
         return na, nb_of(n), f"inc {collective}: {words}", ("one switch domain with SHARP/NVLS-class engines; "
                                                             "alpha is the switch hop's")
-    if algorithm == "pat":
-        if collective not in PAT_COLLECTIVES:
-            raise CcvizError(f"algorithm: pat is an allgather / reducescatter algorithm, not {collective}",
-                             "algorithm")
-        return (math.ceil(math.log2(n)), (n - 1) / n, "pat: ceil(log2 N) a + (N-1)/N M/BW (parallel aggregated trees)",
-                "full-duplex links; one rank per node (NCCL 2.23 scope)")
     if collective == "alltoall" and algorithm in ("pairwise", "direct"):
         p = ports or 1
         if p < 1 or p > n - 1:

@@ -216,7 +216,7 @@ def make_collective(
     """Build any standard collective over the GPUs of a topology (or an explicit rank list).
 
     ``sendrecv`` is the point-to-point primitive: ``root`` sends its buffer to ``dest`` (defaults: the first
-    and the last rank)."""
+    rank, and the rank after the root)."""
     name = normalize_name(name)
     rank_tuple = _ranks_of(ranks)
     n = len(rank_tuple)
@@ -242,7 +242,7 @@ def make_collective(
     if dest is not None and name != "sendrecv":
         raise CcvizError(f"dest: only sendrecv has a destination; {name} does not take --dest", "dest")
     if name == "sendrecv":
-        dest = rank_tuple[-1] if dest is None else dest
+        dest = rank_tuple[(rank_tuple.index(root) + 1) % n] if dest is None else dest
         if isinstance(dest, bool) or not isinstance(dest, int) or dest not in rank_tuple:
             raise CcvizError(f"dest: {dest!r} is not a GPU rank; choose one of {list(rank_tuple)}", "dest")
         if dest == root:
