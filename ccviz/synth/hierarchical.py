@@ -56,7 +56,7 @@ def _tiered(groups: list[list[int]]) -> bool:
 def infer_groups(topology: Topology) -> tuple[list[list[int]], str]:
     """Inner groups: the GPUs still joined when the slowest link classes are dropped (NVLink chassis behind NICs),
     else the GPUs under one switch when switch-to-switch links are dropped (leaf-spine, fat-tree), else a
-    multidim system's first dimension."""
+    multidim system's first dimension, else a grid's rows or planes."""
     speeds = sorted({link.bandwidth_GBps for link in topology.links.values()})
     for slow in speeds[:-1]:
         groups = _components(topology, lambda link, slow=slow: link.bandwidth_GBps > slow)
@@ -66,10 +66,14 @@ def infer_groups(topology: Topology) -> tuple[list[list[int]], str]:
     groups = _components(topology, lambda link: not (nodes[link.src].is_switch and nodes[link.dst].is_switch))
     if _tiered(groups):
         return groups, "GPUs under one switch (switch-to-switch links are the outer tier)"
-    dims = topology.meta.get("dims") if "kinds" in topology.meta else None
-    if dims and len(dims) >= 2 and dims[0] >= 2:
-        gpus = topology.gpus
+    dims = topology.meta.get("dims")
+    gpus = topology.gpus
+    if dims and len(dims) >= 2 and dims[0] >= 2 and "kinds" in topology.meta:
         return [gpus[i:i + dims[0]] for i in range(0, len(gpus), dims[0])], "the system's first dimension"
+    if dims and len(dims) >= 2 and dims[0] >= 2 and len(gpus) % dims[0] == 0:  # a torus, mesh or hypercube
+        size = len(gpus) // dims[0]
+        return ([gpus[i:i + size] for i in range(0, len(gpus), size)],
+                "the grid's GPUs sharing their first coordinate (a row of a 2D grid, a plane of a 3D one)")
     raise CcvizError(f"topology: hierarchical found no tiers in {topology.name!r} (one link class, no switch "
                      "tiers); give --opt group_size=K", "topology")
 
