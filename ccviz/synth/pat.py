@@ -2,7 +2,8 @@
 
 Every rank s roots one binomial tree over the ranks at offsets from it, and all N trees advance one level per
 round with the offsets taken farthest first (N/2, N/4, ..., 1): the rank at offset d from s receives s's chunk
-in the round of d's lowest set bit, from the rank at offset d - lowbit(d). ceil(log2 N) rounds, every rank
+in the round of d's lowest set bit, from the rank at offset d - lowbit(d) (offsets are XOR distances when N is a power
+of two, as in the reference's schedule, else distances mod N). ceil(log2 N) rounds, every rank
 forwards each chunk it does not own once, so the cost is ceil(log2 N) alpha + (N-1)/N M/BW on a full-duplex
 fabric. Round r carries 2^(r-1) chunks per link (the reference's "one chunk per link per round" cannot deliver
 N-1 chunks in log2 N rounds; NCCL bounds the buffer by splitting rounds into steps). ReduceScatter runs the
@@ -34,6 +35,7 @@ def synthesize(topology: Topology, collective: Collective, options: SynthOptions
     index = {r: i for i, r in enumerate(ranks)}
     layout = Layout(topology, collective)
     gather = collective.name == "allgather"
+    xor = n & (n - 1) == 0
     for k in range(stages):
         offset = 1 << (stages - 1 - k) if gather else 1 << k
         layout.label(k, (f"offset {offset}: every tree grows one level, each rank forwards to the rank {offset} "
@@ -43,7 +45,10 @@ def synthesize(topology: Topology, collective: Collective, options: SynthOptions
         root = index[min(c.pre)] if gather else index[c.source]
         for d in range(1, n):
             low = _lowbit(d)
-            parent, child = ranks[(root + d - low) % n], ranks[(root + d) % n]
+            if xor:  # N = 2^k: partners i XOR offset, as the reference's schedule (neighbours on a hypercube)
+                parent, child = ranks[root ^ (d - low)], ranks[root ^ d]
+            else:  # any N: partners i + offset (Bruck's offsets), taken farthest first
+                parent, child = ranks[(root + d - low) % n], ranks[(root + d) % n]
             level = low.bit_length() - 1  # offset 2^level
             if gather:
                 layout.send(c.id, parent, child, stages - 1 - level)
