@@ -218,3 +218,19 @@ def test_compare_has_the_composed_formulas() -> None:
     assert formula_time("allreduce", "dimdecomp", torus, MB) == pytest.approx(43.5e-6)
     assert formula_time("allgather", "pat", torus, MB) == pytest.approx(4 * 0.5e-6 + 15 / 16 * MB / 50e9)
     assert formula_time("allreduce", "hierarchical", load_topology("ndv2:chassis=2"), MB) > 0
+
+
+def test_synthesize_page_runs_sendrecv_to_the_chosen_destination() -> None:
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=120).run()
+    at.switch_page("pages/synthesize.py").run()
+    at.selectbox(key="syn_collective").set_value("sendrecv").run()
+    at.selectbox(key="syn_algorithm").set_value("direct").run()
+    at.selectbox(key="syn_dest").set_value(3).run()
+    at.button(key="syn_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    from ccviz.app import runs
+
+    cached = [v for v in runs._RUNS._items.values() if isinstance(v, runs.CachedRun)]
+    assert any(c.request.dest == 3 and c.result.collective.dest == 3 and c.result.timeline.verified for c in cached)
