@@ -98,6 +98,10 @@ def tiers(topology: Topology, collective: Collective, group_size: int | None, in
         how = f"groups of {group_size} consecutive ranks"
     else:
         groups, how = infer_groups(topology)
+    for name, method, size in (("inner", inner, len(groups[0])), ("outer", outer, len(groups))):
+        if method == "rhd" and size & (size - 1):
+            raise CcvizError(f"{name}: rhd needs a power-of-two number of ranks, the {name} tier has {size}; use ring",
+                             name)
     lines = [tuple(ordered_group(topology, g, collective.chunk_bytes)) for g in groups]
     outer_lines = tuple(tuple(line[i] for line in lines) for i in range(len(lines[0])))
     return [Dimension("the inner tier", tuple(lines), inner), Dimension("the outer tier", outer_lines, outer)], how

@@ -118,7 +118,7 @@ class PhasedPlan:
         self._positions = [d.position() for d in self.dims]
         self._lines = [d.line_of() for d in self.dims]
 
-    def _label(self, dim: Dimension, what: str, d_index: int) -> None:
+    def _label(self, dim: Dimension, what: str) -> None:
         for k in range(dim.rounds()):
             self.layout.label(self.step + k, f"{what} along {dim.name} ({dim.method}, round {k + 1} of "
                                              f"{dim.rounds()}): every line of {dim.size} ranks at once")
@@ -126,7 +126,7 @@ class PhasedPlan:
     def reduce_phase(self, a: int, holders: dict[int, set[int]], owners: dict[int, int]) -> None:
         """Along dimension a, the partials of chunk c held at ``holders[c]`` meet at the owner's position."""
         dim, pos, line_of = self.dims[a], self._positions[a], self._lines[a]
-        self._label(dim, "reduce-scatter", a)
+        self._label(dim, "reduce-scatter")
         for cid, ranks in holders.items():
             target_pos = pos[owners[cid]]
             lines = {line_of[r] for r in ranks}
@@ -141,7 +141,7 @@ class PhasedPlan:
     def spread_phase(self, a: int, holders: dict[int, set[int]]) -> None:
         """Along dimension a, every holder of chunk c copies it to its whole line."""
         dim, pos, line_of = self.dims[a], self._positions[a], self._lines[a]
-        self._label(dim, "all-gather", a)
+        self._label(dim, "all-gather")
         for cid, ranks in holders.items():
             grown: set[int] = set()
             for r in ranks:
