@@ -220,17 +220,20 @@ def test_compare_has_the_composed_formulas() -> None:
     assert formula_time("allreduce", "hierarchical", load_topology("ndv2:chassis=2"), MB) > 0
 
 
-def test_synthesize_page_runs_sendrecv_to_the_chosen_destination() -> None:
+def test_synthesize_page_offers_the_destination_and_the_job_carries_it() -> None:
     from streamlit.testing.v1 import AppTest
+
+    from ccviz.app.runs import RunRequest, SynthesisJob
 
     at = AppTest.from_file(str(PAGES.parent / "app.py"), default_timeout=120).run()
     at.switch_page("pages/synthesize.py").run()
     at.selectbox(key="syn_collective").set_value("sendrecv").run()
-    at.selectbox(key="syn_algorithm").set_value("direct").run()
     at.selectbox(key="syn_dest").set_value(3).run()
-    at.button(key="syn_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    from ccviz.app import runs
-
-    cached = [v for v in runs._RUNS._items.values() if isinstance(v, runs.CachedRun)]
-    assert any(c.request.dest == 3 and c.result.collective.dest == 3 and c.result.timeline.verified for c in cached)
+    ring = load_topology("ring:n=4")
+    job = SynthesisJob(RunRequest.make(ring, "sendrecv", "direct", MB, root=0, dest=2), ring)
+    job.wait(120)
+    assert job.error is None and job.entry is not None
+    result = job.entry.result
+    assert result.collective.dest == 2 and result.timeline.verified
+    assert result.finish_time_s == pytest.approx(2 * (0.5e-6 + MB / 50e9))  # two hops round the ring

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
-from ccviz.model.routing import Layout
+from ccviz.model.placement import Layout
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.phased import synchronized_rounds

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Chunk, Collective
-from ccviz.model.routing import Layout
+from ccviz.model.placement import Layout
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
 
