@@ -41,13 +41,14 @@ _HOME = {
     "get_algorithm": "ccviz.synth", "synthesize": "ccviz.synth",
     "Link": "ccviz.model.topology", "Node": "ccviz.model.topology", "Topology": "ccviz.model.topology",
     "format_size": "ccviz.model.units", "format_time": "ccviz.model.units", "parse_size": "ccviz.model.units",
+    "explained_cost": "ccviz.bounds.explained", "reproduce_explainer": "ccviz.runs.explainer",
 }
 
 __all__ = [
     "COLLECTIVES", "REGISTRY", "BandwidthLimit", "CcvizError", "Chunk", "Collective", "Link", "Node", "RunResult", "Schedule", "SynthOptions",
     "Timeline", "Topology", "Transfer", "Violation", "algorithms_for", "bandwidth_limit", "custom_collective", "format_size",
     "format_time", "get_algorithm", "load_topology", "load_topology_file", "make_collective", "parse_size",
-    "run", "simulate", "synthesize", "verify",
+    "run", "simulate", "synthesize", "verify", "explained_cost", "reproduce_explainer",
 ]
 
 
@@ -65,7 +66,7 @@ def __dir__() -> list[str]:
 
 
 class _Package(types.ModuleType):
-    """Keeps ``ccviz.simulate`` the function: importing the old module path of the same name (an alias of
+    """Keeps ``ccviz.judge.simulate`` the function: importing the old module path of the same name (an alias of
     ``ccviz.judge.simulate``) would otherwise overwrite the package attribute with the module."""
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -76,7 +77,7 @@ class _Package(types.ModuleType):
 
 sys.modules[__name__].__class__ = _Package
 
-# Module paths from before the stage subpackages (``ccviz.simulate`` -> ``ccviz.judge.simulate``): notebooks
+# Module paths from before the stage subpackages (``ccviz.judge.simulate`` -> ``ccviz.judge.simulate``): notebooks
 # that import them keep working. Each old path is the same module object, imported only when asked for.
 MOVED = {
     f"ccviz.{module}": f"ccviz.{stage}.{module}"

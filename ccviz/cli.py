@@ -130,7 +130,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: stop and keep the best so far
     try:
         result = run(topology, args.collective, args.algorithm, size, args.chunks, args.root, options,
-                     ranks=args.ranks)
+                     ranks=args.ranks, dest=args.dest)
     finally:
         signal.signal(signal.SIGINT, previous)
     summary = result.summary()
@@ -243,27 +243,28 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cost(args: argparse.Namespace) -> int:
-    from ccviz.bounds.cost import formula
-    from ccviz.model.collectives import normalize_name
+def _number_or_text(value: str) -> float | str:
+    """'0.5' -> 0.5; '0.5/2' (per tier) stays as given."""
+    try:
+        return float(value)
+    except ValueError:
+        return value
 
-    if not 2 <= args.n <= MAX_NODES:
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    from ccviz.bounds.explained import explained_cost, format_cost
+
+    if args.n is not None and not 2 <= args.n <= MAX_NODES:
         raise CcvizError(f"--n: the number of ranks must be between 2 and {MAX_NODES}, got {args.n}", "n")
-    _positive("bw", args.bw)
-    if not (0 <= args.alpha < math.inf):
-        raise CcvizError(f"--alpha: must be a finite number >= 0 microseconds, got {args.alpha}", "alpha")
-    result = formula(normalize_name(args.collective), args.algorithm, args.n, parse_size(args.size), args.alpha,
-                     args.bw, segments=args.segments)
-    out = {
-        "collective": normalize_name(args.collective), "algorithm": args.algorithm, "n": args.n,
-        "size_bytes": parse_size(args.size), "alpha_us": args.alpha, "bw_GBps": args.bw,
-        "time_s": result.time_s, "n_alpha": result.n_alpha, "n_beta": result.n_beta, "formula": result.text,
-    }
+    result = explained_cost(args.collective, args.algorithm, parse_size(args.size), args.alpha, args.bw, n=args.n,
+                            dims=args.dims, mesh=args.mesh, per_dim=args.per_dim, tiers=args.tiers,
+                            oversub=args.oversub, inner=args.inner, outer=args.outer, eta=args.eta,
+                            eta_alpha=args.eta_alpha, eta_beta=args.eta_beta, ports=args.ports,
+                            segments=args.segments)
     if args.json:
-        print(dumps(out))
+        print(dumps({**result.to_dict(), "alpha_us": _number_or_text(args.alpha), "bw_GBps": _number_or_text(args.bw)}))
     else:
-        print(f"{out['algorithm']} {out['collective']}, N={args.n}, M={format_size(out['size_bytes'])}: "
-              f"{format_time(result.time_s)} = {result.n_alpha:g} alpha + {result.n_beta:g} M/BW   [{result.text}]")
+        print(format_cost(result))
     return 0
 
 
@@ -317,7 +318,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce_explainer(args: argparse.Namespace) -> int:
+    from ccviz.runs import explainer
+
+    rows = explainer.reproduce_explainer()
+    summary = explainer.summary(rows)
+    if args.json:
+        print(dumps({"paper": "explainer", "rows": [r.to_dict() for r in rows], "summary": summary}))
+    else:
+        print(explainer.format_table(rows))
+        print(f"{summary['rows']} rows: {summary['within_1pct']} within 1 %, {summary['explained']} differ with the "
+              f"reason given, {len(summary['unexplained'])} unexplained; {summary['simulated']} simulated")
+    return 0 if not summary["unexplained"] else 1
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    if args.paper == "explainer":
+        return cmd_reproduce_explainer(args)
     from ccviz.runs import reproduce
 
     _positive("time-limit", args.time_limit)
@@ -489,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how a hop out of a switch is charged (default: the topology's own, paid unless it says): "
                         "paid = alpha + bytes/bw like any link; teccl = alpha only, TE-CCL's published runs; "
                         "free = no time (TACCL)")
-    s.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter")
+    s.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce/gather/scatter/sendrecv")
+    s.add_argument("--dest", type=int, default=None, help="sendrecv: the rank the root sends to")
     s.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16,18: the collective covers these GPUs "
                                                  "and the others only relay (default: every GPU)")
     s.add_argument("--epoch", default="fastest", help="fastest | slowest | SECONDS (epoch-based algorithms)")
@@ -517,17 +535,31 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("cost", help="closed-form alpha-beta cost of a textbook algorithm")
     c.add_argument("-c", "--collective", required=True)
     c.add_argument("-a", "--algorithm", required=True)
-    c.add_argument("--n", type=int, required=True, help="number of ranks")
+    c.add_argument("--n", type=int, default=None, help="number of ranks (dimdecomp: from --dims; hierarchical: "
+                   "from --tiers)")
     c.add_argument("-s", "--size", required=True)
-    c.add_argument("--alpha", type=float, default=0.5, help="per-message latency in microseconds")
-    c.add_argument("--bw", type=float, default=50.0, help="link bandwidth in GB/s")
+    c.add_argument("--alpha", default="0.5", help="per-message latency in microseconds (hierarchical: A_IN/A_OUT)")
+    c.add_argument("--bw", default="50", help="link bandwidth in GB/s (hierarchical: BW_IN/BW_OUT)")
+    c.add_argument("--dims", default=None, help="dimdecomp: the torus or mesh, e.g. 8x8x8")
+    c.add_argument("--mesh", action="store_true", help="dimdecomp: no wrap-around links")
+    c.add_argument("--per-dim", default="ring", help="dimdecomp: ring or rhd in every dimension")
+    c.add_argument("--tiers", default=None, help="hierarchical: N_INNERxL, e.g. 72x2 (72 GPUs per group, 2 groups)")
+    c.add_argument("--oversub", type=float, default=1.0, help="hierarchical: oversubscription s of the outer tier")
+    c.add_argument("--inner", default="ring", help="hierarchical: the inner phases' algorithm")
+    c.add_argument("--outer", default="ring", help="hierarchical: the outer phase's algorithm")
+    c.add_argument("--eta", default=None, help="contention profile: crossbar, nvls, torus, clos:S (hierarchical: "
+                   "INNER/OUTER, e.g. crossbar/clos:2)")
+    c.add_argument("--eta-alpha", default=None, help="alpha inflation >= 1 (hierarchical: IN/OUT)")
+    c.add_argument("--eta-beta", default=None, help="bandwidth utilization in (0, 1] (hierarchical: IN/OUT)")
+    c.add_argument("--ports", type=int, default=None, help="pairwise alltoall: links a rank drives at once (default 1)")
     c.add_argument("--segments", type=int, default=None,
                    help="pipelining depth S of pipelined formulas (a schedule's --chunks); default: the best S")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_cost)
 
     r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
-    r.add_argument("paper", choices=["teccl"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, DGX2)")
+    r.add_argument("paper", choices=["teccl", "explainer"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, "
+                   "DGX2); explainer: the Collectives Explainer's worked tables (formulas and small fabrics)")
     r.add_argument("--filter", default="", help="only rows whose name has every word, e.g. 'DGX2 Slow' or '1MB'")
     r.add_argument("--time-limit", type=float, default=30.0, help="seconds per row (best so far is kept)")
     r.add_argument("--json", action="store_true", help="one JSON object: rows and summary")

@@ -5,9 +5,9 @@ import streamlit as st
 from ccviz.app import ui, url
 from ccviz.app.runs import RunRequest, SynthesisJob
 from ccviz.app.state import for_app, user_errors
-from ccviz.bounds.cost import schedule_formula
 from ccviz.builders.loading import load_topology
 from ccviz.model.units import format_size, format_time
+from ccviz.runs.composed_formula import composed_unavailable, lesson_formula
 from ccviz.synth.registry import REGISTRY
 from ccviz.viz.inc_lesson import inc_comparison, inc_cost
 from ccviz.viz.lesson import (
@@ -25,7 +25,7 @@ ui.configure_page()
 
 TEACHING_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather",
                         "scatter")
-TEXTBOOK = ("ring", "ring-bidir", "tree", "dbt", "rhd", "direct", "bruck")
+TEXTBOOK = ("ring", "ring-bidir", "tree", "dbt", "rhd", "direct", "bruck", "dimdecomp", "hierarchical", "pat")
 RUN_WAIT_S = 60.0
 
 GLOSSARY = {
@@ -60,6 +60,15 @@ INTROS = {
            "2α + (S+1)/S·M·β for S chunks in all: M/BW, where software needs 2(N-1)/N·M/BW.",
     "bruck": "Bruck: ⌈log2 N⌉ rounds at distances 1, 2, 4, … for any N. Latency-optimal AllGather: "
              "⌈log2 N⌉α + (N-1)/N·M·β.",
+    "dimdecomp": "Dimension-decomposed: on a torus or mesh, reduce-scatter along one dimension at a time (every "
+                 "row at once, then every column on a quarter of the data, …), then all-gather back. Rounds drop "
+                 "from 2(N-1) to 2Σ(dᵢ-1) while the bytes stay the ring's: 2Σ(dᵢ-1)α + 2(N-1)/N·M·β.",
+    "hierarchical": "Hierarchical: reduce-scatter inside each group over its fast links, all-reduce the 1/n "
+                    "that each GPU owns across groups (the slow tier carries only M/n), all-gather inside the "
+                    "group again: t_RS,inner(M) + t_AR,outer(M/n) + t_AG,inner(M).",
+    "pat": "PAT (parallel aggregated trees, NCCL 2.23): every GPU roots a binomial tree; all trees grow one "
+           "level per round, farthest partner first. ⌈log2 N⌉ rounds with the ring's bytes: "
+           "⌈log2 N⌉α + (N-1)/N·M·β.",
 }
 
 st.title("Learn: how collective algorithms move data")
@@ -79,7 +88,7 @@ with user_errors("learn"):
 n_gpus = topology.n_gpus
 listed = [a for a in TEXTBOOK + (("inc",) if topology.reducing_switches else ())
           if a in REGISTRY and REGISTRY[a].supports(collective)]
-why_not = {a: textbook_unavailable(a, n_gpus) for a in listed}
+why_not = {a: textbook_unavailable(a, n_gpus) or composed_unavailable(a, topology) for a in listed}
 algorithm = c3.selectbox(
     "algorithm", listed, key="learn_algorithm", persist_state="session",
     format_func=lambda a: f"{a} — unavailable: {why_not[a]}" if why_not[a] else a,
@@ -95,8 +104,8 @@ url.share("learn", lesson=TEACHING_TOPOLOGIES[topo_label], topology=None, collec
 st.caption("The address bar holds this lesson (fabric, collective, algorithm, size, chunks): copy it to share.")
 st.info(INTROS.get(algorithm, REGISTRY[algorithm].description))
 if why_not[algorithm]:
-    st.warning(f"{algorithm} is unavailable here: it {why_not[algorithm]}. Pick another algorithm or a fabric "
-               "with 4, 8 or 16 GPUs.")
+    st.warning(f"{algorithm} is unavailable here: it {why_not[algorithm]}. Pick another algorithm or another "
+               "fabric.")
     st.stop()
 
 with user_errors("learn"):
@@ -112,7 +121,7 @@ with user_errors("learn"):
     timeline = result.timeline
     schedule = timeline.schedule
     used = {(t.src, t.dst) for t in schedule.transfers}
-    formula = schedule_formula(topology, timeline.collective, algorithm, used)
+    formula = lesson_formula(topology, timeline.collective, algorithm, used, schedule.options)
     if algorithm == "inc" and collective == "allreduce":
         formula = inc_cost(topology, timeline.collective)
 

@@ -15,6 +15,32 @@ from ccviz.runs.isolated import pool
 
 ui.configure_page()
 
+EXPLAINER_KEY = "ccviz_explainer_rows"
+paper = st.radio("paper", ["TE-CCL (SIGCOMM 2024)", "Collectives Explainer (worked tables)"], horizontal=True,
+                 key="papers_paper")
+if paper.startswith("Collectives Explainer"):
+    from ccviz.runs import explainer
+
+    st.title("Papers: the Collectives Explainer's worked tables")
+    st.markdown("Each row is a number printed in the Collectives Explainer series (N = 512 ladders, in-network "
+                "rows, the NVL72 + IB hierarchical case study, small tori, pipelining) beside ccviz's formula "
+                "(`ccviz cost`) and, where the fabric is small enough to build, the simulated schedule. "
+                "`ccviz reproduce explainer` prints the same table.")
+    if EXPLAINER_KEY not in st.session_state:
+        with st.spinner("evaluating the formulas and simulating the small fabrics"), user_errors("explainer"):
+            st.session_state[EXPLAINER_KEY] = explainer.reproduce_explainer()
+    rows = st.session_state.get(EXPLAINER_KEY) or []
+    st.dataframe(pd.DataFrame([{
+        "table": r.table, "row": r.name, "reference (us)": r.reference_us, "formula (us)": round(r.formula_us, 3),
+        "simulated (us)": None if r.simulated_us is None else round(r.simulated_us, 3), "ratio": round(r.ratio, 3),
+        "note": r.note, "ccviz cost": r.command} for r in rows]), width="stretch", hide_index=True,
+        height=640)
+    s = explainer.summary(rows)
+    (st.success if not s["unexplained"] else st.error)(
+        f"{s['rows']} rows: {s['within_1pct']} within 1 % of the reference, {s['explained']} differ with the "
+        f"reason in their note, {len(s['unexplained'])} unexplained; {s['simulated']} simulated")
+    st.stop()
+
 JOB_KEY = "ccviz_reproduce_job"
 ROWS_KEY = "ccviz_reproduce_rows"
 POLL_S = 0.2

@@ -338,3 +338,32 @@ def test_learn_steps_in_network_allreduce_on_the_nvls_box(app_url, tmp_path):
         page.get_by_text("Switches that add").first.wait_for()
         page.screenshot(path=str(tmp_path / "learn_inc.png"), full_page=True)
     assert "combine it in switch" in sentence and "multicasts the sum" in sentence
+
+
+def test_learn_steps_dimdecomp_on_a_torus_and_papers_shows_the_explainer_table(app_url, tmp_path):
+    with browser_page(height=1400, timeout_ms=90_000) as page:
+        page.goto(app_url + "/learn")
+        page.get_by_role("heading", name="Learn: how collective algorithms move data").wait_for()
+        for label, option in (("fabric", "4x4 torus"), ("algorithm", "dimdecomp")):
+            page.get_by_role("combobox", name=label).click()
+            page.get_by_role("option", name=option, exact=True).click()
+            _idle(page)
+        page.get_by_text("Dimension-decomposed: on a torus or mesh").wait_for()
+        frame = page.frame_locator("iframe").first
+        title = frame.locator("#title")
+        title.filter(has_text="Before round 1 (of 12)").wait_for()
+        frame.get_by_role("button", name="Next ▶").click()
+        title.filter(has_text="Round 1 of 12").wait_for()
+        sentence = frame.locator("#sentence").inner_text()
+        metrics = _main(page).locator("[data-testid=stMetricValue]").all_inner_texts()
+        page.screenshot(path=str(tmp_path / "learn_dimdecomp.png"), full_page=True)
+
+        page.goto(app_url + "/papers")
+        page.get_by_text("Collectives Explainer (worked tables)").click()
+        summary = page.get_by_text("unexplained").first
+        summary.wait_for()
+        page.screenshot(path=str(tmp_path / "papers_explainer.png"), full_page=True)
+        summary_text = summary.inner_text()
+    assert "Reduce-scatter along dimension 1" in sentence
+    assert metrics[:2] == ["43.5 us", "43.5 us"]  # simulated and its formula 12 a + 1.875 M/BW
+    assert "0 unexplained" in summary_text

@@ -63,12 +63,13 @@ class RunRequest:
     chunks: int = 1
     root: int | None = None
     options: tuple[tuple[str, Any], ...] = ()
+    dest: int | None = None  # sendrecv's destination
 
     @classmethod
     def make(cls, topology: Topology, collective: str, algorithm: str, size_bytes: float, chunks: int = 1,
-             root: int | None = None, **options: Any) -> RunRequest:
+             root: int | None = None, dest: int | None = None, **options: Any) -> RunRequest:
         kept = tuple(sorted((k, v) for k, v in options.items() if v is not None))
-        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept)
+        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept, dest)
 
     def synth_options(self, progress: Callable[[Progress], None] | None = None,
                       stop: threading.Event | None = None) -> SynthOptions:
@@ -247,13 +248,14 @@ class SynthesisJob(BackgroundJob):
             if self.isolated:
                 options = dict(r.options)
                 outcome = pool().call(synthesis_task, (topology, r.collective, r.algorithm, r.size_bytes, r.chunks,
-                                                       r.root, options, self.plugin),
+                                                       r.root, options, self.plugin, r.dest),
                                       stop=self.stop_event, on_message=self._message,
                                       time_limit_s=options.get("time_limit"), ticket=self.ticket)
                 result, nbytes, note, stopped = outcome.result, outcome.nbytes, outcome.note, outcome.stopped
             else:
                 options = r.synth_options(progress=self.progress.append, stop=self.stop_event)
-                result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options)
+                result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options,
+                             dest=r.dest)
         except CcvizError as exc:
             self.error = str(exc)
             return

@@ -471,10 +471,14 @@ FORMULAS: dict[tuple[str, str], _Formula] = {
     ("allgather", "tree"): _Formula("2 ceil(log2 N) a + ((N-1)/N + ceil(log2 N)) M/BW  (gather + broadcast)",
                                     _linear(lambda n: 2 * _log2(n), lambda n: _FRACTION(n) + _log2(n))),
     ("allgather", "bruck"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
+    ("allgather", "pat"): _Formula("ceil(log2 N) a + (N-1)/N M/BW  (parallel aggregated trees)",
+                                   _linear(_LOG, _FRACTION)),
     # ------------------------------------------------------------- reducescatter
     ("reducescatter", "ring"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),
     ("reducescatter", "direct"): _Formula("(N-1)(a + M/(N BW))  (pairwise exchange)",
                                           _linear(lambda n: n - 1, _FRACTION)),
+    ("reducescatter", "pat"): _Formula("ceil(log2 N) a + (N-1)/N M/BW  (parallel aggregated trees, reversed)",
+                                       _linear(_LOG, _FRACTION)),
     ("reducescatter", "rhd"): _Formula("log2(N) a + (N-1)/N M/BW  (recursive halving)",
                                        _linear(_LOG, _FRACTION), power_of_two=True),
     # ----------------------------------------------------------------- allreduce
@@ -509,6 +513,8 @@ FORMULAS: dict[tuple[str, str], _Formula] = {
                                     _bruck_alltoall),
     ("alltoall", "ring"): _Formula("(N-1) a + (N-1)/2 M/BW  (store and forward around the ring)",
                                    _linear(lambda n: n - 1, _ring_alltoall_beta)),
+    # ------------------------------------------------------------------ sendrecv
+    ("sendrecv", "direct"): _Formula("a + M/BW  (one hop of the whole buffer)", _linear(lambda n: 1, lambda n: 1)),
     # ------------------------------------------------------------ gather/scatter
     ("scatter", "tree"): _Formula("ceil(log2 N) a + (N-1)/N M/BW", _linear(_LOG, _FRACTION)),
     ("scatter", "direct"): _Formula("(N-1)(a + M/(N BW))", _linear(lambda n: n - 1, _FRACTION)),

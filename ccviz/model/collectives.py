@@ -25,14 +25,15 @@ from ccviz.model import validate as v
 from ccviz.model.topology import Topology
 
 COLLECTIVES = (
-    "allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce", "gather", "scatter",
+    "allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce", "gather", "scatter", "sendrecv",
 )
-ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter"})
+ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter", "sendrecv"})
 _ALIASES = {
     "all-gather": "allgather", "all_gather": "allgather", "ag": "allgather",
     "reduce-scatter": "reducescatter", "reduce_scatter": "reducescatter", "rs": "reducescatter",
     "all-reduce": "allreduce", "all_reduce": "allreduce", "ar": "allreduce",
     "all-to-all": "alltoall", "all_to_all": "alltoall", "a2a": "alltoall", "bcast": "broadcast",
+    "p2p": "sendrecv", "send-recv": "sendrecv", "point-to-point": "sendrecv",
 }
 
 
@@ -60,6 +61,7 @@ class Collective:
     chunks_per_rank: int = 1
     root: int | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    dest: int | None = None  # sendrecv: the rank the root sends to
 
     @property
     def n_ranks(self) -> int:
@@ -75,7 +77,7 @@ class Collective:
         n = self.n_ranks
         if self.name == "allreduce":
             return 2 * (n - 1) / n
-        if self.name in ("broadcast", "reduce", "custom"):
+        if self.name in ("broadcast", "reduce", "custom", "sendrecv"):
             return 1.0
         return (n - 1) / n
 
@@ -102,6 +104,7 @@ class Collective:
             "size_bytes": self.size_bytes,
             "chunks_per_rank": self.chunks_per_rank,
             "root": self.root,
+            **({"dest": self.dest} if self.dest is not None else {}),
             "chunks": [
                 {"id": c.id, "pre": sorted(c.pre), "post": sorted(c.post), "reduce": c.reduce,
                  "source": c.source, "index": c.index}
@@ -138,7 +141,9 @@ class Collective:
             root = d.get("root")
             root = None if root is None else v.integer(root, "collective.root")
             over = topology if topology is not None and sorted(ranks) == list(ranks) else ranks
-            rebuilt = make_collective(name, over, size, cpr, root if name in ROOTED else None)
+            dest = d.get("dest")
+            dest = None if dest is None else v.integer(dest, "collective.dest")
+            rebuilt = make_collective(name, over, size, cpr, root if name in ROOTED else None, dest)
         _same_as_file(rebuilt, d)
         return rebuilt
 
@@ -239,8 +244,12 @@ def make_collective(
     size_bytes: float,
     chunks_per_rank: int = 1,
     root: int | None = None,
+    dest: int | None = None,
 ) -> Collective:
-    """Build any standard collective over the GPUs of a topology (or an explicit rank list)."""
+    """Build any standard collective over the GPUs of a topology (or an explicit rank list).
+
+    ``sendrecv`` is the point-to-point primitive: ``root`` sends its buffer to ``dest`` (defaults: the first
+    rank, and the rank after the root)."""
     name = normalize_name(name)
     rank_tuple = _ranks_of(ranks)
     n = len(rank_tuple)
@@ -263,6 +272,14 @@ def make_collective(
             raise CcvizError(f"root: root {root} is not a GPU rank; choose one of {list(rank_tuple)}", "root")
     else:
         root = None
+    if dest is not None and name != "sendrecv":
+        raise CcvizError(f"dest: only sendrecv has a destination; {name} does not take --dest", "dest")
+    if name == "sendrecv":
+        dest = rank_tuple[(rank_tuple.index(root) + 1) % n] if dest is None else dest
+        if isinstance(dest, bool) or not isinstance(dest, int) or dest not in rank_tuple:
+            raise CcvizError(f"dest: {dest!r} is not a GPU rank; choose one of {list(rank_tuple)}", "dest")
+        if dest == root:
+            raise CcvizError(f"dest: the destination must differ from the root ({root})", "dest")
     everyone = frozenset(rank_tuple)
     chunks: list[Chunk] = []
 
@@ -286,6 +303,10 @@ def make_collective(
                     for k in range(cpr):
                         add([s], [d], False, s, k)
         chunk_bytes = size_bytes / (n_slots * cpr)
+    elif name == "sendrecv":
+        for k in range(cpr):
+            add([root], [dest], False, root, k)
+        chunk_bytes = size_bytes / cpr
     elif name == "broadcast":
         for k in range(cpr):
             add([root], everyone, False, root, k)
@@ -312,7 +333,7 @@ def make_collective(
             f"chunks is {chunk_bytes:.3g} B per chunk; a chunk must be at least {v.MIN_CHUNK_BYTES:g} byte",
             "size",
         )
-    return Collective(name, rank_tuple, tuple(chunks), chunk_bytes, float(size_bytes), cpr, root)
+    return Collective(name, rank_tuple, tuple(chunks), chunk_bytes, float(size_bytes), cpr, root, dest=dest)
 
 
 def custom_collective(

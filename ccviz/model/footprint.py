@@ -25,6 +25,7 @@ def standard_min_transfers(name: str, n_ranks: int, chunks_per_rank: int) -> int
         "allgather": n_ranks * (n_ranks - 1), "reducescatter": n_ranks * (n_ranks - 1),
         "allreduce": 2 * n_ranks * (n_ranks - 1), "alltoall": n_ranks * (n_ranks - 1),
         "broadcast": n_ranks - 1, "reduce": n_ranks - 1, "gather": n_ranks - 1, "scatter": n_ranks - 1,
+        "sendrecv": 1,
     }[name]
     return deliveries * chunks_per_rank
 

@@ -59,6 +59,15 @@ def textbook_link(topology: Topology) -> tuple[float, float]:
 def textbook_formula(collective: str, algorithm: str, topology: Topology, size_bytes: float):
     """The textbook alpha-beta cost (``ccviz.bounds.cost.CostResult``) of ``algorithm``, or None without a closed form."""
     alpha_us, bw = textbook_link(topology)
+    if algorithm in ("dimdecomp", "hierarchical", "pat"):  # the Collectives Explainer's rows, on this fabric
+        from ccviz.model.collectives import make_collective
+        from ccviz.runs.composed_formula import lesson_formula
+
+        try:
+            coll = make_collective(collective, topology, size_bytes)
+        except CcvizError:
+            return None
+        return lesson_formula(topology, coll, algorithm, topology.links)
     try:
         return cost.formula(collective, algorithm, topology.n_gpus, size_bytes, alpha_us, bw)
     except (CcvizError, KeyError, ValueError, NotImplementedError):

@@ -144,6 +144,7 @@ def run(
     options: SynthOptions | None = None,
     bound: LowerBound | None = None,
     ranks: Sequence[int] | str | None = None,
+    dest: int | None = None,
 ) -> RunResult:
     """Synthesize with a registered algorithm and judge the result with the simulator.
 
@@ -155,7 +156,7 @@ def run(
         if size_bytes is None:
             raise ValueError("run: size_bytes is required when the collective is given by name")
         over = topology if ranks is None else group_ranks(topology, ranks)
-        collective = make_collective(collective, over, size_bytes, chunks, root)
+        collective = make_collective(collective, over, size_bytes, chunks, root, dest)
     check_fits(collective, topology.n_gpus)  # refuse up front what could not fit in memory
     schedule = synthesize(topology, collective, algorithm, options)
     if schedule.collective is not collective:  # a synthesizer that refines the chunks (forestcoll) says so

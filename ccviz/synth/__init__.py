@@ -4,6 +4,7 @@ themselves, the others are declared in ``catalog`` and their code loads on first
 from ccviz.synth import (
     catalog,  # noqa: F401
     classic,  # noqa: F401
+    composed_catalog,  # noqa: F401
 )
 from ccviz.synth.registry import (
     REGISTRY,

@@ -151,7 +151,7 @@ class Direct(ClassicAlgorithm):
 
     name = "direct"
     collectives = frozenset({"allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce",
-                             "gather", "scatter"})
+                             "gather", "scatter", "sendrecv"})
     description = "each rank sends directly to each destination along its shortest route"
 
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str] | None:

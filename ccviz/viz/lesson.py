@@ -15,12 +15,12 @@ from collections.abc import Iterable
 import pandas as pd
 import plotly.graph_objects as go
 
-from ccviz.bounds.cost import schedule_formula
 from ccviz.errors import CcvizError
 from ccviz.judge.simulate import simulate
 from ccviz.model.collectives import make_collective
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, format_time
+from ccviz.runs.composed_formula import lesson_formula
 from ccviz.synth.registry import REGISTRY, SynthOptions
 
 LESSON_SIZES = (1e3, 16e3, 256e3, 4e6, 64e6, 1e9)
@@ -31,6 +31,9 @@ TEACHING_TOPOLOGIES = {
     "2x2 torus": "torus2d:dims=2x2",
     "3x3 torus": "torus2d:dims=3x3",
     "4x4 torus": "torus2d:dims=4x4",
+    "2x2x2 torus": "torus3d:dims=2x2x2",
+    "two tiers: 4 groups of 4 on switches": "multidim:dims=4x4,kinds=switch/switch",
+    "two tiers: 2 NDv2 chassis (NVLink inside, NIC between)": "ndv2:chassis=2",
     "hypercube of 8 GPUs": "hypercube:n=8",
     "8 GPUs fully connected": "fully_connected:n=8",
     "star of 8 GPUs (one switch)": "star:n=8",
@@ -59,7 +62,8 @@ def lesson_table(topology: Topology, collective: str, algorithms: Iterable[str],
                 rows.append({"algorithm": algorithm, "size_bytes": size, "error": str(exc)})
                 continue
             timeline = simulate(schedule)
-            f = schedule_formula(topology, coll, algorithm, {(t.src, t.dst) for t in schedule.transfers})
+            f = lesson_formula(topology, coll, algorithm, {(t.src, t.dst) for t in schedule.transfers},
+                               schedule.options)
             rows.append({
                 "algorithm": algorithm, "size_bytes": size, "simulated_s": timeline.finish_time_s,
                 "formula_s": f.time_s if f else math.nan, "rounds": schedule.n_rounds,

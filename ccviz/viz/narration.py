@@ -90,11 +90,11 @@ def formula_gap(timeline: Timeline, formula: CostResult, lower_bound_s: float | 
                 tolerance: float = 0.05) -> str | None:
     """One computed sentence on why the simulated time and the textbook formula differ (None within 5%).
 
-    The reasons are read from the schedule and the simulation: sends relayed over extra hops, links shared
-    within a round (contention), links faster than the slowest one the formula prices, pipelining, and a
-    formula below the fabric's lower bound.
+    The direction decides which causes may be named: relays, switch hops, links shared within a round and a
+    formula below the fabric's bound make a schedule slower than its formula; links faster than the one the
+    formula prices, GPUs driving several links at once (ports the formula does not count) and chunks that run
+    ahead of lock-step rounds make it faster. Causes pulling the other way are named after, as the smaller pull.
     """
-    from ccviz.bounds.cost import formula as textbook
     from ccviz.bounds.cost import used_link_parameters
     from ccviz.viz.rounds import rounds
 
@@ -102,52 +102,66 @@ def formula_gap(timeline: Timeline, formula: CostResult, lower_bound_s: float | 
     below_bound = lower_bound_s is not None and est < lower_bound_s * (1 - 1e-9)
     if est <= 0 or (abs(sim / est - 1) <= tolerance and not below_bound):
         return None
-    topo, coll, schedule = timeline.topology, timeline.collective, timeline.schedule
-    reasons: list[str] = []
+    topo, schedule = timeline.topology, timeline.schedule
+    slower: list[str] = []
+    faster: list[str] = []
     story = rounds(timeline)
-    gpu_hops = [sum(1 for n in s.path[1:-1] if not topo.is_switch(n)) for r in story for s in r.sends]
-    relayed = [h for h in gpu_hops if h]
+    sends = [s for r in story for s in r.sends]
+    relayed = [h for h in (sum(1 for n in s.path[1:-1] if not topo.is_switch(n)) for s in sends) if h]
     if relayed:
-        reasons.append(f"{len(relayed)} of {len(gpu_hops)} sends are relayed over up to {max(relayed) + 1} links "
-                       "because the partners are not neighbours here, while the formula assumes one hop each")
+        slower.append(f"{len(relayed)} of {len(sends)} sends are relayed through other GPUs (up to "
+                      f"{max(relayed) + 1} links each) as the partners are not neighbours here, while the "
+                      "formula counts one hop per send")
+    switched = sum(1 for s in sends if any(topo.is_switch(n) for n in s.path[1:-1]))
+    if switched:
+        slower.append(f"{switched} of {len(sends)} sends cross a switch and pay alpha and their bytes on the way in "
+                      "and again on the way out, where the formula counts one hop")
     worst = (0, None, 0)
+    most_ports = 0
     for i_round, r in enumerate(story, start=1):
         pairs: dict[tuple[int, int], set[tuple[int, int]]] = {}  # link -> the (sender, receiver) pairs on it
+        first_hops: dict[int, set[tuple[int, int]]] = {}
         for s in r.sends:
             for u, v in zip(s.path, s.path[1:], strict=False):
                 pairs.setdefault((u, v), set()).add((s.path[0], s.path[-1]))
+            first_hops.setdefault(s.path[0], set()).add((s.path[0], s.path[1]))
+        most_ports = max([most_ports, *(len(h) for g, h in first_hops.items() if not topo.is_switch(g))])
         for link, users in pairs.items():
             if len(users) > worst[0]:
                 worst = (len(users), link, i_round)
     if worst[1] is not None and worst[0] > 1:
         (u, v), r = worst[1], worst[2]
-        reasons.append(f"contention: in round {r}, link {u}→{v} is shared by {worst[0]} sender-receiver pairs, "
-                       "whose messages queue one after another")
-    used = {(t.src, t.dst) for t in schedule.transfers}
-    alpha_us, slow = used_link_parameters(topo, used)
-    fast = max((topo.links[k].bandwidth_GBps for k in used if k in topo.links), default=slow)
-    if fast > slow * 1.05:
-        reasons.append(f"the formula prices every send at the slowest link used ({slow:g} GB/s) but some links "
-                       f"carry {fast:g} GB/s")
-    if coll.chunks_per_rank > 1 and "S segments" not in formula.text:
-        reasons.append(f"each of the {coll.chunks_per_rank} chunks per GPU pays its own α, which the formula "
-                       "counts once per round")
-    if "S segments" in formula.text:
-        try:
-            best = textbook(coll.name, schedule.algorithm, coll.n_ranks, coll.size_bytes, alpha_us, slow)
-        except Exception:  # noqa: BLE001 - a hint only
-            best = None
-        if best is not None and best.time_s < est * 0.95:
-            reasons.append(f"it is pipelined over {coll.chunks_per_rank} chunk(s) per GPU; the formula's best "
-                           f"segment count would need {format_time(best.time_s)} (raise the chunks control)")
+        slower.append(f"links are shared: in round {r}, link {u}→{v} carries {worst[0]} sender-receiver pairs, "
+                      "whose messages queue one after another")
     if below_bound:
-        reasons.append(f"the formula ({format_time(est)}) is below this fabric's lower bound "
-                       f"({format_time(lower_bound_s)}): it assumes a fabric where every pair of ranks is "
-                       "directly linked, which this one is not")
+        slower.append(f"the formula ({format_time(est)}) is below this fabric's lower bound "
+                      f"({format_time(lower_bound_s)}): it assumes every pair of ranks is directly linked, which "
+                      "they are not here")
+    used = {(t.src, t.dst) for t in schedule.transfers}
+    _, slow = used_link_parameters(topo, used)
+    fast = max((topo.links[k].bandwidth_GBps for k in used if k in topo.links), default=slow)
+    if fast > slow * 1.05 and "hierarchical" not in formula.text:  # a per-tier formula prices each tier itself
+        faster.append(f"the formula prices every send at the slowest link used ({slow:g} GB/s) but some links "
+                      f"carry {fast:g} GB/s")
+    if most_ports > 1:
+        faster.append(f"GPUs send on up to {most_ports} links at once, ports the formula (one partner at a time) "
+                      "does not count")
+    lockstep = any("lockstep" in note for note in schedule.notes)
+    if not lockstep:
+        faster.append("each chunk moves on as soon as it lands (a link is busy only for the bytes; alpha is a "
+                      "delay that overlaps the next send), so rounds overlap where the formula waits for each "
+                      "to finish")
+    is_slower = sim > est
+    reasons, others = (slower, faster) if is_slower else (faster, slower)
     if not reasons:
-        reasons.append("the simulator starts each send as soon as its data and link are ready, so rounds "
-                       "overlap or wait on each other where the formula assumes lock-step rounds")
-    direction = "slower" if sim > est else "faster"
+        reasons = (["sends wait for their data and their link, so the critical path holds more than the "
+                    "formula's rounds"] if is_slower else
+                   ["the sends of a round finish at different times and the next round starts on each link as "
+                    "soon as its own data is there"])
+    direction = "slower" if is_slower else "faster"
     pct = abs(sim / est - 1) * 100
-    return (f"Simulated {format_time(sim)} is {pct:.0f}% {direction} than the formula's {format_time(est)} "
-            f"because " + "; ".join(reasons) + ".")
+    sentence = (f"Simulated {format_time(sim)} is {pct:.0f}% {direction} than the formula's {format_time(est)} "
+                f"because " + "; ".join(reasons) + ".")
+    if others:
+        sentence += " Pulling the other way, by less: " + "; ".join(others) + "."
+    return sentence
