@@ -60,9 +60,6 @@ def test_round_trip_export_import_simulate_keeps_the_finish_time(fabric, alg, co
     if case is None:
         pytest.skip("the algorithm refuses this fabric/collective")
     timeline, xml = case
-    if relays(timeline):  # the executor proves these (test above); reading them back is the importer's part
-        pytest.skip("import reads a receive into scratch as a copy that lands, so a relayed partial sum is "
-                    "counted at the relaying GPU (the importer's scratch handling, issue 26 item 10)")
     again = simulate(import_text(xml, "export.xml", timeline.topology, timeline.collective.size_bytes))
     assert again.verified, again.violations[:1]
     if alg == "forestcoll":  # its link scheduler leaves gaps an as-soon-as-ready replay of the program closes
