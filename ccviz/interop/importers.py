@@ -7,7 +7,8 @@ Once imported, a schedule is judged by the simulator like any synthesized one
   the program is first *executed* by ``ccviz.interop.msccl`` (FIFO matching,
   dependencies, symbolic buffers); each executed send/receive pair becomes
   one transfer per chunk, ordered by its causal depth, so the simulator
-  times it ASAP on the chosen fabric. Without a topology the program runs on
+  times it ASAP on the chosen fabric; a value received into scratch and only
+  sent on is a relay (the relaying GPU keeps its own partial sum). Without a topology the program runs on
   a fully connected fabric of its GPUs; with one, MSCCL GPU ``i`` is the
   topology's ``i``-th GPU and every send must map to a link or a path
   through switches.
