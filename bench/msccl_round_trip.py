@@ -2,7 +2,8 @@
 
 Each case is synthesized at 1 MB (forestcoll with two trees of one piece, what MSCCL's limits hold),
 exported as MSCCL XML, imported on the same fabric and judged again. A ratio of 1 means the round trip
-keeps the synthesized finish time; ``relays`` marks schedules whose partial sums cross other GPUs
+keeps the synthesized finish time (the import's promise on point-to-point fabrics; through switches the XML
+does not say how connections share a GPU->switch link, so the time may differ); ``relays`` marks schedules whose partial sums cross other GPUs
 (imported as relays). Cases an algorithm or the export refuses are listed as refused.
 
     python bench/msccl_round_trip.py [fabric ...]   (default: the fabrics tests/test_msccl_export.py covers,
@@ -28,7 +29,10 @@ def main() -> None:
     print(f"{'fabric':18} {'algorithm':12} {'collective':14} {'relays':>6} {'verified':>8} {'finish ratio':>16}")
     worst = 0.0
     for fabric in args.fabrics:
-        topo = load_topology(fabric)
+        try:
+            topo = load_topology(fabric)
+        except CcvizError as exc:
+            raise SystemExit(str(exc)) from None
         for alg, entry in REGISTRY.items():
             if alg == "teccl" and topo.n_gpus > 4:  # the MILP's solver time
                 continue
