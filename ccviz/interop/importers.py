@@ -7,7 +7,8 @@ Once imported, a schedule is judged by the simulator like any synthesized one
   the program is first *executed* by ``ccviz.interop.msccl`` (FIFO matching,
   dependencies, symbolic buffers); each executed send/receive pair becomes
   one transfer per chunk, ordered by its causal depth, so the simulator
-  times it ASAP on the chosen fabric. Without a topology the program runs on
+  times it ASAP on the chosen fabric; a value received into scratch and only
+  sent on is a relay (the relaying GPU keeps its own partial sum). Without a topology the program runs on
   a fully connected fabric of its GPUs; with one, MSCCL GPU ``i`` is the
   topology's ``i``-th GPU and every send must map to a link or a path
   through switches.
@@ -161,6 +162,7 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
             signal[(g, tb.id, k)] = nxt
     end: dict[tuple[int, int, int], float] = {}  # (gpu, tb, position) -> time
     arrival_of: dict[int, float] = {}
+    ends: dict[tuple[int, int, int], tuple[int, int]] = {}  # (message, position, piece) -> first, last transfer
     costs = link_costs(topo, chunk_bytes)
     lanes = LaneBook()
     pc = [0] * len(tbs)
@@ -212,14 +214,18 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
             offsets = accumulate((costs[h].delay for h in hops), initial=0.0)
             booking = [(h, costs[h].lanes, offset) for h, offset in zip(hops, offsets, strict=False)]
             last_arrival = ready
+            relayed = {position for position, _, _ in m.relayed}
             for j, value in enumerate(m.values):
                 for piece, chunk in enumerate(chunk_of(value, m)):
                     t = lanes.earliest_start(ready, booking)  # switches on the path forward on arrival
+                    ends[(id(m), j, piece)] = (len(transfers), len(transfers) + len(hops) - 1)
                     for hop, (a, b) in enumerate(hops):
                         start = t
                         lanes.occupy((a, b), costs[(a, b)].lanes, start, costs[(a, b)].busy)
                         t = start + costs[(a, b)].delay
-                        op = "reduce" if ((m.reduce or j in m.folded) and hop == len(hops) - 1) else "copy"
+                        op = "copy"
+                        if hop == len(hops) - 1:
+                            op = "relay" if j in relayed else "reduce" if (m.reduce or j in m.folded) else "copy"
                         transfers.append(Transfer(chunk, a, b, start, t, op, float(m.level)))
                         if hop == 0 and j == 0 and piece == 0:
                             posted = start
@@ -231,7 +237,32 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
             offer(j)
         if m is not None:
             offer(index[(m.recv.gpu, m.recv.tb)])
-    return transfers
+    return _relays_then_continuations(transfers, run, ends)
+
+
+def _relays_then_continuations(transfers: list[Transfer], run: Execution,
+                               ends: dict[tuple[int, int, int], tuple[int, int]]) -> list[Transfer]:
+    """The transfers with each relay's continuation moved right after it (the judge's relay rule,
+    ``ccviz.judge.simulate.relay_continuations``): a value received into scratch and only sent on
+    (``Message.relayed``) lands as ``relay`` at the relaying GPU, which keeps its own partial sum."""
+    after: dict[int, int] = {}  # relay's last transfer -> its continuation's first transfer
+    for m in run.messages:
+        for position, onward, onward_position in m.relayed:
+            nxt = run.messages[onward]
+            piece = 0
+            while (id(m), position, piece) in ends:
+                after[ends[(id(m), position, piece)][1]] = ends[(id(nxt), onward_position, piece)][0]
+                piece += 1
+    if not after:
+        return transfers
+    moved = set(after.values())
+    ordered: list[Transfer] = []
+    for i in range(len(transfers)):
+        k: int | None = i if i not in moved else None
+        while k is not None:  # a relay, its continuation, and on if that relays again
+            ordered.append(transfers[k])
+            k = after.get(k)
+    return ordered
 
 
 def _named_collective(program: Program, collective: str | None) -> Program:

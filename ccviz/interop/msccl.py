@@ -362,6 +362,9 @@ class Message:
     # Positions of ``values`` that land in a slot a later local ``re`` step reduces (msccl-tools' allpairs:
     # receive into scratch, then reduce scratch into the input): the data is combined, not copied.
     folded: frozenset[int] = frozenset()
+    # (position, onward message index, onward position) for each value that landed in scratch and was only
+    # sent on, by exactly one send (a partial sum relayed through this GPU): the receiver never holds it.
+    relayed: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass
@@ -504,6 +507,9 @@ class _Runner:
         self.race_pairs: set[tuple] = set()
         self.landed: dict[tuple, tuple[int, int]] = {}  # slot -> (message index, position) it still holds
         self.folded: dict[int, set[int]] = {}  # message index -> positions a local reduce consumed
+        # (message index, position) landed in scratch -> every use of it there: the sending step and the
+        # position it sends it at, or None for a local use (reduce, copy)
+        self.uses: dict[tuple[int, int], list[tuple[StepRef, int] | None]] = {}
 
     def ref(self, t: int, k: int) -> StepRef:
         g, tb = self.tbs[t]
@@ -633,7 +639,27 @@ class _Runner:
             self.check_postcondition()
         for k, positions in self.folded.items():
             self.result.messages[k] = replace(self.result.messages[k], folded=frozenset(positions))
+        self.mark_relays()
         return self.result
+
+    def use(self, gpu: int, buf: str, off: int, sender: tuple[StepRef, int] | None) -> None:
+        """Note a use of the value in a slot, if it is a message's value landed in scratch."""
+        landed = self.landed.get(self.mem.where(gpu, buf, off))
+        if landed is not None and landed in self.uses:
+            self.uses[landed].append(sender)
+
+    def mark_relays(self) -> None:
+        """Values received into scratch whose only use is one send: relays (``Message.relayed``)."""
+        sent_by = {(m.send.gpu, m.send.tb, m.send.s): k for k, m in enumerate(self.result.messages)}
+        relayed: dict[int, list[tuple[int, int, int]]] = {}
+        for (k, j), uses in self.uses.items():
+            if len(uses) == 1 and uses[0] is not None:
+                ref, position = uses[0]
+                onward = sent_by.get((ref.gpu, ref.tb, ref.s))
+                if onward is not None:
+                    relayed.setdefault(k, []).append((j, onward, position))
+        for k, triples in relayed.items():
+            self.result.messages[k] = replace(self.result.messages[k], relayed=tuple(sorted(triples)))
 
     def conn_in(self, t: int) -> tuple[int, int, int]:
         g, tb = self.tbs[t]
@@ -716,6 +742,8 @@ class _Runner:
         for j in range(st.cnt if st.type != "nop" else 0):
             src = self.read(t, clock, ref, g, st.srcbuf, st.srcoff + j) if st.type in (
                 "s", "rrs", "rrc", "rrcs", "cpy", "re") else None
+            if st.type in ("s", "rrs", "rrc", "rrcs", "cpy"):  # a plain send passes it on; the rest use it here
+                self.use(g, st.srcbuf, st.srcoff + j, (ref, j) if st.type == "s" else None)
             if st.type == "s":
                 sent.append(src)
             elif st.type == "r":
@@ -737,6 +765,7 @@ class _Runner:
                     landed = self.landed.get(self.mem.where(g, buf, off))
                     if landed is not None:
                         self.folded.setdefault(landed[0], set()).add(landed[1])
+                    self.use(g, buf, off, None)
                 old = self.read(t, clock, ref, g, st.dstbuf, st.dstoff + j)
                 self.write(t, clock, ref, g, st.dstbuf, st.dstoff + j, _add(old, src))
         if incoming:
@@ -746,8 +775,11 @@ class _Runner:
             self.result.messages.append(Message(
                 tb.recv, g, tb.chan, incoming[1], ref, incoming[0], incoming[2], st.type in REDUCES))
             if st.type in ("r", "rcs"):
+                k_msg = len(self.result.messages) - 1
                 for j in range(st.cnt):
-                    self.landed[self.mem.where(g, st.dstbuf, st.dstoff + j)] = (len(self.result.messages) - 1, j)
+                    self.landed[self.mem.where(g, st.dstbuf, st.dstoff + j)] = (k_msg, j)
+                    if st.dstbuf == "s":  # a value in scratch may be in transit: watch what becomes of it
+                        self.uses[(k_msg, j)] = [(ref, j)] if st.type == "rcs" else []
         if st.type in SENDS:
             out = self.conns[self.conn_out(t)]
             out.queue.append((tuple(sent), list(vc), level, ref))
