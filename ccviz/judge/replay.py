@@ -189,3 +189,27 @@ def replay(schedule: Schedule, engine: str = "ns3", *, mtu: int | None = None,
 
     return replay_ns3.replay_ns3(schedule, mtu=mtu, switch_queue_frames=switch_queue_frames,
                                  progress=progress, stop=stop, time_limit_s=time_limit_s)
+
+
+def replay_lines(result: Replay) -> list[str]:
+    """The replay in words (``ccviz replay`` without ``--json``)."""
+    from ccviz.units import format_size, format_time
+
+    s = result.summary()
+    finish = format_time(s["finish_time_s"]) if s["finish_time_s"] is not None else "did not finish"
+    ratio = f"{s['ratio']:.4f}" if s["ratio"] is not None else "n/a"
+    lines = [
+        f"{s['algorithm']} {s['collective']} on {s['topology']}, size {format_size(s['size_bytes'])}, "
+        f"{s['transfers']} transfers, replayed on {s['engine']} (mtu {s['settings']['mtu']} B)",
+        f"  {s['engine']} finish   {finish}",
+        f"  alpha-beta   {format_time(s['judge_finish_time_s'])}  (the judge)",
+        f"  ratio        {ratio}",
+        f"  bytes        {s['bytes_delivered']} of {s['bytes_expected']} delivered, {s['bytes_lost']} lost"
+        + ("" if s["complete"] else "  INCOMPLETE"),
+        f"  wall         {s['wall_s']:.2f} s",
+    ]
+    for row in result.differing_links(3):
+        lines.append(f"  link {row['src']}->{row['dst']}: busy until {format_time(row['replay_busy_until_s'])} "
+                     f"({s['engine']}) vs {format_time(row['judge_busy_until_s'])} (judge)")
+    lines += [f"  note: {n}" for n in s["notes"]]
+    return lines
