@@ -13,7 +13,6 @@ by cppyy), so nothing runs in Python per frame. Why this transport: docs/replay.
 from __future__ import annotations
 
 import bisect
-import math
 import os
 import threading
 import time
