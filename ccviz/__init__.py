@@ -10,6 +10,7 @@ Library entry points (the app and the CLI call exactly these)::
 
     result = ccviz.run(topo, "allgather", "tacos", size_bytes=1e9)   # all of it, plus the lower bound
     limit = ccviz.bandwidth_limit(topo, "allgather", 1e9)   # the fabric's limit and its bottleneck cut
+    second = ccviz.replay(sched, engine="ns3")   # packet-level replay beside the judge (the ns3 extra)
 
 The names are resolved on first use (module ``__getattr__``): ``import ccviz`` stays instant, so the
 command line does not pay for numpy, networkx or the solvers before it needs them.
@@ -31,6 +32,7 @@ _HOME = {
     "BandwidthLimit": "ccviz.limit", "bandwidth_limit": "ccviz.limit",
     "load_topology": "ccviz.loading", "load_topology_file": "ccviz.loading",
     "RunResult": "ccviz.pipeline", "run": "ccviz.pipeline",
+    "Replay": "ccviz.judge.replay", "replay": "ccviz.judge.replay",
     "Schedule": "ccviz.schedule", "Transfer": "ccviz.schedule",
     "Timeline": "ccviz.simulate", "Violation": "ccviz.simulate", "simulate": "ccviz.simulate",
     "verify": "ccviz.simulate",
@@ -41,10 +43,10 @@ _HOME = {
 }
 
 __all__ = [
-    "COLLECTIVES", "REGISTRY", "BandwidthLimit", "CcvizError", "Chunk", "Collective", "Link", "Node", "RunResult", "Schedule", "SynthOptions",
+    "COLLECTIVES", "REGISTRY", "BandwidthLimit", "CcvizError", "Chunk", "Collective", "Link", "Node", "Replay", "RunResult", "Schedule", "SynthOptions",
     "Timeline", "Topology", "Transfer", "Violation", "algorithms_for", "bandwidth_limit", "custom_collective", "format_size",
     "format_time", "get_algorithm", "load_topology", "load_topology_file", "make_collective", "parse_size",
-    "run", "simulate", "synthesize", "verify",
+    "replay", "run", "simulate", "synthesize", "verify",
 ]
 
 
@@ -77,6 +79,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from ccviz.collectives import COLLECTIVES, Chunk, Collective, custom_collective, make_collective
     from ccviz.errors import CcvizError
+    from ccviz.judge.replay import Replay, replay
     from ccviz.limit import BandwidthLimit, bandwidth_limit
     from ccviz.loading import load_topology, load_topology_file
     from ccviz.pipeline import RunResult, run

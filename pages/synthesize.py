@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ccviz.app import ui, url
+from ccviz.app.replay import replay_section
 from ccviz.app.runs import RunRequest, SynthesisJob
 from ccviz.app.state import (
     clear_errors,
@@ -94,5 +95,7 @@ if entry is not None:
         ui.plot(ui.animation(entry), key="syn_animation")
         st.caption("Press ▶ Play or drag the slider. More views (utilization, who holds what, Gantt, "
                    "step by step) on the Playback page.")
+    with user_errors("replay"):
+        replay_section(entry)  # a packet-level second opinion on ns-3 (the ns3 extra)
 else:
     st.info("Choose a collective and an algorithm, then press **Synthesize**.")
