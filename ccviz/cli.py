@@ -535,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--engine", default="ns3", choices=["ns3"], help="the packet-level simulator (default ns3)")
     rp.add_argument("--mtu", type=int, default=None, help="bytes per frame, 64..65535 (default 65000)")
     rp.add_argument("--switch-queue", type=int, default=None,
-                    help="frames a bufferless switch port queues before dropping (default 1000)")
+                    help="frames a switch port queues before dropping (default: never drops, a lossless fabric)")
     rp.add_argument("--time-limit", type=float, default=None, help="wall-clock seconds; reports what was delivered")
     rp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     rp.add_argument("--json", action="store_true",

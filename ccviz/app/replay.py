@@ -135,5 +135,7 @@ def show_replay(result: Replay) -> None:
                   for r in result.differing_links(5)], hide_index=True)
     for note in s["notes"]:
         st.caption(f"note: {note}")
-    st.caption(f"mtu {s['settings']['mtu']} B, switch port queues {s['settings']['switch_queue_frames']} frames, "
+    queue = s["settings"]["switch_queue_frames"]
+    st.caption(f"mtu {s['settings']['mtu']} B, switch port queues "
+               f"{'lossless' if queue is None else f'{queue} frames'}, "
                f"replayed in {s['wall_s']:.2f} s. Why the two differ: docs/replay.md.")

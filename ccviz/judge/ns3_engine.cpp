@@ -10,8 +10,9 @@
 // WINDOW frames in its device queue, so the link never idles while it has data, and serves its
 // link's transfers first come first served in the order given (the alpha-beta judge's order).
 // A bufferless switch forwards each frame of a flow into it on the flows it feeds as the frame
-// arrives (a copy switch puts a copy on every one: multicast); frames that find a switch port's
-// queue full are dropped and counted as lost. A transfer ends when its last byte has arrived; the
+// arrives (a copy switch puts a copy on every one: multicast) into the out-port's queue: unbounded by
+// default (a lossless fabric, as NVLink and InfiniBand are with credit-based flow control: congestion
+// is queueing delay), or a drop-tail queue of N frames whose drops are counted as lost bytes. A transfer ends when its last byte has arrived; the
 // transfers waiting for it (its chunk at their source) start then.
 namespace ccviz_ns3 {
 
@@ -39,6 +40,7 @@ struct Lane {
     int active = -1;          // the sender flow pushing frames, or -1
     bool filling = false;
     std::vector<int64_t> busy; // merged busy intervals, flattened [start, end, start, end, ...]
+    uint64_t peak_bytes = 0;   // the deepest the device queue got (frames waiting behind the one on the wire)
 };
 
 struct Link {
@@ -227,6 +229,8 @@ private:
                 child.lost += size;
                 lost += size;
             }
+            uint64_t queued = lanes[best].device->GetQueue()->GetNBytes();
+            if (queued > lanes[best].peak_bytes) lanes[best].peak_bytes = queued;
         }
         if (f.received >= f.bytes && f.end_ps < 0) {
             f.end_ps = NowPs();
@@ -283,5 +287,7 @@ std::vector<uint64_t> FlowBytes(Engine* e) {
 }
 
 std::vector<int64_t> LaneBusy(Engine* e, int lane) { return e->lanes[lane].busy; }
+
+uint64_t LanePeakBytes(Engine* e, int lane) { return e->lanes[lane].peak_bytes; }
 
 }  // namespace ccviz_ns3

@@ -32,7 +32,7 @@ class Replay:
 
     engine: str
     timeline: Timeline                      # the judge's verdict on the same schedule
-    finish_time_s: float | None             # last byte landed in the replay (None when it did not finish)
+    finish_time_s: float | None             # postcondition met in the replay (None when it did not finish)
     complete: bool                          # every transfer delivered all its bytes
     bytes_expected: int
     bytes_delivered: int
@@ -45,6 +45,8 @@ class Replay:
     settings: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     stopped: str | None = None              # "stop" or "time limit" when the replay was cut short
+    last_arrival_s: float | None = None     # the replay's last byte landed (redundant sends included)
+    switch_queue_peak_bytes: dict[tuple[int, int], int] = field(default_factory=dict)  # per link out of a switch
 
     @property
     def schedule(self) -> Schedule:
@@ -129,11 +131,14 @@ class Replay:
             "finish_time_s": self.finish_time_s,
             "judge_finish_time_s": self.judge_finish_time_s,
             "ratio": self.ratio,
+            "last_arrival_s": self.last_arrival_s,
+            "judge_last_arrival_s": self.timeline.last_arrival_s,
             "complete": self.complete,
             "bytes_expected": self.bytes_expected,
             "bytes_delivered": self.bytes_delivered,
             "bytes_lost": self.bytes_lost,
             "stopped": self.stopped,
+            "switch_queue_peak_bytes": max(self.switch_queue_peak_bytes.values(), default=None),
             "wall_s": self.wall_s,
             "settings": self.settings,
             "notes": self.notes,
@@ -178,7 +183,7 @@ def replay(schedule: Schedule, engine: str = "ns3", *, mtu: int | None = None,
     """Replay ``schedule`` on ``engine`` and set it beside the alpha-beta judge (see the module docstring).
 
     ``mtu``: bytes per frame (ns-3's point-to-point limit is 65535); ``switch_queue_frames``: frames a
-    bufferless switch port queues before it drops; ``stop`` / ``time_limit_s`` cut a long replay short
+    switch port queues before it drops (None: never drops, a lossless fabric); ``stop`` / ``time_limit_s`` cut a long replay short
     (the result says so and reports what was delivered).
     """
     if engine not in ENGINES:
@@ -206,7 +211,8 @@ def replay_lines(result: Replay) -> list[str]:
         f"  ratio        {ratio}",
         f"  bytes        {s['bytes_delivered']} of {s['bytes_expected']} delivered, {s['bytes_lost']} lost"
         + ("" if s["complete"] else "  INCOMPLETE"),
-        f"  wall         {s['wall_s']:.2f} s",
+        f"  wall         {s['wall_s']:.2f} s"
+        + (f", deepest switch queue {format_size(s['switch_queue_peak_bytes'])}" if s["switch_queue_peak_bytes"] else ""),
     ]
     for row in result.differing_links(3):
         lines.append(f"  link {row['src']}->{row['dst']}: busy until {format_time(row['replay_busy_until_s'])} "

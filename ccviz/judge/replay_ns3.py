@@ -5,7 +5,8 @@ channels (one per directed link and lane: the link's rate, its alpha as the chan
 transfer becomes a stream of raw frames of at most ``mtu`` bytes on its link, started when its chunk has
 fully arrived at its source (the transfers the judge saw land there before it started), links serving
 their transfers in the judge's order. Bufferless switches forward each frame as it arrives (copy
-switches onto every out-link they feed: multicast), with a finite port queue; switches with ``buffer``
+switches onto every out-link they feed: multicast) into port queues that never drop by default (a lossless
+fabric; ``switch_queue_frames`` makes them drop-tail); switches with ``buffer``
 store the whole chunk first. The engine itself is C++ (``ns3_engine.cpp``, compiled once per process
 by cppyy), so nothing runs in Python per frame. Why this transport: docs/replay.md.
 """
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 INSTALL_HINT = "install the ns-3 Python bindings with `pip install \"ccviz[ns3]\"` (or `pip install ns3`)"
 MAX_MTU = 65535  # PointToPointNetDevice's largest frame
 DEFAULT_MTU = 65000
-DEFAULT_SWITCH_QUEUE_FRAMES = 1000
+UNBOUNDED_FRAMES = 2**31 - 1  # a switch port queue that never drops: a lossless fabric
 SENDER_WINDOW = 2  # frames a sender keeps queued on its device: the link never idles between frames
 SLICE_S = 0.25     # wall-clock seconds the simulator runs between progress reports and stop checks
 PS = 1e-12
@@ -103,16 +104,16 @@ def replay_ns3(schedule: Schedule, *, mtu: int | None = None, switch_queue_frame
     mtu = DEFAULT_MTU if mtu is None else mtu
     if isinstance(mtu, bool) or not isinstance(mtu, int) or not 64 <= mtu <= MAX_MTU:
         raise CcvizError(f"mtu: must be a whole number of bytes from 64 to {MAX_MTU}, got {mtu!r}", "mtu")
-    queue = DEFAULT_SWITCH_QUEUE_FRAMES if switch_queue_frames is None else switch_queue_frames
-    if isinstance(queue, bool) or not isinstance(queue, int) or queue < 1:
-        raise CcvizError(f"switch_queue_frames: must be a whole number of frames >= 1, got {queue!r}",
-                         "switch_queue_frames")
+    queue = UNBOUNDED_FRAMES if switch_queue_frames is None else switch_queue_frames
+    if isinstance(queue, bool) or not isinstance(queue, int) or not 1 <= queue <= UNBOUNDED_FRAMES:
+        raise CcvizError(f"switch_queue_frames: must be a whole number of frames >= 1 (omit it for a lossless "
+                         f"fabric), got {queue!r}", "switch_queue_frames")
     timeline = simulate(schedule)
     if not timeline.verified:
         first = timeline.violations[0]
         raise CcvizError(f"schedule: the alpha-beta judge finds {len(timeline.violations)} violation(s) "
                          f"(first: [{first.rule}] {first.message}); replay a valid schedule", "schedule")
-    plan = _Plan(timeline)
+    plan = _Plan(timeline, judge_pairs=not schedule.is_timed)
     gbl = engine_module(progress)
     with _lock:
         return _run(gbl, plan, timeline, mtu, queue, progress, stop, time_limit_s, Progress)
@@ -121,10 +122,12 @@ def replay_ns3(schedule: Schedule, *, mtu: int | None = None, switch_queue_frame
 class _Plan:
     """What the engine is told: per transfer whether a switch forwards it, what it waits for, link order."""
 
-    def __init__(self, timeline: Any) -> None:
+    def __init__(self, timeline: Any, judge_pairs: bool) -> None:
+        """``judge_pairs``: the schedule was untimed, so the judge paired arrivals at bufferless switches
+        with departures by its step rule (``switch_forwards``); a timed one is paired by time here."""
         from ccviz.physics import tol
         from ccviz.schedule import RELAY
-        from ccviz.simulate import relay_continuations
+        from ccviz.simulate import relay_continuations, switch_forwards
 
         schedule = timeline.schedule
         transfers = schedule.transfers
@@ -142,13 +145,19 @@ class _Plan:
         self.feeder: dict[int, int] = {}       # transfer out of a bufferless switch -> the hop it forwards
         self.waits: dict[int, list[int]] = {}  # other transfers -> the arrivals they wait for
         used: set[int] = set()
+        paired = ({child: j for j, children in switch_forwards(schedule).items() for child in children}
+                  if judge_pairs and bufferless else {})
         for i, t in enumerate(transfers):
             arrivals = into.get((t.src, t.chunk), [])
             landed = bisect.bisect_right(arrivals, (start[i] + tol(start[i]), len(transfers)))
-            if t.src in bufferless:
-                candidates = [j for _, j in reversed(arrivals[:landed])]
-                if not nodes[t.src].copy:  # each arrival leaves a non-copy switch once
-                    candidates = [j for j in candidates if j not in used] or candidates
+            if t.src in bufferless and i in paired:
+                self.feeder[i] = paired[i]
+            elif t.src in bufferless:
+                # the judge starts a forwarded hop the instant its arrival lands: pair by that time, an
+                # arrival not yet forwarded first (one arrival per departure; multicast only when none is left)
+                candidates = [j for a, j in reversed(arrivals[:landed]) if abs(a - start[i]) <= tol(start[i])]
+                candidates = [j for j in candidates if j not in used] or (
+                    candidates if nodes[t.src].copy else []) or [j for _, j in reversed(arrivals[:landed])]
                 if not candidates:
                     raise CcvizError(f"transfers[{i}]: chunk {t.chunk} leaves switch {t.src} before any arrival "
                                      "of it; the replay cannot forward it", "transfers")
@@ -232,11 +241,14 @@ def _run(gbl: Any, plan: _Plan, timeline: Any, mtu: int, queue: int,
         times = list(gbl.FlowTimes(engine))
         counts = list(gbl.FlowBytes(engine))
         busy = {key: [] for key in topology.links}
+        peak: dict[tuple[int, int], int] = {}
         for key, lane_ids in lane_of_link.items():
             for lane in lane_ids:
                 flat = list(gbl.LaneBusy(engine, lane))
                 busy[key].extend((flat[k] * PS, flat[k + 1] * PS) for k in range(0, len(flat), 2))
             busy[key].sort()
+            if nodes[key[0]].is_switch:
+                peak[key] = max(int(gbl.LanePeakBytes(engine, lane)) for lane in lane_ids)
     finally:
         gbl.DeleteEngine(engine)
     wall = time.perf_counter() - t0
@@ -253,10 +265,15 @@ def _run(gbl: Any, plan: _Plan, timeline: Any, mtu: int, queue: int,
         lost += dropped
         unfinished += end_ps < 0
     complete = unfinished == 0 and delivered == expected
-    finish = max((e for e in end_s if e is not None), default=0.0) if complete else None
+    last_arrival = max((e for e in end_s if e is not None), default=0.0) if complete else None
+    finish = _finish(timeline, end_s) if complete else None
     if lost:
         notes.append(f"DATA LOST: {lost} B dropped at full switch port queues ({queue} frames); "
                      f"{unfinished} transfer(s) never completed")
+    deepest = max(peak.items(), key=lambda kv: kv[1], default=None)
+    if deepest and deepest[1] > 2 * mtu:
+        notes.append(f"switch ports queued up to {deepest[1]} B (link {deepest[0][0]}->{deepest[0][1]}): flows "
+                     "converged on them, which the alpha-beta judge's bufferless switches never let happen")
     elif unfinished and not stopped:
         notes.append(f"{unfinished} transfer(s) never completed")
     if stopped:
@@ -264,7 +281,34 @@ def _run(gbl: Any, plan: _Plan, timeline: Any, mtu: int, queue: int,
     return Replay(
         engine="ns3", timeline=timeline, finish_time_s=finish, complete=complete, bytes_expected=expected,
         bytes_delivered=delivered, bytes_lost=lost, start_s=start_s, end_s=end_s, link_busy=busy, lanes=lanes,
-        wall_s=wall, notes=notes, stopped=stopped,
-        settings={"mtu": mtu, "switch_queue_frames": queue, "transport": "raw point-to-point frames",
+        wall_s=wall, notes=notes, stopped=stopped, last_arrival_s=last_arrival,
+        switch_queue_peak_bytes=peak,
+        settings={"mtu": mtu, "switch_queue_frames": None if queue == UNBOUNDED_FRAMES else queue,
+                  "transport": "raw point-to-point frames",
                   "import_s": _loaded.get("import_s")},
     )
+
+
+def _finish(timeline: Any, end_s: list[float | None]) -> float:
+    """When the replay meets the collective's postcondition, by the judge's rule: a copied chunk is at a
+    rank on its first arrival there, a reduced one on the last arrival the judge counted (arrivals after
+    the judge's finish are redundant sends, which both runs carry out but neither waits for)."""
+    from ccviz.physics import tol
+    from ccviz.schedule import RELAY
+
+    schedule = timeline.schedule
+    judge_finish = timeline.finish_time_s
+    landed: dict[tuple[int, int], list[tuple[float, float]]] = defaultdict(list)  # (rank, chunk) -> (judge, replay)
+    for i, t in enumerate(schedule.transfers):
+        if t.op != RELAY and end_s[i] is not None:
+            landed[(t.dst, t.chunk)].append((float(timeline.arrival_s[i]), end_s[i]))
+    finish = 0.0
+    for chunk in schedule.collective.chunks:
+        for rank in set(chunk.post) - set(chunk.pre if not chunk.reduce else ()):
+            times = landed.get((rank, chunk.id), [])
+            if chunk.reduce:
+                counted = [e for a, e in times if a <= judge_finish + tol(judge_finish)]
+                finish = max(finish, max(counted, default=0.0))
+            elif times:
+                finish = max(finish, min(e for _, e in times))
+    return finish
