@@ -2,7 +2,8 @@
 
 Sections: (1) one link and a chain from 1 KB to 1 GB; (2) MSCCL's AllGather programs imported and
 replayed from 1 KB to 1 GB (CSC290's experiment, past its 6 MB wall); (3) every AllGather algorithm on
-dgx1, ndv2:chassis=2 and fattree:k=4 at 1 MB and 1 GB; (4) wall time of an 8-GPU and a 64-GPU AllGather
+dgx1, ndv2:chassis=2 and fattree:k=4 (and the fat tree judged under
+switch_hop=teccl) at 1 MB and 1 GB; (4) wall time of an 8-GPU and a 64-GPU AllGather
 at 1 GB. Prints markdown tables; ``--only N`` runs one section, ``--time-limit S`` bounds each synthesis.
 """
 
@@ -70,7 +71,7 @@ def section_msccl() -> None:
 
 def section_algorithms(time_limit: float) -> None:
     print("\n### Every AllGather algorithm, α-β vs ns-3\n\n" + HEADER)
-    for spec in ("dgx1", "ndv2:chassis=2", "fattree:k=4"):
+    for spec in ("dgx1", "ndv2:chassis=2", "fattree:k=4", "fattree:k=4,switch_hop=teccl"):
         topology = ccviz.load_topology(spec)
         for size in (1e6, 1e9):
             for algorithm in ccviz.algorithms_for("allgather"):

@@ -138,3 +138,18 @@ def test_only_the_replay_module_imports_ns3():
     importers = [p.relative_to(REPO).as_posix() for p in (REPO / "ccviz").rglob("*.py")
                  if "from ns import" in p.read_text() or "import ns\n" in p.read_text()]
     assert importers == ["ccviz/judge/replay_ns3.py"]
+
+
+def test_app_replays_a_result_beside_the_judge(ns3):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120).run()
+    at.selectbox(key="syn_algorithm").select("ring").run()
+    at.button(key="syn_run").click().run()
+    at.button(key="replay_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["bytes delivered"] == "100.0%"
+    assert abs(float(shown["ns-3 / α-β"]) - 1) < 0.01
+    assert len(at.get("plotly_chart")) >= 3  # the animation and the two timelines
+    assert at.dataframe, "the links that differ most are not listed"

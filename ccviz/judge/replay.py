@@ -176,16 +176,19 @@ def _binned(intervals: list[Interval], edges: list[float], lanes: int) -> list[f
     return [min(1.0, v) for v in out]
 
 
-def replay(schedule: Schedule, engine: str = "ns3", *, mtu: int | None = None,
+def replay(schedule: Schedule | Timeline | Any, engine: str = "ns3", *, mtu: int | None = None,
            switch_queue_frames: int | None = None,
            progress: Callable[[Progress], None] | None = None, stop: Event | None = None,
            time_limit_s: float | None = None) -> Replay:
-    """Replay ``schedule`` on ``engine`` and set it beside the alpha-beta judge (see the module docstring).
+    """Replay ``schedule`` (or a Timeline's, or a ``ccviz.run`` result's) on ``engine`` beside the alpha-beta
+    judge (see the module docstring).
 
     ``mtu``: bytes per frame (ns-3's point-to-point limit is 65535); ``switch_queue_frames``: frames a
     switch port queues before it drops (None: never drops, a lossless fabric); ``stop`` / ``time_limit_s`` cut a long replay short
     (the result says so and reports what was delivered).
     """
+    schedule = getattr(schedule, "timeline", schedule)  # a RunResult: its judged schedule
+    schedule = getattr(schedule, "schedule", schedule)  # a Timeline: its schedule
     if engine not in ENGINES:
         raise CcvizError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}", "engine")
     if time_limit_s is not None and not (time_limit_s > 0 and math.isfinite(time_limit_s)):
