@@ -113,7 +113,7 @@ def replay_ns3(schedule: Schedule, *, mtu: int | None = None, switch_queue_frame
         first = timeline.violations[0]
         raise CcvizError(f"schedule: the alpha-beta judge finds {len(timeline.violations)} violation(s) "
                          f"(first: [{first.rule}] {first.message}); replay a valid schedule", "schedule")
-    plan = _Plan(timeline, judge_pairs=not schedule.is_timed)
+    plan = _Plan(timeline)
     gbl = engine_module(progress)
     with _lock:
         return _run(gbl, plan, timeline, mtu, queue, progress, stop, time_limit_s, Progress)
@@ -122,9 +122,10 @@ def replay_ns3(schedule: Schedule, *, mtu: int | None = None, switch_queue_frame
 class _Plan:
     """What the engine is told: per transfer whether a switch forwards it, what it waits for, link order."""
 
-    def __init__(self, timeline: Any, judge_pairs: bool) -> None:
-        """``judge_pairs``: the schedule was untimed, so the judge paired arrivals at bufferless switches
-        with departures by its step rule (``switch_forwards``); a timed one is paired by time here."""
+    def __init__(self, timeline: Any) -> None:
+        """A hop out of a bufferless switch forwards the arrival the judge paired it with by its step rule
+        (``switch_forwards``) when the judged times agree (the hop starts as that arrival lands); otherwise
+        (timed schedules, whose steps say nothing) the arrival landing at its start, one not yet forwarded first."""
         from ccviz.physics import tol
         from ccviz.schedule import RELAY
         from ccviz.simulate import relay_continuations, switch_forwards
@@ -145,8 +146,8 @@ class _Plan:
         self.feeder: dict[int, int] = {}       # transfer out of a bufferless switch -> the hop it forwards
         self.waits: dict[int, list[int]] = {}  # other transfers -> the arrivals they wait for
         used: set[int] = set()
-        paired = ({child: j for j, children in switch_forwards(schedule).items() for child in children}
-                  if judge_pairs and bufferless else {})
+        paired = ({child: j for j, children in switch_forwards(schedule).items() for child in children
+                   if abs(arrival[j] - start[child]) <= tol(start[child])} if bufferless else {})
         for i, t in enumerate(transfers):
             arrivals = into.get((t.src, t.chunk), [])
             landed = bisect.bisect_right(arrivals, (start[i] + tol(start[i]), len(transfers)))
