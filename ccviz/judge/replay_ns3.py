@@ -17,7 +17,7 @@ import bisect
 import os
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from threading import Event
@@ -171,8 +171,8 @@ class _Plan:
         # Links serve their own transfers in the judge's order (start time, then list order).
         self.order = sorted(range(len(transfers)), key=lambda i: (start[i], i))
         copies = [s for s in bufferless if nodes[s].copy]
-        multicast = sum(1 for j in set(self.feeder.values())
-                        if transfers[j].dst in copies and sum(1 for f in self.feeder.values() if f == j) > 1)
+        fed = Counter(self.feeder.values())
+        multicast = sum(1 for j, n in fed.items() if n > 1 and transfers[j].dst in copies)
         if multicast:
             self.notes.append(f"{multicast} arrival(s) at copy switches multicast: the switch puts each frame "
                               "on every out-link it feeds")
