@@ -62,6 +62,7 @@ def section_msccl() -> None:
     programs = [("allgather_ring_8", str(FIXTURES / "dgx1_ring_order.json"), "dgx1 (ring order)"),
                 ("allgather_ring_8_2ch", str(FIXTURES / "dgx1_ring_order.json"), "dgx1 (ring order)"),
                 ("allgather_allpairs_8", None, "fully connected"),
+                ("allgather_recursive_doubling_8", "dgx1", "dgx1"),
                 ("allgather_recursive_doubling_8", None, "fully connected")]
     for name, topology, where in programs:
         for size in SIZES:
@@ -87,12 +88,12 @@ def section_algorithms(time_limit: float) -> None:
 
 def section_speed() -> None:
     print("\n### Replay wall time at 1 GB (after the import)\n\n" + HEADER)
-    for spec in ("ring:n=8", "dgx1", "ring:n=64", "torus2d:dims=8x8"):
-        run = ccviz.run(ccviz.load_topology(spec), "allgather", "ring", size_bytes=1e9)
-        t0 = time.perf_counter()
-        result = replay(run.timeline.schedule)
-        print(row(f"ring AllGather on {spec}, 1GB ({len(run.timeline.schedule.transfers)} transfers)", result)
-              + f" <!-- {time.perf_counter() - t0:.1f} s -->", flush=True)
+    for spec, algorithm in (("ring:n=8", "ring"), ("dgx1", "ring"), ("dgx1", "tacos"), ("ring:n=64", "ring"),
+                            ("torus2d:dims=8x8", "ring"), ("torus2d:dims=8x8", "direct")):
+        run = ccviz.run(ccviz.load_topology(spec), "allgather", algorithm, size_bytes=1e9)
+        result = replay(run.timeline.schedule)  # wall: the judge, the plan and the ns-3 run
+        print(row(f"{algorithm} AllGather on {spec}, 1GB ({len(run.timeline.schedule.transfers)} transfers)", result),
+              flush=True)
 
 
 def main() -> None:
