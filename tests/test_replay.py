@@ -101,6 +101,9 @@ def test_stop_cuts_a_long_replay_short(ns3):
     assert result.stopped == "stop" and not result.complete and result.finish_time_s is None
     assert 0 < result.bytes_delivered < result.bytes_expected
     assert any(p.fraction is not None for p in reports)
+    limited = replay(run.timeline.schedule, time_limit_s=0.01)
+    assert limited.stopped == "time limit" and not limited.complete
+    assert any("time limit" in note for note in limited.notes)
 
 
 def test_bad_settings_name_the_field(ns3):

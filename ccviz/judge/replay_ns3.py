@@ -47,7 +47,10 @@ def available() -> bool:
     """Whether the ns-3 bindings can be imported (without importing them: that takes ~20 s)."""
     import importlib.util
 
-    return importlib.util.find_spec("ns") is not None
+    try:
+        return importlib.util.find_spec("ns") is not None
+    except (ImportError, ValueError):  # a broken or blocked installation
+        return False
 
 
 def engine_module(progress: Callable[[Progress], None] | None = None) -> Any:
