@@ -73,14 +73,29 @@ def test_msccl_ring_on_dgx1_at_64mb_delivers_every_byte(ns3):
     assert max(max(v) for v in series["replay"].values()) > 0.9  # the ring's links run flat out
 
 
-def test_copy_switch_multicasts_and_cuts_through(ns3):
+def test_copy_switch_multicasts(ns3):
     """MTEG on a fat tree sends one arrival on several out-links of a copy switch: ns-3 forwards every frame
-    on each as it arrives, so a multi-frame chunk crosses a switch in about one serialization, not two."""
-    run = ccviz.run(ccviz.load_topology("fattree:k=4"), "allgather", "mteg", size_bytes=16e6)
+    on each as it arrives; frames of converging trees queue at switch ports instead of waiting at their
+    source, as the judge's bufferless switches make them, so the replay finishes earlier."""
+    run = ccviz.run(ccviz.load_topology("fattree:k=4"), "allgather", "mteg", size_bytes=1e6)
     result = replay(run.timeline.schedule)
     assert result.complete
     assert any("multicast" in note for note in result.notes)
     assert result.ratio < 0.9
+
+
+def test_bufferless_switches_cut_through_frame_by_frame(ns3):
+    """A chunk of many frames crosses a bufferless switch in about one serialization (the judge's 'paid'
+    rule charges two, 'teccl' one)."""
+    topology = ccviz.load_topology("star:n=2")
+    collective = make_collective("broadcast", topology, 64e6, root=0)
+    switch = next(n for n in topology.nodes if topology.nodes[n].is_switch)
+    schedule = Schedule(topology, collective, [Transfer(0, 0, switch, step=0), Transfer(0, switch, 1, step=1)],
+                        "through a switch")
+    result = replay(schedule)
+    assert result.complete and 0.49 < result.ratio < 0.52
+    cut = replay(Schedule(topology.with_changes(switch_hop="teccl"), collective, schedule.transfers, "teccl"))
+    assert abs(cut.ratio - 1) < 0.01
 
 
 def test_converging_flows_lose_frames_in_a_tiny_switch_queue_and_say_so(ns3):
