@@ -10,6 +10,7 @@ Library entry points (the app and the CLI call exactly these)::
 
     result = ccviz.run(topo, "allgather", "tacos", size_bytes=1e9)   # all of it, plus the lower bound
     limit = ccviz.bandwidth_limit(topo, "allgather", 1e9)   # the fabric's limit and its bottleneck cut
+    second = ccviz.replay(sched, engine="ns3")   # packet-level replay beside the judge (the ns3 extra)
 
 The names are resolved on first use (module ``__getattr__``): ``import ccviz`` stays instant, so the
 command line does not pay for numpy, networkx or the solvers before it needs them.
@@ -37,6 +38,7 @@ _HOME = {
     "Schedule": "ccviz.model.schedule", "Transfer": "ccviz.model.schedule",
     "Timeline": "ccviz.judge.simulate", "Violation": "ccviz.judge.simulate", "simulate": "ccviz.judge.simulate",
     "verify": "ccviz.judge.simulate",
+    "Replay": "ccviz.judge.replay", "replay": "ccviz.judge.replay",
     "REGISTRY": "ccviz.synth", "SynthOptions": "ccviz.synth", "algorithms_for": "ccviz.synth",
     "get_algorithm": "ccviz.synth", "synthesize": "ccviz.synth",
     "Link": "ccviz.model.topology", "Node": "ccviz.model.topology", "Topology": "ccviz.model.topology",
@@ -45,10 +47,10 @@ _HOME = {
 }
 
 __all__ = [
-    "COLLECTIVES", "REGISTRY", "BandwidthLimit", "CcvizError", "Chunk", "Collective", "Link", "Node", "RunResult", "Schedule", "SynthOptions",
+    "COLLECTIVES", "REGISTRY", "BandwidthLimit", "CcvizError", "Chunk", "Collective", "Link", "Node", "Replay", "RunResult", "Schedule", "SynthOptions",
     "Timeline", "Topology", "Transfer", "Violation", "algorithms_for", "bandwidth_limit", "custom_collective", "format_size",
     "format_time", "get_algorithm", "load_topology", "load_topology_file", "make_collective", "parse_size",
-    "run", "simulate", "synthesize", "verify", "explained_cost", "reproduce_explainer",
+    "replay", "run", "simulate", "synthesize", "verify", "explained_cost", "reproduce_explainer",
 ]
 
 
@@ -121,6 +123,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the eager imports
     from ccviz.bounds.limit import BandwidthLimit, bandwidth_limit
     from ccviz.builders.loading import load_topology, load_topology_file
     from ccviz.errors import CcvizError
+    from ccviz.judge.replay import Replay, replay
     from ccviz.judge.simulate import Timeline, Violation, simulate, verify
     from ccviz.model.collectives import COLLECTIVES, Chunk, Collective, custom_collective, make_collective
     from ccviz.model.schedule import Schedule, Transfer

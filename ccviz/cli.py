@@ -1,4 +1,5 @@
-"""The ``ccviz`` command line: synth, verify, list, cost, limit, export, import, execute, reproduce, sweep.
+"""The ``ccviz`` command line: synth, verify, list, cost, limit, export, import, execute, reproduce, sweep,
+replay.
 
 Contracts (the interface automated checks call): ``ccviz synth --json`` prints exactly one JSON
 object on stdout; errors exit non-zero with one clear line on stderr, never a
@@ -407,6 +408,31 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ccviz.judge.replay import replay, replay_lines
+    from ccviz.model.schedule import Schedule
+    from ccviz.synth.registry import Progress
+
+    _positive("time-limit", args.time_limit)
+    schedule = Schedule.load(args.schedule)
+    stop = threading.Event()
+
+    def show_progress(p: Progress) -> None:
+        print(f"[{p.elapsed_s:7.1f}s] {p.text()}", file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: stop, report what was delivered
+    try:
+        result = replay(schedule, args.engine, mtu=args.mtu, switch_queue_frames=args.switch_queue,
+                        progress=None if args.quiet else show_progress, stop=stop, time_limit_s=args.time_limit)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if args.json:
+        print(dumps(result.to_dict()))
+    else:
+        print("\n".join(replay_lines(result)))
+    return 0 if result.complete else 1
+
+
 def cmd_execute(args: argparse.Namespace) -> int:
     from ccviz.interop.msccl import check
 
@@ -599,6 +625,18 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--max-steps", type=int, default=64, help="steps per thread block (64: the build default of RCCL and msccl-executor-nccl; a runtime built with a larger MSCCL_MAX_NUM_STEPS accepts more)")
     ex.add_argument("--json", action="store_true")
     ex.set_defaults(func=cmd_execute)
+
+    rp = sub.add_parser("replay", help="replay a schedule packet by packet on ns-3 beside the alpha-beta judge")
+    rp.add_argument("schedule", help="a ccviz schedule JSON (`ccviz synth --out` or `ccviz import --out`)")
+    rp.add_argument("--engine", default="ns3", choices=["ns3"], help="the packet-level simulator (default ns3)")
+    rp.add_argument("--mtu", type=int, default=None, help="bytes per frame, 64..65535 (default 65000)")
+    rp.add_argument("--switch-queue", type=int, default=None,
+                    help="frames a switch port queues before dropping (default: never drops, a lossless fabric)")
+    rp.add_argument("--time-limit", type=float, default=None, help="wall-clock seconds; reports what was delivered")
+    rp.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    rp.add_argument("--json", action="store_true",
+                    help="one JSON object: finish_time_s, judge_finish_time_s, ratio, link_utilization, ...")
+    rp.set_defaults(func=cmd_replay)
 
     w = sub.add_parser("sweep", help="a grid of runs on Dask: embedded cluster, or any Dask cluster")
     w.add_argument("--topology", action="append", help="repeatable: a file or builder spec (ring:n=8)")

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ccviz.app import ui, url
+from ccviz.app.replay import replay_section
 from ccviz.app.runs import RunRequest, SynthesisJob, cache_line
 from ccviz.app.state import (
     clear_errors,
@@ -112,5 +113,7 @@ if entry is not None:
         st.caption("One frame per dependency step: press ▶ Play or drag the slider (it runs in your browser). "
                    "More views (the animation in time, utilization, who holds what, Gantt) on the Playback page.")
     st.caption(cache_line())
+    with user_errors("replay"):
+        replay_section(entry)  # a packet-level second opinion on ns-3 (the ns3 extra)
 else:
     st.info("Choose a collective and an algorithm, then press **Synthesize**.")

@@ -1,1 +1,2 @@
-"""The only judge: the simulator that times a schedule under the link model and lists its violations."""
+"""The judges of a schedule: the alpha-beta simulator (the only judge of correctness and timing) and,
+optionally, a packet-level replay on ns-3 as a second opinion."""
