@@ -39,10 +39,36 @@ def _run(topology: Topology, collective: Collective, options: SynthOptions, solv
 
 
 def synthesize_teccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """TE-CCL: the MILP where copies help, the LP where they cannot; reductions by reversal."""
+    """TE-CCL: the MILP where copies help, the LP where they cannot; reductions by reversal, or, on a fabric
+    whose switches add, by the in-switch reduction model (``in_switch``), AllReduce fused."""
+    from ccviz.synth.teccl.in_switch import uses_in_switch_reduction
     from ccviz.synth.teccl.synthesizer import solve_copy_or_flow
 
+    if uses_in_switch_reduction(topology, collective):
+        return _in_switch_or_reversal(topology, collective, options)
     return _run(topology, collective, options, solve_copy_or_flow, TecclOptions)
+
+
+def _in_switch_or_reversal(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """The in-switch model with the whole time limit; if it finds no schedule the judge accepts, TE-CCL by
+    reversal (summing at GPUs) with what time is left, saying so."""
+    import time
+
+    from ccviz.synth.teccl.in_switch_solve import solve_in_switch
+    from ccviz.synth.teccl.synthesizer import DEFAULT_TIME_LIMIT_S, solve_copy_or_flow
+
+    started = time.perf_counter()
+    settings = options.settings(TecclOptions)
+    limit = options.time_limit if options.time_limit is not None else DEFAULT_TIME_LIMIT_S
+    schedule, notes = solve_in_switch(topology, collective, replace(options, algorithm_options=settings),
+                                      started + limit, started)
+    if schedule is not None:
+        return schedule
+    left = max(1.0, limit - (time.perf_counter() - started))
+    fallback = _run(topology, collective, replace(options, time_limit=left), solve_copy_or_flow, TecclOptions)
+    fallback.notes = [*notes, "the in-switch reduction model found no verified schedule in time: TE-CCL by "
+                      "reversal, summed at GPUs", *fallback.notes]
+    return fallback
 
 
 def synthesize_teccl_astar(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
