@@ -71,12 +71,21 @@ class InSwitchSolver:
         return int(longest) + max(0, busiest - 1) if longest < math.inf else busiest + 1
 
     def solve(self) -> Schedule | None:
-        """The best verified schedule found in the time, or None (with ``notes`` saying why)."""
-        horizon = max(1, self.start_horizon())
+        """The best verified schedule found in the time, or None (with ``notes`` saying why).
+
+        The greedy pipeline, where it applies, is the first schedule; the MILP then looks for one epoch
+        fewer until that is proven infeasible or time runs out."""
         best: tuple[int, list[tuple[Hop, str]], str, float | None] | None = None
-        proven = False
+        plan = InSwitchGreedy(InSwitchGraph(self.topology, self.grid, self.collective, 0)).run()
+        if plan is not None:
+            best = (plan[3], self.plan_hops(plan), "greedy", None)
+            self.notes.append(f"epoch greedy (NVLS pipeline): {plan[3]} epochs")
+            horizon = plan[3] - 1
+        else:
+            horizon = max(1, self.start_horizon())
+        proven = limited = False
         tries = 0
-        while not self.out_of_time():
+        while horizon >= 1 and not self.out_of_time():
             found = self.solve_at(horizon)
             if found == "infeasible":
                 if best is not None:
@@ -89,18 +98,19 @@ class InSwitchSolver:
                 horizon += max(1, horizon // 8)
                 continue
             if found is None:
+                limited = True
                 break  # out of time without a schedule at this horizon
             hops, used, termination, gap = found
             if best is None or used < best[0]:
                 best = (used, hops, termination, gap)
-            if used <= 1:
-                proven = True
-                break
             horizon = min(horizon, used) - 1
+        if best is not None and horizon < 1:
+            proven = True
         if best is None:
             return None
         used, hops, termination, gap = best
-        status = "optimal" if proven else ("time_limit" if termination in ("time_limit", "interrupted") else "feasible")
+        status = "optimal" if proven else (
+            "time_limit" if limited or termination in ("time_limit", "interrupted") else "feasible")
         self.notes.append(f"in-switch reduction model: {used} epochs of {us_text(self.grid.tau_s)}"
                           + ("; one epoch fewer is proven infeasible" if proven else ""))
         schedule = Schedule(self.topology, self.collective, self.transfers(hops), "teccl", status=status,
@@ -164,6 +174,12 @@ class InSwitchSolver:
                 first[(c, n)] = min(first.get((c, n), k), k)
         return max(first.values(), default=graph.horizon)
 
+    def plan_hops(self, plan: tuple[list[Send], list[Send], list[NodeEpoch], int]) -> list[tuple[Hop, str]]:
+        topo = self.topology
+        up, down, _, _ = plan
+        return [(s, COMBINE if topo.is_switch(s[2]) and topo.nodes[s[2]].reduce else "reduce") for s in up] + [
+            (s, "copy") for s in down]
+
     def transfers(self, hops: list[tuple[Hop, str]]) -> list[Transfer]:
         by_op: dict[str, list[Hop]] = defaultdict(list)
         for hop, op in hops:
@@ -171,6 +187,71 @@ class InSwitchSolver:
         out = [t for op, group in by_op.items() for t in to_transfers(self.topology, self.grid, group, op)]
         out.sort(key=lambda t: (t.step, t.src, t.dst, t.chunk))
         return out
+
+
+class InSwitchGreedy:
+    """The NVLS pipeline in epochs, chunk after chunk: an upper bound on the horizon and the MIP start.
+
+    Each chunk goes through one reducing switch cabled to all its contributors (and, for a fused
+    AllReduce, to every GPU that needs the total): every contributor sends the chunk so that all land
+    together in the earliest epoch L the links allow (``combine``), and the switch sends the sum on at L
+    (to the owner, or multicast). Where no such switch exists it gives up (returns None).
+    """
+
+    def __init__(self, graph_at: InSwitchGraph) -> None:
+        self.topology = graph_at.topology
+        self.grid = graph_at.grid
+        self.collective = graph_at.collective
+        self.probe = graph_at
+        self.used: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
+
+    def fits(self, link: tuple[int, int], k: int) -> bool:
+        """One more chunk on ``link`` from epoch k keeps every window of kappa epochs within capacity."""
+        if k < 0 or link not in self.grid.links:
+            return False
+        le = self.grid.links[link]
+        per = self.used[link]
+        return all(sum(per.get(e, 0) for e in range(w, w + le.kappa)) + 1 <= le.window_slots
+                   for w in range(k - le.kappa + 1, k + 1))
+
+    def run(self) -> tuple[list[Send], list[Send], list[NodeEpoch], int] | None:
+        """(partial-sum sends, total sends, total sites, epochs) or None."""
+        topo, links = self.topology, self.grid.links
+        up: list[Send] = []
+        down: list[Send] = []
+        roots: list[NodeEpoch] = []
+        makespan = 0
+        for c in self.collective.chunks:
+            if not c.reduce or not c.post:
+                continue
+            gather = len(c.post) == 1 and c.post <= c.pre
+            senders = sorted(c.pre - c.post) if gather else sorted(c.pre)
+            best: tuple[int, int] | None = None
+            for s in topo.reducing_switches:
+                if not gather and not topo.nodes[s].copy:
+                    continue
+                if any((g, s) not in links for g in senders) or any((s, d) not in links for d in c.post):
+                    continue
+                land = max(links[(g, s)].offset for g in senders)
+                while land < 10_000 and not (all(self.fits((g, s), land - links[(g, s)].offset) for g in senders)
+                                             and all(self.fits((s, d), land) for d in c.post)):
+                    land += 1
+                if best is None or land < best[0]:
+                    best = (land, s)
+            if best is None:
+                return None
+            land, s = best
+            for g in senders:
+                k = land - links[(g, s)].offset
+                up.append((c.id, g, s, k))
+                self.used[(g, s)][k] += 1
+            for d in sorted(c.post):
+                self.used[(s, d)][land] += 1
+                makespan = max(makespan, land + links[(s, d)].offset)
+                (up if gather else down).append((c.id, s, d, land))
+            owner = next(iter(c.post))
+            roots.append((c.id, owner, land + links[(s, owner)].offset) if gather else (c.id, s, land))
+        return up, down, roots, makespan
 
 
 def prune_total_sends(graph: InSwitchGraph, down: list[Send], roots: list[NodeEpoch]) -> list[Send]:
