@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from ccviz import make_collective, simulate, synthesize
+from ccviz import CcvizError, make_collective, simulate, synthesize
 from ccviz.builders import build
 from ccviz.cli import main
 from ccviz.model.schedule import COMBINE
@@ -24,8 +24,13 @@ def _teccl(spec: str, collective: str, size: float = 1e9):
     return schedule, simulate(schedule)
 
 
-def test_fused_allreduce_adds_in_the_switch_and_beats_the_software_split() -> None:
-    schedule, timeline = _teccl("star:n=4,reduce=true", "allreduce")
+@pytest.fixture(scope="module")
+def fused():
+    return _teccl("star:n=4,reduce=true", "allreduce")
+
+
+def test_fused_allreduce_adds_in_the_switch_and_beats_the_software_split(fused) -> None:
+    schedule, timeline = fused
     assert timeline.verified, timeline.violations[:1]
     hub = schedule.topology.switches[0]
     ups = Counter(t.src for t in schedule.transfers if t.dst == hub)
@@ -47,8 +52,8 @@ def test_reductions_sum_in_the_switch_and_verify(collective: str) -> None:
     assert any("in-switch reduction model" in note for note in schedule.notes)
 
 
-def test_the_judge_rejects_the_schedule_with_a_contribution_combined_twice() -> None:
-    schedule, _ = _teccl("star:n=4,reduce=true", "allreduce")
+def test_the_judge_rejects_the_schedule_with_a_contribution_combined_twice(fused) -> None:
+    schedule, _ = fused
     first = next(t for t in schedule.transfers if t.op == COMBINE)
     doubled = schedule.with_transfers([*schedule.transfers, first._replace(step=first.step + 0.1)])
     assert any(v.rule == "double_count" for v in simulate(doubled).violations)
@@ -81,3 +86,9 @@ def test_cli_teccl_allreduce_on_a_reducing_star(capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["verified"] is True
     assert out["finish_time_s"] < 2 * out["limit_s"]
+
+
+def test_fixed_epochs_too_few_is_one_clear_error() -> None:
+    topo = build("star:n=4,reduce=true")
+    with pytest.raises(CcvizError, match="epochs: no in-switch schedule fits in 1 epochs"):
+        synthesize(topo, make_collective("allreduce", topo, 1e9), "teccl", SynthOptions(time_limit=10, epochs=1))

@@ -44,14 +44,15 @@ def synthesize_teccl(topology: Topology, collective: Collective, options: SynthO
     from ccviz.synth.teccl.in_switch import uses_in_switch_reduction
     from ccviz.synth.teccl.synthesizer import solve_copy_or_flow
 
-    if uses_in_switch_reduction(topology, collective):
+    if uses_in_switch_reduction(topology, collective) and options.settings(TecclOptions).buffer_limit is None:
         return _in_switch_or_reversal(topology, collective, options)
     return _run(topology, collective, options, solve_copy_or_flow, TecclOptions)
 
 
 def _in_switch_or_reversal(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """The in-switch model with the whole time limit; if it finds no schedule the judge accepts, TE-CCL by
-    reversal (summing at GPUs) with what time is left, saying so."""
+    """The in-switch model (the whole time limit where its greedy gives a first schedule, else most of it); if
+    it finds no schedule the judge accepts, TE-CCL by reversal (summing at GPUs) with what time is left, saying
+    so. A buffer limit keeps the reversal, whose model has it."""
     import time
 
     from ccviz.synth.teccl.in_switch_solve import solve_in_switch

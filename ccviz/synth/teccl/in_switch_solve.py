@@ -14,6 +14,7 @@ import math
 import time
 from collections import defaultdict
 
+from ccviz.errors import CcvizError
 from ccviz.judge.simulate import simulate
 from ccviz.model.collectives import Collective
 from ccviz.model.routing import earliest_arrivals
@@ -27,6 +28,7 @@ from ccviz.synth.teccl.in_switch import InSwitchGraph, NodeEpoch, Send, in_switc
 from ccviz.synth.teccl.solve import HighsRun, Interrupted, stop_interrupts
 
 SEARCH_SHARE = 0.5  # of the time left, for one horizon
+NO_GREEDY_SHARE = 0.6  # of the time limit, for the model when no greedy schedule exists (the rest: the reversal)
 MAX_HORIZON_STEPS = 12  # infeasible horizons tried upward before giving up
 MIN_SOLVE_S = 0.5
 
@@ -77,11 +79,14 @@ class InSwitchSolver:
         fewer until that is proven infeasible or time runs out."""
         best: tuple[int, list[tuple[Hop, str]], str, float | None] | None = None
         plan = InSwitchGreedy(InSwitchGraph(self.topology, self.grid, self.collective, 0)).run()
+        if self.options.epochs is not None:
+            return self.solve_fixed_horizon(int(self.options.epochs))
         if plan is not None:
             best = (plan[3], self.plan_hops(plan), "greedy", None)
             self.notes.append(f"epoch greedy (NVLS pipeline): {plan[3]} epochs")
             horizon = plan[3] - 1
         else:
+            self.deadline = self.started + NO_GREEDY_SHARE * (self.deadline - self.started)
             horizon = max(1, self.start_horizon())
         proven = limited = False
         tries = 0
@@ -108,6 +113,24 @@ class InSwitchSolver:
             proven = True
         if best is None:
             return None
+        return self.schedule(best, proven, limited)
+
+    def solve_fixed_horizon(self, horizon: int) -> Schedule | None:
+        """``--epochs K``: the model at exactly K epochs (an error if it is infeasible)."""
+        if horizon < 1:
+            raise CcvizError(f"epochs: need at least 1 epoch, got {horizon}", "epochs")
+        found = self.solve_at(horizon)
+        if found == "infeasible":
+            raise CcvizError(f"epochs: no in-switch schedule fits in {horizon} epochs of {us_text(self.grid.tau_s)}; "
+                             "give more epochs or leave --epochs automatic", "epochs")
+        if found is None:
+            return None
+        hops, used, termination, gap = found
+        return self.schedule((used, hops, termination, gap), False, termination != "optimal")
+
+    def schedule(self, best: tuple[int, list[tuple[Hop, str]], str, float | None], proven: bool,
+                 limited: bool) -> Schedule | None:
+        """The judged schedule of the best plan (None, with a note, if the judge rejects it)."""
         used, hops, termination, gap = best
         status = "optimal" if proven else (
             "time_limit" if limited or termination in ("time_limit", "interrupted") else "feasible")
