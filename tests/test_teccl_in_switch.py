@@ -11,6 +11,7 @@ from ccviz import CcvizError, make_collective, simulate, synthesize
 from ccviz.builders import build
 from ccviz.cli import main
 from ccviz.model.schedule import COMBINE
+from ccviz.model.topology import Link, Node, Topology
 from ccviz.synth.registry import SynthOptions
 from ccviz.synth.teccl.epochs import EpochGrid
 from ccviz.synth.teccl.in_switch import InSwitchGraph, in_switch_model
@@ -92,3 +93,17 @@ def test_fixed_epochs_too_few_is_one_clear_error() -> None:
     topo = build("star:n=4,reduce=true")
     with pytest.raises(CcvizError, match="epochs: no in-switch schedule fits in 1 epochs"):
         synthesize(topo, make_collective("allreduce", topo, 1e9), "teccl", SynthOptions(time_limit=10, epochs=1))
+
+
+def test_a_switch_that_only_forwards_carries_partials_beside_one_that_adds() -> None:
+    """Four GPUs on two switches, one adding (NVLS-like), one that neither adds nor copies: the MILP routes
+    partials through both and beats the greedy pipeline, which uses only the adding switch."""
+    nodes = [Node(i) for i in range(4)] + [Node(4, "switch", reduce=True), Node(5, "switch", copy=False)]
+    links = [link for g in range(4) for s in (4, 5) for link in (Link(g, s, 50.0, 1.0), Link(s, g, 50.0, 1.0))]
+    topo = Topology("two_switches", nodes, links)
+    schedule = synthesize(topo, make_collective("reducescatter", topo, 1e9), "teccl", OPTIONS)
+    assert simulate(schedule).verified
+    ops = {(t.dst, t.op) for t in schedule.transfers}
+    assert (4, COMBINE) in ops and (5, "reduce") in ops
+    greedy = next(note for note in schedule.notes if note.startswith("epoch greedy"))
+    assert schedule.epochs < int(greedy.split(": ")[1].split()[0])
