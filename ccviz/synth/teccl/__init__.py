@@ -6,7 +6,9 @@ epochs), ``time_expanded`` (reachability-pruned index sets), ``bounds``
 upper bound and MIP start), ``model`` (the MILP and the LP), ``solve``
 (HiGHS with limits, callbacks, progress), ``extract`` (pruning, LP path
 decomposition, transfers), ``synthesizer`` (horizon search), ``frame``
-(TE-CCL in the shared frame: reductions by reversal, AllReduce = RS + AG), ``astar`` (rounds).
+(TE-CCL in the shared frame: reductions by reversal, AllReduce = RS + AG), ``astar`` (rounds);
+``in_switch`` and ``in_switch_solve`` (the formulation extended with in-switch reduction, used for
+reductions on fabrics whose switches add).
 ``ccviz.synth.catalog`` declares ``teccl`` and ``teccl-astar`` (and their options); the solver
 modules (Pyomo, HiGHS) load on first use, so listing algorithms stays instant.
 """

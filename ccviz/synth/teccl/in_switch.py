@@ -77,6 +77,7 @@ class InSwitchGraph:
                 first, last = up_from[n], self.horizon - to_post[n]
                 if first < INF:
                     self.roots.extend((c.id, n, k) for k in range(int(first), int(last) + 1))
+            reached: set[int] = set()
             if set(c.post) != set(sites):  # the total travels on to the other GPUs that need it
                 start = {n: int(up_from[n]) for n in sites if up_from[n] < INF}
                 down_from = earliest_arrivals(topo, start, offsets)
@@ -84,7 +85,8 @@ class InSwitchGraph:
                     if down_from[i] < INF and to_post[j] < INF:
                         last = self.horizon - link.offset - to_post[j]
                         self.down.extend((c.id, i, j, k) for k in range(int(down_from[i]), int(last) + 1))
-            gpus_holding = {g for g in topo.gpus if g in c.post or any(s[2] == g for s in self.down if s[0] == c.id)}
+                        reached.add(j)
+            gpus_holding = {g for g in topo.gpus if g in c.post or g in reached}
             gpus_holding |= {n for n in sites if not topo.is_switch(n)}
             for g in sorted(gpus_holding):
                 self.holds.extend((c.id, g, k) for k in range(self.horizon + 1))

@@ -192,8 +192,9 @@ class InSwitchSolver:
     def epochs_used(self, model, graph: InSwitchGraph) -> int:
         """The epoch the last demanded GPU first holds the total."""
         first: dict[tuple[int, int], int] = {}
+        demands = set(graph.demands)
         for (c, n, k), v in model.hold.items():
-            if (v.value or 0) > USED and (c, n) in set(graph.demands):
+            if (v.value or 0) > USED and (c, n) in demands:
                 first[(c, n)] = min(first.get((c, n), k), k)
         return max(first.values(), default=graph.horizon)
 
