@@ -131,7 +131,8 @@ BUILT_IN = (
     ),
     Algorithm(
         "teccl", "ccviz.synth.teccl:synthesize_teccl", TECCL_COLLECTIVES,
-        "TE-CCL multi-commodity flow: MILP (copy) or LP, Pyomo + HiGHS, epoch-optimal with a certificate",
+        "TE-CCL multi-commodity flow: MILP (copy) or LP, Pyomo + HiGHS, epoch-optimal with a certificate; "
+        "on switches that reduce, partial sums added in the switch (AllReduce fused)",
         kind="optimal", options_used=EPOCH_OPTIONS, options=TecclOptions,
     ),
     Algorithm(

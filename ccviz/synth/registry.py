@@ -204,9 +204,10 @@ WHY_NOT_IN_NETWORK = {
                   "then AllGather, whose limits adding in a switch does not lower (only fusing the halves does)",
     "tacos": "its reductions are copy matchings reversed, summed at GPUs, and its AllReduce is ReduceScatter then "
              "AllGather, whose limits adding in a switch does not lower (only fusing the halves does)",
-    "teccl": "its flow formulation has no in-switch sum (extending it is not done here), and its AllReduce is "
-             "ReduceScatter then AllGather, whose limits adding in a switch does not lower",
-    "teccl-astar": "its rounds solve the same formulation as teccl, which has no in-switch sum",
+    "teccl": "its in-switch reduction model found no schedule the judge accepts within the time limit, so this is "
+             "TE-CCL by reversal, summed at GPUs (give more time)",
+    "teccl-astar": "its rounds solve TE-CCL's copy formulation, reductions by reversal summed at GPUs; `-a teccl` "
+                   "models the in-switch sums",
 }
 
 
