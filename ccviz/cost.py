@@ -305,7 +305,7 @@ def _chunked_bandwidth(topology: Topology, collective: Collective, cuts: Iterabl
 
 # The fabric's limit bounds every schedule of these (AllReduce's limit is that of ReduceScatter then
 # AllGather; a schedule reducing on the way, e.g. pipelined trees into a hub, can beat it).
-_LIMIT_BOUNDS = ("allgather", "reducescatter", "broadcast", "reduce")
+_LIMIT_BOUNDS = ("allgather", "reducescatter", "broadcast", "reduce", "alltoall")
 CHUNK_COUNTS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
 

@@ -9,7 +9,8 @@ with B+(S) the bandwidth of the links leaving S (lanes counted): the shards of t
 leave S. ForestColl (Zhao et al., arXiv 2402.06787) shows spanning-tree packings reach it, switches
 included. ReduceScatter is AllGather on the reversed fabric; AllReduce as ReduceScatter then
 AllGather is the sum; Broadcast from r is M over the smallest r->v max flow; Reduce is Broadcast on
-the reversed fabric. Alpha plays no part: the limit is what bandwidth alone allows.
+the reversed fabric. AllToAll's is a maximum concurrent flow LP (``ccviz.bounds.concurrent_flow``).
+Alpha plays no part: the limit is what bandwidth alone allows.
 
 Computed exactly, never by enumerating cuts: Newton (Dinkelbach) iterations on the ratio. At a trial
 ratio t, give every link capacity t * bandwidth and a super-source an edge of capacity 1 to every GPU;
@@ -33,7 +34,7 @@ from ccviz.errors import CcvizError
 from ccviz.topology import Topology
 from ccviz.units import format_size, format_time
 
-LIMITED = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")
+LIMITED = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce", "alltoall")
 _SOURCE = "source"
 _REL = 1e-9  # relative tolerance of a cut "below N" (capacities are products of floats)
 
@@ -62,6 +63,9 @@ class BandwidthLimit:
     cut: Cut
     parts: dict[str, float] = field(default_factory=dict)  # AllReduce: reducescatter / allgather seconds
     part_cuts: dict[str, Cut] = field(default_factory=dict)
+    # AllToAll: the links the concurrent-flow LP's duals price (they bind), and how the LP was solved
+    binding_links: tuple[tuple[int, int], ...] = ()
+    method: str = ""
 
     @property
     def algbw_GBps(self) -> float:
@@ -92,6 +96,9 @@ class BandwidthLimit:
         }
         if self.parts:
             out["parts_s"] = dict(self.parts)
+        if self.collective == "alltoall":
+            out["binding_links"] = [list(link) for link in self.binding_links]
+            out["method"] = f"maximum concurrent flow LP (HiGHS), {self.method}"
         return out
 
 
@@ -442,6 +449,10 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
                          f"{', '.join(LIMITED)}", "collective")
     if not (isinstance(size_bytes, (int, float)) and size_bytes > 0):
         raise CcvizError(f"size: the size must be a positive number of bytes, got {size_bytes!r}", "size")
+    if name == "alltoall":
+        from ccviz.bounds.alltoall_limit import alltoall_limit
+
+        return alltoall_limit(topology, float(size_bytes))
     slots = int(topology.meta.get("buffer_ranks", topology.n_gpus))
     shard = 1.0 / slots  # shard bytes per byte of buffer
     if name in ("allgather", "reducescatter"):
@@ -474,8 +485,8 @@ def limit_is_quick(topology: Topology) -> bool:
 
 def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: int | None = None
                   ) -> BandwidthLimit | None:
-    """The limit where one is defined and quick to compute (summaries show ``null`` for AllToAll,
-    custom demands and fabrics over ``AUTO_LIMIT_GPUS`` GPUs)."""
+    """The limit where one is defined and quick to compute (summaries show ``null`` for custom demands
+    and fabrics over ``AUTO_LIMIT_GPUS`` GPUs)."""
     if str(collective).strip().lower() == "custom" or normalize_name(collective) not in LIMITED:
         return None
     if not limit_is_quick(topology):
@@ -489,7 +500,7 @@ def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | 
         return (f"the fabric's limit is not computed automatically above {AUTO_LIMIT_GPUS} GPUs (it can take "
                 "seconds per collective there); `ccviz limit` computes it")
     if not limit_s:
-        return "no fabric limit is defined for this collective (AllToAll and custom demands)"
+        return "no fabric limit is defined for this collective (custom demands, gather, scatter)"
     if not finish_s:
         return f"the fabric's limit is {format_time(limit_s)} (bandwidth only, alpha ignored)"
     text = (f"{limit_s / finish_s:.1%} of the fabric's limit: the limit is {format_time(limit_s)} "

@@ -1,0 +1,1 @@
+"""Bounds on any schedule: lower bounds and the fabric's limits."""
