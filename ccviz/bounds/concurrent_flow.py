@@ -52,6 +52,7 @@ class ConcurrentFlow:
     flows: np.ndarray | None
     method: str
     solve_s: float
+    translations: Translations | None = None  # set where the LP was reduced by the fabric's symmetry
 
     def binding_links(self) -> list[tuple[int, int]]:
         """Links whose dual price is positive: every optimal flow keeps them full."""
@@ -292,7 +293,7 @@ def concurrent_flow(topology: Topology, *, need_flows: bool = False, symmetry: b
     if total > 0:
         prices = prices / total
     return ConcurrentFlow(value, a.links, a.capacity, prices, list(topology.gpus), flows if need_flows else None,
-                          method, time.perf_counter() - t0)
+                          method, time.perf_counter() - t0, group)
 
 
 def _supplies(a: _Arrays, source_pos: int) -> np.ndarray:
