@@ -21,9 +21,6 @@ alpha dominates, latency-optimal algorithms (bruck, direct) win; Compare shows w
 from __future__ import annotations
 
 import heapq
-import math
-import os
-import sys
 import time
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
@@ -35,11 +32,15 @@ from ccviz.errors import CcvizError
 from ccviz.physics import link_costs
 from ccviz.schedule import Schedule, Transfer
 from ccviz.synth.registry import Progress, SynthOptions
+from ccviz.synth.slotted import slot_eligible, slotted_pipeline
 from ccviz.topology import Topology
 
 TRANSFER_BUDGET = 300_000  # automatic chunks per pair keep the schedule under this many transfers
 CHUNK_CHOICES = (8, 6, 4, 3, 2, 1)
 PATHS_PER_PAIR = 8  # a pair's candidate paths: its largest flows
+SLOT_GRID_GPUS = 64  # up to here a switched fabric whose calendars end above SLOT_GRID_ABOVE x the limit
+SLOT_GRID_ABOVE = 1.05  # also tries ccviz.synth.slotted's grid (slower: it matches every slot's senders)
+MAX_DETOURS = 64  # other switch paths a chain kept waiting may take
 _FLOW_EPS = 1e-9  # flow (in pairs' demands) treated as zero
 _TIME_EPS = 1e-15  # s: bookings that only touch do not overlap
 STOP_EVERY = 20_000  # bookings between two looks at the stop flag
@@ -117,25 +118,36 @@ def _walk_back(flow: np.ndarray, into: dict[int, list[int]], tail: np.ndarray, s
             return links
 
 
-def pair_paths(flow, fabric: _Fabric, gpus: list[int]) -> dict[tuple[int, int], list[tuple[float, list[int]]]]:
-    """Every ordered GPU pair's paths (fraction, link indices), keyed by node positions; on a symmetric
-    fabric source 0's are translated to every source."""
+def pair_paths(flow, fabric: _Fabric, gpus: list[int]
+               ) -> tuple[dict[tuple[int, int], list[tuple[float, list[int]]]], dict[tuple[int, int], int]]:
+    """Every ordered GPU pair's paths (fraction, link indices), keyed by node positions, and its round: on a
+    symmetric fabric source 0's paths are translated to every source and the round is the translation
+    (round r: every GPU sends along a translate of source 0's paths to GPU r), else the round is the rank
+    difference (t - s) mod N."""
     positions = [fabric.index[g] for g in gpus]
     group = flow.translations
     if group is None:
-        out = {}
+        out, rounds = {}, {}
+        rank = {p: i for i, p in enumerate(positions)}
         for row, s in zip(flow.flows, positions, strict=True):
             for t, paths in decompose(fabric, row, s, [p for p in positions if p != s]).items():
                 out[(s, t)] = _top(paths)
-        return out
+                rounds[(s, t)] = (rank[t] - rank[s]) % len(positions)
+        return out, rounds
     s0 = positions[0]
-    base = {t: _top(paths) for t, paths in decompose(fabric, flow.flows[0], s0, positions[1:]).items()}
-    out = {}
-    for g in range(len(positions)):
-        perm, link_perm = group.perms[g], group.link_perm[g]
-        for t, paths in base.items():
-            out[(int(perm[s0]), int(perm[t]))] = [(frac, link_perm[path].tolist()) for frac, path in paths]
-    return out
+    base = decompose(fabric, flow.flows[0], s0, positions[1:])
+    sources = group.perms[:, s0].tolist()
+    out: dict[tuple[int, int], list[tuple[float, list[int]]]] = {}
+    rounds: dict[tuple[int, int], int] = {}
+    for r, (t, paths) in enumerate(base.items(), start=1):
+        dests = group.perms[:, t].tolist()
+        for s, d in zip(sources, dests, strict=True):
+            rounds[(s, d)] = r
+        for fraction, path in _top(paths):
+            moved = group.link_perm[:, path].tolist()  # the path from every source at once
+            for s, d, links in zip(sources, dests, moved, strict=True):
+                out.setdefault((s, d), []).append((fraction, links))
+    return out, rounds
 
 
 def _top(paths: list[tuple[float, list[int]]]) -> list[tuple[float, list[int]]]:
@@ -145,36 +157,35 @@ def _top(paths: list[tuple[float, list[int]]]) -> list[tuple[float, list[int]]]:
     return [(f / total, p) for f, p in kept]
 
 
-def assign_paths(paths: dict[tuple[int, int], list[tuple[float, list[int]]]], pieces: int, capacity: np.ndarray,
-                 seed: int) -> list[tuple[int, int, int, list[int]]]:
-    """(source, dest, piece, links) for every piece of every pair: each piece takes the path of its pair
-    whose busiest link (load over bandwidth, the piece included) is least busy, pairs in a seeded random
-    order; a path is preferred while its pieces are below its LP fraction."""
-    load = np.zeros(len(capacity))
-    inverse = 1.0 / capacity
+def assign_paths(paths: dict[tuple[int, int], list[tuple[float, list[int]]]], rounds: dict[tuple[int, int], int],
+                 pieces: int, capacity: np.ndarray, seed: int) -> list[tuple[int, int, int, list[int]]]:
+    """(source, dest, piece, links) for every piece of every pair, piece by piece and round by round (pairs
+    of a round in a seeded random order): each piece takes the path of its pair whose busiest link (load
+    over bandwidth, the piece included) is least busy; a path is preferred while its pieces are below its
+    LP fraction."""
+    load = [0.0] * len(capacity)
+    inverse = (1.0 / capacity).tolist()
     rng = np.random.default_rng(seed)
     pairs = list(paths)
-    gpu_rank = {s: i for i, s in enumerate(dict.fromkeys(s for s, _ in pairs))}
-    n = len(gpu_rank)
-    rotation = [(gpu_rank[t] - gpu_rank[s]) % n for s, t in pairs]
+    rotation = [rounds[pair] for pair in pairs]
     out = []
     for k in range(pieces):
         shuffled = rng.permutation(len(pairs)).tolist()
-        shuffled.sort(key=rotation.__getitem__)  # round r: every GPU sends to the one r ranks on
+        shuffled.sort(key=rotation.__getitem__)
         for i in shuffled:
             pair = pairs[i]
             options = paths[pair]
-            if len(options) == 1:
-                best = options[0][1]
-            else:
-                best, best_score = None, np.inf
+            best = options[0][1]
+            if len(options) > 1:
+                best_score = np.inf
                 for fraction, links in options:
-                    # a path used beyond its share of the pieces is only a fallback
-                    over = fraction * pieces < k + 1 - 1e-9 and pieces > 1
-                    score = float(((load[links] + 1.0) * inverse[links]).max()) + (1e6 if over else 0.0)
+                    score = max((load[e] + 1.0) * inverse[e] for e in links)
+                    if pieces > 1 and fraction * pieces < k + 1 - 1e-9:
+                        score += 1e6  # a path used beyond its share of the pieces is only a fallback
                     if score < best_score:
                         best, best_score = links, score
-            load[best] += 1.0
+            for e in best:
+                load[e] += 1.0
             out.append((pair[0], pair[1], k, best))
     return out
 
@@ -234,69 +245,62 @@ class LinkCalendars:
             del starts[i + 1], ends[i + 1]
 
 
-def book_chunks(topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[list[int]]]], chunk_bytes: float,
-                stop=None, snap: bool = False) -> tuple[list[Transfer], float]:
-    """Timed transfers for ``routes`` ((chunk id, its paths as link indices, the first preferred), every
-    chunk ready at its source at time 0, and the last arrival.
+def book_chunks(topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[int]]], chunk_bytes: float,
+                order: list[int], stop=None) -> tuple[list[Transfer], float]:
+    """Timed transfers for ``routes`` ((chunk id, its path as link indices), every chunk ready at its source
+    at time 0, and the last arrival.
 
     Events in time order: a chunk at a node that stores (a GPU, a switch with a buffer) books its next
     segment (the hops up to the next such node: one hop, or a chain through bufferless switches) at the
-    earliest time the calendars allow; among chunks ready at the same time the one with the most hops to
-    go first. A chunk whose first segment is a chain takes, of its paths, the one that fits first (and
-    with ``snap`` starts chains on the grid of its first hop's delay, so no chain leaves a sliver of a
-    link no other chunk fits in).
+    earliest time the calendars allow. A chain may go along any switch path of the same length between
+    its first and last switch (``SwitchPaths``): the one that fits first. Among chunks ready at the same
+    time, ``order`` decides (rounds: in round r every GPU sends to a different GPU), on fabrics without
+    chains the chunk with the most hops to go.
     """
     costs = link_costs(topology, chunk_bytes)
     delay = [costs[key].delay for key in fabric.links]
     busy = [costs[key].busy for key in fabric.links]
+    if not any(topology.is_switch(v) and not topology.nodes[v].buffer for _, v in fabric.links):
+        return _book_hops(fabric, routes, delay, busy, [costs[key].lanes for key in fabric.links], stop)
     calendars = LinkCalendars([costs[key].lanes for key in fabric.links])
     head = fabric.head.tolist()
-    stores = [fabric.is_gpu[i] or topology.nodes[n].buffer for i, n in enumerate(fabric.nodes)]
+    stores = [bool(fabric.is_gpu[i]) or topology.nodes[n].buffer for i, n in enumerate(fabric.nodes)]
+    alternatives = SwitchPaths(fabric, stores)
     nodes = fabric.nodes
     link_ends = [(nodes[u], nodes[v]) for u, v in fabric.links]
-    chosen = [paths[0] for _, paths in routes]
-    rotation = os.environ.get("MCF_ORDER") == "rotation"
-    heap = [(0.0, 0 if rotation else -len(paths[0]), seq, 0) for seq, (_, paths) in enumerate(routes)]
+    heap = [(0.0, order[seq], seq, 0) for seq in range(len(routes))]
     heapq.heapify(heap)
+    chosen = [links for _, links in routes]
 
-    def segment(links: list[int], pos: int) -> list[tuple[int, float, float]]:
-        end = pos + 1
-        while not stores[head[links[end - 1]]]:
-            end += 1
+    def timed(chain: list[int]) -> list[tuple[int, float, float]]:
         hops, offset = [], 0.0
-        for e in links[pos:end]:
+        for e in chain:
             hops.append((e, offset, busy[e]))
             offset += delay[e]
         return hops
-
-    def fit(hops: list[tuple[int, float, float]], ready: float) -> tuple[float, list[int]]:
-        if snap and len(hops) > 1:
-            slot = delay[hops[0][0]]
-            while True:
-                start, lanes = calendars.fit(ready, hops)
-                grid = math.ceil(start / slot - 1e-9) * slot
-                if grid <= start + _TIME_EPS:
-                    return start, lanes
-                ready = grid
-        return calendars.fit(ready, hops)
 
     transfers: list[Transfer] = []
     finish = 0.0
     events = 0
     while heap:
-        ready, _, seq, pos = heapq.heappop(heap)
-        cid, paths = routes[seq]
+        ready, rank, seq, pos = heapq.heappop(heap)
+        cid = routes[seq][0]
         links = chosen[seq]
-        hops = segment(links, pos)
-        start, lanes = fit(hops, ready)
-        if pos == 0 and len(hops) > 1 and len(paths) > 1:  # a chain: the path that fits first
-            for other in paths[1:]:
-                other_hops = segment(other, 0)
-                other_start, other_lanes = fit(other_hops, ready)
+        end = pos + 1
+        while not stores[head[links[end - 1]]]:
+            end += 1
+        hops = timed(links[pos:end])
+        start, lanes = calendars.fit(ready, hops)
+        if len(hops) > 1 and start > ready + _TIME_EPS:  # a chain kept waiting: another switch path
+            for other in alternatives.around(links[pos:end]):
+                other_hops = timed(other)
+                other_start, other_lanes = calendars.fit(ready, other_hops)
                 if other_start < start - _TIME_EPS:
-                    links, hops, start, lanes = other, other_hops, other_start, other_lanes
-            chosen[seq] = links
-        end = pos + len(hops)
+                    hops, start, lanes = other_hops, other_start, other_lanes
+                    if start <= ready + _TIME_EPS:
+                        break
+            if hops[0][0] != links[pos] or [h[0] for h in hops] != links[pos:end]:
+                links = chosen[seq] = links[:pos] + [h[0] for h in hops] + links[end:]
         t = start
         for (e, _, hold), lane, step in zip(hops, lanes, range(pos, end), strict=True):
             calendars.book(e, lane, t, t + hold)
@@ -304,9 +308,88 @@ def book_chunks(topology: Topology, fabric: _Fabric, routes: list[tuple[int, lis
             transfers.append(Transfer(cid, u, v, t, t + delay[e], "copy", float(step)))
             t += delay[e]
         if end < len(links):
-            heapq.heappush(heap, (t, -(len(links) - end), seq, end))
+            heapq.heappush(heap, (t, rank, seq, end))
         else:
             finish = max(finish, t)
+        events += 1
+        if stop is not None and events % STOP_EVERY == 0 and stop.is_set():
+            raise CcvizError("stop: mcf was stopped before its schedule was complete (it has no partial "
+                             "schedule to return)", "stop")
+    return transfers, finish
+
+
+class SwitchPaths:
+    """The other ways through the switches: for a chain GPU -> switch ... switch -> GPU, every chain with
+    the same first and last link whose middle is a switch path of the same length (a fat-tree's other
+    aggregation and core switches), at most ``MAX_DETOURS``, found once per pair of switches."""
+
+    def __init__(self, fabric: _Fabric, stores: list[bool]) -> None:
+        self.out: dict[int, list[tuple[int, int]]] = {}
+        for e, (u, v) in enumerate(zip(fabric.tail.tolist(), fabric.head.tolist(), strict=True)):
+            if not stores[u] and not stores[v]:
+                self.out.setdefault(u, []).append((v, e))
+        self.cache: dict[tuple[int, int, int], list[list[int]]] = {}
+        self.tail = fabric.tail.tolist()
+        self.head = fabric.head.tolist()
+
+    def around(self, chain: list[int]) -> list[list[int]]:
+        if len(chain) < 3:
+            return []
+        a, b, hops = self.head[chain[0]], self.tail[chain[-1]], len(chain) - 2
+        key = (a, b, hops)
+        if key not in self.cache:
+            found: list[list[int]] = []
+            self._walk(a, b, hops, [], found)
+            self.cache[key] = found
+        return [[chain[0], *middle, chain[-1]] for middle in self.cache[key] if middle != chain[1:-1]]
+
+    def _walk(self, node: int, target: int, left: int, path: list[int], found: list[list[int]]) -> None:
+        if len(found) >= MAX_DETOURS:
+            return
+        if left == 0:
+            if node == target:
+                found.append(list(path))
+            return
+        for v, e in self.out.get(node, ()):
+            path.append(e)
+            self._walk(v, target, left - 1, path, found)
+            path.pop()
+
+
+def _book_hops(fabric: _Fabric, routes: list[tuple[int, list[int]]], delay: list[float], busy: list[float],
+               lanes: list[int], stop=None) -> tuple[list[Transfer], float]:
+    """``book_chunks`` where every segment is one hop (no bufferless switch): in time order a hop starts
+    when its chunk is there and a lane is free. Nothing is ever booked before an earlier-booked hop's
+    start then, so a lane's calendar is the time it frees up."""
+    free: list = [0.0 if n == 1 else [0.0] * n for n in lanes]
+    nodes = fabric.nodes
+    link_ends = [(nodes[u], nodes[v]) for u, v in fabric.links]
+    paths = [links for _, links in routes]
+    chunk = [cid for cid, _ in routes]
+    heap = [(0.0, -len(p), seq, 0) for seq, p in enumerate(paths)]
+    heapq.heapify(heap)
+    transfers: list[Transfer] = []
+    append = transfers.append
+    finish, events = 0.0, 0
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:
+        ready, togo, seq, pos = pop(heap)
+        e = paths[seq][pos]
+        lane = free[e]
+        if isinstance(lane, float):
+            start = ready if ready > lane else lane
+            free[e] = start + busy[e]
+        else:
+            i = lane.index(min(lane))
+            start = max(ready, lane[i])
+            lane[i] = start + busy[e]
+        u, v = link_ends[e]
+        arrival = start + delay[e]
+        append(Transfer(chunk[seq], u, v, start, arrival, "copy", float(pos)))
+        if togo < -1:
+            push(heap, (arrival, togo + 1, seq, pos + 1))
+        elif arrival > finish:
+            finish = arrival
         events += 1
         if stop is not None and events % STOP_EVERY == 0 and stop.is_set():
             raise CcvizError("stop: mcf was stopped before its schedule was complete (it has no partial "
@@ -320,15 +403,14 @@ class RoutePlan:
     through switches on its slot grid (every slot's senders matched together, detours along other switch
     paths of the same length), direct links whenever free."""
 
-    def __init__(self, topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[list[int]]]],
+    def __init__(self, topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[int]]],
                  urgency: dict[int, float]) -> None:
         sorted_id = {key: i for i, key in enumerate(sorted(topology.links))}
         nodes, head = fabric.nodes, fabric.head
         self.urgency = urgency
         self.source: dict[int, int] = {}
         self.edges: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (chunk, GPU) -> (next GPU, route)
-        for cid, paths in routes:
-            links = paths[0]
+        for cid, links in routes:
             at = nodes[fabric.tail[links[0]]]
             self.source[cid] = at
             route: list[int] = []
@@ -374,38 +456,42 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
     flow = alltoall_flow(topology, need_flows=True)
     fabric = _fabric(topology, flow.links)
     options.report(Progress(time.perf_counter() - t0, f"LP solved in {flow.solve_s:.2f} s; splitting flows into paths"))
-    paths = pair_paths(flow, fabric, topology.gpus)
+    paths, rounds = pair_paths(flow, fabric, topology.gpus)
     n_pairs = len(paths)
     pieces = _pieces(collective, paths, n_pairs)
     if pieces != collective.chunks_per_rank:
         collective = make_collective("alltoall", topology, collective.size_bytes, pieces, collective.root)
     chunk_of = {(c.source, next(iter(c.post)), c.index): c.id for c in collective.chunks}
-    assigned = assign_paths(paths, pieces, flow.capacity_GBps, options.seed or 0)
+    assigned = assign_paths(paths, rounds, pieces, flow.capacity_GBps, options.seed or 0)
     nodes = fabric.nodes
-    routes = [(chunk_of[(nodes[s], nodes[t], k)], [links] + [p for _, p in paths[(s, t)] if p is not links])
-              for s, t, k, links in assigned]
+    routes = [(chunk_of[(nodes[s], nodes[t], k)], links) for s, t, k, links in assigned]
     options.report(Progress(time.perf_counter() - t0, f"booking {len(routes)} chunks on the link calendars"))
-    snap = os.environ.get("MCF_SNAP") == "1"
-    t1 = time.perf_counter()
-    transfers, finish = book_chunks(topology, fabric, routes, collective.chunk_bytes, options.stop, snap)
-    print("calendar", finish / (flow.seconds_per_pair_GB * collective.size_bytes / topology.n_gpus / 1e9), time.perf_counter() - t1, file=sys.stderr)
-    from ccviz.synth.slotted import slot_eligible, slotted_pipeline
-    if topology.switches and slot_eligible(topology):
-        t1 = time.perf_counter()
-        urgency = {cid: -len(paths[0]) for cid, paths in routes}
-        plan = RoutePlan(topology, fabric, routes, urgency)
-        slotted = slotted_pipeline(topology, collective, plan, 0.0)
-        print("slotted", slotted[1] / (flow.seconds_per_pair_GB * collective.size_bytes / topology.n_gpus / 1e9), time.perf_counter() - t1, file=sys.stderr)
-        if slotted is not None and slotted[1] < finish:
-            transfers, finish = slotted
+    # chains through switches hold their links back to back: routes of one length together (shortest
+    # first), so a GPU's in-link is not asked for by a long route and a short one at the same instant
+    order = sorted(range(len(routes)), key=lambda i: (len(routes[i][1]), i))
+    rank = [0] * len(routes)
+    for position, i in enumerate(order):
+        rank[i] = position
+    transfers, finish = book_chunks(topology, fabric, routes, collective.chunk_bytes, rank, options.stop)
     slots = int(topology.meta.get("buffer_ranks", topology.n_gpus))
     limit_s = flow.seconds_per_pair_GB * collective.size_bytes / slots / 1e9
+    how = "booked hop by hop on link calendars"
+    if topology.switches and topology.n_gpus <= SLOT_GRID_GPUS and finish > SLOT_GRID_ABOVE * limit_s \
+            and slot_eligible(topology):
+        options.report(Progress(time.perf_counter() - t0, "trying the slot grid (routes through switches "
+                                                          "matched slot by slot)"))
+        urgency = {cid: -len(links) for cid, links in routes}
+        slotted = slotted_pipeline(topology, collective, RoutePlan(topology, fabric, routes, urgency), 0.0,
+                                   None if options.stop is None else options.stop.is_set)
+        if slotted is not None and slotted[1] < finish:
+            transfers, finish = slotted
+            how = "booked on the slot grid (routes through switches matched slot by slot; it beat the calendars)"
     n_paths = sum(len(p) for p in paths.values())
     notes = [
         f"maximum concurrent flow LP ({flow.method}) solved in {flow.solve_s:.2f} s: limit "
         f"{limit_s * 1e6:.4g} us (bandwidth only, alpha ignored)",
         f"{n_paths} paths over {n_pairs} pairs; {pieces} chunk(s) per pair, each on its pair's least loaded path",
-        f"booked hop by hop on link calendars: estimated finish {finish / limit_s:.3f} x the limit",
+        f"{how}: estimated finish {finish / limit_s:.3f} x the limit",
     ]
     return Schedule(topology, collective, transfers, "mcf", options={"chunks_per_pair": pieces}, status="heuristic",
                     synth_time_s=time.perf_counter() - t0, estimated_finish_s=finish, notes=notes)
