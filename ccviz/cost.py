@@ -321,7 +321,7 @@ def limit_bounds_time(topology: Topology, collective: Collective) -> bool:
         return False
     from ccviz.limit import limit_is_quick
 
-    return (topology.switch_hop == "paid" or not topology.switches) and limit_is_quick(topology)
+    return (topology.switch_hop == "paid" or not topology.switches) and limit_is_quick(topology, collective.name)
 
 
 def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,

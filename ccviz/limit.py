@@ -479,7 +479,13 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
 AUTO_LIMIT_GPUS = 512
 
 
-def limit_is_quick(topology: Topology) -> bool:
+def limit_is_quick(topology: Topology, collective: str | None = None) -> bool:
+    """Whether summaries compute the limit by themselves (AllToAll's LP without a symmetry to shrink it
+    takes minutes at 512 GPUs: up to ``ccviz.bounds.alltoall_limit.AUTO_FULL_LP_GPUS`` there)."""
+    if collective is not None and normalize_name(collective) == "alltoall":
+        from ccviz.bounds.alltoall_limit import alltoall_is_quick
+
+        return topology.n_gpus <= AUTO_LIMIT_GPUS and alltoall_is_quick(topology)
     return topology.n_gpus <= AUTO_LIMIT_GPUS
 
 
@@ -489,7 +495,7 @@ def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: 
     and fabrics over ``AUTO_LIMIT_GPUS`` GPUs)."""
     if str(collective).strip().lower() == "custom" or normalize_name(collective) not in LIMITED:
         return None
-    if not limit_is_quick(topology):
+    if not limit_is_quick(topology, collective):
         return None
     return bandwidth_limit(topology, collective, size_bytes, root)
 

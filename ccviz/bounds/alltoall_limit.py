@@ -16,6 +16,18 @@ from ccviz.bounds.concurrent_flow import ConcurrentFlow, concurrent_flow
 from ccviz.topology import Topology
 
 SWEEP_ROOTS = 64  # GPUs whose dual distances order the swept node sets
+AUTO_FULL_LP_GPUS = 256  # summaries solve the full (unreduced) LP by themselves up to this many GPUs
+
+
+def alltoall_is_quick(topology: Topology) -> bool:
+    """Whether the LP is quick enough for summaries: solved already, reduced by symmetry, or small."""
+    from ccviz.bounds.concurrent_flow import _arrays, find_translations
+    from ccviz.limit import _CACHE
+
+    cached = _CACHE.get(topology, {})
+    if ("alltoall", True) in cached or ("alltoall", False) in cached or topology.n_gpus <= AUTO_FULL_LP_GPUS:
+        return True
+    return find_translations(topology, _arrays(topology)) is not None
 
 
 def alltoall_flow(topology: Topology, need_flows: bool = False) -> ConcurrentFlow:
