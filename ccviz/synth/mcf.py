@@ -292,14 +292,16 @@ def book_chunks(topology: Topology, fabric: _Fabric, routes: list[tuple[int, lis
         hops = timed(links[pos:end])
         start, lanes = calendars.fit(ready, hops)
         if len(hops) > 1 and start > ready + _TIME_EPS:  # a chain kept waiting: another switch path
+            # no path starts before its first link (the GPU's own) is free: the first that can, goes
+            soonest, _ = calendars.fit(ready, hops[:1])
             for other in alternatives.around(links[pos:end]):
+                if start <= soonest + _TIME_EPS:
+                    break
                 other_hops = timed(other)
-                other_start, other_lanes = calendars.fit(ready, other_hops)
+                other_start, other_lanes = calendars.fit(soonest, other_hops)
                 if other_start < start - _TIME_EPS:
                     hops, start, lanes = other_hops, other_start, other_lanes
-                    if start <= ready + _TIME_EPS:
-                        break
-            if hops[0][0] != links[pos] or [h[0] for h in hops] != links[pos:end]:
+            if [h[0] for h in hops] != links[pos:end]:
                 links = chosen[seq] = links[:pos] + [h[0] for h in hops] + links[end:]
         t = start
         for (e, _, hold), lane, step in zip(hops, lanes, range(pos, end), strict=True):
@@ -331,6 +333,7 @@ class SwitchPaths:
         self.cache: dict[tuple[int, int, int], list[list[int]]] = {}
         self.tail = fabric.tail.tolist()
         self.head = fabric.head.tolist()
+        self.hops_to: dict[int, dict[int, int]] = {}  # target switch -> hops from each switch (BFS, lazily)
 
     def around(self, chain: list[int]) -> list[list[int]]:
         if len(chain) < 3:
@@ -339,11 +342,31 @@ class SwitchPaths:
         key = (a, b, hops)
         if key not in self.cache:
             found: list[list[int]] = []
-            self._walk(a, b, hops, [], found)
+            self._walk(a, b, hops, [], found, self._distances_to(b))
             self.cache[key] = found
         return [[chain[0], *middle, chain[-1]] for middle in self.cache[key] if middle != chain[1:-1]]
 
-    def _walk(self, node: int, target: int, left: int, path: list[int], found: list[list[int]]) -> None:
+    def _distances_to(self, target: int) -> dict[int, int]:
+        """Hops from every switch to ``target`` along switch links (a walk never steps out of reach)."""
+        if target not in self.hops_to:
+            into: dict[int, list[int]] = {}
+            for u, outs in self.out.items():
+                for v, _ in outs:
+                    into.setdefault(v, []).append(u)
+            dist, frontier = {target: 0}, [target]
+            while frontier:
+                nxt = []
+                for v in frontier:
+                    for u in into.get(v, ()):
+                        if u not in dist:
+                            dist[u] = dist[v] + 1
+                            nxt.append(u)
+                frontier = nxt
+            self.hops_to[target] = dist
+        return self.hops_to[target]
+
+    def _walk(self, node: int, target: int, left: int, path: list[int], found: list[list[int]],
+              dist: dict[int, int]) -> None:
         if len(found) >= MAX_DETOURS:
             return
         if left == 0:
@@ -351,9 +374,10 @@ class SwitchPaths:
                 found.append(list(path))
             return
         for v, e in self.out.get(node, ()):
-            path.append(e)
-            self._walk(v, target, left - 1, path, found)
-            path.pop()
+            if dist.get(v, left) <= left - 1:
+                path.append(e)
+                self._walk(v, target, left - 1, path, found, dist)
+                path.pop()
 
 
 def _book_hops(fabric: _Fabric, routes: list[tuple[int, list[int]]], delay: list[float], busy: list[float],
