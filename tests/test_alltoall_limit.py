@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,3 +160,14 @@ def test_cli_json(capsys):
         assert key in out
     assert out["collective"] == "alltoall"
     assert out["limit_s"] == pytest.approx(0.01)
+
+
+def test_the_designer_draws_the_alltoall_bottleneck():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120).run()
+    at.switch_page("pages/topology.py").run()
+    at.selectbox(key="topo_cut_of").select("alltoall").run()
+    assert not at.exception and not at.error
+    assert any("alltoall of 1GB cannot finish before" in c.value and "bind in the flow LP" in c.value
+               for c in at.caption), [c.value for c in at.caption]

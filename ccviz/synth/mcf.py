@@ -190,6 +190,34 @@ def assign_paths(paths: dict[tuple[int, int], list[tuple[float, list[int]]]], ro
     return out
 
 
+def matching_rounds(pairs: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:
+    """Per route length, the (source, dest) pairs cut into rounds in which every GPU sends at most one and
+    receives at most one (repeated maximum bipartite matchings, scipy's Hopcroft-Karp): booked round by
+    round, a round's chains do not ask for one in-link at the same instant."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    out: dict[tuple[int, int, int], int] = {}
+    by_length: dict[int, set[tuple[int, int]]] = {}
+    for s, t, length in pairs:
+        by_length.setdefault(length, set()).add((s, t))
+    for length, left in by_length.items():
+        ids = {n: i for i, n in enumerate(sorted({x for pair in left for x in pair}))}
+        r = 0
+        while left:
+            rows = np.array([ids[s] for s, _ in left])
+            cols = np.array([ids[t] for _, t in left])
+            graph = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(ids), len(ids)))
+            match = maximum_bipartite_matching(graph, perm_type="column")
+            names = list(ids)
+            taken = {(names[i], names[j]) for i, j in enumerate(match.tolist()) if j >= 0}
+            for s, t in taken:
+                out[(s, t, length)] = r
+            left -= taken
+            r += 1
+    return out
+
+
 # ------------------------------------------------------------------------------ link calendars
 class LinkCalendars:
     """Per link and lane, the busy intervals in time order (touching bookings merged into one, so a busy
@@ -492,7 +520,12 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
     options.report(Progress(time.perf_counter() - t0, f"booking {len(routes)} chunks on the link calendars"))
     # chains through switches hold their links back to back: routes of one length together (shortest
     # first), so a GPU's in-link is not asked for by a long route and a short one at the same instant
-    order = sorted(range(len(routes)), key=lambda i: (len(routes[i][1]), i))
+    if flow.translations is None:  # no translation rounds: each length's pairs cut into matchings
+        rounds = matching_rounds([(s, t, len(links)) for s, t, _, links in assigned])
+        order = sorted(range(len(routes)), key=lambda i: (len(routes[i][1]), assigned[i][2],
+                                                          rounds[(assigned[i][0], assigned[i][1], len(routes[i][1]))], i))
+    else:
+        order = sorted(range(len(routes)), key=lambda i: (len(routes[i][1]), i))
     rank = [0] * len(routes)
     for position, i in enumerate(order):
         rank[i] = position
