@@ -143,7 +143,7 @@ BUILT_IN = (
         "mcf", "ccviz.synth.mcf:synthesize_mcf", frozenset({"alltoall"}),
         "AllToAll along the flows of its exact limit (maximum concurrent flow LP on HiGHS): flows split into "
         "paths, every pair's data cut into chunks on its least loaded paths, booked hop by hop on link calendars",
-        kind="heuristic", options_used=("seed", "progress", "stop"),
+        kind="heuristic", options_used=("seed", "time_limit", "progress", "stop"),
     ),
 )
 

@@ -538,9 +538,16 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
         options.report(Progress(time.perf_counter() - t0, "trying the slot grid (routes through switches "
                                                           "matched slot by slot)"))
         urgency = {cid: -len(links) for cid, links in routes}
-        slotted = slotted_pipeline(topology, collective, RoutePlan(topology, fabric, routes, urgency), 0.0,
-                                   None if options.stop is None else options.stop.is_set)
-        if slotted is not None and slotted[1] < finish:
+        deadline = None if options.time_limit is None else t0 + options.time_limit
+
+        def give_up() -> bool:  # a stop or the time limit keeps the calendars' schedule
+            return bool((options.stop is not None and options.stop.is_set())
+                        or (deadline is not None and time.perf_counter() > deadline))
+
+        slotted = slotted_pipeline(topology, collective, RoutePlan(topology, fabric, routes, urgency), 0.0, give_up)
+        if slotted is None:
+            how += " (the slot grid tried beside them was cut off by the time limit or Stop)"
+        elif slotted[1] < finish:
             transfers, finish = slotted
             how = "booked on the slot grid (routes through switches matched slot by slot; it beat the calendars)"
     n_paths = sum(len(p) for p in paths.values())
