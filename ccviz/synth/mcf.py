@@ -38,7 +38,7 @@ from ccviz.topology import Topology
 TRANSFER_BUDGET = 300_000  # automatic chunks per pair keep the schedule under this many transfers
 CHUNK_CHOICES = (8, 6, 4, 3, 2, 1)
 PATHS_PER_PAIR = 8  # a pair's candidate paths: its largest flows
-SLOT_GRID_GPUS = 64  # up to here a switched fabric whose calendars end above SLOT_GRID_ABOVE x the limit
+SLOT_GRID_GPUS = 32  # up to here a switched fabric whose calendars end above SLOT_GRID_ABOVE x the limit
 SLOT_GRID_ABOVE = 1.05  # also tries ccviz.synth.slotted's grid (slower: it matches every slot's senders)
 MAX_DETOURS = 64  # other switch paths a chain kept waiting may take
 _FLOW_EPS = 1e-9  # flow (in pairs' demands) treated as zero
