@@ -2,8 +2,8 @@
 
 For each fabric and size: the limit (``ccviz.bandwidth_limit``: the maximum concurrent flow LP, with its
 own computing time) and per algorithm the simulated finish over the limit (1.000 = at the limit), the
-synthesis time (wall and this process's CPU seconds: on a shared machine read CPU, not wall), the
-transfers and the judge's time. TE-CCL runs at 16 GPUs only (its LP grows with epochs x chunks x links).
+synthesis's wall seconds, the whole run's CPU seconds (synthesis, lower bound and judge: on a busy
+machine read CPU, not wall), the wall seconds of the rest (lower bound and judge) and the transfers. TE-CCL runs at 16 GPUs only (its LP grows with epochs x chunks x links).
 
     .venv/bin/python bench/alltoall.py                       # 16 and 64 GPUs, 1 MB and 1 GB
     .venv/bin/python bench/alltoall.py --scale               # mcf and the limit at 432-512 GPUs, 1 GB
@@ -50,7 +50,7 @@ def row(spec: str, algorithm: str, size: float, limit_s: float, time_limit: floa
 
 
 def table(specs: list[str], algorithms: list[str], sizes: list[float], time_limit: float) -> None:
-    print(f"{'fabric':<38} {'alg':<7} {'x limit':>8} {'synth s':>9} {'cpu s':>8} {'judge s':>8} {'transfers':>9} "
+    print(f"{'fabric':<38} {'alg':<7} {'x limit':>8} {'synth s':>9} {'cpu s':>8} {'rest s':>8} {'transfers':>9} "
           f"{'verified':>8}", flush=True)
     for spec in specs:
         topology = load_topology(spec)
