@@ -8,11 +8,15 @@ of its pair's paths, the one whose links are least loaded so far (``assign_paths
 follow the LP's to within a chunk per link). On a fabric the LP reduced by symmetry, source 0's
 paths are decomposed once and translated to every other source.
 
-The chunks are then booked hop by hop on link calendars in time order (``LinkCalendars``,
-``book_chunks``): a chunk leaves a GPU as soon as it has arrived there and a lane of the next link
-is free, the chunk with the most hops still to go first; a route through bufferless switches is
-booked as one chain (each hop starts the instant the previous one lands: a switch stores nothing),
-fitted into the first time every link of the chain is free, gaps between earlier bookings included.
+The chunks are then booked hop by hop in time order (``book_chunks``): on fabrics of direct links a
+chunk leaves a GPU as soon as it has arrived there and a lane of the next link is free, the chunk
+with the most hops still to go first. A route through bufferless switches is booked as one chain
+(each hop starts the instant the previous one lands: a switch stores nothing) on per-link calendars
+(``LinkCalendars``), fitted into the first time every link of the chain is free (gaps included),
+along any switch path of the same length that fits first (``SwitchPaths``); chains of one length
+go together, in rounds in which every GPU sends to a different GPU (the fabric's translations where
+the LP found them, else matchings). Small switched fabrics that end above 1.05 x the limit also try
+``ccviz.synth.slotted``'s slot grid and keep the faster schedule.
 
 What it does not do: latency. The LP is bandwidth only (alpha ignored), so at small sizes, where
 alpha dominates, latency-optimal algorithms (bruck, direct) win; Compare shows where.
