@@ -234,6 +234,15 @@ class LinkCalendars:
 
     def earliest(self, link: int, a: float, busy: float) -> tuple[float, int]:
         """The earliest x >= a at which a lane of ``link`` is free over [x, x + busy), and that lane."""
+        lanes_starts = self.starts[link]
+        if len(lanes_starts) == 1:  # one lane: the common case, without the loop over lanes
+            starts, ends = lanes_starts[0], self.ends[link][0]
+            i = bisect_right(ends, a + _TIME_EPS)
+            n = len(starts)
+            while i < n and starts[i] < a + busy - _TIME_EPS:
+                a = ends[i]
+                i += 1
+            return a, 0
         best, best_lane = np.inf, 0
         for lane, (starts, ends) in enumerate(zip(self.starts[link], self.ends[link], strict=True)):
             x = a
