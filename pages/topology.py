@@ -105,7 +105,7 @@ with figure_col:
     with figure_tab:
         show_cut = st.selectbox("bottleneck cut of", ["none", *LIMITED], index=1, key="topo_cut_of", persist_state="session",
                                 help="the fabric's limit: which links bound the collective (bandwidth only)")
-        if show_cut != "none" and not limit_is_quick(topology):
+        if show_cut != "none" and not limit_is_quick(topology, show_cut):
             st.caption(f"The bottleneck cut is drawn automatically up to {AUTO_LIMIT_GPUS} GPUs (above, it can take "
                        f"seconds); `ccviz limit` computes it for this fabric.")
             show_cut = "none"

@@ -188,11 +188,15 @@ def test_synth_json_has_limit_s(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out)
     assert out["limit_s"] == pytest.approx(1e6 / 4 * 3 / 100e9) and out["finish_time_s"] >= out["limit_s"]
     assert main(["synth", "ring:n=4", "--algorithm", "direct", "--collective", "alltoall", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)  # AllToAll's limit: the concurrent flow LP (ring: N^2 d / 8B)
+    assert out["limit_s"] == pytest.approx(16 * (out["size_bytes"] / 4) / (8 * 50e9))
+    assert out["finish_time_s"] >= out["limit_s"]
+    assert main(["synth", "ring:n=4", "--algorithm", "direct", "--collective", "gather", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["limit_s"] is None
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["limit", "ring:n=4", "--collective", "alltoall"], "no exact limit for alltoall"),
+    (["limit", "ring:n=4", "--collective", "gather"], "no exact limit for gather"),
     (["limit", "ring:n=4", "--size", "0"], "size"),
     (["limit", "ring:n=4", "--collective", "broadcast", "--root", "9"], "root"),
     (["limit", "ring:n=4,bw=0"], "bandwidth"),

@@ -305,8 +305,9 @@ def _chunked_bandwidth(topology: Topology, collective: Collective, cuts: Iterabl
 
 # The fabric's limit bounds every schedule of these (AllReduce's limit is that of ReduceScatter then
 # AllGather; a schedule reducing on the way, e.g. pipelined trees into a hub, can beat it).
-_LIMIT_BOUNDS = ("allgather", "reducescatter", "broadcast", "reduce")
+_LIMIT_BOUNDS = ("allgather", "reducescatter", "broadcast", "reduce", "alltoall")
 CHUNK_COUNTS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+HINT_MAX_CHUNKS = 50_000  # the chunks-to-the-limit hint builds finer collectives only up to this many chunks
 
 
 def limit_bounds_time(topology: Topology, collective: Collective) -> bool:
@@ -321,7 +322,7 @@ def limit_bounds_time(topology: Topology, collective: Collective) -> bool:
         return False
     from ccviz.bounds.limit import limit_is_quick
 
-    return (topology.switch_hop == "paid" or not topology.switches) and limit_is_quick(topology)
+    return (topology.switch_hop == "paid" or not topology.switches) and limit_is_quick(topology, collective.name)
 
 
 def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,
@@ -333,6 +334,8 @@ def _chunks_to_limit(topology: Topology, collective: Collective, limit_s: float,
     for count in CHUNK_COUNTS:
         if count <= collective.chunks_per_rank:
             continue
+        if len(collective.chunks) * count > HINT_MAX_CHUNKS * collective.chunks_per_rank:
+            return None  # too many chunks to build for a hint (AllToAll has N (N - 1) per chunk per rank)
         try:
             finer = make_collective(collective.name, topology, collective.size_bytes, count, collective.root)
         except CcvizError:  # chunks below a byte (tiny buffers): no finer split exists

@@ -9,7 +9,8 @@ with B+(S) the bandwidth of the links leaving S (lanes counted): the shards of t
 leave S. ForestColl (Zhao et al., arXiv 2402.06787) shows spanning-tree packings reach it, switches
 included. ReduceScatter is AllGather on the reversed fabric; AllReduce as ReduceScatter then
 AllGather is the sum; Broadcast from r is M over the smallest r->v max flow; Reduce is Broadcast on
-the reversed fabric. Alpha plays no part: the limit is what bandwidth alone allows.
+the reversed fabric. AllToAll's is a maximum concurrent flow LP (``ccviz.bounds.concurrent_flow``).
+Alpha plays no part: the limit is what bandwidth alone allows.
 
 Switches that add in the network (``Node.reduce``: NVLS, SHARP) change AllReduce only
 (``in_network_allreduce_limit``): each GPU then sends M up and receives M down once, so the limit is
@@ -27,89 +28,31 @@ max flows each settle it.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from ccviz.bounds.cut import CACHE as _CACHE  # noqa: F401  (tests and the AllToAll limit read it)
+from ccviz.bounds.cut import BandwidthLimit, Cut
+from ccviz.bounds.cut import cached as _cached
+from ccviz.bounds.cut import gpu_list as _gpu_list
+from ccviz.bounds.cut import leaving as _leaving
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import normalize_name
 from ccviz.model.topology import Topology
-from ccviz.model.units import format_size, format_time
+from ccviz.model.units import format_time
 
-LIMITED = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")
+LIMITED = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce", "alltoall")
 _SOURCE = "source"
 _REL = 1e-9  # relative tolerance of a cut "below N" (capacities are products of floats)
-
-
-@dataclass(frozen=True)
-class Cut:
-    """A bottleneck: the node set S, the links that leave it and what must cross them.
-
-    ``ratio`` is seconds per byte of the collective's buffer: time = ratio * size.
-    """
-
-    nodes: frozenset[int]
-    links: tuple[tuple[int, int], ...]
-    bandwidth_GBps: float
-    ratio: float
-    words: str
-
-
-@dataclass(frozen=True)
-class BandwidthLimit:
-    """The limit of one collective at one size, with the cut (or cuts, for AllReduce) behind it."""
-
-    collective: str
-    size_bytes: float
-    limit_s: float
-    cut: Cut
-    parts: dict[str, float] = field(default_factory=dict)  # AllReduce: reducescatter / allgather seconds
-    part_cuts: dict[str, Cut] = field(default_factory=dict)
-
-    @property
-    def algbw_GBps(self) -> float:
-        return self.size_bytes / self.limit_s / 1e9
-
-    def explanation(self) -> str:
-        """One paragraph: the limit, why, and that alpha plays no part."""
-        head = (f"{self.collective} of {format_size(self.size_bytes)} cannot finish before "
-                f"{format_time(self.limit_s)} (algbw {self.algbw_GBps:.4g} GB/s)")
-        if self.parts:
-            parts = " + ".join(f"{name} {format_time(t)}" for name, t in self.parts.items())
-            return f"{head} = {parts}: {self.cut.words}. Alpha (per-hop latency) is not part of the limit."
-        return f"{head}: {self.cut.words}. Alpha (per-hop latency) is not part of the limit."
-
-    def to_dict(self) -> dict[str, Any]:
-        """The ``ccviz limit --json`` object."""
-        out: dict[str, Any] = {
-            "limit_s": self.limit_s,
-            "algbw_GBps": self.algbw_GBps,
-            "collective": self.collective,
-            "size_bytes": self.size_bytes,
-            "cut_nodes": sorted(self.cut.nodes),
-            "cut_links": [list(link) for link in self.cut.links],
-            "cut_bandwidth_GBps": self.cut.bandwidth_GBps,
-            "cut_words": self.cut.words,
-            "explanation": self.explanation(),
-            "alpha_ignored": True,
-        }
-        if self.parts:
-            out["parts_s"] = dict(self.parts)
-        return out
 
 
 # ------------------------------------------------------------------------------ max flows
 def _capacities(topology: Topology) -> dict[tuple[int, int], float]:
     """Each link's capacity in GB/s: a link with several lanes carries that many sends at once."""
     return {key: link.bandwidth_GBps * link.lanes for key, link in topology.links.items()}
-
-
-def _leaving(topology: Topology, inside: frozenset[int]) -> list[tuple[int, int]]:
-    return sorted(key for key in topology.links if key[0] in inside and key[1] not in inside)
 
 
 _INT32 = 2**31 - 1  # scipy's maximum_flow works in int32 (larger values wrap silently)
@@ -367,16 +310,6 @@ def min_broadcast_cut(topology: Topology, root: int) -> tuple[float, frozenset[i
 
 
 # ------------------------------------------------------------------------------ the limit
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _cached(topology: Topology, key: tuple, compute):
-    per_topology = _CACHE.setdefault(topology, {})
-    if key not in per_topology:
-        per_topology[key] = compute()
-    return per_topology[key]
-
-
 def _gather_cut(topology: Topology, shard_bytes_per_size: float, reverse: bool) -> Cut:
     """AllGather's cut (or ReduceScatter's: the same on the reversed fabric, reported in real links)."""
     fabric = topology.reversed() if reverse else topology
@@ -407,14 +340,6 @@ def _gather_words(topology: Topology, nodes: frozenset[int], gpus_in: list[int],
         return (f"GPU {inside[0]} must send its contributions to every other GPU's result over its {cables}")
     return (f"the contributions of {_gpu_list(inside)} to the results of {_gpu_list(gpus_in)} must all leave "
             f"the set {{{_node_list(topology, nodes)}}} over its {cables}")
-
-
-def _gpu_list(gpus: list[int]) -> str:
-    if len(gpus) == 1:
-        return f"GPU {gpus[0]}"
-    if len(gpus) <= 6:
-        return "GPUs " + ", ".join(map(str, gpus))
-    return f"{len(gpus)} GPUs"
 
 
 def _node_list(topology: Topology, nodes: frozenset[int]) -> str:
@@ -450,6 +375,10 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
                          f"{', '.join(LIMITED)}", "collective")
     if not (isinstance(size_bytes, (int, float)) and size_bytes > 0):
         raise CcvizError(f"size: the size must be a positive number of bytes, got {size_bytes!r}", "size")
+    if name == "alltoall":
+        from ccviz.bounds.alltoall_limit import alltoall_limit
+
+        return alltoall_limit(topology, float(size_bytes))
     slots = int(topology.meta.get("buffer_ranks", topology.n_gpus))
     shard = 1.0 / slots  # shard bytes per byte of buffer
     if name in ("allgather", "reducescatter"):
@@ -479,17 +408,23 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
 AUTO_LIMIT_GPUS = 512
 
 
-def limit_is_quick(topology: Topology) -> bool:
+def limit_is_quick(topology: Topology, collective: str | None = None) -> bool:
+    """Whether summaries compute the limit by themselves (AllToAll's LP without a symmetry to shrink it
+    takes minutes at 512 GPUs: up to ``ccviz.bounds.alltoall_limit.AUTO_FULL_LP_GPUS`` there)."""
+    if collective is not None and normalize_name(collective) == "alltoall":
+        from ccviz.bounds.alltoall_limit import alltoall_is_quick
+
+        return topology.n_gpus <= AUTO_LIMIT_GPUS and alltoall_is_quick(topology)
     return topology.n_gpus <= AUTO_LIMIT_GPUS
 
 
 def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: int | None = None
                   ) -> BandwidthLimit | None:
-    """The limit where one is defined and quick to compute (summaries show ``null`` for AllToAll,
-    custom demands and fabrics over ``AUTO_LIMIT_GPUS`` GPUs)."""
+    """The limit where one is defined and quick to compute (summaries show ``null`` for custom demands
+    and fabrics over ``AUTO_LIMIT_GPUS`` GPUs)."""
     if str(collective).strip().lower() == "custom" or normalize_name(collective) not in LIMITED:
         return None
-    if not limit_is_quick(topology):
+    if not limit_is_quick(topology, collective):
         return None
     return bandwidth_limit(topology, collective, size_bytes, root)
 
@@ -500,7 +435,7 @@ def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | 
         return (f"the fabric's limit is not computed automatically above {AUTO_LIMIT_GPUS} GPUs (it can take "
                 "seconds per collective there); `ccviz limit` computes it")
     if not limit_s:
-        return "no fabric limit is defined for this collective (AllToAll and custom demands)"
+        return "no fabric limit is defined for this collective (custom demands, gather, scatter)"
     if not finish_s:
         return f"the fabric's limit is {format_time(limit_s)} (bandwidth only, alpha ignored)"
     text = (f"{limit_s / finish_s:.1%} of the fabric's limit: the limit is {format_time(limit_s)} "

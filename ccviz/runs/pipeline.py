@@ -36,7 +36,7 @@ class RunResult:
     schedule: Schedule  # as the synthesizer returned it
     timeline: Timeline  # the simulator's replay (timeline.schedule carries real times)
     bound: LowerBound
-    limit: BandwidthLimit | None = None  # the fabric's limit (None for AllToAll and custom demands)
+    limit: BandwidthLimit | None = None  # the fabric's limit (None for custom demands)
 
     @property
     def lower_bound_s(self) -> float:

@@ -140,6 +140,12 @@ BUILT_IN = (
         "TE-CCL A*: rounds of a few epochs solved as small MILPs, rewarding progress toward destinations",
         kind="heuristic", options_used=EPOCH_OPTIONS, options=TecclAstarOptions,
     ),
+    Algorithm(
+        "mcf", "ccviz.synth.mcf:synthesize_mcf", frozenset({"alltoall"}),
+        "AllToAll along the flows of its exact limit (maximum concurrent flow LP on HiGHS): flows split into "
+        "paths, every pair's data cut into chunks on its least loaded paths, booked hop by hop on link calendars",
+        kind="heuristic", options_used=("seed", "time_limit", "progress", "stop"),
+    ),
 )
 
 for _algorithm in BUILT_IN:

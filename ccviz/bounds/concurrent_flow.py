@@ -1,0 +1,364 @@
+"""AllToAll's exact bandwidth limit: the maximum concurrent multi-commodity flow of a uniform demand.
+
+Every ordered GPU pair (s, t) must move ``M / N`` bytes (N GPUs, M the send buffer). Whatever the
+schedule, the bytes that cross a link in time T are at most T x its bandwidth, so the fastest any
+schedule finishes is the smallest T for which a fractional flow routes every pair's demand within
+T x bandwidth on every link. Relaying through GPUs is allowed (they store), switches only forward
+(flow conservation), and the per-hop alpha plays no part: like every limit in ``ccviz.bounds.limit`` it is
+what bandwidth alone allows.
+
+Solved as one LP on HiGHS with the commodities aggregated by source: the flows of source s form one
+single-source flow that delivers ``M / N`` to each other GPU. N flows of |links| variables each
+instead of N^2 (exact: every source-aggregated flow decomposes into per-pair paths with the same
+link loads). Where the fabric is a Cayley graph of its GPUs (tori, rings, hypercubes, fully
+connected: ``Translations``), the flows of all sources are translates of one, and the LP shrinks to
+one source's flow with a capacity row per link orbit: exact too, by averaging any optimum over the
+group.
+
+The bottleneck comes from the LP's duals: a link's dual price is positive only where it binds (every
+optimal flow fills it). A sweep over the dual distances finds the tightest cut among the node sets
+it orders (for tori the bisection); its bound ``pairs across / bandwidth across`` is a lower bound
+too, and equals the LP where the cut explains the whole limit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ccviz.errors import CcvizError
+from ccviz.model.topology import Topology
+
+BINDING = 1e-7  # a link's dual price (relative to the largest) above which it binds
+
+
+@dataclass(frozen=True)
+class ConcurrentFlow:
+    """The LP's answer for one unit (1 GB) per ordered GPU pair.
+
+    ``seconds_per_pair_GB``: the limit when every pair moves 1 GB (scale by the pair's bytes / 1e9).
+    ``flows[s, e]``: GB of source s's commodity on link ``links[e]`` (rows in ``sources`` order), None
+    when the LP was reduced by symmetry and flows were not asked for.
+    ``prices[e]``: the capacity rows' duals, normalized so that sum(price x bandwidth) = 1.
+    """
+
+    seconds_per_pair_GB: float
+    links: list[tuple[int, int]]
+    capacity_GBps: np.ndarray
+    prices: np.ndarray
+    sources: list[int]
+    flows: np.ndarray | None
+    method: str
+    solve_s: float
+    translations: Translations | None = None  # set where the LP was reduced by the fabric's symmetry
+
+    def binding_links(self) -> list[tuple[int, int]]:
+        """Links whose dual price is positive: every optimal flow keeps them full."""
+        top = float(self.prices.max(initial=0.0))
+        return [self.links[e] for e in np.flatnonzero(self.prices > BINDING * top)] if top > 0 else []
+
+
+# ------------------------------------------------------------------------------ the fabric as arrays
+@dataclass(frozen=True)
+class _Arrays:
+    nodes: list[int]
+    index: dict[int, int]
+    links: list[tuple[int, int]]
+    tail: np.ndarray
+    head: np.ndarray
+    capacity: np.ndarray
+    gpus: np.ndarray  # node positions of the GPUs
+
+
+def _arrays(topology: Topology) -> _Arrays:
+    nodes = list(topology.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    links = list(topology.links)
+    tail = np.array([index[u] for u, _ in links], dtype=np.int64)
+    head = np.array([index[v] for _, v in links], dtype=np.int64)
+    capacity = np.array([topology.links[k].bandwidth_GBps * topology.links[k].lanes for k in links], dtype=float)
+    gpus = np.array([index[g] for g in topology.gpus], dtype=np.int64)
+    return _Arrays(nodes, index, links, tail, head, capacity, gpus)
+
+
+def _incidence(a: _Arrays):
+    """Node x link matrix: +1 where the link leaves the node, -1 where it enters."""
+    from scipy.sparse import csc_matrix
+
+    n_links = len(a.links)
+    rows = np.concatenate([a.tail, a.head])
+    cols = np.concatenate([np.arange(n_links), np.arange(n_links)])
+    vals = np.concatenate([np.ones(n_links), -np.ones(n_links)])
+    return csc_matrix((vals, (rows, cols)), shape=(len(a.nodes), n_links))
+
+
+# ------------------------------------------------------------------------------ symmetry
+class Translations:
+    """A group of fabric automorphisms acting on the GPUs as a regular (simply transitive) group.
+
+    ``perms[g]`` maps node positions to node positions and sends GPU 0 to GPU g (one element per GPU);
+    ``link_perm[g]`` is the same map on links. Found for Cayley graphs by ``find_translations``.
+    """
+
+    def __init__(self, perms: np.ndarray, link_perm: np.ndarray) -> None:
+        self.perms = perms
+        self.link_perm = link_perm
+
+
+def find_translations(topology: Topology, a: _Arrays) -> Translations | None:
+    """Translations of a fabric built on coordinates (tori, rings, hypercubes, fully connected, fat-trees),
+    or None.
+
+    Candidates come from the GPUs' coordinates (``_gpu_group``), carried to the switches by what each
+    switch is nearest to (``_extend_to_switches``); each is then checked to map every link to a link of
+    the same bandwidth, alpha and lanes, so a wrong guess only means the full LP is solved.
+    """
+    n = len(a.gpus)
+    if n < 3 or list(a.gpus) != sorted(a.gpus):
+        return None
+    gpu_perms = _gpu_group(topology, a)
+    if gpu_perms is None:
+        return None
+    perms = _extend_to_switches(a, gpu_perms) if len(a.nodes) > n else a.gpus[gpu_perms]
+    if perms is None:
+        return None
+    n_nodes = len(a.nodes)
+    codes = a.tail * n_nodes + a.head
+    order = np.argsort(codes)
+    sorted_codes = codes[order]
+    attrs = [(topology.links[k].bandwidth_GBps, topology.links[k].alpha_us, topology.links[k].lanes) for k in a.links]
+    kinds = {attr: i for i, attr in enumerate(dict.fromkeys(attrs))}
+    kind = np.array([kinds[attr] for attr in attrs])
+    link_perm = np.empty((n, len(a.links)), dtype=np.int64)
+    for g in range(n):
+        image = perms[g][a.tail] * n_nodes + perms[g][a.head]
+        at = np.minimum(np.searchsorted(sorted_codes, image), len(codes) - 1)
+        if not np.array_equal(sorted_codes[at], image):
+            return None
+        link_perm[g] = order[at]
+        if not np.array_equal(kind[link_perm[g]], kind):
+            return None
+    return Translations(perms, link_perm)
+
+
+def _gpu_group(topology: Topology, a: _Arrays) -> np.ndarray | None:
+    """perms[g][i]: the GPU (as an index into the GPUs) that GPU i goes to under the translation taking
+    GPU 0 to GPU g.
+
+    GPUs in id order are read as mixed-radix coordinates: ``meta['dims']`` (tori, rings; hypercubes,
+    translated by XOR), a fat-tree's (pod, edge switch, port), else a switch-free ring or fully
+    connected fabric as one cyclic coordinate.
+    """
+    n = len(a.gpus)
+    dims = topology.meta.get("dims")
+    switch_free = len(a.nodes) == n
+    degree = len(a.links) / n
+    xor = False
+    if isinstance(dims, (list, tuple)) and dims and int(np.prod(dims)) == n:
+        radix = [int(d) for d in dims]
+        xor = switch_free and all(d == 2 for d in radix)
+    elif isinstance(topology.meta.get("k"), int) and n == topology.meta["k"] ** 3 // 4:
+        k = int(topology.meta["k"])
+        radix = [k, k // 2, k // 2]
+    elif switch_free and degree in (2, n - 1):  # a ring, or fully connected
+        radix = [n]
+    else:
+        return None
+    coords = np.array(np.unravel_index(np.arange(n), radix)).T
+    perms = np.empty((n, n), dtype=np.int64)
+    for g in range(n):
+        moved = (coords ^ coords[g]) if xor else (coords + coords[g]) % np.array(radix)
+        perms[g] = np.ravel_multi_index(moved.T, radix)
+    return perms
+
+
+def _extend_to_switches(a: _Arrays, gpu_perms: np.ndarray) -> np.ndarray | None:
+    """Node permutations (positions) from GPU permutations: a switch goes to the switch whose nearest GPUs
+    are the images of its own, the k-th of those (in id order) to the k-th; None where none matches."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import shortest_path
+
+    n_nodes, n = len(a.nodes), len(a.gpus)
+    graph = csr_matrix((np.ones(len(a.tail)), (a.tail, a.head)), shape=(n_nodes, n_nodes))
+    is_gpu = np.zeros(n_nodes, dtype=bool)
+    is_gpu[a.gpus] = True
+    switches = np.flatnonzero(~is_gpu)
+    hops = shortest_path(graph, directed=False, unweighted=True, indices=switches)[:, a.gpus]
+    nearest = hops == hops.min(axis=1, keepdims=True)  # switch x GPU
+    by_signature: dict[bytes, list[int]] = {}
+    for row, sw in enumerate(switches):
+        by_signature.setdefault(np.packbits(nearest[row]).tobytes(), []).append(int(sw))
+    rank = {sw: members.index(sw) for members in by_signature.values() for sw in members}
+    perms = np.empty((n, n_nodes), dtype=np.int64)
+    for g in range(n):
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[gpu_perms[g]] = np.arange(n)
+        perms[g, a.gpus] = a.gpus[gpu_perms[g]]
+        moved = nearest[:, inverse]  # the image of each switch's nearest set
+        for row, sw in enumerate(switches):
+            members = by_signature.get(np.packbits(moved[row]).tobytes())
+            if members is None or len(members) <= rank[int(sw)]:
+                return None
+            perms[g, sw] = members[rank[int(sw)]]
+    return perms
+
+
+# ------------------------------------------------------------------------------ the LP
+def _quiet_highs():
+    """A HiGHS instance with its log off; its start-up banner (written to stdout before any option can
+    be set) goes to /dev/null, so ``--json`` prints one JSON object and nothing else."""
+    import os
+    import sys
+
+    import highspy
+
+    sys.stdout.flush()
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    h.setOptionValue("output_flag", False)
+    return h
+
+
+def _solve_lp(cost: np.ndarray, a_matrix, row_lower: np.ndarray, row_upper: np.ndarray, col_upper: np.ndarray,
+              time_limit: float | None, simplex: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
+    """min cost.x subject to row bounds, 0 <= x <= col_upper, on HiGHS; (x, row duals, objective)."""
+    import highspy
+
+    a_matrix = a_matrix.tocsc()
+    a_matrix.sort_indices()
+    lp = highspy.HighsLp()
+    lp.num_col_ = a_matrix.shape[1]
+    lp.num_row_ = a_matrix.shape[0]
+    lp.col_cost_ = cost
+    lp.col_lower_ = np.zeros(lp.num_col_)
+    lp.col_upper_ = col_upper
+    lp.row_lower_ = row_lower
+    lp.row_upper_ = row_upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = a_matrix.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = a_matrix.indices.astype(np.int32)
+    lp.a_matrix_.value_ = a_matrix.data
+    h = _quiet_highs()
+    if not simplex:
+        # the simplex stalls on source-aggregated LPs (52 s on a 4x4x4 torus, 0.3 s by interior point); the
+        # interior point's optimum (no crossover) is exact to its tolerance, about 1e-8 relative
+        h.setOptionValue("solver", "ipm")
+        h.setOptionValue("run_crossover", "off")
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    h.passModel(lp)
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise CcvizError(f"time_limit: the AllToAll flow LP ended {h.modelStatusToString(status)}; "
+                         "give it more time (--time-limit)", "time_limit")
+    solution = h.getSolution()
+    return (np.maximum(np.asarray(solution.col_value, dtype=float), 0.0), np.asarray(solution.row_dual, dtype=float),
+            float(h.getInfo().objective_function_value))
+
+
+def concurrent_flow(topology: Topology, *, need_flows: bool = False, symmetry: bool = True,
+                    time_limit: float | None = None) -> ConcurrentFlow:
+    """The max concurrent flow of 1 GB per ordered GPU pair on ``topology`` (see the module's docstring).
+
+    ``need_flows`` asks for every source's flow (the ``mcf`` synthesizer's input); with a symmetry the
+    flows of the other sources are the translates of source 0's. ``symmetry=False`` always solves the
+    source-aggregated LP in full (tests compare the two).
+    """
+    if topology.n_gpus < 2:
+        raise CcvizError("topology: AllToAll needs at least 2 GPUs", "topology")
+    t0 = time.perf_counter()
+    a = _arrays(topology)
+    group = find_translations(topology, a) if symmetry else None
+    if group is not None:
+        value, prices, flow0 = _symmetric(a, group, time_limit)
+        flows = None
+        if need_flows:
+            flows = np.empty((len(a.gpus), len(a.links)))
+            for g in range(len(a.gpus)):
+                flows[g, group.link_perm[g]] = flow0
+        method = "one source's flow, the others its translates (the fabric's symmetry)"
+    else:
+        value, prices, flows = _aggregated(a, time_limit)
+        method = "commodities aggregated by source"
+    total = float((prices * a.capacity).sum())
+    if total > 0:
+        prices = prices / total
+    return ConcurrentFlow(value, a.links, a.capacity, prices, list(topology.gpus), flows if need_flows else None,
+                          method, time.perf_counter() - t0, group)
+
+
+def _supplies(a: _Arrays, source_pos: int) -> np.ndarray:
+    """Net outflow per node for one source: N-1 at the source, -1 at every other GPU, 0 at switches."""
+    b = np.zeros(len(a.nodes))
+    b[a.gpus] = -1.0
+    b[source_pos] = len(a.gpus) - 1.0
+    return b
+
+
+def _aggregated(a: _Arrays, time_limit: float | None) -> tuple[float, np.ndarray, np.ndarray]:
+    """Variables x[s, e] (source s's flow on link e) and T; min T s.t. conservation and
+    sum_s x[s, e] <= T c_e."""
+    from scipy.sparse import hstack, identity, kron, vstack
+
+    n, n_links = len(a.gpus), len(a.links)
+    incidence = _incidence(a)
+    conservation = kron(identity(n, format="csc"), incidence, format="csc")
+    capacity = kron(np.ones((1, n)), identity(n_links, format="csc"), format="csc")
+    t_column = np.concatenate([np.zeros(conservation.shape[0]), -a.capacity])[:, None]
+    matrix = hstack([vstack([conservation, capacity]), t_column], format="csc")
+    supply = np.concatenate([_supplies(a, s) for s in a.gpus])
+    lower = np.concatenate([supply, np.full(n_links, -np.inf)])
+    upper = np.concatenate([supply, np.zeros(n_links)])
+    cost = np.zeros(n * n_links + 1)
+    cost[-1] = 1.0
+    x, duals, value = _solve_lp(cost, matrix, lower, upper, np.full(n * n_links + 1, np.inf), time_limit)
+    prices = np.abs(duals[-n_links:])
+    return value, prices, x[:-1].reshape(n, n_links)
+
+
+def _symmetric(a: _Arrays, group: Translations, time_limit: float | None) -> tuple[float, np.ndarray, np.ndarray]:
+    """One source's flow y (from GPU 0's position) and T; the load on link e is the sum of y over e's
+    orbit under the group, so sum_{e' in orbit(e)} y[e'] <= T c_e, one row per orbit."""
+    from scipy.sparse import csc_matrix, hstack, vstack
+
+    n_links = len(a.links)
+    orbit = np.full(n_links, -1, dtype=np.int64)
+    n_orbits = 0
+    for e in range(n_links):
+        if orbit[e] < 0:
+            orbit[np.unique(group.link_perm[:, e])] = n_orbits
+            n_orbits += 1
+    # load(e) = sum_g y[g^-1 e]: each link of the orbit is hit |G| / |orbit| times
+    members_count = np.bincount(orbit, minlength=n_orbits)
+    weight = len(group.perms) / members_count[orbit]
+    loads = csc_matrix((weight, (orbit, np.arange(n_links))), shape=(n_orbits, n_links))
+    source = int(a.gpus[0])  # the element g takes it to GPU g
+    incidence = _incidence(a)
+    t_column = np.concatenate([np.zeros(len(a.nodes)), -a.capacity[_first_of(orbit)]])
+    matrix = hstack([vstack([incidence, loads]), t_column[:, None]], format="csc")
+    supply = _supplies(a, source)
+    lower = np.concatenate([supply, np.full(n_orbits, -np.inf)])
+    upper = np.concatenate([supply, np.zeros(n_orbits)])
+    cost = np.zeros(n_links + 1)
+    cost[-1] = 1.0
+    y, duals, value = _solve_lp(cost, matrix, lower, upper, np.full(n_links + 1, np.inf), time_limit, simplex=True)
+    orbit_price = np.abs(duals[len(a.nodes):])
+    prices = orbit_price[orbit] * weight / len(group.perms)  # spread over the orbit's links
+    return value, prices, y[:-1]
+
+
+def _first_of(orbit: np.ndarray) -> np.ndarray:
+    """A link of each orbit (its first), in orbit order."""
+    first = np.full(orbit.max() + 1, -1, dtype=np.int64)
+    for e in range(len(orbit) - 1, -1, -1):
+        first[orbit[e]] = e
+    return first

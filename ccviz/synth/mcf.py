@@ -1,0 +1,574 @@
+"""mcf: AllToAll along the flows of its exact limit, cut into chunks and booked link by link.
+
+The maximum concurrent flow LP (``ccviz.bounds.concurrent_flow``) says how much of every pair's
+data each link carries at the limit. Here each source's flow is split into paths to each
+destination (``decompose``: walk back from the destination along the largest in-flow, cancel a
+cycle when one appears), every pair's ``M / N`` bytes are cut into chunks and each chunk takes one
+of its pair's paths, the one whose links are least loaded so far (``assign_paths``: the loads then
+follow the LP's to within a chunk per link). On a fabric the LP reduced by symmetry, source 0's
+paths are decomposed once and translated to every other source.
+
+The chunks are then booked hop by hop in time order (``book_chunks``): on fabrics of direct links a
+chunk leaves a GPU as soon as it has arrived there and a lane of the next link is free, the chunk
+with the most hops still to go first. A route through bufferless switches is booked as one chain
+(each hop starts the instant the previous one lands: a switch stores nothing) on per-link calendars
+(``LinkCalendars``), fitted into the first time every link of the chain is free (gaps included),
+along any switch path of the same length that fits first (``SwitchPaths``); chains of one length
+go together, in rounds in which every GPU sends to a different GPU (the fabric's translations where
+the LP found them, else matchings). Small switched fabrics that end above 1.05 x the limit also try
+``ccviz.synth.slotted``'s slot grid and keep the faster schedule.
+
+What it does not do: latency. The LP is bandwidth only (alpha ignored), so at small sizes, where
+alpha dominates, latency-optimal algorithms (bruck, direct) win; Compare shows where.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+
+import numpy as np
+
+from ccviz.errors import CcvizError
+from ccviz.model.collectives import Collective, make_collective
+from ccviz.model.physics import link_costs
+from ccviz.model.schedule import Schedule, Transfer
+from ccviz.model.topology import Topology
+from ccviz.synth.registry import Progress, SynthOptions
+from ccviz.synth.slotted import slot_eligible, slotted_pipeline
+
+TRANSFER_BUDGET = 300_000  # automatic chunks per pair keep the schedule under this many transfers
+CHUNK_CHOICES = (8, 6, 4, 3, 2, 1)
+PATHS_PER_PAIR = 8  # a pair's candidate paths: its largest flows
+SLOT_GRID_GPUS = 32  # up to here a switched fabric whose calendars end above SLOT_GRID_ABOVE x the limit
+SLOT_GRID_ABOVE = 1.05  # also tries ccviz.synth.slotted's grid (slower: it matches every slot's senders)
+MAX_DETOURS = 64  # other switch paths a chain kept waiting may take
+_FLOW_EPS = 1e-9  # flow (in pairs' demands) treated as zero
+_TIME_EPS = 1e-15  # s: bookings that only touch do not overlap
+STOP_EVERY = 20_000  # bookings between two looks at the stop flag
+
+
+# ------------------------------------------------------------------------------ flows into paths
+@dataclass(frozen=True)
+class _Fabric:
+    """The topology as positions and link indices (the LP's link order)."""
+
+    nodes: list[int]
+    index: dict[int, int]
+    links: list[tuple[int, int]]
+    tail: np.ndarray
+    head: np.ndarray
+    is_gpu: np.ndarray
+
+
+def _fabric(topology: Topology, links: list[tuple[int, int]]) -> _Fabric:
+    nodes = list(topology.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    is_gpu = np.array([not topology.is_switch(n) for n in nodes])
+    return _Fabric(nodes, index, links, np.array([index[u] for u, _ in links]), np.array([index[v] for _, v in links]),
+                   is_gpu)
+
+
+def decompose(fabric: _Fabric, row: np.ndarray, source: int, dests: list[int]) -> dict[int, list[tuple[float, list[int]]]]:
+    """Source ``source``'s flow (one unit to each of ``dests``, node positions) as paths: per destination
+    a list of (fraction, link indices), fractions summing to 1."""
+    flow = np.where(row > _FLOW_EPS, row, 0.0)
+    into: dict[int, list[int]] = {}
+    for e in np.flatnonzero(flow).tolist():
+        into.setdefault(int(fabric.head[e]), []).append(e)
+    tail = fabric.tail
+    out: dict[int, list[tuple[float, list[int]]]] = {}
+    for t in dests:
+        need, paths = 1.0, []
+        for _ in range(10_000):
+            if need <= 1e-6:
+                break
+            path = _walk_back(flow, into, tail, source, t)
+            if path is None:
+                break
+            amount = min(need, float(flow[path].min()))
+            flow[path] -= amount
+            paths.append((amount, path))
+            need -= amount
+        if not paths:
+            raise CcvizError(f"topology: the flow LP left no path from node {fabric.nodes[source]} to "
+                             f"{fabric.nodes[t]}", "topology")
+        total = sum(amount for amount, _ in paths)
+        out[t] = [(amount / total, path) for amount, path in paths]
+    return out
+
+
+def _walk_back(flow: np.ndarray, into: dict[int, list[int]], tail: np.ndarray, source: int, t: int) -> list[int] | None:
+    """Links of a path source -> t along the largest in-flows, walked back from t; a cycle met on the way
+    is cancelled (its smallest flow taken off every link of it) and the walk starts again."""
+    while True:
+        node, links, seen = t, [], {t: 0}
+        while node != source:
+            candidates = [e for e in into.get(node, ()) if flow[e] > _FLOW_EPS]
+            if not candidates:
+                return None
+            e = max(candidates, key=flow.__getitem__)
+            links.append(e)
+            node = int(tail[e])
+            if node in seen:  # links[seen[node]:] form a cycle: cancel it
+                cycle = links[seen[node]:]
+                flow[cycle] -= flow[cycle].min()
+                break
+            seen[node] = len(links)
+        else:
+            links.reverse()
+            return links
+
+
+def pair_paths(flow, fabric: _Fabric, gpus: list[int]
+               ) -> tuple[dict[tuple[int, int], list[tuple[float, list[int]]]], dict[tuple[int, int], int]]:
+    """Every ordered GPU pair's paths (fraction, link indices), keyed by node positions, and its round: on a
+    symmetric fabric source 0's paths are translated to every source and the round is the translation
+    (round r: every GPU sends along a translate of source 0's paths to GPU r), else the round is the rank
+    difference (t - s) mod N."""
+    positions = [fabric.index[g] for g in gpus]
+    group = flow.translations
+    if group is None:
+        out, rounds = {}, {}
+        rank = {p: i for i, p in enumerate(positions)}
+        for row, s in zip(flow.flows, positions, strict=True):
+            for t, paths in decompose(fabric, row, s, [p for p in positions if p != s]).items():
+                out[(s, t)] = _top(paths)
+                rounds[(s, t)] = (rank[t] - rank[s]) % len(positions)
+        return out, rounds
+    s0 = positions[0]
+    base = decompose(fabric, flow.flows[0], s0, positions[1:])
+    sources = group.perms[:, s0].tolist()
+    out: dict[tuple[int, int], list[tuple[float, list[int]]]] = {}
+    rounds: dict[tuple[int, int], int] = {}
+    for r, (t, paths) in enumerate(base.items(), start=1):
+        dests = group.perms[:, t].tolist()
+        for s, d in zip(sources, dests, strict=True):
+            rounds[(s, d)] = r
+        for fraction, path in _top(paths):
+            moved = group.link_perm[:, path].tolist()  # the path from every source at once
+            for s, d, links in zip(sources, dests, moved, strict=True):
+                out.setdefault((s, d), []).append((fraction, links))
+    return out, rounds
+
+
+def _top(paths: list[tuple[float, list[int]]]) -> list[tuple[float, list[int]]]:
+    """The ``PATHS_PER_PAIR`` largest paths, fractions renormalized."""
+    kept = sorted(paths, key=lambda p: -p[0])[:PATHS_PER_PAIR]
+    total = sum(f for f, _ in kept)
+    return [(f / total, p) for f, p in kept]
+
+
+def assign_paths(paths: dict[tuple[int, int], list[tuple[float, list[int]]]], rounds: dict[tuple[int, int], int],
+                 pieces: int, capacity: np.ndarray, seed: int) -> list[tuple[int, int, int, list[int]]]:
+    """(source, dest, piece, links) for every piece of every pair, piece by piece and round by round (pairs
+    of a round in a seeded random order): each piece takes the path of its pair whose busiest link (load
+    over bandwidth, the piece included) is least busy; a path is preferred while its pieces are below its
+    LP fraction."""
+    load = [0.0] * len(capacity)
+    inverse = (1.0 / capacity).tolist()
+    rng = np.random.default_rng(seed)
+    pairs = list(paths)
+    rotation = [rounds[pair] for pair in pairs]
+    out = []
+    for k in range(pieces):
+        shuffled = rng.permutation(len(pairs)).tolist()
+        shuffled.sort(key=rotation.__getitem__)
+        for i in shuffled:
+            pair = pairs[i]
+            options = paths[pair]
+            best = options[0][1]
+            if len(options) > 1:
+                best_score = np.inf
+                for fraction, links in options:
+                    score = max((load[e] + 1.0) * inverse[e] for e in links)
+                    if pieces > 1 and fraction * pieces < k + 1 - 1e-9:
+                        score += 1e6  # a path used beyond its share of the pieces is only a fallback
+                    if score < best_score:
+                        best, best_score = links, score
+            for e in best:
+                load[e] += 1.0
+            out.append((pair[0], pair[1], k, best))
+    return out
+
+
+def matching_rounds(pairs: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:
+    """Per route length, the (source, dest) pairs cut into rounds in which every GPU sends at most one and
+    receives at most one (repeated maximum bipartite matchings, scipy's Hopcroft-Karp): booked round by
+    round, a round's chains do not ask for one in-link at the same instant."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    out: dict[tuple[int, int, int], int] = {}
+    by_length: dict[int, set[tuple[int, int]]] = {}
+    for s, t, length in pairs:
+        by_length.setdefault(length, set()).add((s, t))
+    for length, left in by_length.items():
+        ids = {n: i for i, n in enumerate(sorted({x for pair in left for x in pair}))}
+        r = 0
+        while left:
+            rows = np.array([ids[s] for s, _ in left])
+            cols = np.array([ids[t] for _, t in left])
+            graph = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(ids), len(ids)))
+            match = maximum_bipartite_matching(graph, perm_type="column")
+            names = list(ids)
+            taken = {(names[i], names[j]) for i, j in enumerate(match.tolist()) if j >= 0}
+            for s, t in taken:
+                out[(s, t, length)] = r
+            left -= taken
+            r += 1
+    return out
+
+
+# ------------------------------------------------------------------------------ link calendars
+class LinkCalendars:
+    """Per link and lane, the busy intervals in time order (touching bookings merged into one, so a busy
+    stretch is one interval); a chain of hops fitted into the first time all of its links are free (gaps
+    left by earlier bookings included)."""
+
+    def __init__(self, lanes: list[int]) -> None:
+        self.starts = [[[] for _ in range(n)] for n in lanes]
+        self.ends = [[[] for _ in range(n)] for n in lanes]
+
+    def earliest(self, link: int, a: float, busy: float) -> tuple[float, int]:
+        """The earliest x >= a at which a lane of ``link`` is free over [x, x + busy), and that lane."""
+        lanes_starts = self.starts[link]
+        if len(lanes_starts) == 1:  # one lane: the common case, without the loop over lanes
+            starts, ends = lanes_starts[0], self.ends[link][0]
+            i = bisect_right(ends, a + _TIME_EPS)
+            n = len(starts)
+            while i < n and starts[i] < a + busy - _TIME_EPS:
+                a = ends[i]
+                i += 1
+            return a, 0
+        best, best_lane = np.inf, 0
+        for lane, (starts, ends) in enumerate(zip(self.starts[link], self.ends[link], strict=True)):
+            x = a
+            i = bisect_right(ends, x + _TIME_EPS)
+            while i < len(starts) and starts[i] < x + busy - _TIME_EPS:
+                x = ends[i]
+                i += 1
+            if x < best:
+                best, best_lane = x, lane
+                if x <= a:
+                    break
+        return best, best_lane
+
+    def fit(self, ready: float, hops: list[tuple[int, float, float]]) -> tuple[float, list[int]]:
+        """The earliest start >= ready at which every hop (link, offset from the start, busy seconds) finds a
+        lane free, and those lanes."""
+        t = ready
+        while True:
+            lanes = []
+            for link, offset, busy in hops:
+                x, lane = self.earliest(link, t + offset, busy)
+                if x > t + offset + _TIME_EPS:
+                    t = x - offset
+                    break
+                lanes.append(lane)
+            else:
+                return t, lanes
+
+    def book(self, link: int, lane: int, a: float, b: float) -> None:
+        """Mark [a, b) busy, merged with the bookings it touches."""
+        starts, ends = self.starts[link][lane], self.ends[link][lane]
+        i = bisect_left(starts, a)
+        if i > 0 and ends[i - 1] >= a - _TIME_EPS:  # extends the previous interval
+            i -= 1
+            ends[i] = max(ends[i], b)
+        else:
+            starts.insert(i, a)
+            ends.insert(i, b)
+        while i + 1 < len(starts) and starts[i + 1] <= ends[i] + _TIME_EPS:  # swallows the next
+            ends[i] = max(ends[i], ends[i + 1])
+            del starts[i + 1], ends[i + 1]
+
+
+def book_chunks(topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[int]]], chunk_bytes: float,
+                order: list[int], stop=None) -> tuple[list[Transfer], float]:
+    """Timed transfers for ``routes`` ((chunk id, its path as link indices), every chunk ready at its source
+    at time 0, and the last arrival.
+
+    Events in time order: a chunk at a node that stores (a GPU, a switch with a buffer) books its next
+    segment (the hops up to the next such node: one hop, or a chain through bufferless switches) at the
+    earliest time the calendars allow. A chain may go along any switch path of the same length between
+    its first and last switch (``SwitchPaths``): the one that fits first. Among chunks ready at the same
+    time, ``order`` decides (rounds: in round r every GPU sends to a different GPU), on fabrics without
+    chains the chunk with the most hops to go.
+    """
+    costs = link_costs(topology, chunk_bytes)
+    delay = [costs[key].delay for key in fabric.links]
+    busy = [costs[key].busy for key in fabric.links]
+    if not any(topology.is_switch(v) and not topology.nodes[v].buffer for _, v in fabric.links):
+        return _book_hops(fabric, routes, delay, busy, [costs[key].lanes for key in fabric.links], stop)
+    calendars = LinkCalendars([costs[key].lanes for key in fabric.links])
+    head = fabric.head.tolist()
+    stores = [bool(fabric.is_gpu[i]) or topology.nodes[n].buffer for i, n in enumerate(fabric.nodes)]
+    alternatives = SwitchPaths(fabric, stores)
+    nodes = fabric.nodes
+    link_ends = [(nodes[u], nodes[v]) for u, v in fabric.links]
+    heap = [(0.0, order[seq], seq, 0) for seq in range(len(routes))]
+    heapq.heapify(heap)
+    chosen = [links for _, links in routes]
+
+    def timed(chain: list[int]) -> list[tuple[int, float, float]]:
+        hops, offset = [], 0.0
+        for e in chain:
+            hops.append((e, offset, busy[e]))
+            offset += delay[e]
+        return hops
+
+    transfers: list[Transfer] = []
+    finish = 0.0
+    events = 0
+    while heap:
+        ready, rank, seq, pos = heapq.heappop(heap)
+        cid = routes[seq][0]
+        links = chosen[seq]
+        end = pos + 1
+        while not stores[head[links[end - 1]]]:
+            end += 1
+        hops = timed(links[pos:end])
+        start, lanes = calendars.fit(ready, hops)
+        if len(hops) > 1 and start > ready + _TIME_EPS:  # a chain kept waiting: another switch path
+            # no path starts before its first link (the GPU's own) is free: the first that can, goes
+            soonest, _ = calendars.fit(ready, hops[:1])
+            for other in alternatives.around(links[pos:end]):
+                if start <= soonest + _TIME_EPS:
+                    break
+                other_hops = timed(other)
+                other_start, other_lanes = calendars.fit(soonest, other_hops)
+                if other_start < start - _TIME_EPS:
+                    hops, start, lanes = other_hops, other_start, other_lanes
+            if [h[0] for h in hops] != links[pos:end]:
+                links = chosen[seq] = links[:pos] + [h[0] for h in hops] + links[end:]
+        t = start
+        for (e, _, hold), lane, step in zip(hops, lanes, range(pos, end), strict=True):
+            calendars.book(e, lane, t, t + hold)
+            u, v = link_ends[e]
+            transfers.append(Transfer(cid, u, v, t, t + delay[e], "copy", float(step)))
+            t += delay[e]
+        if end < len(links):
+            heapq.heappush(heap, (t, rank, seq, end))
+        else:
+            finish = max(finish, t)
+        events += 1
+        if stop is not None and events % STOP_EVERY == 0 and stop.is_set():
+            raise CcvizError("stop: mcf was stopped before its schedule was complete (it has no partial "
+                             "schedule to return)", "stop")
+    return transfers, finish
+
+
+class SwitchPaths:
+    """The other ways through the switches: for a chain GPU -> switch ... switch -> GPU, every chain with
+    the same first and last link whose middle is a switch path of the same length (a fat-tree's other
+    aggregation and core switches), at most ``MAX_DETOURS``, found once per pair of switches."""
+
+    def __init__(self, fabric: _Fabric, stores: list[bool]) -> None:
+        self.out: dict[int, list[tuple[int, int]]] = {}
+        for e, (u, v) in enumerate(zip(fabric.tail.tolist(), fabric.head.tolist(), strict=True)):
+            if not stores[u] and not stores[v]:
+                self.out.setdefault(u, []).append((v, e))
+        self.cache: dict[tuple[int, int, int], list[list[int]]] = {}
+        self.tail = fabric.tail.tolist()
+        self.head = fabric.head.tolist()
+        self.hops_to: dict[int, dict[int, int]] = {}  # target switch -> hops from each switch (BFS, lazily)
+
+    def around(self, chain: list[int]) -> list[list[int]]:
+        if len(chain) < 3:
+            return []
+        a, b, hops = self.head[chain[0]], self.tail[chain[-1]], len(chain) - 2
+        key = (a, b, hops)
+        if key not in self.cache:
+            found: list[list[int]] = []
+            self._walk(a, b, hops, [], found, self._distances_to(b))
+            self.cache[key] = found
+        return [[chain[0], *middle, chain[-1]] for middle in self.cache[key] if middle != chain[1:-1]]
+
+    def _distances_to(self, target: int) -> dict[int, int]:
+        """Hops from every switch to ``target`` along switch links (a walk never steps out of reach)."""
+        if target not in self.hops_to:
+            into: dict[int, list[int]] = {}
+            for u, outs in self.out.items():
+                for v, _ in outs:
+                    into.setdefault(v, []).append(u)
+            dist, frontier = {target: 0}, [target]
+            while frontier:
+                nxt = []
+                for v in frontier:
+                    for u in into.get(v, ()):
+                        if u not in dist:
+                            dist[u] = dist[v] + 1
+                            nxt.append(u)
+                frontier = nxt
+            self.hops_to[target] = dist
+        return self.hops_to[target]
+
+    def _walk(self, node: int, target: int, left: int, path: list[int], found: list[list[int]],
+              dist: dict[int, int]) -> None:
+        if len(found) >= MAX_DETOURS:
+            return
+        if left == 0:
+            if node == target:
+                found.append(list(path))
+            return
+        for v, e in self.out.get(node, ()):
+            if dist.get(v, left) <= left - 1:
+                path.append(e)
+                self._walk(v, target, left - 1, path, found, dist)
+                path.pop()
+
+
+def _book_hops(fabric: _Fabric, routes: list[tuple[int, list[int]]], delay: list[float], busy: list[float],
+               lanes: list[int], stop=None) -> tuple[list[Transfer], float]:
+    """``book_chunks`` where every segment is one hop (no bufferless switch): in time order a hop starts
+    when its chunk is there and a lane is free. Nothing is ever booked before an earlier-booked hop's
+    start then, so a lane's calendar is the time it frees up."""
+    free: list = [0.0 if n == 1 else [0.0] * n for n in lanes]
+    nodes = fabric.nodes
+    link_ends = [(nodes[u], nodes[v]) for u, v in fabric.links]
+    paths = [links for _, links in routes]
+    chunk = [cid for cid, _ in routes]
+    heap = [(0.0, -len(p), seq, 0) for seq, p in enumerate(paths)]
+    heapq.heapify(heap)
+    transfers: list[Transfer] = []
+    append = transfers.append
+    finish, events = 0.0, 0
+    pop, push = heapq.heappop, heapq.heappush
+    while heap:
+        ready, togo, seq, pos = pop(heap)
+        e = paths[seq][pos]
+        lane = free[e]
+        if isinstance(lane, float):
+            start = ready if ready > lane else lane
+            free[e] = start + busy[e]
+        else:
+            i = lane.index(min(lane))
+            start = max(ready, lane[i])
+            lane[i] = start + busy[e]
+        u, v = link_ends[e]
+        arrival = start + delay[e]
+        append(Transfer(chunk[seq], u, v, start, arrival, "copy", float(pos)))
+        if togo < -1:
+            push(heap, (arrival, togo + 1, seq, pos + 1))
+        elif arrival > finish:
+            finish = arrival
+        events += 1
+        if stop is not None and events % STOP_EVERY == 0 and stop.is_set():
+            raise CcvizError("stop: mcf was stopped before its schedule was complete (it has no partial "
+                             "schedule to return)", "stop")
+    return transfers, finish
+
+
+# ------------------------------------------------------------------------------ the slot grid
+class RoutePlan:
+    """Each chunk's path cut at the GPUs it passes, as the edges ``ccviz.synth.slotted`` books: routes
+    through switches on its slot grid (every slot's senders matched together, detours along other switch
+    paths of the same length), direct links whenever free."""
+
+    def __init__(self, topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[int]]],
+                 urgency: dict[int, float]) -> None:
+        sorted_id = {key: i for i, key in enumerate(sorted(topology.links))}
+        nodes, head = fabric.nodes, fabric.head
+        self.urgency = urgency
+        self.source: dict[int, int] = {}
+        self.edges: dict[tuple[int, int], tuple[int, list[int]]] = {}  # (chunk, GPU) -> (next GPU, route)
+        for cid, links in routes:
+            at = nodes[fabric.tail[links[0]]]
+            self.source[cid] = at
+            route: list[int] = []
+            for e in links:
+                route.append(sorted_id[fabric.links[e]])
+                v = nodes[head[e]]
+                if not topology.is_switch(v):
+                    self.edges[(cid, at)] = (v, route)
+                    at, route = v, []
+
+    def starts(self, collective: Collective) -> list[tuple[int, int]]:
+        return list(self.source.items())
+
+    def arrive(self, chunk, node: int, initial: bool) -> list[tuple[float, int, list[int]]]:
+        edge = self.edges.get((chunk.id, node))
+        return [] if edge is None else [(self.urgency[chunk.id], edge[0], edge[1])]
+
+
+# ------------------------------------------------------------------------------ the synthesizer
+def _pieces(collective: Collective, paths, n_pairs: int) -> int:
+    """Chunks per pair: the collective's when it has several, else the most of ``CHUNK_CHOICES`` that keep
+    the schedule under ``TRANSFER_BUDGET`` transfers."""
+    if collective.chunks_per_rank > 1:
+        return collective.chunks_per_rank
+    hops = sum(frac * len(links) for options in paths.values() for frac, links in options) / max(1, n_pairs)
+    for count in CHUNK_CHOICES:
+        if n_pairs * hops * count <= TRANSFER_BUDGET:
+            return count
+    return 1
+
+
+def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """Registry entry (AllToAll over every GPU)."""
+    from ccviz.bounds.alltoall_limit import alltoall_flow
+
+    t0 = time.perf_counter()
+    if collective.name != "alltoall":
+        raise CcvizError(f"collective: mcf synthesizes alltoall only, not {collective.name}", "collective")
+    if tuple(collective.ranks) != tuple(topology.gpus):
+        raise CcvizError("ranks: mcf runs AllToAll over every GPU of the fabric (its flow LP has no process "
+                         "groups); drop --ranks or use direct / mteg", "ranks")
+    options.report(Progress(time.perf_counter() - t0, "solving the maximum concurrent flow LP"))
+    flow = alltoall_flow(topology, need_flows=True)
+    fabric = _fabric(topology, flow.links)
+    options.report(Progress(time.perf_counter() - t0, f"LP solved in {flow.solve_s:.2f} s; splitting flows into paths"))
+    paths, rounds = pair_paths(flow, fabric, topology.gpus)
+    n_pairs = len(paths)
+    pieces = _pieces(collective, paths, n_pairs)
+    if pieces != collective.chunks_per_rank:
+        collective = make_collective("alltoall", topology, collective.size_bytes, pieces, collective.root)
+    chunk_of = {(c.source, next(iter(c.post)), c.index): c.id for c in collective.chunks}
+    assigned = assign_paths(paths, rounds, pieces, flow.capacity_GBps, options.seed or 0)
+    nodes = fabric.nodes
+    routes = [(chunk_of[(nodes[s], nodes[t], k)], links) for s, t, k, links in assigned]
+    options.report(Progress(time.perf_counter() - t0, f"booking {len(routes)} chunks on the link calendars"))
+    # chains through switches hold their links back to back: routes of one length together (shortest
+    # first), so a GPU's in-link is not asked for by a long route and a short one at the same instant
+    if flow.translations is None:  # no translation rounds: each length's pairs cut into matchings
+        rounds = matching_rounds([(s, t, len(links)) for s, t, _, links in assigned])
+        order = sorted(range(len(routes)), key=lambda i: (len(routes[i][1]), assigned[i][2],
+                                                          rounds[(assigned[i][0], assigned[i][1], len(routes[i][1]))], i))
+    else:
+        order = sorted(range(len(routes)), key=lambda i: (len(routes[i][1]), i))
+    rank = [0] * len(routes)
+    for position, i in enumerate(order):
+        rank[i] = position
+    transfers, finish = book_chunks(topology, fabric, routes, collective.chunk_bytes, rank, options.stop)
+    slots = int(topology.meta.get("buffer_ranks", topology.n_gpus))
+    limit_s = flow.seconds_per_pair_GB * collective.size_bytes / slots / 1e9
+    how = "booked hop by hop on link calendars"
+    if topology.switches and topology.n_gpus <= SLOT_GRID_GPUS and finish > SLOT_GRID_ABOVE * limit_s \
+            and slot_eligible(topology):
+        options.report(Progress(time.perf_counter() - t0, "trying the slot grid (routes through switches "
+                                                          "matched slot by slot)"))
+        urgency = {cid: -len(links) for cid, links in routes}
+        deadline = None if options.time_limit is None else t0 + options.time_limit
+
+        def give_up() -> bool:  # a stop or the time limit keeps the calendars' schedule
+            return bool((options.stop is not None and options.stop.is_set())
+                        or (deadline is not None and time.perf_counter() > deadline))
+
+        slotted = slotted_pipeline(topology, collective, RoutePlan(topology, fabric, routes, urgency), 0.0, give_up)
+        if slotted is None:
+            how += " (the slot grid tried beside them was cut off by the time limit or Stop)"
+        elif slotted[1] < finish:
+            transfers, finish = slotted
+            how = "booked on the slot grid (routes through switches matched slot by slot; it beat the calendars)"
+    n_paths = sum(len(p) for p in paths.values())
+    notes = [
+        f"maximum concurrent flow LP ({flow.method}) solved in {flow.solve_s:.2f} s: limit "
+        f"{limit_s * 1e6:.4g} us (bandwidth only, alpha ignored)",
+        f"{n_paths} paths over {n_pairs} pairs; {pieces} chunk(s) per pair, each on its pair's least loaded path",
+        f"{how}: estimated finish {finish / limit_s:.3f} x the limit",
+    ]
+    return Schedule(topology, collective, transfers, "mcf", options={"chunks_per_pair": pieces}, status="heuristic",
+                    synth_time_s=time.perf_counter() - t0, estimated_finish_s=finish, notes=notes)

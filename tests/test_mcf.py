@@ -1,0 +1,69 @@
+"""mcf: AllToAll along the concurrent-flow LP's paths, verified by the simulator and near the limit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ccviz import CcvizError, SynthOptions, bandwidth_limit, load_topology, run
+from ccviz.bounds.concurrent_flow import concurrent_flow
+from ccviz.model.collectives import make_collective
+from ccviz.synth.mcf import LinkCalendars, _fabric, decompose, synthesize_mcf
+
+
+@pytest.mark.parametrize("spec, within", [
+    ("torus2d:dims=4x4", 1.02), ("ring:n=6", 1.05), ("mesh2d:dims=3x3", 1.10), ("hypercube:n=8", 1.05),
+    ("dgx1", 1.10), ("fattree:k=4", 1.10),
+])
+def test_verified_and_near_the_limit_at_1GB(spec, within):
+    topology = load_topology(spec)
+    result = run(topology, "alltoall", "mcf", 1e9)
+    assert result.timeline.verified, result.timeline.violations[:3]
+    limit = bandwidth_limit(topology, "alltoall", 1e9).limit_s
+    assert result.limit is not None and result.limit.limit_s == pytest.approx(limit)
+    assert limit * (1 - 1e-9) <= result.timeline.finish_time_s <= within * limit
+
+
+def test_paths_carry_the_lp_flow():
+    topology = load_topology("mesh2d:dims=3x3")
+    flow = concurrent_flow(topology, need_flows=True)
+    fabric = _fabric(topology, flow.links)
+    source = fabric.index[topology.gpus[0]]
+    dests = [fabric.index[g] for g in topology.gpus[1:]]
+    paths = decompose(fabric, flow.flows[0], source, dests)
+    load = np.zeros(len(flow.links))
+    for t, options in paths.items():
+        assert sum(f for f, _ in options) == pytest.approx(1.0)
+        for fraction, links in options:
+            assert int(fabric.tail[links[0]]) == source and int(fabric.head[links[-1]]) == t
+            assert all(fabric.head[a] == fabric.tail[b] for a, b in zip(links, links[1:], strict=False))
+            load[links] += fraction
+    assert (load <= flow.flows[0] + 1e-6).all()  # never more than the flow (cycles are dropped)
+
+
+def test_calendar_fits_chains_into_gaps():
+    cal = LinkCalendars([1, 1])
+    cal.book(0, 0, 0.0, 1.0)
+    cal.book(0, 0, 3.0, 4.0)
+    cal.book(1, 0, 1.5, 2.5)
+    # a two-hop chain: link 0 for 1 s, then link 1 from 1 s later: the gap [1, 3) on link 0 fits only if
+    # link 1 is free 1 s later
+    start, lanes = cal.fit(0.0, [(0, 0.0, 1.0), (1, 1.0, 1.0)])
+    assert start == pytest.approx(1.5) and lanes == [0, 0]  # link 0 over [1.5, 2.5), link 1 over [2.5, 3.5)
+    cal.book(0, 0, 1.0, 3.0)  # touching bookings merge into one interval
+    assert cal.starts[0][0] == [0.0] and cal.ends[0][0] == [4.0]
+
+
+def test_refuses_other_collectives_and_process_groups():
+    topology = load_topology("ring:n=4")
+    with pytest.raises(CcvizError, match="alltoall only"):
+        synthesize_mcf(topology, make_collective("allgather", topology, 1e6, 1), SynthOptions())
+    with pytest.raises(CcvizError, match="ranks"):
+        synthesize_mcf(topology, make_collective("alltoall", [0, 1, 2], 1e6, 1), SynthOptions())
+
+
+def test_chunks_given_are_kept():
+    topology = load_topology("ring:n=5")
+    result = run(topology, "alltoall", "mcf", 1e6, chunks=2)
+    assert result.timeline.verified
+    assert result.schedule.collective.chunks_per_rank == 2
