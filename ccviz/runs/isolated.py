@@ -33,6 +33,7 @@ import ctypes
 import importlib
 import itertools
 import multiprocessing as mp
+import multiprocessing.spawn as mp_spawn
 import os
 import pickle
 import threading
@@ -51,6 +52,26 @@ SPARE_IDLE_S = 300.0  # a spare worker nobody used in this time exits (its memor
 WARM_MODULES = ("ccviz.pipeline", "ccviz.compare", "ccviz.reproduce", "ccviz.synth.teccl.solve")
 
 _CTX = mp.get_context("spawn")
+WORKER_NAME = "ccviz-solve"
+_preparation_data = mp_spawn.get_preparation_data
+
+
+def _without_main(name: str) -> dict:
+    """Spawn's preparation data, minus the parent's main script for our workers.
+
+    Under Streamlit the main module is the app script (``app.py``), which a spawned child would run
+    again as ``__mp_main__``: the whole page, in bare mode, with its warnings on the server's stderr.
+    Our workers need nothing from it (their task is a module-level function imported by name), nor
+    do the worker processes of Compare's embedded Dask cluster ("Dask Worker process (from Nanny)").
+    """
+    data = _preparation_data(name)
+    if name == WORKER_NAME or name.startswith("Dask "):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
+
+
+mp_spawn.get_preparation_data = _without_main
 
 
 # ----------------------------------------------------------------------------- the worker's side
@@ -176,7 +197,7 @@ class WorkerPool:
         parent, child = _CTX.Pipe()
         stop = _CTX.Event()
         process = _CTX.Process(target=_worker_main, args=(child, stop, self.warm), daemon=True,
-                               name="ccviz-solve")
+                               name=WORKER_NAME)
         process.start()
         child.close()
         worker = _Worker(process, parent, stop)
