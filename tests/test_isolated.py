@@ -108,3 +108,11 @@ def test_caches_are_bounded_in_bytes_least_recently_used_first():
     cache.put("c", "z" * 400)
     assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
     assert cache.nbytes == 800 and len(cache) == 2
+
+
+def test_the_number_of_solves_at_once_can_be_set_and_a_bad_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv("CCVIZ_SOLVE_WORKERS", "3")
+    assert WorkerPool().size == 3
+    monkeypatch.setenv("CCVIZ_SOLVE_WORKERS", "many")
+    with pytest.raises(CcvizError, match="CCVIZ_SOLVE_WORKERS: need a whole number"):
+        WorkerPool()

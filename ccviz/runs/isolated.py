@@ -159,7 +159,7 @@ class WorkerPool:
     """At most ``size`` heavy tasks at once, each in its own fresh process; the rest wait in line."""
 
     def __init__(self, size: int | None = None, spares: int | None = None, warm: tuple[str, ...] = WARM_MODULES) -> None:
-        self.size = max(1, size or os.cpu_count() or 1)
+        self.size = max(1, size or _configured_size() or os.cpu_count() or 1)
         self.spares = self.size if spares is None else spares
         self.warm = warm
         self._cond = threading.Condition()
@@ -372,6 +372,17 @@ class WorkerPool:
                                         "so its process was ended; this is the best schedule it had offered")
                 raise CcvizError(f"stopped: the solver had no complete schedule {GRACE_S:g} s after {why}, so its "
                                  "process was ended; nothing to show", "stop")
+
+
+def _configured_size() -> int | None:
+    """``CCVIZ_SOLVE_WORKERS``: how many solves may run at once (default: the machine's cores)."""
+    text = os.environ.get("CCVIZ_SOLVE_WORKERS", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise CcvizError(f"CCVIZ_SOLVE_WORKERS: need a whole number of solves at once (1 or more), got {text!r}",
+                         "CCVIZ_SOLVE_WORKERS")
+    return int(text)
 
 
 def _ordinal(n: int) -> str:
