@@ -370,8 +370,9 @@ class WorkerPool:
                     return Outcome(best[0], best[1], stopped=True,
                                    note=f"the solver did not hand back its result within {GRACE_S:g} s of {why}, "
                                         "so its process was ended; this is the best schedule it had offered")
-                raise CcvizError(f"stopped: the solver had no complete schedule {GRACE_S:g} s after {why}, so its "
-                                 "process was ended; nothing to show", "stop")
+                raise CcvizError(f"stopped: the solver had no complete schedule yet {GRACE_S:g} s after {why}, so its "
+                                 "process was ended; nothing to show (let it run longer before stopping, or give it "
+                                 "a longer time limit)", "stop")
 
 
 def _configured_size() -> int | None:
