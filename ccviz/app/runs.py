@@ -1,4 +1,4 @@
-"""Runs for the app: a synthesis followed by a background thread (progress, stop) and a result cache.
+"""Runs for the app: background jobs (progress, stop) whose solves run in worker processes, and result caches.
 
 Streamlit reruns the page script on every click; the solve must survive
 that, report progress (TE-CCL's incumbent and gap) and stop on request. A
