@@ -271,7 +271,7 @@ async def run(args: argparse.Namespace) -> int:
                 if rep == args.repeats - 1:
                     a, b = await fresh_contexts(2)
                     long = await open_student(a, server.url, "", "", out, name="stopper", stop_after_s=args.stop_after)
-                    other = await open_student(b, server.url, "a100_2x8", "2MB", out, name="beside_stop")
+                    other = await open_student(b, server.url, "ndv2_2chassis", "4MB", out, name="beside_stop")  # not solved before: no cache hit
                     stopped, beside = await asyncio.gather(press_and_wait(long), press_and_wait(other))
                     ok = stopped.get("verified") and stopped["stopped"] and stopped["time_s"] <= 2.0
                     failures += not ok
