@@ -161,30 +161,36 @@ async def lecturer(context, url: str, until: asyncio.Event) -> dict:
     page.set_default_timeout(120_000)
     await page.goto(url + "/learn")
     await page.get_by_role("heading", name="Learn: how collective algorithms move data").wait_for()
-    steps, switches = [], []
+    steps, switches, errors = [], [], []
     names = ["rhd", "ring"]
+    title = page.frame_locator("iframe").first.locator("#title")
     k = 0
     while not until.is_set():
         name = names[k % 2]
         k += 1
-        t0 = time.monotonic()
-        await page.get_by_role("combobox", name="algorithm").click()
-        await page.get_by_role("option", name=name, exact=True).click()
-        title = page.frame_locator("iframe").first.locator("#title")
-        await title.filter(has_text="Before round 1").wait_for()
-        switches.append(time.monotonic() - t0)
-        await page.locator("h1").first.click()
-        for _ in range(4):
-            t0 = time.monotonic()
+        try:
+            await title.wait_for(timeout=60_000)
             before = await title.inner_text()
-            await page.keyboard.press("ArrowRight")
-            for _ in range(300):
-                if await title.inner_text() != before:
-                    break
-                await page.wait_for_timeout(10)
-            steps.append(time.monotonic() - t0)
+            t0 = time.monotonic()
+            await page.get_by_role("combobox", name="algorithm").click()
+            await page.get_by_role("option", name=name, exact=True).click()
+            while await title.inner_text(timeout=60_000) == before and time.monotonic() - t0 < 60:
+                await page.wait_for_timeout(20)  # the page reran and drew the other algorithm's rounds
+            switches.append(time.monotonic() - t0)
+            await page.locator("h1").first.click()
+            for _ in range(4):
+                t0 = time.monotonic()
+                before = await title.inner_text()
+                await page.keyboard.press("ArrowRight")
+                for _ in range(300):
+                    if await title.inner_text() != before:
+                        break
+                    await page.wait_for_timeout(10)
+                steps.append(time.monotonic() - t0)
+        except Exception as exc:  # a slow page is a measurement, not a crash of the bench
+            errors.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
     await page.close()
-    return {"steps": steps, "switches": switches}
+    return {"steps": steps, "switches": switches, "errors": errors}
 
 
 def stats(values: list[float]) -> str:
@@ -256,6 +262,8 @@ async def run(args: argparse.Namespace) -> int:
                           f"{r.get('error', '')} {'; '.join(r['busy_lines'])}", flush=True)
                 print(f"  lecturer arrow steps: {stats(taught['steps'])}")
                 print(f"  lecturer algorithm switches (server round trip): {stats(taught['switches'])}")
+                if taught["errors"]:
+                    print(f"  lecturer errors: {len(taught['errors'])}, first: {taught['errors'][0]}")
                 for c in contexts:
                     await c.close()
 
@@ -263,7 +271,7 @@ async def run(args: argparse.Namespace) -> int:
                 if rep == args.repeats - 1:
                     a, b = await fresh_contexts(2)
                     long = await open_student(a, server.url, "", "", out, name="stopper", stop_after_s=args.stop_after)
-                    other = await open_student(b, server.url, "a100_2x8", "2MB", out, name="beside_stop")
+                    other = await open_student(b, server.url, "ndv2_2chassis", "4MB", out, name="beside_stop")  # not solved before: no cache hit
                     stopped, beside = await asyncio.gather(press_and_wait(long), press_and_wait(other))
                     ok = stopped.get("verified") and stopped["stopped"] and stopped["time_s"] <= 2.0
                     failures += not ok

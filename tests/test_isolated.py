@@ -108,3 +108,25 @@ def test_caches_are_bounded_in_bytes_least_recently_used_first():
     cache.put("c", "z" * 400)
     assert cache.get("b") is None and cache.get("a") is not None and cache.get("c") is not None
     assert cache.nbytes == 800 and len(cache) == 2
+
+
+def test_the_number_of_solves_at_once_can_be_set_and_a_bad_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv("CCVIZ_SOLVE_WORKERS", "3")
+    assert WorkerPool().size == 3
+    monkeypatch.setenv("CCVIZ_SOLVE_WORKERS", "many")
+    with pytest.raises(CcvizError, match="CCVIZ_SOLVE_WORKERS: need a whole number"):
+        WorkerPool()
+
+
+def test_a_cached_run_counts_the_figures_drawn_from_it():
+    from ccviz.app.runs import CachedRun
+
+    topology = ccviz.load_topology("ring:n=4")
+    job = SynthesisJob(RunRequest.make(topology, "allgather", "ring", 1e6), topology, isolated=False)
+    assert job.wait(30) and job.error is None
+    entry: CachedRun = job.entry
+    cache = LruCache(10 * entry.nbytes, lambda e: e.nbytes, live=True)
+    cache.put("run", entry)
+    before = cache.nbytes
+    entry.figure("big", lambda: list(range(100_000)))
+    assert cache.nbytes > before + 100_000  # the total follows the figures drawn after the put

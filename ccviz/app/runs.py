@@ -1,4 +1,4 @@
-"""Runs for the app: a synthesis followed by a background thread (progress, stop) and a result cache.
+"""Runs for the app: background jobs (progress, stop) whose solves run in worker processes, and result caches.
 
 Streamlit reruns the page script on every click; the solve must survive
 that, report progress (TE-CCL's incumbent and gap) and stop on request. A
@@ -110,13 +110,15 @@ def size_of(value: Any) -> int:
 class LruCache:
     """A thread-safe least-recently-used map bounded in bytes (results survive reruns; memory stays bounded).
 
-    ``weigh(value)`` is a value's size in bytes, asked again on every ``put`` (a run grows as figures are
-    drawn from it); the least recently used entries are dropped until the total fits ``max_bytes``.
+    ``weigh(value)`` is a value's size in bytes, asked once on ``put``, or every time the total is needed
+    when ``live`` (a cached run grows as figures are drawn from it, and says so cheaply); on each ``put``
+    the least recently used entries are dropped until the total fits ``max_bytes``.
     """
 
-    def __init__(self, max_bytes: float, weigh: Callable[[Any], int] = size_of) -> None:
+    def __init__(self, max_bytes: float, weigh: Callable[[Any], int] = size_of, live: bool = False) -> None:
         self.max_bytes = max_bytes
         self.weigh = weigh
+        self.live = live
         self._items: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -132,32 +134,37 @@ class LruCache:
         with self._lock:
             self._items[key] = (value, nbytes)
             self._items.move_to_end(key)
-            for k, (v, _) in list(self._items.items()):  # sizes of runs grow as figures are drawn
-                self._items[k] = (v, self.weigh(v) if isinstance(v, CachedRun) else self._items[k][1])
-            while len(self._items) > 1 and self.nbytes > self.max_bytes:
+            while len(self._items) > 1 and self._total() > self.max_bytes:
                 self._items.popitem(last=False)
+
+    def _total(self) -> int:
+        return sum(self.weigh(v) if self.live else n for v, n in self._items.values())
 
     @property
     def nbytes(self) -> int:
-        return sum(n for _, n in self._items.values())
+        with self._lock:
+            return self._total()
 
     def __len__(self) -> int:
         return len(self._items)
 
 
-_RUNS = LruCache(RUN_CACHE_BYTES, lambda entry: entry.nbytes)
+_RUNS = LruCache(RUN_CACHE_BYTES, lambda entry: entry.nbytes, live=True)
 _ROWS = LruCache(ROW_CACHE_BYTES)
 _REPRODUCED = LruCache(REPRODUCED_CACHE_BYTES)  # published rows
 
 
 def cache_line() -> str:
     """What the app keeps for reuse, in words (shown on the pages that fill the caches)."""
-    def mb(n: float) -> str:
-        return f"{n / 1e6:.1f} MB" if n < 10e6 else f"{n / 1e6:.0f} MB"
+    def size(n: float) -> str:
+        return f"{n / 1e3:.0f} kB" if n < 1e6 else f"{n / 1e6:.1f} MB" if n < 10e6 else f"{n / 1e6:.0f} MB"
 
-    return (f"Kept for reuse on this server: {len(_RUNS)} runs ({mb(_RUNS.nbytes)} of {mb(_RUNS.max_bytes)}) and "
-            f"{len(_ROWS)} Compare rows ({mb(_ROWS.nbytes)} of {mb(_ROWS.max_bytes)}); the least recently used "
-            "are dropped first.")
+    def count(n: int, what: str) -> str:
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+    return (f"Kept for reuse on this server: {count(len(_RUNS), 'run')} ({size(_RUNS.nbytes)} of "
+            f"{size(_RUNS.max_bytes)}, figures included) and {count(len(_ROWS), 'Compare row')} "
+            f"({size(_ROWS.nbytes)} of {size(_ROWS.max_bytes)}); the least recently used are dropped first.")
 
 
 def cached(request: RunRequest) -> CachedRun | None:

@@ -33,6 +33,7 @@ import ctypes
 import importlib
 import itertools
 import multiprocessing as mp
+import multiprocessing.spawn as mp_spawn
 import os
 import pickle
 import threading
@@ -51,6 +52,26 @@ SPARE_IDLE_S = 300.0  # a spare worker nobody used in this time exits (its memor
 WARM_MODULES = ("ccviz.runs.pipeline", "ccviz.runs.compare", "ccviz.runs.reproduce", "ccviz.synth.teccl.solve")
 
 _CTX = mp.get_context("spawn")
+WORKER_NAME = "ccviz-solve"
+_preparation_data = mp_spawn.get_preparation_data
+
+
+def _without_main(name: str) -> dict:
+    """Spawn's preparation data, minus the parent's main script for our workers.
+
+    Under Streamlit the main module is the app script (``app.py``), which a spawned child would run
+    again as ``__mp_main__``: the whole page, in bare mode, with its warnings on the server's stderr.
+    Our workers need nothing from it (their task is a module-level function imported by name), nor
+    do the worker processes of Compare's embedded Dask cluster ("Dask Worker process (from Nanny)").
+    """
+    data = _preparation_data(name)
+    if name == WORKER_NAME or name.startswith("Dask "):
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+    return data
+
+
+mp_spawn.get_preparation_data = _without_main
 
 
 # ----------------------------------------------------------------------------- the worker's side
@@ -138,7 +159,7 @@ class WorkerPool:
     """At most ``size`` heavy tasks at once, each in its own fresh process; the rest wait in line."""
 
     def __init__(self, size: int | None = None, spares: int | None = None, warm: tuple[str, ...] = WARM_MODULES) -> None:
-        self.size = max(1, size or os.cpu_count() or 1)
+        self.size = max(1, size or _configured_size() or os.cpu_count() or 1)
         self.spares = self.size if spares is None else spares
         self.warm = warm
         self._cond = threading.Condition()
@@ -176,7 +197,7 @@ class WorkerPool:
         parent, child = _CTX.Pipe()
         stop = _CTX.Event()
         process = _CTX.Process(target=_worker_main, args=(child, stop, self.warm), daemon=True,
-                               name="ccviz-solve")
+                               name=WORKER_NAME)
         process.start()
         child.close()
         worker = _Worker(process, parent, stop)
@@ -349,8 +370,20 @@ class WorkerPool:
                     return Outcome(best[0], best[1], stopped=True,
                                    note=f"the solver did not hand back its result within {GRACE_S:g} s of {why}, "
                                         "so its process was ended; this is the best schedule it had offered")
-                raise CcvizError(f"stopped: the solver had no complete schedule {GRACE_S:g} s after {why}, so its "
-                                 "process was ended; nothing to show", "stop")
+                raise CcvizError(f"stopped: the solver had no complete schedule yet {GRACE_S:g} s after {why}, so its "
+                                 "process was ended; nothing to show (let it run longer before stopping, or give it "
+                                 "a longer time limit)", "stop")
+
+
+def _configured_size() -> int | None:
+    """``CCVIZ_SOLVE_WORKERS``: how many solves may run at once (default: the machine's cores)."""
+    text = os.environ.get("CCVIZ_SOLVE_WORKERS", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise CcvizError(f"CCVIZ_SOLVE_WORKERS: need a whole number of solves at once (1 or more), got {text!r}",
+                         "CCVIZ_SOLVE_WORKERS")
+    return int(text)
 
 
 def _ordinal(n: int) -> str:

@@ -112,11 +112,8 @@ class EpochSolver(EpochProblem):
         self.notes.append(f"{'MILP (copy)' if self.use_copy else 'LP (flow)'}; epoch {us_text(self.grid.tau_s)}; "
                           f"lower bound {lower} epochs, {greedy.notes[0]} {greedy.epochs} epochs")
         self.say(f"the epoch greedy schedule uses {greedy.epochs} epochs", lower)
-        if self.options.best is not None and not self.mirrored:  # the answer if the solve is ended from outside
-            offered = plan_schedule(self.topology, self.collective, greedy, self.grid)
-            offered.notes = [*self.notes, *offered.notes, "stopped early: the epoch greedy schedule, found before "
-                             "the solver was ended"]
-            self.options.offer(offered)
+        if tree is greedy:
+            self.offer(greedy)
         if self.options.epochs is not None:
             return self.solve_fixed_horizon(int(self.options.epochs), lower, greedy)
         if greedy.epochs <= lower and self.buffer_limit is None:
@@ -168,7 +165,18 @@ class EpochSolver(EpochProblem):
             plan = self.greedy_plan(order)
             if best is None or plan.epochs < best.epochs:
                 best = plan
+                self.offer(plan)
         return best
+
+    def offer(self, plan: EpochPlan) -> None:
+        """Offer an upper-bound plan as a schedule (``SynthOptions.offer``): the answer if the solve is ended
+        from outside (the app's worker after Stop or the wall-clock limit) before it returns."""
+        if self.options.best is None or self.mirrored:
+            return
+        offered = plan_schedule(self.topology, self.collective, plan, self.grid)
+        offered.notes = [*self.notes, *offered.notes, f"stopped early: an upper-bound schedule ({plan.epochs} "
+                         "epochs) found before the solver was ended"]
+        self.options.offer(offered)
 
     def mteg_plan(self) -> EpochPlan | None:
         """MTEG's Steiner-tree schedule on this grid, when it fits the epoch model: a second upper bound.
