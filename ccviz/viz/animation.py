@@ -318,15 +318,18 @@ CONTROLS_Y = -0.1  # paper coordinates: below the time strip's tick labels and t
 
 
 def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> None:
-    steps = [
-        {"label": f"{w.index + 1}/{len(windows)} · {w.label}", "method": "animate",
-         "args": [[str(w.index)], {"frame": {"duration": 0, "redraw": True}, "mode": "immediate",
-                                   "transition": {"duration": 0}}]}
-        for w in windows
-    ]
+    add_player(fig, [(str(w.index), f"{w.index + 1}/{len(windows)} · {w.label}") for w in windows], frame_ms,
+               y=CONTROLS_Y, slider_x=0.22, prefix="frame: ")
+
+
+def add_player(fig: go.Figure, frames: list[tuple[str, str]], frame_ms: int, *, y: float, slider_x: float,
+               prefix: str) -> None:
+    """Play/Pause buttons and a slider over the figure's ``frames`` (frame name, slider label): the browser
+    steps through them itself, with no round trip to the server."""
+    jump = {"frame": {"duration": 0, "redraw": True}, "mode": "immediate", "transition": {"duration": 0}}
     fig.update_layout(
         updatemenus=[{
-            "type": "buttons", "direction": "left", "x": 0.0, "y": CONTROLS_Y, "xanchor": "left", "yanchor": "top",
+            "type": "buttons", "direction": "left", "x": 0.0, "y": y, "xanchor": "left", "yanchor": "top",
             "pad": {"r": 10, "t": 10}, "showactive": False,
             "buttons": [
                 {"label": "▶ Play", "method": "animate",
@@ -338,7 +341,8 @@ def _add_controls(fig: go.Figure, windows: list[FrameWindow], frame_ms: int) -> 
             ],
         }],
         sliders=[{
-            "active": 0, "x": 0.22, "len": 0.78, "y": CONTROLS_Y, "yanchor": "top", "pad": {"t": 10},
-            "currentvalue": {"prefix": "frame: ", "font": {"size": 13}}, "steps": steps,
+            "active": 0, "x": slider_x, "len": 1.0 - slider_x, "y": y, "yanchor": "top", "pad": {"t": 10},
+            "currentvalue": {"prefix": prefix, "font": {"size": 13}},
+            "steps": [{"label": label, "method": "animate", "args": [[name], jump]} for name, label in frames],
         }],
     )

@@ -21,7 +21,14 @@ import plotly.graph_objects as go
 
 from ccviz.judge.simulate import Timeline
 from ccviz.model.units import format_time
-from ccviz.viz.animation import BIG_FABRIC_FRAMES, CHUNKS_UP_TO, FrameWindow, _Scene, _static_traces
+from ccviz.viz.animation import (
+    BIG_FABRIC_FRAMES,
+    CHUNKS_UP_TO,
+    FrameWindow,
+    _Scene,
+    _static_traces,
+    add_player,
+)
 from ccviz.viz.layout import Position
 from ccviz.viz.topology_fig import segment_xy, style_network_layout
 
@@ -166,28 +173,8 @@ def steps_figure(timeline: Timeline, positions: dict[int, Position] | None = Non
                        layout={"title": title(w)}, _validate=False)
               for w in windows]
     fig = go.Figure(data=first + _static_traces(scene), frames=frames, _validate=False)
-    slider_steps = [
-        {"label": "start" if w.index == 0 else f"{w.index}/{n}", "method": "animate",
-         "args": [[str(w.index)], {"frame": {"duration": 0, "redraw": True}, "mode": "immediate",
-                                   "transition": {"duration": 0}}]}
-        for w in windows
-    ]
-    fig.update_layout(
-        updatemenus=[{
-            "type": "buttons", "direction": "left", "x": 0.0, "y": -0.02, "xanchor": "left", "yanchor": "top",
-            "pad": {"r": 10, "t": 10}, "showactive": False,
-            "buttons": [
-                {"label": "▶ Play", "method": "animate",
-                 "args": [None, {"frame": {"duration": frame_ms, "redraw": True}, "fromcurrent": True,
-                                 "transition": {"duration": 0}}]},
-                {"label": "❚❚ Pause", "method": "animate",
-                 "args": [[None], {"frame": {"duration": 0, "redraw": False}, "mode": "immediate",
-                                   "transition": {"duration": 0}}]},
-            ],
-        }],
-        sliders=[{"active": 0, "x": 0.2, "len": 0.8, "y": -0.02, "yanchor": "top", "pad": {"t": 10},
-                  "currentvalue": {"prefix": "step ", "font": {"size": 13}}, "steps": slider_steps}],
-    )
+    add_player(fig, [(str(w.index), "start" if w.index == 0 else f"{w.index}/{n}") for w in windows], frame_ms,
+               y=-0.02, slider_x=0.2, prefix="step ")
     style_network_layout(fig, head, height=620)
     fig.update_layout(title=title(windows[0]), margin={"l": 10, "r": 10, "t": 60, "b": 90},
                       legend={"y": 1.0, "x": 1.0, "xanchor": "left", "orientation": "v"})
