@@ -45,10 +45,12 @@ with right:
     size = ui.size_picker("size per rank", "syn_size")
 alg = REGISTRY[algorithm]
 st.caption(f"**{alg.name}** ({alg.kind}): {alg.description}")
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns(3)
 st.session_state.setdefault("syn_chunks", 1)
 chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
+ranks = c3.text_input("process group (optional)", key="syn_ranks", placeholder="every GPU, or e.g. 0-3,8",
+                      help="the collective covers these GPUs only; the others relay (like `--ranks`)").strip()
 url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks)
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")
@@ -57,7 +59,7 @@ job = st.session_state.get(JOB_KEY)
 running = job is not None and not job.done
 if st.button("Synthesize", type="primary", disabled=running, key="syn_run"):
     with user_errors("synthesis", sticky="synthesis"):
-        request = RunRequest.make(topology, collective, algorithm, size, chunks, root, **options)
+        request = RunRequest.make(topology, collective, algorithm, size, chunks, root, ranks or None, **options)
         job = SynthesisJob(request, topology)
         st.session_state[JOB_KEY] = job
 

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ccviz.compare import Point, compare, point_of, points, skipped_rest, table
 from ccviz.errors import CcvizError
+from ccviz.model.groups import group_ranks
 from ccviz.pipeline import RunResult, run
 from ccviz.sweep import SweepProgress, dask_client
 from ccviz.synth.registry import REGISTRY, Progress, SynthOptions
@@ -54,12 +55,14 @@ class RunRequest:
     chunks: int = 1
     root: int | None = None
     options: tuple[tuple[str, Any], ...] = ()
+    ranks: tuple[int, ...] | None = None  # a process group (None: every GPU)
 
     @classmethod
     def make(cls, topology: Topology, collective: str, algorithm: str, size_bytes: float, chunks: int = 1,
-             root: int | None = None, **options: Any) -> RunRequest:
+             root: int | None = None, ranks: str | None = None, **options: Any) -> RunRequest:
         kept = tuple(sorted((k, v) for k, v in options.items() if v is not None))
-        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept)
+        group = group_ranks(topology, ranks) if ranks else None  # a bad group is refused before any work
+        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept, group)
 
     def synth_options(self, progress: Callable[[Progress], None] | None = None,
                       stop: threading.Event | None = None) -> SynthOptions:
@@ -175,7 +178,7 @@ class SynthesisJob(BackgroundJob):
         r = self.request
         try:
             options = r.synth_options(progress=self.progress.append, stop=self.stop_event)
-            result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options)
+            result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options, ranks=r.ranks)
         except CcvizError as exc:
             self.error = str(exc)
             return
