@@ -6,8 +6,8 @@ theirs, so groups contend for links. ``place_groups`` lays the groups on the GPU
 the first kind's ranks are consecutive GPUs; ``random``: the same on shuffled GPUs, an off-prefix
 layout). ``run_workload`` synthesizes each group's schedule alone (the others' GPUs relay), judges it
 alone, then puts every group's schedule on the fabric at once and has the simulator judge them
-together: one timeline, links shared, each link serving its transfers in the order their groups would
-have sent them alone. It reports each group's finish alone and together, and their ratio, the measured
+together: one timeline, links shared, transfers timed in the order their groups sent them alone, each
+keeping what it waited for (``_Retimer``). It reports each group's finish alone and together, and their ratio, the measured
 eta_beta of the collectives explainer's chapter on contention (alone / together: 1 = no contention).
 
 Synthesis is per group and composed (no synthesizer here books all groups on one set of link
@@ -34,8 +34,8 @@ from ccviz.units import parse_size
 
 KINDS = ("tp", "cp", "ep", "pp", "dp")  # tensor, context, expert, pipeline, data parallel
 COMPOSED = ("composed: each group synthesized alone over the whole fabric (the other GPUs relay), then all "
-            "groups judged together by the simulator, each link serving transfers in the order their groups "
-            "send them alone")
+            "groups timed together on shared links, each transfer in the order its group sent it alone and "
+            "waiting for what it waited for alone, and judged together by the simulator")
 
 
 @dataclass(frozen=True)
@@ -458,7 +458,8 @@ class _Retimer:
     source that had landed when it started alone, and the relay it carries on. What it did *not* wait
     for alone must still miss it: a value landing at its source after it started alone (a partial sum,
     or a finished sum that would overwrite the partial it sends) is made to land after it starts
-    together. Links serve chains first come, first served, in the order the groups start them alone.
+    together. Chains are timed in the order the groups start them alone, each in the first gap of its
+    links that fits it.
     """
 
     def __init__(self, schedule: Schedule, alone: Sequence[Transfer]) -> None:
@@ -466,6 +467,7 @@ class _Retimer:
         from ccviz.simulate import _chain, relay_continuations
 
         self.transfers = transfers = schedule.transfers
+        self.schedule_topology = schedule.topology
         self.alone = alone
         self.costs = link_costs(schedule.topology, schedule.chunk_bytes)
         self.forwards = _switch_forwards(schedule.topology, transfers, alone)
@@ -494,6 +496,19 @@ class _Retimer:
                     if (alone[i].start_s or 0.0) < landed - TIE_S:
                         self.misses[h].append((i, offset + self.costs[(t.src, t.dst)].delay))
 
+    def _fit(self, calendar, earliest: float, hops: list[tuple[tuple[int, int], float]]) -> float:
+        """The first start from ``earliest`` at which every hop (link, offset from the chain's start) finds a
+        lane free for its bytes (a gap left earlier will do)."""
+        first, moved = earliest, True
+        while moved:
+            moved = False
+            for key, offset in hops:
+                lane, when = calendar.lane_free(key, first + offset, first + offset + self.costs[key].busy)
+                if lane is None:
+                    first, moved = when - offset, True
+                    break
+        return first
+
     def waits(self, h: int) -> set[int]:
         """Heads of the chains that must be timed before chain ``h``."""
         t, began = self.transfers[h], self.alone[h].start_s or 0.0
@@ -508,7 +523,7 @@ class _Retimer:
     def run(self) -> list[Transfer]:
         import heapq
 
-        from ccviz.physics import LaneBook
+        from ccviz.model.paths import Calendar
         from ccviz.simulate import _parent
 
         transfers, alone = self.transfers, self.alone
@@ -523,7 +538,7 @@ class _Retimer:
         heapq.heapify(ready)
         pending = sorted(key[h] for h in self.heads if left[h])
         done: set[int] = set()
-        lanes = LaneBook()
+        calendar = Calendar(self.schedule_topology)
         start = [0.0] * len(transfers)
         arrival = [0.0] * len(transfers)
         while len(done) < len(self.heads):
@@ -544,13 +559,12 @@ class _Retimer:
                 if self.head_of[i] in done:
                     earliest = max(earliest, start[i] - lands_after + AFTER_S)
             chain = self.chain[h]
-            hops = [((transfers[j].src, transfers[j].dst), offset) for j, offset in chain]
-            first = lanes.earliest_start(earliest, [(k, self.costs[k].lanes, offset) for k, offset in hops])
+            first = self._fit(calendar, earliest, [((transfers[j].src, transfers[j].dst), off) for j, off in chain])
             for j, _ in chain:
                 u = transfers[j]
                 s_j = first if j == h else arrival[_parent(j, chain, self.forwards)]
                 cost = self.costs[(u.src, u.dst)]
-                lanes.occupy((u.src, u.dst), cost.lanes, s_j, cost.busy)
+                calendar.book((u.src, u.dst), s_j, s_j + cost.busy)
                 start[j], arrival[j] = s_j, s_j + cost.delay
             for other in waiting_on.get(h, ()):
                 left[other] -= 1
