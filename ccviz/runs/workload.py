@@ -379,6 +379,11 @@ def compose(topology: Topology, runs: Sequence[GroupRun], algorithm: str, unit: 
     chunk's bytes did alone; each link then serves pieces in the order their groups sent them alone.
     """
     unit = common_chunk(runs) if unit is None else unit
+    from ccviz import footprint
+
+    pieces = sum(len(g.schedule.transfers) * round(g.collective.chunk_bytes / unit) for g in runs)
+    footprint.check_transfers(pieces, f"{len(runs)} group(s) cut into pieces of {unit:g} B (the smallest group's "
+                                      "chunk) to share one timeline", "run")
     chunks: list[Chunk] = []
     transfers: list[Transfer] = []
     alone: list[Transfer] = []
