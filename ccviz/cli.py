@@ -498,7 +498,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
                            extra=parse_extra(args.opt) if args.opt else dict(config.get("opt") or {}))
     result = run_workload(load_topology(topology_spec), parallel, steps, algorithm,
                           order=args.order or config.get("order"), seed=args.seed or config.get("seed", 0),
-                          options=options, groups=config.get("groups"),
+                          options=options, groups=config.get("groups"), chunks=args.chunks or config.get("chunks", 1),
                           progress=None if args.json else lambda text: print(text, file=sys.stderr, flush=True))
     out = result.to_dict()
     if args.json:
@@ -667,6 +667,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                         "default is --parallel's order), dp-tp, or random")
     wl.add_argument("--run", help="each kind's collective, e.g. tp:allreduce:64MB,dp:allreduce:256MB")
     wl.add_argument("-a", "--algorithm", default=None, help="see `ccviz list` (default ring)")
+    wl.add_argument("--chunks", type=int, default=None, help="chunks per rank of the kind with the smallest chunks "
+                                                          "(the others: as many as make theirs the same size)")
     wl.add_argument("--config", help="a YAML file with the same keys (and `groups`: an explicit rank map)")
     wl.add_argument("--time-limit", type=float, default=None, help="seconds per group's synthesis")
     wl.add_argument("--seed", type=int, default=None, help="seed of --order random and randomized algorithms")

@@ -49,12 +49,14 @@ with right:
     size = ui.size_picker("size per rank", "syn_size")
 alg = REGISTRY[algorithm]
 st.caption(f"**{alg.name}** ({alg.kind}): {alg.description}")
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns(3)
 st.session_state.setdefault("syn_chunks", 1)
 chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks", persist_state="session"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
 dest = (c2.selectbox("destination", [g for g in topology.gpus if g != root], key="syn_dest",
                      help="sendrecv: the GPU the root sends its buffer to") if collective == "sendrecv" else None)
+ranks = c3.text_input("process group (optional)", key="syn_ranks", placeholder="every GPU, or e.g. 0-3,8",
+                      help="the collective covers these GPUs only; the others relay").strip()
 url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks, root=root)
 st.caption(url.shared_note())
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
@@ -68,7 +70,8 @@ if running:
     button_slot.button("Synthesize", type="primary", disabled=True, key="syn_run_busy")
 elif button_slot.button("Synthesize", type="primary", key="syn_run"):
     with user_errors("synthesis", sticky="synthesis"):
-        request = RunRequest.make(topology, collective, algorithm, size, chunks, root, dest=dest, **options)
+        request = RunRequest.make(topology, collective, algorithm, size, chunks, root, ranks=ranks or None,
+                                  dest=dest, **options)
         job = SynthesisJob(request, topology)
         st.session_state[JOB_KEY] = job
 

@@ -36,3 +36,20 @@ def test_workload_page_says_what_is_wrong_in_one_line():
     at.button(key="wl_run_button").click().run()
     assert not at.exception
     assert any("product of the group sizes" in e.value for e in at.error)
+
+
+def test_synthesize_page_runs_a_process_group():
+    from ccviz.model.units import format_time
+    from ccviz.runs.pipeline import run
+
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    at.text_input(key="syn_ranks").input("0-3").run()
+    at.button(key="syn_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    expected = run(ccviz.load_topology("dgx1"), "allgather", "ring", 1e6, ranks="0-3")
+    shown = {m.label: m.value for m in at.metric}
+    assert shown["finish time"] == format_time(expected.finish_time_s)
+    at.text_input(key="syn_ranks").input("0,99").run()
+    at.button(key="syn_run").click().run()
+    assert not at.exception
+    assert any("ranks: GPU 99 is not in" in e.value for e in at.error)

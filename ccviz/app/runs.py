@@ -39,6 +39,7 @@ from typing import Any
 import pandas as pd
 
 from ccviz.errors import CcvizError
+from ccviz.model.groups import group_ranks
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, format_time
 from ccviz.runs.compare import Point, compare, point_of, points, skipped_rest, table
@@ -64,12 +65,15 @@ class RunRequest:
     root: int | None = None
     options: tuple[tuple[str, Any], ...] = ()
     dest: int | None = None  # sendrecv's destination
+    ranks: tuple[int, ...] | None = None  # a process group (None: every GPU)
 
     @classmethod
     def make(cls, topology: Topology, collective: str, algorithm: str, size_bytes: float, chunks: int = 1,
-             root: int | None = None, dest: int | None = None, **options: Any) -> RunRequest:
+             root: int | None = None, ranks: str | None = None, dest: int | None = None,
+             **options: Any) -> RunRequest:
         kept = tuple(sorted((k, v) for k, v in options.items() if v is not None))
-        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept, dest)
+        group = group_ranks(topology, ranks) if ranks else None  # a bad group is refused before any work
+        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept, dest, group)
 
     def synth_options(self, progress: Callable[[Progress], None] | None = None,
                       stop: threading.Event | None = None) -> SynthOptions:
@@ -255,14 +259,14 @@ class SynthesisJob(BackgroundJob):
             if self.isolated:
                 options = dict(r.options)
                 outcome = pool().call(synthesis_task, (topology, r.collective, r.algorithm, r.size_bytes, r.chunks,
-                                                       r.root, options, self.plugin, r.dest),
+                                                       r.root, options, self.plugin, r.dest, r.ranks),
                                       stop=self.stop_event, on_message=self._message,
                                       time_limit_s=options.get("time_limit"), ticket=self.ticket)
                 result, nbytes, note, stopped = outcome.result, outcome.nbytes, outcome.note, outcome.stopped
             else:
                 options = r.synth_options(progress=self.progress.append, stop=self.stop_event)
                 result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options,
-                             dest=r.dest)
+                             dest=r.dest, ranks=r.ranks)
         except CcvizError as exc:
             self.error = str(exc)
             return

@@ -415,7 +415,7 @@ def pool() -> WorkerPool:
 # ----------------------------------------------------------------------------- tasks (run in a worker)
 def synthesis_task(channel: Channel, topology: Any, collective: str, algorithm: str, size_bytes: float,
                    chunks: int, root: int | None, options: dict[str, Any], registered: Any = None,
-                   dest: int | None = None) -> Any:
+                   dest: int | None = None, ranks: tuple[int, ...] | None = None) -> Any:
     """``ccviz.runs.pipeline.run`` with the worker's stop event and progress going to the app.
 
     ``registered``: an ``Algorithm`` registered in the app process but not built in (a plug-in), so the
@@ -431,7 +431,7 @@ def synthesis_task(channel: Channel, topology: Any, collective: str, algorithm: 
     best = _BestSoFar(channel, collective, root)
     synth = SynthOptions(**{k: v for k, v in options.items() if k in known}, extra=extra,
                          progress=lambda p: channel.send("progress", p), stop=channel.stop, best=best.offer)
-    return run(topology, collective, algorithm, size_bytes, chunks, root, synth, dest=dest)
+    return run(topology, collective, algorithm, size_bytes, chunks, root, synth, dest=dest, ranks=ranks)
 
 
 class _BestSoFar:

@@ -6,8 +6,8 @@ theirs, so groups contend for links. ``place_groups`` lays the groups on the GPU
 the first kind's ranks are consecutive GPUs; ``random``: the same on shuffled GPUs, an off-prefix
 layout). ``run_workload`` synthesizes each group's schedule alone (the others' GPUs relay), judges it
 alone, then puts every group's schedule on the fabric at once and has the simulator judge them
-together: one timeline, links shared, each link serving its transfers in the order their groups would
-have sent them alone. It reports each group's finish alone and together, and their ratio, the measured
+together: one timeline, links shared, transfers timed in the order their groups sent them alone, each
+keeping what it waited for (``_Retimer``). It reports each group's finish alone and together, and their ratio, the measured
 eta_beta of the collectives explainer's chapter on contention (alone / together: 1 = no contention).
 
 Synthesis is per group and composed (no synthesizer here books all groups on one set of link
@@ -34,8 +34,8 @@ from ccviz.synth.registry import SynthOptions, synthesize
 
 KINDS = ("tp", "cp", "ep", "pp", "dp")  # tensor, context, expert, pipeline, data parallel
 COMPOSED = ("composed: each group synthesized alone over the whole fabric (the other GPUs relay), then all "
-            "groups judged together by the simulator, each link serving transfers in the order their groups "
-            "send them alone")
+            "groups timed together on shared links, each transfer in the order its group sent it alone and "
+            "waiting for what it waited for alone, and judged together by the simulator")
 
 
 @dataclass(frozen=True)
@@ -227,9 +227,10 @@ class WorkloadResult:
 
     def group_of_chunk(self) -> list[int]:
         """Chunk id of the joint schedule -> index into ``groups``."""
+        unit = self.schedule.collective.chunk_bytes
         out: list[int] = []
         for i, g in enumerate(self.groups):
-            out.extend([i] * len(g.collective.chunks))
+            out.extend([i] * (len(g.collective.chunks) * round(g.collective.chunk_bytes / unit)))
         return out
 
     def link_groups(self) -> dict[tuple[int, int], set[int]]:
@@ -268,8 +269,9 @@ class WorkloadResult:
         }
 
 
-def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]]) -> dict[str, int]:
-    """Chunks per rank for every kind so that all groups' chunks have one size (the judge has one)."""
+def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]], chunks: int = 1) -> dict[str, int]:
+    """Chunks per rank for every kind so that all groups' chunks have one size (the judge has one): the kind
+    with the smallest chunks gets ``chunks`` per rank, the others as many as make theirs that size."""
     plain = {}
     for s in steps:
         plain[s.kind] = make_collective(s.collective, groups[s.kind][0], s.size_bytes).chunk_bytes
@@ -282,14 +284,14 @@ def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]]
             text = ", ".join(f"{k}: {v:g} B" for k, v in plain.items())
             raise CcvizError(f"run: the groups' chunks must be whole multiples of one size to share one timeline "
                              f"({text}); choose sizes whose per-rank chunks divide each other", "run")
-        out[kind] = whole
+        out[kind] = whole * chunks
     return out
 
 
 def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: Sequence[Step] | str,
                  algorithm: str, order: str | None = None, seed: int = 0, options: SynthOptions | None = None,
                  groups: Mapping[str, Sequence[Sequence[int]]] | None = None,
-                 progress: Callable[[str], None] | None = None) -> WorkloadResult:
+                 progress: Callable[[str], None] | None = None, chunks: int = 1) -> WorkloadResult:
     """Synthesize and judge every group alone, then the whole job together in one timeline."""
     from ccviz.judge.simulate import simulate
     from ccviz.runs.pipeline import group_limit
@@ -303,7 +305,10 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
         if s.kind not in placed:
             raise CcvizError(f"run: {s.kind}={sizes[s.kind]} has no group of two or more GPUs to run "
                              f"{s.collective}", "run")
-    cpr = _chunking(plan, placed)
+    if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise CcvizError(f"chunks: a whole number >= 1 of chunks per rank for the smallest buffer, got {chunks!r}",
+                         "chunks")
+    cpr = _chunking(plan, placed, chunks)
     runs: list[GroupRun] = []
     total = sum(len(placed[s.kind]) for s in plan)
     for s in plan:
@@ -317,26 +322,29 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
             started = time.perf_counter()
             schedule = synthesize(topology, coll, algorithm, options)
             spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
-            if schedule.collective.chunk_bytes != coll.chunk_bytes:
-                raise CcvizError(f"algorithm: {algorithm} re-chunks each group's buffer, so the groups' chunks "
-                                 "differ in size and cannot share one timeline; use another algorithm", "algorithm")
             alone = simulate(schedule)
             if not alone.verified:
                 raise CcvizError(f"algorithm: {algorithm}'s schedule for {s.kind} group {i} does not verify alone "
                                  f"({alone.violations[0].message})", "algorithm")
             limit = group_limit(topology, schedule.collective)
-            run = GroupRun(s.kind, i, tuple(ranks), schedule.collective, alone.schedule, 0.0, spent,
-                           None if limit is None else limit.limit_s,
-                           finish_synthesized_s=_last_arrival(alone.schedule.transfers))
-            # alone under the same rule as together (each hop as soon as its inputs and link allow), so the
-            # ratio of the two is the contention only
-            run.finish_alone_s = _last_arrival(simulate(compose(topology, [run], algorithm)).schedule.transfers)
-            runs.append(run)
+            runs.append(GroupRun(s.kind, i, tuple(ranks), schedule.collective, alone.schedule, 0.0, spent,
+                                 None if limit is None else limit.limit_s,
+                                 finish_synthesized_s=_last_arrival(alone.schedule.transfers)))
+    unit = common_chunk(runs)
+    for run in runs:
+        # alone under the same rule and pieces as together (each hop as soon as its inputs and its link allow),
+        # so the ratio of the two is the contention only
+        solo = simulate(compose(topology, [run], algorithm, unit))
+        if not solo.verified:
+            raise CcvizError(f"workload: {run.label}'s schedule, cut into pieces of {unit:g} B, does not verify "
+                             f"({solo.violations[0].message})", "workload")
+        run.finish_alone_s = _last_arrival(solo.schedule.transfers)
     if progress is not None:
         progress(f"judging {len(runs)} groups together")
-    joint = compose(topology, runs, algorithm)
+    joint = compose(topology, runs, algorithm, unit)
     timeline = simulate(joint)
-    owner = [i for i, g in enumerate(runs) for _ in g.collective.chunks]
+    owner = [i for i, g in enumerate(runs) for _ in range(len(g.collective.chunks) * round(g.collective.chunk_bytes
+                                                                                            / unit))]
     ends: dict[int, float] = defaultdict(float)
     for t in timeline.schedule.transfers:
         ends[owner[t.chunk]] = max(ends[owner[t.chunk]], t.end_s or 0.0)
@@ -350,27 +358,92 @@ def _last_arrival(transfers: Sequence[Transfer]) -> float:
     return max((t.end_s or 0.0 for t in transfers), default=0.0)
 
 
-def compose(topology: Topology, runs: Sequence[GroupRun], algorithm: str) -> Schedule:
-    """All groups' schedules as one untimed schedule: chunk ids shifted per group, every transfer's step its
-    start time alone (so each link serves transfers in the order their groups would send them alone and
-    each hop still follows the hops that brought its chunk)."""
+def common_chunk(runs: Sequence[GroupRun]) -> float:
+    """The chunk size every group's chunks are cut into for one timeline (the smallest; the others must be
+    whole multiples of it)."""
+    unit = min(g.collective.chunk_bytes for g in runs)
+    for g in runs:
+        ratio = g.collective.chunk_bytes / unit
+        if abs(ratio - round(ratio)) > 1e-6 * ratio:
+            raise CcvizError(f"run: {g.label}'s chunks of {g.collective.chunk_bytes:g} B are not a whole number of "
+                             f"the smallest group's {unit:g} B, so they cannot share one timeline; choose sizes "
+                             "whose chunks divide each other", "run")
+    return unit
+
+
+def compose(topology: Topology, runs: Sequence[GroupRun], algorithm: str, unit: float | None = None) -> Schedule:
+    """All groups' schedules as one schedule timed together (``_Retimer``; the simulator judges it).
+
+    Chunk ids are shifted per group. A group whose chunks are k times ``unit`` (default: the smallest) has
+    each chunk cut into k pieces of ``unit`` bytes that follow the chunk's hops one behind the other, as the
+    chunk's bytes did alone; each link then serves pieces in the order their groups sent them alone.
+    """
+    unit = common_chunk(runs) if unit is None else unit
+    from ccviz.model import footprint
+
+    pieces = sum(len(g.schedule.transfers) * round(g.collective.chunk_bytes / unit) for g in runs)
+    footprint.check_transfers(pieces, f"{len(runs)} group(s) cut into pieces of {unit:g} B (the smallest group's "
+                                      "chunk) to share one timeline", "run")
     chunks: list[Chunk] = []
     transfers: list[Transfer] = []
+    alone: list[Transfer] = []
     for g in runs:
         offset = len(chunks)
+        k = round(g.collective.chunk_bytes / unit)
         for c in g.collective.chunks:
-            chunks.append(Chunk(c.id + offset, c.pre, c.post, c.reduce, c.source, c.index))
-        for t in g.schedule.transfers:
-            transfers.append(Transfer(t.chunk + offset, t.src, t.dst, None, None, t.op, t.start_s or 0.0))
+            chunks.extend(Chunk(offset + c.id * k + i, c.pre, c.post, c.reduce, c.source, c.index)
+                          for i in range(k))
+        pieces = _piece_times(topology, g.schedule.transfers, k, unit)
+        for run in _relay_runs(g.schedule.transfers):
+            for i in range(k):
+                for j in run:
+                    t = g.schedule.transfers[j]
+                    start, end = pieces[j][i]
+                    piece = offset + t.chunk * k + i
+                    transfers.append(Transfer(piece, t.src, t.dst, None, None, t.op, start))
+                    alone.append(Transfer(piece, t.src, t.dst, start, end, t.op, start))
     ranks = sorted({r for g in runs for r in g.ranks})
-    first = runs[0].collective
-    collective = Collective("custom", tuple(ranks), tuple(chunks), first.chunk_bytes,
+    collective = Collective("custom", tuple(ranks), tuple(chunks), unit,
                             max(g.collective.size_bytes for g in runs), 1, None,
                             {"workload": [g.label for g in runs]})
     untimed = Schedule(topology, collective, transfers, f"{algorithm} (workload)", status="heuristic",
                        notes=[COMPOSED])
-    alone = [t for g in runs for t in g.schedule.transfers]
     return untimed.with_transfers(_together_times(untimed, alone))
+
+
+def _relay_runs(transfers: Sequence[Transfer]) -> list[list[int]]:
+    """Transfer indices in list order, a relay kept with the transfers that carry its value on (the judge
+    pairs a relay with the very next transfer, so each piece's relay and continuation stay adjacent)."""
+    out: list[list[int]] = []
+    j = 0
+    while j < len(transfers):
+        run = [j]
+        while transfers[run[-1]].op == "relay" and run[-1] + 1 < len(transfers):
+            run.append(run[-1] + 1)
+        out.append(run)
+        j = run[-1] + 1
+    return out
+
+
+def _piece_times(topology: Topology, transfers: Sequence[Transfer], k: int, unit: float
+                 ) -> list[list[tuple[float, float]]]:
+    """Alone times of each transfer's k pieces: one behind the other on its link from the transfer's start;
+    out of a bufferless switch each piece leaves as its own piece lands (the switch rule)."""
+    if k == 1:
+        return [[(t.start_s or 0.0, t.end_s or 0.0)] for t in transfers]
+    forwards = _switch_forwards(topology, transfers, transfers)
+    feeder = {j: i for i, js in forwards.items() for j in js}
+    out: list[list[tuple[float, float]]] = [[] for _ in transfers]
+    for j in sorted(range(len(transfers)), key=lambda j: (transfers[j].start_s or 0.0, j)):
+        t = transfers[j]
+        busy = topology.occupancy(t.src, t.dst, unit)
+        delay = topology.arrival_delay(t.src, t.dst, unit)
+        if j in feeder and out[feeder[j]]:
+            starts = [end for _, end in out[feeder[j]]]
+        else:
+            starts = [(t.start_s or 0.0) + i * busy for i in range(k)]
+        out[j] = [(s, s + delay) for s in starts]
+    return out
 
 
 def _together_times(schedule: Schedule, alone: Sequence[Transfer]) -> list[Transfer]:
@@ -390,7 +463,8 @@ class _Retimer:
     source that had landed when it started alone, and the relay it carries on. What it did *not* wait
     for alone must still miss it: a value landing at its source after it started alone (a partial sum,
     or a finished sum that would overwrite the partial it sends) is made to land after it starts
-    together. Links serve chains first come, first served, in the order the groups start them alone.
+    together. Chains are timed in the order the groups start them alone, each in the first gap of its
+    links that fits it.
     """
 
     def __init__(self, schedule: Schedule, alone: Sequence[Transfer]) -> None:
@@ -398,6 +472,7 @@ class _Retimer:
         from ccviz.model.physics import link_costs
 
         self.transfers = transfers = schedule.transfers
+        self.schedule_topology = schedule.topology
         self.alone = alone
         self.costs = link_costs(schedule.topology, schedule.chunk_bytes)
         self.forwards = _switch_forwards(schedule.topology, transfers, alone)
@@ -426,6 +501,19 @@ class _Retimer:
                     if (alone[i].start_s or 0.0) < landed - TIE_S:
                         self.misses[h].append((i, offset + self.costs[(t.src, t.dst)].delay))
 
+    def _fit(self, calendar, earliest: float, hops: list[tuple[tuple[int, int], float]]) -> float:
+        """The first start from ``earliest`` at which every hop (link, offset from the chain's start) finds a
+        lane free for its bytes (a gap left earlier will do)."""
+        first, moved = earliest, True
+        while moved:
+            moved = False
+            for key, offset in hops:
+                lane, when = calendar.lane_free(key, first + offset, first + offset + self.costs[key].busy)
+                if lane is None:
+                    first, moved = when - offset, True
+                    break
+        return first
+
     def waits(self, h: int) -> set[int]:
         """Heads of the chains that must be timed before chain ``h``."""
         t, began = self.transfers[h], self.alone[h].start_s or 0.0
@@ -441,7 +529,7 @@ class _Retimer:
         import heapq
 
         from ccviz.judge.simulate import _parent
-        from ccviz.model.physics import LaneBook
+        from ccviz.model.paths import Calendar
 
         transfers, alone = self.transfers, self.alone
         waits = {h: self.waits(h) for h in self.heads}
@@ -455,7 +543,7 @@ class _Retimer:
         heapq.heapify(ready)
         pending = sorted(key[h] for h in self.heads if left[h])
         done: set[int] = set()
-        lanes = LaneBook()
+        calendar = Calendar(self.schedule_topology)
         start = [0.0] * len(transfers)
         arrival = [0.0] * len(transfers)
         while len(done) < len(self.heads):
@@ -476,13 +564,12 @@ class _Retimer:
                 if self.head_of[i] in done:
                     earliest = max(earliest, start[i] - lands_after + AFTER_S)
             chain = self.chain[h]
-            hops = [((transfers[j].src, transfers[j].dst), offset) for j, offset in chain]
-            first = lanes.earliest_start(earliest, [(k, self.costs[k].lanes, offset) for k, offset in hops])
+            first = self._fit(calendar, earliest, [((transfers[j].src, transfers[j].dst), off) for j, off in chain])
             for j, _ in chain:
                 u = transfers[j]
                 s_j = first if j == h else arrival[_parent(j, chain, self.forwards)]
                 cost = self.costs[(u.src, u.dst)]
-                lanes.occupy((u.src, u.dst), cost.lanes, s_j, cost.busy)
+                calendar.book((u.src, u.dst), s_j, s_j + cost.busy)
                 start[j], arrival[j] = s_j, s_j + cost.delay
             for other in waiting_on.get(h, ()):
                 left[other] -= 1
@@ -518,7 +605,7 @@ def _switch_forwards(topology: Topology, transfers: Sequence[Transfer], alone: S
 
 
 # ------------------------------------------------------------------------- the YAML form
-YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "groups", "time_limit", "opt")
+YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "groups", "time_limit", "opt", "chunks")
 
 
 def read_workload_file(path: str | Path) -> dict[str, Any]:

@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
     from ccviz.runs.workload import WorkloadResult
 
-PALETTE = ("#F58518", "#54A24B", "#B279A2", "#72B7B2", "#9D755D", "#FF9DA6", "#EECA3B", "#BAB0AC", "#2CA02C",
-           "#9467BD", "#8C564B", "#17BECF", "#BCBD22", "#7F7F7F", "#E377C2", "#AEC7E8")  # no GPU blue, no cut red
+# group colours: none is the GPUs' blue, the switches' orange or the busiest links' red
+PALETTE = ("#54A24B", "#B279A2", "#72B7B2", "#9D755D", "#FF9DA6", "#EECA3B", "#17BECF", "#BCBD22", "#8C564B",
+           "#9467BD", "#E377C2", "#7F7F7F", "#AEC7E8", "#2CA02C", "#BAB0AC", "#98DF8A")
 
 
 def group_color(index: int) -> str:
