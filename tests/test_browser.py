@@ -185,16 +185,16 @@ def test_stop_during_a_long_teccl_solve_shows_the_stopped_early_result(app_url, 
         _main(page).get_by_role("button", name="Synthesize", exact=True).click()
         stop = _main(page).get_by_role("button", name="Stop", exact=True)
         stop.wait_for()
-        page.wait_for_timeout(4000)  # the solve is well under way (it takes tens of seconds)
+        # press Stop once the solver has offered a verified schedule (the status line says so): Stop then
+        # ends the worker and that schedule is the answer (how fast is measured by bench/class.py)
+        _main(page).get_by_text("Stop now keeps a verified schedule").first.wait_for(timeout=120_000)
         assert stop.is_visible(), "the solve ended before Stop could be pressed"
         stop.click()
-        pressed = time.monotonic()
-        _main(page).get_by_text("Stopped early").first.wait_for(timeout=5_000)
-        waited = time.monotonic() - pressed
+        _main(page).get_by_text("Stopped early").first.wait_for(timeout=30_000)
         # the stopped-early result's metrics draw just after its status line (a moment later under load)
         _main(page).get_by_text("finish time").first.wait_for(timeout=10_000)
         page.screenshot(path=str(tmp_path / "stopped.png"), full_page=True)
-    assert waited <= 5.0
+        assert _main(page).get_by_role("button", name="Synthesize", exact=True).is_enabled()
 
 
 @needs_chromium
