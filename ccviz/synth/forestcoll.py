@@ -672,12 +672,12 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
 
 
 def ordered_pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float,
-                     switch_queue: bool, limit_s: float) -> Pipelined:
+                     switch_queue: bool, limit_s: float, wide: bool = False) -> Pipelined:
     """``pipeline`` by chunk index, and where that ends between ``DEEP_FIRST_ABOVE`` and ``DEEP_FIRST_BELOW``
     x the limit also deep trees first (``deep_first``); the faster kept (further off, the order is not
     what holds the schedule back: crossbar conflicts are, which the slot grid takes on); where routes are
-    booked cut-through and the faster still ends over ``WIDE_ABOVE`` x the limit (up to
-    ``SLOTS_AUTO_MAX_GPUS``), both orders again with ``WIDE_LOOKAHEAD`` waiting chunks weighed per free
+    booked cut-through and the faster still ends over ``WIDE_ABOVE`` x the limit, with ``wide`` (up to
+    ``SLOTS_AUTO_MAX_GPUS``, where the slot grid cannot run: the grid takes such fabrics on), both orders again with ``WIDE_LOOKAHEAD`` waiting chunks weighed per free
     link, the fastest kept. Neither order
     wins everywhere: deep first takes a 64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
     mirror of rfs3d's ReduceScatter (128 GPUs, 4 trees of 2 pieces) from 1.031 to 1.093."""
@@ -686,7 +686,7 @@ def ordered_pipeline(topology: Topology, collective: Collective, packing: Packin
         deep = pipeline(topology, collective, packing, start_s, switch_queue, deep_first=True)
         if deep.finish_s < run.finish_s:
             run = deep
-    if (not switch_queue and topology.switches and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
+    if (wide and not switch_queue and topology.switches and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
             and WIDE_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s):
         for deep_first in (True, False):
             wide = pipeline(topology, collective, packing, start_s, switch_queue, deep_first, lookahead=WIDE_LOOKAHEAD)
@@ -885,7 +885,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         "routes through switches booked cut-through (no switch queues), first come first served"
     if not settings.slots:
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
-        run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s)
+        run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
+                               wide=not _slot_grid_fits(topology))
         _offer(budget.options, topology, packing, refined, run, False)
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue
