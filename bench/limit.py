@@ -10,10 +10,15 @@ from one run on this machine; read ratios, not seconds, on a shared machine.
     .venv/bin/python bench/limit.py --fabrics dgx1,a100 --collectives allgather
     .venv/bin/python bench/limit.py --scale    # the limit at 64 / 256 / 1,024 GPUs; forestcoll at 256
     .venv/bin/python bench/limit.py --synth64  # forestcoll's synthesis time on five 64-GPU fabrics
+    .venv/bin/python bench/limit.py --odd      # fabrics nobody tuned for: uneven, mixed classes, NICs, random
 
 ``--scale`` times the limit (AllGather) on fabrics of 64, 256 and 1,024 GPUs with the exact integer
 Newton on scipy, beside the networkx float path it replaced (same run, up to 256 GPUs), and runs
 forestcoll on 256-GPU fabrics.
+
+``--odd`` runs the same table on fabrics outside that set (``ODD`` and ``RANDOM_SEEDS``): uneven dims,
+mixed link classes, several NICs per box (``amd:chassis=2,as_published=false`` is the two-box MI250: 16
+GPUs a box, a NIC per GPU pair, one switch between the boxes) and seeded random boxes (``odd_fabric``).
 
 Targets: forestcoll within 1.05 x the limit on every fabric for AllGather, ReduceScatter and
 AllReduce at 1 GB, median within 1.03 x; synthesis <= 30 s at 64 GPUs; the limit <= 1 s at 64 GPUs.
@@ -22,15 +27,50 @@ AllReduce at 1 GB, median within 1.03 x; synthesis <= 30 s at 64 GPUs; the limit
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import time
 from pathlib import Path
 
-from ccviz import CcvizError, SynthOptions, bandwidth_limit, load_topology, run
+from ccviz import CcvizError, SynthOptions, Topology, bandwidth_limit, load_topology, run
 from ccviz.bounds import limit as limit_module
 from ccviz.builders import BUILDERS
+from ccviz.builders.fabric import Fabric
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_topologies"
+
+
+ODD = ["rfs3d:dims=2x4x4", "amd:chassis=2,as_published=false", "torus2d:dims=3x5", "mesh2d:dims=2x6,bw=50/25",
+       "multidim:dims=3x5,kinds=ring/switch,bw=100/50", "hypercube:n=16,bw=50/25/12.5/50", "a100:boxes=3",
+       "dragonfly:groups=3,routers=2,gpus=3"]
+RANDOM_SEEDS = (1, 2, 3, 4)
+LINK_CLASSES = (25.0, 50.0, 100.0, 200.0)  # GB/s inside a box
+NIC_CLASSES = (12.5, 25.0)  # GB/s from a NIC to the switch between boxes
+
+
+def odd_fabric(seed: int) -> Topology:
+    """Seeded random boxes no builder makes: 2-3 boxes of 3-6 GPUs, each box a ring with random chords of
+    mixed bandwidths, a NIC (a bufferless copy switch) per one or two GPUs, every NIC cabled to one switch
+    between the boxes at one of two NIC speeds."""
+    rng = random.Random(seed)
+    fabric = Fabric()
+    hub = fabric.add_switch(label="between boxes")
+    for box in range(rng.randint(2, 3)):
+        gpus = [fabric.add_gpu(group=f"box{box}") for _ in range(rng.randint(3, 6))]
+        pairs = {tuple(sorted((gpus[i], gpus[(i + 1) % len(gpus)]))) for i in range(len(gpus))}
+        pairs |= {tuple(sorted(rng.sample(gpus, 2))) for _ in range(rng.randint(0, len(gpus)))}
+        for u, v in sorted(pairs):
+            fabric.cable(u, v, rng.choice(LINK_CLASSES), 0.7)
+        nic_bw = rng.choice(NIC_CLASSES)
+        i = 0
+        while i < len(gpus):
+            group = gpus[i:i + rng.randint(1, 2)]
+            nic = fabric.add_switch(group=f"box{box}", label="NIC")
+            for gpu in group:
+                fabric.cable(gpu, nic, 2 * nic_bw, 0.7)
+            fabric.cable(nic, hub, nic_bw, 1.3)
+            i += len(group)
+    return fabric.topology(f"odd{seed}", f"random boxes (seed {seed})", "chassis")
 
 
 def fabrics(selected: list[str] | None) -> list[str]:
@@ -106,6 +146,8 @@ def main() -> None:
     parser.add_argument("--max-gpus", type=int, default=256)
     parser.add_argument("--scale", action="store_true", help="time the limit at 64-1,024 GPUs, forestcoll at 256")
     parser.add_argument("--synth64", action="store_true", help="forestcoll's synthesis time on 64-GPU fabrics")
+    parser.add_argument("--odd", action="store_true",
+                        help="fabrics outside the tuned set: uneven dims, mixed link classes, NICs, random boxes")
     args = parser.parse_args()
     collectives = args.collectives.split(",")
     if args.scale:
@@ -116,19 +158,21 @@ def main() -> None:
         return
     algorithms = args.algorithms.split(",")
     ratios: dict[str, list[float]] = {a: [] for a in algorithms}
-    header = f"{'fabric':<28} {'GPUs':>4} {'collective':<13} {'limit us':>10} {'lim s':>6}"
+    header = f"{'fabric':<36} {'GPUs':>4} {'collective':<13} {'limit us':>10} {'lim s':>6}"
     header += "".join(f" {a + ' x':>12} {'synth s':>8}" for a in algorithms)
     print(header, flush=True)
-    for spec in fabrics([f for f in args.fabrics.split(",") if f]):
-        topology = load_topology(spec)
+    chosen: list[str | Topology] = [*ODD, *(odd_fabric(seed) for seed in RANDOM_SEEDS)] if args.odd else \
+        fabrics([f for f in args.fabrics.split(",") if f])
+    for spec in chosen:
+        topology = spec if isinstance(spec, Topology) else load_topology(spec)
         if topology.n_gpus > args.max_gpus:
             continue
-        name = Path(spec).stem if spec.endswith(".json") else spec
+        name = topology.name if isinstance(spec, Topology) else Path(spec).stem if spec.endswith(".json") else spec
         for collective in collectives:
             t0 = time.perf_counter()
             limit = bandwidth_limit(topology, collective, args.size)
             limit_time = time.perf_counter() - t0
-            line = f"{name:<28} {topology.n_gpus:>4} {collective:<13} {limit.limit_s * 1e6:>10.1f} {limit_time:>6.2f}"
+            line = f"{name:<36} {topology.n_gpus:>4} {collective:<13} {limit.limit_s * 1e6:>10.1f} {limit_time:>6.2f}"
             for algorithm in algorithms:
                 options = SynthOptions(time_limit=args.time_limit)
                 try:

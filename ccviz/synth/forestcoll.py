@@ -79,6 +79,8 @@ from ccviz.synth.slotted import (
 )
 
 LOOKAHEAD = 32  # waiting chunks a free link considers (cut-through): the most urgent that can start soonest
+WIDE_LOOKAHEAD = 256  # ... and, where that ends over WIDE_ABOVE x the limit, this many (the faster kept)
+WIDE_ABOVE = 1.03  # random two-box fabric (odd3 in bench/limit.py --odd, deep first): 1.064 -> 1.049; rfs3d no better
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
 MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
@@ -459,7 +461,8 @@ class _InTrees:
 
 
 def pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float = 0.0,
-             switch_queue: bool = True, deep_first: bool = False, by_level: bool = False) -> Pipelined:
+             switch_queue: bool = True, deep_first: bool = False, by_level: bool = False,
+             lookahead: int = LOOKAHEAD) -> Pipelined:
     """Run every chunk through its tree; a GPU's out-link, when free, serves its most urgent waiting chunk.
 
     Copies (AllGather, Broadcast) go down out-trees; reductions (ReduceScatter, Reduce: ``packing`` made
@@ -472,7 +475,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     reaches a switch whose out-link is busy waits in the switch's queue and leaves once (as real
     NVSwitch / IB switches buffer packets); without it a route is booked cut-through, each hop
     starting the instant the previous one arrives, which loses throughput to crossbar conflicts on
-    switched fabrics. A copy switch forwards its latest arrival of a chunk, so
+    switched fabrics; a free link then weighs its ``lookahead`` most urgent waiting chunks. A copy switch forwards its latest arrival of a chunk, so
     two partial sums of one chunk never wait in it together.
     """
     reducing = collective.is_reducing
@@ -488,7 +491,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     copy_switch = [reducing and topology.is_switch(u) and topology.nodes[u].copy for u, _ in links]
     # Only cut-through routes differ in when they can start (a route's later hops may be booked); with
     # switch queues every waiting chunk of a link starts when the link is free, so the most urgent goes.
-    lookahead = 1 if switch_queue else LOOKAHEAD
+    lookahead = 1 if switch_queue else lookahead
     multicast = not reducing and not switch_queue and any(topology.nodes[x].copy for x in topology.switches)
     same_chunk: dict[tuple[int, int], list[tuple]] = {}  # (first link, chunk) -> its waiting tree edges
     taken: set[int] = set()  # seq of waiting tree edges already sent (booked, or rode along)
@@ -669,17 +672,26 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
 
 
 def ordered_pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float,
-                     switch_queue: bool, limit_s: float) -> Pipelined:
+                     switch_queue: bool, limit_s: float, wide: bool = False) -> Pipelined:
     """``pipeline`` by chunk index, and where that ends between ``DEEP_FIRST_ABOVE`` and ``DEEP_FIRST_BELOW``
     x the limit also deep trees first (``deep_first``); the faster kept (further off, the order is not
-    what holds the schedule back: crossbar conflicts are, which the slot grid takes on). Neither order
+    what holds the schedule back: crossbar conflicts are, which the slot grid takes on); where routes are
+    booked cut-through and the faster still ends over ``WIDE_ABOVE`` x the limit, with ``wide`` (up to
+    ``SLOTS_AUTO_MAX_GPUS``, where the slot grid cannot run: the grid takes such fabrics on), both orders again with ``WIDE_LOOKAHEAD`` waiting chunks weighed per free
+    link, the fastest kept. Neither order
     wins everywhere: deep first takes a 64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
     mirror of rfs3d's ReduceScatter (128 GPUs, 4 trees of 2 pieces) from 1.031 to 1.093."""
     run = pipeline(topology, collective, packing, start_s, switch_queue)
     if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s:
         deep = pipeline(topology, collective, packing, start_s, switch_queue, deep_first=True)
         if deep.finish_s < run.finish_s:
-            return deep
+            run = deep
+    if (wide and not switch_queue and topology.switches and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
+            and WIDE_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s):
+        for deep_first in (True, False):
+            wide = pipeline(topology, collective, packing, start_s, switch_queue, deep_first, lookahead=WIDE_LOOKAHEAD)
+            if wide.finish_s < run.finish_s:
+                run = wide
     return run
 
 
@@ -873,7 +885,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         "routes through switches booked cut-through (no switch queues), first come first served"
     if not settings.slots:
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
-        run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s)
+        run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
+                               wide=not _slot_grid_fits(topology))
         _offer(budget.options, topology, packing, refined, run, False)
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue

@@ -22,9 +22,10 @@ grid: a free one sends its most urgent waiting chunk at once.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -108,6 +109,29 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return n
 
 
+class Fitting:
+    """One up-link's candidates in a slot, worked out only as far as the matching reads them: most
+    senders take their first, and testing every waiting edge's route (and detours) up front was most of
+    the grid's time. Bookings do not change while a slot is matched, so the order and the answers are
+    those of the whole list."""
+
+    def __init__(self, entries: Iterable[tuple]) -> None:
+        self.known: list[tuple] = []
+        self.rest = iter(entries)
+
+    def get(self, n: int) -> tuple | None:
+        """Entry ``n`` (edge, resources), or None past the last."""
+        while len(self.known) <= n:
+            entry = next(self.rest, None)
+            if entry is None:
+                return None
+            self.known.append(entry)
+        return self.known[n]
+
+    def __setitem__(self, n: int, entry: tuple) -> None:
+        self.known[n] = entry
+
+
 class SlotMatching:
     """One slot's choice: per free up-link lane (a unit) one waiting edge whose later hops are free.
 
@@ -121,7 +145,7 @@ class SlotMatching:
     def __init__(self, units: list[int], candidates: dict[int, list[tuple]], left,
                  resources_of: Callable[[tuple], list[tuple]] | None = None) -> None:
         self.units = units
-        self.candidates = candidates
+        self.candidates = {unit: c if isinstance(c, Fitting) else Fitting(c) for unit, c in candidates.items()}
         self.left = left
         self.resources_of = resources_of
         self.tentative: dict[tuple, list[tuple[int, float, float]]] = defaultdict(list)
@@ -161,7 +185,11 @@ class SlotMatching:
     def _assign(self, unit: int, visited: set[int], depth: int) -> bool:
         """Kuhn's augmenting search: an edge for ``unit``, moving one other unit per step if need be."""
         candidates = self.candidates[self.units[unit]]
-        for n, (item, resources) in enumerate(candidates):
+        for n in itertools.count():
+            entry = candidates.get(n)
+            if entry is None:
+                break
+            item, resources = entry
             if item[2] in self.chosen:
                 continue
             if resources is None:
@@ -413,12 +441,15 @@ class SlotBooking:
     def _on_path(self, path: list[int]) -> set[int]:
         return {self.links[lid][1] for lid in path}
 
-    def _candidates(self, k: int) -> dict[int, list[tuple]]:
-        """Per up-link with waiting edges: the most urgent edge to each receiver whose route is not
-        filled by an earlier booking, most urgent first (resources left for the matching to ask)."""
+    def _candidates(self, k: int) -> dict[int, Fitting]:
+        """Per up-link with a free lane and waiting edges: the most urgent edge to each receiver whose
+        route is not filled by an earlier booking, most urgent first, then the detours (``Fitting``:
+        worked out as the matching reads them; resources left for the matching to ask)."""
         out = {}
         free: dict[tuple[int, float], bool] = {}
         for lid, ends in self.by_end.items():
+            if len(self.used.get((lid, k), ())) >= self.lanes[lid]:
+                continue  # no lane of this up-link is free in the slot: nothing to match
             items = []
             for heap in ends.values():
                 while heap and heap[0][2] in self.taken:
@@ -426,16 +457,20 @@ class SlotBooking:
                 if heap:
                     items.append(heap[0])
             items.sort()
-            fits, detours = [], []  # every edge's own route before any detour
-            for item in items[:CANDIDATES]:
-                for n, route in enumerate(self._detours(item[5])):
-                    if self._fits(route, item[3], k, free):
-                        choice = item if n == 0 else (*item[:5], route)  # the edge's own route first
-                        (fits if choice is item else detours).append((choice, None))
-            fits += detours
-            if fits:
+            fits = Fitting(self._fitting(items[:CANDIDATES], k, free))
+            if fits.get(0) is not None:
                 out[lid] = fits
         return out
+
+    def _fitting(self, items: list[tuple], k: int, free: dict[tuple[int, float], bool]) -> Iterable[tuple]:
+        """The edges whose own routes fit, most urgent first, then those whose detours fit."""
+        for item in items:
+            if self._fits(item[5], item[3], k, free):
+                yield item, None
+        for item in items:
+            for route in self._detours(item[5])[1:]:
+                if self._fits(route, item[3], k, free):
+                    yield (*item[:5], route), None
 
     def _tick(self, k: int) -> None:
         """Slot ``k``: match every free up-link with a waiting edge whose later hops are free, book the
@@ -445,7 +480,7 @@ class SlotBooking:
             raise _Stopped
         candidates = self._candidates(k)
         units = [lid for lid in candidates for _ in range(self.lanes[lid] - len(self.used.get((lid, k), ())))]
-        units.sort(key=lambda lid: candidates[lid][0][0][:3])  # the most urgent sender first
+        units.sort(key=lambda lid: candidates[lid].get(0)[0][:3])  # the most urgent sender first
         chosen = SlotMatching(units, candidates, self._left, lambda item: self._resources(item, k)).solve()
         for item in chosen:
             self._book(item, k)
