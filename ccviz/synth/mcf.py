@@ -355,10 +355,15 @@ def book_chunks(topology: Topology, fabric: _Fabric, routes: list[tuple[int, lis
         else:
             finish = max(finish, t)
         events += 1
-        if stop is not None and events % STOP_EVERY == 0 and stop.is_set():
-            raise CcvizError("stop: mcf was stopped before its schedule was complete (it has no partial "
-                             "schedule to return)", "stop")
+        _check_stop(stop, events)
     return transfers, finish
+
+
+def _check_stop(stop, events: int) -> None:
+    """Every ``STOP_EVERY`` booked events, end the booking if Stop was pressed (mcf has no partial schedule)."""
+    if stop is not None and events % STOP_EVERY == 0 and stop.is_set():
+        raise CcvizError("stop: mcf was stopped before its schedule was complete (it has no partial "
+                         "schedule to return)", "stop")
 
 
 class SwitchPaths:
@@ -456,9 +461,7 @@ def _book_hops(fabric: _Fabric, routes: list[tuple[int, list[int]]], delay: list
         elif arrival > finish:
             finish = arrival
         events += 1
-        if stop is not None and events % STOP_EVERY == 0 and stop.is_set():
-            raise CcvizError("stop: mcf was stopped before its schedule was complete (it has no partial "
-                             "schedule to return)", "stop")
+        _check_stop(stop, events)
     return transfers, finish
 
 
