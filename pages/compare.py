@@ -113,7 +113,8 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         ok = table[table["error"].isna()]
         over = ok[ok["algbw_GBps"] > ok["bound_algbw_GBps"] * (1 + 1e-6)]
         if len(over):
-            st.error(f"{len(over)} result(s) beat the lower bound, which is impossible: {over['algorithm'].unique()}")
+            st.error(f"{len(over)} result(s) beat the lower bound, which is impossible (please report it): "
+                     f"{', '.join(over['algorithm'].unique())}")
         elif len(ok) and ok["lower_bound_s"].notna().all():
             st.success(f"All {len(ok)} verified results stay within the bound (the tighter of the lower bound and "
                        f"the fabric's limit); best ratio to it: {(ok['finish_time_s'] / bound_s[ok.index]).min():.3g}.")

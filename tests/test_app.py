@@ -151,6 +151,19 @@ def test_compare_two_algorithms_within_the_bound():
     assert (table["bound_us"] >= table["limit_us"] * (1 - 1e-9)).all()
 
 
+def test_compare_forestcoll_beside_ring_stays_within_each_runs_bound():
+    # the walkthrough's researcher saw "2 result(s) beat the lower bound, which is impossible: <ArrowStringArray>"
+    at = fresh_app()
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="cmp_algorithms_allgather").set_value(["ring", "forestcoll"]).run()
+    at.select_slider(key="cmp_sizes").set_range(4e6, 4e6).run()
+    at.button(key="cmp_run").click().run()
+    assert_clean(at)
+    assert any("stay within the bound" in s.value for s in at.success)
+    table = at.dataframe[0].value
+    assert (table["finish_us"] >= table["bound_us"] * (1 - 1e-9)).all()
+
+
 def test_topology_designer_sample_builder_and_inline_errors():
     at = fresh_app()
     at.switch_page("pages/topology.py").run()
