@@ -483,6 +483,23 @@ def test_learn_and_compare_links_restore_what_they_show():
     assert cmp.query_params["sizes"] == "1KB-1MB"
 
 
+def test_a_papers_link_opens_the_paper_it_showed():
+    # the lecturer shared the explainer's worked tables and the link opened TE-CCL's table instead
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "papers", "paper": "explainer"})
+    at.run()
+    assert_clean(at)
+    assert at.radio(key="papers_paper").value.startswith("Collectives Explainer")
+    assert at.query_params["paper"] == "explainer"
+    at.radio(key="papers_paper").set_value("TE-CCL (SIGCOMM 2024)").run()
+    assert at.query_params["paper"] == "teccl"
+    wrong = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    wrong.query_params.update({"page": "papers", "paper": "nccl"})
+    wrong.run()
+    assert not wrong.exception
+    assert any("paper" in e.value and "explainer" in e.value for e in wrong.error)
+
+
 def test_a_playback_link_remakes_its_run_in_a_dozen_steps_with_play():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params.update({"page": "playback", "topology": "ring:n=8", "collective": "allreduce",

@@ -41,6 +41,8 @@ PAGE_WIDGETS = {
               "chunks": "learn_chunks"},
     "compare": {"collective": "cmp_collective", "chunks": "cmp_chunks"},
 }
+PAPERS = {"teccl": "TE-CCL (SIGCOMM 2024)", "explainer": "Collectives Explainer (worked tables)"}  # ``paper=``
+PAPER_KEY = "papers_paper"  # the Papers page's choice of paper
 LEARN_FABRIC_KEY = "learn_topology"  # Learn's teaching fabric (a label of its own list), carried as ``lesson=``
 FABRIC_URL_CHARS = 8000  # an edited fabric longer than this, encoded, is not put into the URL
 FABRIC_JSON_BYTES = 4_000_000  # a decoded fabric larger than this is refused (a link cannot inflate memory)
@@ -104,6 +106,11 @@ def restore(sizes: list[float]) -> None:
         elif params.get("fabric"):
             topology = decode_fabric(params["fabric"])
             set_topology(topology, f"a shared link (edited fabric {topology.name})")
+        if page == "papers" and params.get("paper"):
+            if params["paper"] not in PAPERS:
+                raise CcvizError(f"paper: the link asks for {params['paper']!r}; choose one of {', '.join(PAPERS)}",
+                                 "paper")
+            st.session_state[PAPER_KEY] = PAPERS[params["paper"]]
         if page == "learn" and params.get("lesson"):
             _restore_lesson(params["lesson"])
         collective = params.get("collective")
