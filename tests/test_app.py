@@ -70,6 +70,8 @@ def test_starts_on_dgx1_and_synthesizes_ring_with_animation():
     assert shown["bound"] == format_time(max(expected.lower_bound_s, expected.limit_s))
     assert at.get("plotly_chart"), "the animation is not shown"
     assert "with **ring**" in " ".join(m.value for m in at.markdown)
+    # the wall time says what it counts (a first run's worker start read as an 18 s "server time" for 6 ms)
+    assert "waiting for a worker process" in " ".join(m.value for m in at.markdown)
 
 
 def test_synthesize_with_another_algorithm_and_play_it_back():
@@ -187,6 +189,16 @@ def test_topology_designer_sample_builder_and_inline_errors():
     assert at.subheader[0].value == "ring5"
     at.switch_page("pages/synthesize.py").run()  # the topology persists across pages
     assert "ring5" in at.caption[0].value
+
+
+def test_apply_edits_with_nothing_changed_keeps_the_named_fabric_and_its_short_link():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "topology", "topology": "torus2d:dims=3x3"})
+    at.run()
+    at.button(key="topo_apply").click().run()
+    assert_clean(at)
+    assert at.query_params["topology"] == "torus2d:dims=3x3" and "fabric" not in at.query_params
+    assert not any("table edit" in c.value for c in at.caption)
 
 
 def test_the_designer_starts_on_the_builder_of_the_fabric_on_screen():

@@ -203,7 +203,9 @@ def results_summary(entry: CachedRun) -> None:
         details += f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"
     if s["mip_gap"] is not None:
         details += f", MIP gap {s['mip_gap']:.3g}"
-    st.markdown(details + f" · server time {format_time(entry.server_time_s)}")
+    # the wall time beside "synthesis time" (the solver's own): a first run's worker start can take seconds
+    st.markdown(details + f" · {format_time(entry.server_time_s)} from Synthesize to this result (waiting for a "
+                "worker process, the simulator and the bound included)")
     st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus']))}**")
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
