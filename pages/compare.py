@@ -103,7 +103,7 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         if job.error:
             st.error(for_app(job.error))
         table = job.table()
-        if job.stopped:
+        if job.stopped and not job.error:  # a sweep that failed was not stopped: its error says why
             st.info(f"Sweep stopped after {len(table[table['status'] != 'skipped'])} of {job.total} runs; "
                     "press **Compare** to run the rest.")
         failed = table[table["error"].notna()]

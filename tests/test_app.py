@@ -166,6 +166,20 @@ def test_compare_forestcoll_beside_ring_stays_within_each_runs_bound():
     assert (table["finish_us"] >= table["bound_us"] * (1 - 1e-9)).all()
 
 
+def test_a_bad_dask_scheduler_is_named_by_its_box_and_not_called_a_stop():
+    at = fresh_app()
+    at.switch_page("pages/compare.py").run()
+    at.multiselect(key="cmp_algorithms_allgather").set_value(["ring"]).run()
+    at.text_input(key="cmp_scheduler").input("foo:bar").run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("Dask scheduler (Compare)" in e and "tcp://HOST:8786" in e for e in errors), errors
+    assert not any("--scheduler" in e for e in errors)
+    assert not any("Sweep stopped" in i.value for i in at.info)
+    assert at.text_input(key="cmp_scheduler").value == "foo:bar"  # what the user typed stays to be fixed
+
+
 def test_topology_designer_sample_builder_and_inline_errors():
     at = fresh_app()
     at.switch_page("pages/topology.py").run()

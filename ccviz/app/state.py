@@ -114,6 +114,8 @@ APP_WORDS = (
     (re.compile(r"--chunks"), "chunks per rank"),
     (re.compile(r"--size"), "the size slider"),
     (re.compile(r"--epochs?"), "the epoch option"),
+    (re.compile(r"leave --scheduler out"), "empty the Dask scheduler box"),
+    (re.compile(r"--scheduler"), "Dask scheduler (Compare)"),
 )
 
 
