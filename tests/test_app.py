@@ -180,6 +180,24 @@ def test_a_bad_dask_scheduler_is_named_by_its_box_and_not_called_a_stop():
     assert at.text_input(key="cmp_scheduler").value == "foo:bar"  # what the user typed stays to be fixed
 
 
+def test_workload_errors_name_the_pages_boxes_not_the_cli_flags():
+    # the fabric designer typed a collective for a kind the parallelism does not have and read "--parallel"
+    at = fresh_app()
+    at.switch_page("pages/workload.py").run()
+    at.text_input(key="wl_run").input("tp:allreduce:16MB,pp:allreduce:1MB").run()
+    at.button(key="wl_run_button").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("the parallelism box has no pp" in e for e in errors), errors
+    assert not any("--" in e for e in errors)
+    at.text_input(key="wl_run").input("tp:allreduce:16MB").run()
+    at.text_input(key="wl_parallel").input("tp=4,dp=3").run()
+    at.button(key="wl_run_button").click().run()
+    errors = [e.value for e in at.error]
+    assert any(e.startswith("workload: parallelism (product = GPUs): ") for e in errors), errors
+    assert at.text_input(key="wl_parallel").value == "tp=4,dp=3"  # what was typed stays to be fixed
+
+
 def test_topology_designer_sample_builder_and_inline_errors():
     at = fresh_app()
     at.switch_page("pages/topology.py").run()
