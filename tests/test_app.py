@@ -298,6 +298,17 @@ def test_learn_shows_the_rounds_of_a_ring_with_its_formula():
     assert any(c.value.startswith("14 rounds") for c in at.caption)  # ring AllReduce on 8 GPUs: 2(N-1)
 
 
+def test_learns_nvls_table_says_why_dbt_takes_twice_its_formula():
+    # the lecturer's table showed DBT at 971 us beside a 486 us formula with no word on why
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page("pages/learn.py").run()
+    assert_clean(at)
+    table = pd.DataFrame(at.dataframe[-1].value)
+    dbt = table[table["algorithm"] == "dbt"].iloc[0]
+    assert "cross a switch" in dbt["why they differ"] and "slower than the formula" in dbt["why they differ"]
+    assert table[table["algorithm"] == "inc"].iloc[0]["why they differ"] == ""
+
+
 def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch):
     from ccviz.app.runs import RunRequest, SynthesisJob, cached
     from ccviz.synth.registry import REGISTRY, Algorithm, Progress
