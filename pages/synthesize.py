@@ -55,7 +55,7 @@ chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
 dest = (c2.selectbox("destination", [g for g in topology.gpus if g != root], key="syn_dest",
                      help="sendrecv: the GPU the root sends its buffer to") if collective == "sendrecv" else None)
-url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks, root=root)
+url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks, root=root, dest=dest)
 st.caption(url.shared_note())
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")

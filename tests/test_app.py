@@ -555,6 +555,27 @@ def test_a_papers_link_opens_the_paper_it_showed():
     assert any("paper" in e.value and "explainer" in e.value for e in wrong.error)
 
 
+def test_a_sendrecv_link_keeps_its_destination_on_synthesize_and_playback():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "ring:n=8", "collective": "sendrecv", "algorithm": "direct", "root": "2",
+                            "dest": "5"})
+    at.run()
+    assert_clean(at)
+    assert (at.selectbox(key="syn_root").value, at.selectbox(key="syn_dest").value) == (2, 5)
+    assert at.query_params["dest"] == "5"
+    pb = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    pb.query_params.update({"page": "playback", "topology": "ring:n=8", "collective": "sendrecv", "algorithm": "direct",
+                            "root": "2", "dest": "5"})
+    pb.run()
+    assert_clean(pb)
+    assert pb.session_state["ccviz_last_run"].request.dest == 5 and pb.query_params["dest"] == "5"
+    bad = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    bad.query_params.update({"topology": "ring:n=8", "collective": "sendrecv", "root": "2", "dest": "2"})
+    bad.run()
+    assert not bad.exception
+    assert any("dest" in e.value and "destination box" in e.value for e in bad.error)
+
+
 def test_a_playback_link_remakes_its_run_in_a_dozen_steps_with_play():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params.update({"page": "playback", "topology": "ring:n=8", "collective": "allreduce",

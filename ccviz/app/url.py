@@ -141,6 +141,12 @@ def restore(sizes: list[float]) -> None:
                 raise CcvizError(f"root: the link asks for root {params['root']!r}, which is not a GPU of this "
                                  "fabric; choose one in the root box", "root")
             st.session_state["syn_root"] = root
+        if params.get("dest") and page in (None, "synthesize", "playback"):  # sendrecv's destination
+            dest = int(params["dest"]) if params["dest"].isdigit() else -1
+            if dest not in current_topology().gpus or dest == st.session_state.get("syn_root", current_topology().gpus[0]):
+                raise CcvizError(f"dest: the link asks for destination {params['dest']!r}, which is not another GPU "
+                                 "of this fabric; choose one in the destination box", "dest")
+            st.session_state["syn_dest"] = dest
         if page == "compare":
             _restore_compare(params, collective or st.session_state.get("cmp_collective", COLLECTIVES[0]), sizes)
         if page == "playback" and collective and algorithm:
@@ -263,7 +269,7 @@ def share_run(entry) -> str:
     remade = request.algorithm in algorithms_for(request.collective) and not request.options
     if remade:
         values.update(collective=request.collective, algorithm=request.algorithm, size=request.size_bytes,
-                      chunks=request.chunks, root=request.root)
+                      chunks=request.chunks, root=request.root, dest=request.dest)
     share("playback", **values)
     note = shared_note(topology)
     if not remade:
@@ -284,9 +290,10 @@ def run_from_link(wait_s: float = 60.0) -> None:
     state = st.session_state
     try:
         collective = state[WIDGETS["collective"]]
+        root = state.get("syn_root", topology.gpus[0]) if collective in ROOTED else None
+        dest = state.get("syn_dest", next(g for g in topology.gpus if g != root)) if collective == "sendrecv" else None
         request = RunRequest.make(topology, collective, state[WIDGETS["algorithm"]], state.get(WIDGETS["size"], 1e6),
-                                  state.get(WIDGETS["chunks"], 1),
-                                  state.get("syn_root", topology.gpus[0]) if collective in ROOTED else None)
+                                  state.get(WIDGETS["chunks"], 1), root, dest=dest)
         with st.spinner(f"making the linked run: {request.algorithm} {request.collective}"):
             job = SynthesisJob(request, topology)
             job.wait(wait_s)
