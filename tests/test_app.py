@@ -303,10 +303,10 @@ def test_learns_nvls_table_says_why_dbt_takes_twice_its_formula():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.switch_page("pages/learn.py").run()
     assert_clean(at)
-    table = pd.DataFrame(at.dataframe[-1].value)
-    dbt = table[table["algorithm"] == "dbt"].iloc[0]
-    assert "cross a switch" in dbt["why they differ"] and "slower than the formula" in dbt["why they differ"]
-    assert table[table["algorithm"] == "inc"].iloc[0]["why they differ"] == ""
+    said = [m.value for m in at.markdown if m.value.startswith("**Why ")]
+    dbt = [m for m in said if m.startswith("**Why dbt differs from its formula:**")]
+    assert dbt and "cross a switch" in dbt[0] and "slower than the formula" in dbt[0]
+    assert not any(m.startswith("**Why inc") for m in said)  # INC's closed form is what the judge measures
 
 
 def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch):
