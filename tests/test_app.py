@@ -136,6 +136,12 @@ def test_the_options_expander_draws_each_algorithms_own_options_and_the_run_uses
     assert last_schedule(at).options["trees"] != 2
 
 
+def test_bandwidths_on_the_page_are_never_in_e_notation():
+    from ccviz.app.ui import _gbps
+
+    assert (_gbps(1730.4), _gbps(876.2), _gbps(15.93), _gbps(None)) == ("1,730 GB/s", "876 GB/s", "15.9 GB/s", "n/a")
+
+
 def test_compare_two_algorithms_within_the_bound():
     algorithm = other_algorithm()
     at = fresh_app()

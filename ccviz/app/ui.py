@@ -259,7 +259,10 @@ def tightest_bound(lower_bound_s: float | None, limit_s: float | None, topology)
 
 
 def _gbps(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g} GB/s"
+    """Three significant digits, never in e-notation (an NVL72 busbw read '1.73e+03 GB/s')."""
+    if value is None:
+        return "n/a"
+    return f"{value:.3g} GB/s" if abs(value) < 1000 else f"{value:,.0f} GB/s"
 
 
 def animation(entry: CachedRun):
