@@ -595,6 +595,30 @@ def test_a_playback_link_remakes_its_run_in_a_dozen_steps_with_play():
     assert at.query_params["algorithm"] == "rhd" and at.query_params["page"] == "playback"
 
 
+def test_a_run_at_the_pages_default_options_is_shared_as_a_link_that_remakes_it():
+    # Playback said "a link cannot remake this run (... solver options)" for a plain forestcoll run: the page's
+    # own default time limit counted as a user's option
+    at = fresh_app()
+    at.selectbox(key="syn_algorithm").select("forestcoll").run()
+    at.button(key="syn_run").click().run()
+    assert_clean(at)
+    made = at.session_state["ccviz_last_run"].request
+    at.switch_page("pages/playback.py").run()
+    assert_clean(at)
+    assert not any("cannot remake" in c.value for c in at.caption)
+    assert at.query_params["algorithm"] == "forestcoll"
+    link = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    link.query_params.update(dict(at.query_params))
+    link.run()
+    assert_clean(link)
+    assert link.session_state["ccviz_last_run"].request == made  # the same run, its time limit included
+    at.switch_page("pages/synthesize.py").run()
+    at.number_input(key="syn_opt_time_limit").set_value(7.0).run()
+    at.button(key="syn_run").click().run()
+    at.switch_page("pages/playback.py").run()
+    assert any("cannot remake" in c.value for c in at.caption)  # a changed option is not in the link: it says so
+
+
 def test_a_failing_msccl_export_says_why_and_offers_no_file():
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.query_params.update({"topology": "ring:n=8", "collective": "broadcast", "algorithm": "ring"})

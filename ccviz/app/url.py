@@ -266,7 +266,11 @@ def share_run(entry) -> str:
     values: dict[str, object] = {}
     if topology.to_json() != current_topology().to_json():
         values.update(topology=None, fabric=_fabric_of(topology))
-    remade = request.algorithm in algorithms_for(request.collective) and not request.options
+    from ccviz.app.runs import default_options
+
+    # the page's default options (a time limit, an epoch rule) are remade by the link; changed ones are not
+    remade = (request.algorithm in algorithms_for(request.collective)
+              and dict(request.options) == default_options(request.algorithm))
     if remade:
         values.update(collective=request.collective, algorithm=request.algorithm, size=request.size_bytes,
                       chunks=request.chunks, root=request.root, dest=request.dest)
@@ -281,7 +285,7 @@ def share_run(entry) -> str:
 def run_from_link(wait_s: float = 60.0) -> None:
     """Once, after a link to Playback that names a run: make that run (as Synthesize would) so the page
     shows what the sender saw. A run that does not finish in ``wait_s`` is left to the Synthesize page."""
-    from ccviz.app.runs import RunRequest, SynthesisJob
+    from ccviz.app.runs import RunRequest, SynthesisJob, default_options
     from ccviz.app.state import last_run, set_last_run
 
     if not st.session_state.pop(RUN_ASKED_KEY, False) or last_run() is not None:
@@ -293,7 +297,8 @@ def run_from_link(wait_s: float = 60.0) -> None:
         root = state.get("syn_root", topology.gpus[0]) if collective in ROOTED else None
         dest = state.get("syn_dest", next(g for g in topology.gpus if g != root)) if collective == "sendrecv" else None
         request = RunRequest.make(topology, collective, state[WIDGETS["algorithm"]], state.get(WIDGETS["size"], 1e6),
-                                  state.get(WIDGETS["chunks"], 1), root, dest=dest)
+                                  state.get(WIDGETS["chunks"], 1), root, dest=dest,
+                                  **default_options(state[WIDGETS["algorithm"]]))
         with st.spinner(f"making the linked run: {request.algorithm} {request.collective}"):
             job = SynthesisJob(request, topology)
             job.wait(wait_s)
