@@ -103,7 +103,7 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         if job.error:
             st.error(for_app(job.error))
         table = job.table()
-        if job.stopped:
+        if job.stopped and not job.error:  # a sweep that failed was not stopped: its error says why
             st.info(f"Sweep stopped after {len(table[table['status'] != 'skipped'])} of {job.total} runs; "
                     "press **Compare** to run the rest.")
         failed = table[table["error"].notna()]
@@ -113,7 +113,8 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         ok = table[table["error"].isna()]
         over = ok[ok["algbw_GBps"] > ok["bound_algbw_GBps"] * (1 + 1e-6)]
         if len(over):
-            st.error(f"{len(over)} result(s) beat the lower bound, which is impossible: {over['algorithm'].unique()}")
+            st.error(f"{len(over)} result(s) beat the lower bound, which is impossible (please report it): "
+                     f"{', '.join(over['algorithm'].unique())}")
         elif len(ok) and ok["lower_bound_s"].notna().all():
             st.success(f"All {len(ok)} verified results stay within the bound (the tighter of the lower bound and "
                        f"the fabric's limit); best ratio to it: {(ok['finish_time_s'] / bound_s[ok.index]).min():.3g}.")

@@ -184,3 +184,6 @@ with user_errors("learn"):
     st.caption("ring and DBT run on star:n=8 (the switch forwards and multicasts), INC on star:n=8,reduce=true; "
                "50 GB/s and 0.5 us per link, 4 chunks per GPU. INC's formula counts S = 32 chunks through one "
                "switch: the last chunk's way down is the pipeline's only overhead.")
+    for r in st.session_state[inc_key]:  # below the table: a cell would cut the sentence off
+        if r.why:
+            st.markdown(f"**Why {r.algorithm} differs from its formula:** {r.why}")

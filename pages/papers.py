@@ -5,7 +5,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from ccviz.app import ui
+from ccviz.app import ui, url
 from ccviz.app.runs import CachedRun, ReproduceJob, RunRequest
 from ccviz.app.state import for_app, set_last_run, set_topology, user_errors
 from ccviz.bounds.cost import lower_bound
@@ -16,8 +16,8 @@ from ccviz.runs.isolated import pool
 ui.configure_page()
 
 EXPLAINER_KEY = "ccviz_explainer_rows"
-paper = st.radio("paper", ["TE-CCL (SIGCOMM 2024)", "Collectives Explainer (worked tables)"], horizontal=True,
-                 key="papers_paper")
+paper = st.radio("paper", list(url.PAPERS.values()), horizontal=True, key=url.PAPER_KEY)
+url.share("papers", paper=next(k for k, v in url.PAPERS.items() if v == paper))  # a link opens this paper
 if paper.startswith("Collectives Explainer"):
     from ccviz.runs import explainer
 

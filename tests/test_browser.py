@@ -367,3 +367,28 @@ def test_learn_steps_dimdecomp_on_a_torus_and_papers_shows_the_explainer_table(a
     assert "Reduce-scatter along dimension 1" in sentence
     assert metrics[:2] == ["43.5 us", "43.5 us"]  # simulated and its formula 12 a + 1.875 M/BW
     assert "0 unexplained" in summary_text
+
+
+@needs_chromium
+def test_a_shared_papers_link_opens_the_explainer_in_a_fresh_browser(app_url, tmp_path):
+    # the lecturer copied the address bar on the explainer's table; a student's fresh browser got TE-CCL's
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            lecturer = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            lecturer.set_default_timeout(90_000)
+            lecturer.goto(app_url + "/papers")
+            lecturer.get_by_text("Collectives Explainer (worked tables)").click()
+            lecturer.get_by_text("unexplained").first.wait_for()
+            _idle(lecturer)
+            shared = lecturer.url
+            student = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            student.set_default_timeout(90_000)
+            student.goto(shared)
+            student.get_by_role("heading", name="Papers: the Collectives Explainer's worked tables").wait_for()
+            student.get_by_text("unexplained").first.wait_for()
+            student.screenshot(path=str(tmp_path / "papers_shared.png"), full_page=True)
+        finally:
+            browser.close()
+    assert "paper=explainer" in shared

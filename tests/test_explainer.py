@@ -97,6 +97,8 @@ def test_hierarchical_groups_and_refusals() -> None:
     assert "\n" not in str(err.value)
     with pytest.raises(CcvizError, match="group_size"):
         finish("torus2d:dims=4x4", "allreduce", "hierarchical", group_size=5)
+    with pytest.raises(CcvizError, match="give one of 2, 4, 8, or leave it automatic"):  # the fix, not only the fault
+        finish("torus2d:dims=4x4", "allreduce", "hierarchical", group_size=3)
 
 
 @pytest.mark.parametrize("n", [8, 6, 16])

@@ -119,3 +119,13 @@ def test_formula_gap_names_relays_and_stays_quiet_when_they_agree() -> None:
         f = schedule_formula(timeline.topology, timeline.collective, algorithm, used)
         gap = formula_gap(timeline, f)
         assert (gap is None) if expect is None else (expect in gap and "slower than the formula" in gap)
+
+
+def test_why_one_wins_labels_each_decade_once() -> None:
+    # projected in a lecture, the log axes' automatic "2" and "5" between decades read as values
+    import ccviz
+    from ccviz.viz.lesson import lesson_figure, lesson_table
+
+    topo = ccviz.load_topology("ring:n=4")
+    fig = lesson_figure(lesson_table(topo, "allreduce", ["ring", "rhd"], (1e3, 1e6), 1))
+    assert (fig.layout.xaxis.dtick, fig.layout.yaxis.dtick) == (1, 1)

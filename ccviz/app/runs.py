@@ -53,6 +53,17 @@ ROW_CACHE_BYTES = 8e6  # Compare rows (~1 kB each)
 REPRODUCED_CACHE_BYTES = 16e6  # the Papers page's rows
 
 
+# The Synthesize page's shared solver options as it starts (``ccviz.app.ui``): a run made with exactly these is
+# the page's default run, which a link (``ccviz.app.url``) can remake from its algorithm alone.
+SHARED_OPTION_DEFAULTS: dict[str, Any] = {"epoch": "fastest", "time_limit": 30.0, "gap": 0.0, "seed": 0, "restarts": 1}
+
+
+def default_options(algorithm: str) -> dict[str, Any]:
+    """The shared options ``algorithm`` reads, at the Synthesize page's starting values."""
+    used = REGISTRY[algorithm].options_used if algorithm in REGISTRY else ()
+    return {name: SHARED_OPTION_DEFAULTS[name] for name in used if name in SHARED_OPTION_DEFAULTS}
+
+
 @dataclass(frozen=True)
 class RunRequest:
     """Everything that determines a run's result (the cache key)."""

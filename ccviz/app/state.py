@@ -114,6 +114,12 @@ APP_WORDS = (
     (re.compile(r"--chunks"), "chunks per rank"),
     (re.compile(r"--size"), "the size slider"),
     (re.compile(r"--epochs?"), "the epoch option"),
+    (re.compile(r"leave --scheduler out"), "empty the Dask scheduler box"),
+    (re.compile(r"--scheduler"), "Dask scheduler (Compare)"),
+    # the Workload page's two boxes: the library's fields are --parallel and --run
+    (re.compile(r"--parallel"), "the parallelism box"),
+    (re.compile(r"^(workload(?: input)?: )parallel: "), r"\1parallelism (product = GPUs): "),
+    (re.compile(r"^(workload(?: input)?: )run: "), r"\1collectives: "),
 )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from ccviz.app import url
-from ccviz.app.runs import CachedRun
+from ccviz.app.runs import SHARED_OPTION_DEFAULTS, CachedRun
 from ccviz.app.state import current_topology, for_app, topology_source, user_errors
 from ccviz.bounds.limit import limit_sentence
 from ccviz.errors import CcvizError
@@ -161,7 +161,8 @@ def _bound(limit: float | None, cast: type) -> Any:
 
 def _option_input(name: str, key: str) -> Any:
     if name == "epoch":
-        choice = st.selectbox("epoch", ["fastest", "slowest", "seconds"], key=key,
+        rules = ["fastest", "slowest", "seconds"]
+        choice = st.selectbox("epoch", rules, index=rules.index(SHARED_OPTION_DEFAULTS[name]), key=key,
                               help="fastest/slowest: one chunk's time on the fastest/slowest link")
         if choice == "seconds":
             return st.number_input("epoch (us)", min_value=1e-4, value=1.0, format="%.4f", key=key + "_us") * 1e-6
@@ -170,14 +171,16 @@ def _option_input(name: str, key: str) -> Any:
         n = st.number_input("epochs (0 = automatic)", min_value=0, value=0, step=1, key=key)
         return int(n) or None
     if name == "time_limit":
-        return float(st.number_input("time limit (s)", min_value=0.5, value=30.0, step=5.0, key=key))
+        return float(st.number_input("time limit (s)", min_value=0.5, value=SHARED_OPTION_DEFAULTS[name], step=5.0,
+                                     key=key))
     if name == "gap":
-        return float(st.number_input("MIP gap to stop at", min_value=0.0, max_value=1.0, value=0.0, step=0.05,
+        return float(st.number_input("MIP gap to stop at", min_value=0.0, max_value=1.0,
+                                     value=SHARED_OPTION_DEFAULTS[name], step=0.05,
                                      key=key, help="0 = solve to optimality; 0.3 = the paper's early stop"))
     if name == "seed":
-        return int(st.number_input("seed", min_value=0, value=0, step=1, key=key))
+        return int(st.number_input("seed", min_value=0, value=SHARED_OPTION_DEFAULTS[name], step=1, key=key))
     if name == "restarts":
-        return int(st.number_input("restarts", min_value=1, value=1, step=1, key=key))
+        return int(st.number_input("restarts", min_value=1, value=SHARED_OPTION_DEFAULTS[name], step=1, key=key))
     text = st.text_input(name, key=key)
     return text or None
 
@@ -203,7 +206,9 @@ def results_summary(entry: CachedRun) -> None:
         details += f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"
     if s["mip_gap"] is not None:
         details += f", MIP gap {s['mip_gap']:.3g}"
-    st.markdown(details + f" · server time {format_time(entry.server_time_s)}")
+    # the wall time beside "synthesis time" (the solver's own): a first run's worker start can take seconds
+    st.markdown(details + f" · {format_time(entry.server_time_s)} from Synthesize to this result (waiting for a "
+                "worker process, the simulator and the bound included)")
     st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus']))}**")
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
@@ -257,7 +262,10 @@ def tightest_bound(lower_bound_s: float | None, limit_s: float | None, topology)
 
 
 def _gbps(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g} GB/s"
+    """Three significant digits, never in e-notation (an NVL72 busbw read '1.73e+03 GB/s')."""
+    if value is None:
+        return "n/a"
+    return f"{value:.3g} GB/s" if abs(value) < 1000 else f"{value:,.0f} GB/s"
 
 
 def animation(entry: CachedRun):

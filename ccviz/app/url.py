@@ -41,6 +41,8 @@ PAGE_WIDGETS = {
               "chunks": "learn_chunks"},
     "compare": {"collective": "cmp_collective", "chunks": "cmp_chunks"},
 }
+PAPERS = {"teccl": "TE-CCL (SIGCOMM 2024)", "explainer": "Collectives Explainer (worked tables)"}  # ``paper=``
+PAPER_KEY = "papers_paper"  # the Papers page's choice of paper
 LEARN_FABRIC_KEY = "learn_topology"  # Learn's teaching fabric (a label of its own list), carried as ``lesson=``
 FABRIC_URL_CHARS = 8000  # an edited fabric longer than this, encoded, is not put into the URL
 FABRIC_JSON_BYTES = 4_000_000  # a decoded fabric larger than this is refused (a link cannot inflate memory)
@@ -104,6 +106,11 @@ def restore(sizes: list[float]) -> None:
         elif params.get("fabric"):
             topology = decode_fabric(params["fabric"])
             set_topology(topology, f"a shared link (edited fabric {topology.name})")
+        if page == "papers" and params.get("paper"):
+            if params["paper"] not in PAPERS:
+                raise CcvizError(f"paper: the link asks for {params['paper']!r}; choose one of {', '.join(PAPERS)}",
+                                 "paper")
+            st.session_state[PAPER_KEY] = PAPERS[params["paper"]]
         if page == "learn" and params.get("lesson"):
             _restore_lesson(params["lesson"])
         collective = params.get("collective")
@@ -134,6 +141,12 @@ def restore(sizes: list[float]) -> None:
                 raise CcvizError(f"root: the link asks for root {params['root']!r}, which is not a GPU of this "
                                  "fabric; choose one in the root box", "root")
             st.session_state["syn_root"] = root
+        if params.get("dest") and page in (None, "synthesize", "playback"):  # sendrecv's destination
+            dest = int(params["dest"]) if params["dest"].isdigit() else -1
+            if dest not in current_topology().gpus or dest == st.session_state.get("syn_root", current_topology().gpus[0]):
+                raise CcvizError(f"dest: the link asks for destination {params['dest']!r}, which is not another GPU "
+                                 "of this fabric; choose one in the destination box", "dest")
+            st.session_state["syn_dest"] = dest
         if page == "compare":
             _restore_compare(params, collective or st.session_state.get("cmp_collective", COLLECTIVES[0]), sizes)
         if page == "playback" and collective and algorithm:
@@ -253,10 +266,14 @@ def share_run(entry) -> str:
     values: dict[str, object] = {}
     if topology.to_json() != current_topology().to_json():
         values.update(topology=None, fabric=_fabric_of(topology))
-    remade = request.algorithm in algorithms_for(request.collective) and not request.options
+    from ccviz.app.runs import default_options
+
+    # the page's default options (a time limit, an epoch rule) are remade by the link; changed ones are not
+    remade = (request.algorithm in algorithms_for(request.collective)
+              and dict(request.options) == default_options(request.algorithm))
     if remade:
         values.update(collective=request.collective, algorithm=request.algorithm, size=request.size_bytes,
-                      chunks=request.chunks, root=request.root)
+                      chunks=request.chunks, root=request.root, dest=request.dest)
     share("playback", **values)
     note = shared_note(topology)
     if not remade:
@@ -268,7 +285,7 @@ def share_run(entry) -> str:
 def run_from_link(wait_s: float = 60.0) -> None:
     """Once, after a link to Playback that names a run: make that run (as Synthesize would) so the page
     shows what the sender saw. A run that does not finish in ``wait_s`` is left to the Synthesize page."""
-    from ccviz.app.runs import RunRequest, SynthesisJob
+    from ccviz.app.runs import RunRequest, SynthesisJob, default_options
     from ccviz.app.state import last_run, set_last_run
 
     if not st.session_state.pop(RUN_ASKED_KEY, False) or last_run() is not None:
@@ -277,9 +294,11 @@ def run_from_link(wait_s: float = 60.0) -> None:
     state = st.session_state
     try:
         collective = state[WIDGETS["collective"]]
+        root = state.get("syn_root", topology.gpus[0]) if collective in ROOTED else None
+        dest = state.get("syn_dest", next(g for g in topology.gpus if g != root)) if collective == "sendrecv" else None
         request = RunRequest.make(topology, collective, state[WIDGETS["algorithm"]], state.get(WIDGETS["size"], 1e6),
-                                  state.get(WIDGETS["chunks"], 1),
-                                  state.get("syn_root", topology.gpus[0]) if collective in ROOTED else None)
+                                  state.get(WIDGETS["chunks"], 1), root, dest=dest,
+                                  **default_options(state[WIDGETS["algorithm"]]))
         with st.spinner(f"making the linked run: {request.algorithm} {request.collective}"):
             job = SynthesisJob(request, topology)
             job.wait(wait_s)

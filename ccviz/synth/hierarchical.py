@@ -92,8 +92,10 @@ def tiers(topology: Topology, collective: Collective, group_size: int | None, in
     gpus = list(collective.ranks)
     if group_size is not None:
         if len(gpus) % group_size or group_size >= len(gpus):
+            fits = [k for k in range(2, len(gpus)) if len(gpus) % k == 0]
             raise CcvizError(f"group_size: {group_size} does not split the {len(gpus)} GPUs into 2 or more equal "
-                             "groups", "group_size")
+                             f"groups; give one of {', '.join(map(str, fits)) or 'none (too few GPUs)'}, or leave "
+                             "it automatic (the tiers found from the links)", "group_size")
         groups = [gpus[i:i + group_size] for i in range(0, len(gpus), group_size)]
         how = f"groups of {group_size} consecutive ranks"
     else:

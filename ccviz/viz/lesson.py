@@ -106,8 +106,10 @@ def lesson_figure(table: pd.DataFrame) -> go.Figure:
         fig.add_vline(x=x, line={"color": "#888", "dash": "dot"})
         fig.add_annotation(x=math.log10(x), y=1, yref="paper", text=f"{before} → {after}", showarrow=False,
                            yanchor="bottom", font={"size": 11})
-    fig.update_layout(xaxis={"type": "log", "title": "buffer size (bytes)"},
-                      yaxis={"type": "log", "title": "time (s), dashed: formula"}, height=420,
+    # one label per decade: plotly's automatic 2 and 5 between them read as values on a projected screen
+    fig.update_layout(xaxis={"type": "log", "title": "buffer size (bytes)", "dtick": 1},
+                      yaxis={"type": "log", "title": "time (s), dashed: formula", "dtick": 1,
+                             "exponentformat": "SI"}, height=420,
                       margin={"l": 60, "r": 20, "t": 40, "b": 50}, legend={"orientation": "h", "y": -0.2})
     return fig
 
