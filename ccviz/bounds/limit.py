@@ -468,16 +468,10 @@ def in_network_allreduce_limit(topology: Topology, size_bytes: float, rs, ag, br
     worst = max(out_cut, in_cut, key=lambda c: c.ratio)
     inside = sorted(g for g in topology.gpus if g in worst.nodes)
     words = (f"every GPU's result needs all M bytes from both sides of the cut, even with switches adding in the "
-             f"network: M must leave the set {{{_short(topology, worst.nodes)}}} ({len(inside)} of "
+             f"network: M must leave the set {{{_node_list(topology, worst.nodes)}}} ({len(inside)} of "
              f"{topology.n_gpus} GPUs) over its {len(worst.links)} link(s), {worst.bandwidth_GBps:g} GB/s in all")
     cut = Cut(worst.nodes, worst.links, worst.bandwidth_GBps, worst.ratio, words)
     candidates = [("in-network", cut, cut.ratio), ("reducescatter", rs, rs.ratio), ("allgather", ag, ag.ratio)]
     _, binding, ratio = max(candidates, key=lambda c: c[2])
     return BandwidthLimit("allreduce", size_bytes, ratio * size_bytes, binding, {},
                           {"in-network": cut, "reducescatter": rs, "allgather": ag})
-
-
-def _short(topology: Topology, nodes) -> str:
-    """Node labels for a sentence, shortened past eight."""
-    labels = [topology.nodes[n].label for n in sorted(nodes)]
-    return ", ".join(labels) if len(labels) <= 8 else ", ".join(labels[:6]) + f", ... ({len(labels)} nodes)"

@@ -448,9 +448,8 @@ class _BestSoFar:
 
     def offer(self, schedule: Any) -> None:
         from ccviz.bounds.cost import lower_bound
-        from ccviz.bounds.limit import limit_or_none
         from ccviz.judge.simulate import simulate
-        from ccviz.runs.pipeline import RunResult
+        from ccviz.runs.pipeline import RunResult, group_limit
 
         c, topology = schedule.collective, schedule.topology
         if c.name != self.collective or c.root != self.root:
@@ -458,8 +457,7 @@ class _BestSoFar:
         timeline = simulate(schedule)
         if not timeline.verified:
             return
-        limit = limit_or_none(topology, c.name, c.size_bytes, c.root) if tuple(c.ranks) == tuple(topology.gpus) \
-            else None
+        limit = group_limit(topology, c)
         self.channel.send("best", RunResult(topology, c, schedule, timeline, lower_bound(topology, c), limit))
         self.channel.send("offer", timeline.finish_time_s)  # the app may say Stop now keeps this one
 
