@@ -499,6 +499,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
     result = run_workload(load_topology(topology_spec), parallel, steps, algorithm,
                           order=args.order or config.get("order"), seed=args.seed or config.get("seed", 0),
                           options=options, groups=config.get("groups"), chunks=args.chunks or config.get("chunks", 1),
+                          synthesis=args.synthesis or config.get("synthesis") or "composed",
                           progress=None if args.json else lambda text: print(text, file=sys.stderr, flush=True))
     out = result.to_dict()
     if args.json:
@@ -669,6 +670,9 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument("-a", "--algorithm", default=None, help="see `ccviz list` (default ring)")
     wl.add_argument("--chunks", type=int, default=None, help="chunks per rank of the kind with the smallest chunks "
                                                           "(the others: as many as make theirs the same size)")
+    wl.add_argument("--synthesis", default=None, help="composed (default): each group synthesized alone, then timed "
+                                                      "together; joint: every group's chunks in one synthesis "
+                                                      "(tacos, mteg, teccl, teccl-astar)")
     wl.add_argument("--config", help="a YAML file with the same keys (and `groups`: an explicit rank map)")
     wl.add_argument("--time-limit", type=float, default=None, help="seconds per group's synthesis")
     wl.add_argument("--seed", type=int, default=None, help="seed of --order random and randomized algorithms")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from ccviz.app import ui, url
 from ccviz.app.state import clear_errors, current_topology, keep_error, show_errors, user_errors
-from ccviz.runs.workload import parse_parallel, parse_run, run_workload
+from ccviz.runs.workload import SYNTHESES, parse_parallel, parse_run, run_workload
 from ccviz.synth.registry import REGISTRY, SynthOptions
 from ccviz.viz.workload import alone_vs_together, group_timelines, groups_on_fabric, groups_table, links_table
 
@@ -17,6 +17,8 @@ st.title("Workload: concurrent process groups")
 st.markdown("A training job runs many collectives at once: tensor-parallel groups inside a box, data-parallel "
             "groups across boxes. Each group's schedule is synthesized alone (the other GPUs relay), then all "
             "groups are judged **together** by the simulator on one timeline, sharing links. "
+            "With synthesis **joint** the job's schedule is instead one synthesis of every group's chunks at once "
+            "(each group alone still gives its finish alone). "
             "*eta_beta* = finish alone / finish together (1: the others cost it nothing).")
 ui.topology_caption()
 topology = current_topology()
@@ -35,6 +37,9 @@ run_text = middle.text_input("collectives", value="tp:allreduce:16MB,dp:allreduc
                              help="KIND:COLLECTIVE:SIZE for each kind, comma separated")
 names = sorted(REGISTRY)
 algorithm = right.selectbox("algorithm", names, index=names.index("ring"), key="wl_algorithm")
+synthesis = right.selectbox("synthesis", SYNTHESES, index=0, key="wl_synthesis",
+                            help="composed: each group synthesized alone, then all timed together on shared links; "
+                                 "joint: every group's chunks in one synthesis (tacos, mteg, teccl, teccl-astar)")
 
 kinds: list[str] = []
 with user_errors("workload input"):
@@ -55,7 +60,7 @@ if st.button("Run both orders", type="primary", key="wl_run_button"):
         try:
             for order in dict.fromkeys((order_a, order_b)):
                 results[order] = run_workload(topology, parallel_text, run_text, algorithm, order=order, seed=seed,
-                                              options=SynthOptions(time_limit=limit),
+                                              options=SynthOptions(time_limit=limit), synthesis=synthesis,
                                               progress=lambda text, o=order: status.update(label=f"[{o}] {text}"))
             status.update(label="done", state="complete")
             clear_errors("workload")
@@ -80,7 +85,10 @@ for column, order in zip(columns, saved["orders"], strict=True):
         st.metric("job finish (all groups together)", f"{data['finish_s'] * 1e3:.4g} ms", help=ok)
         st.caption(f"{ok} by the simulator · slowest group alone {data['finish_alone_max_s'] * 1e3:.4g} ms · "
                    f"{data['contended_links']} links shared by two or more groups · synthesis "
-                   f"{data['synth_time_s']:.1f} s. {result.synthesis}.")
+                   f"{data['synth_time_s']:.1f} s"
+                   + ("" if data["joint_synth_time_s"] is None else
+                      f" alone, {data['joint_synth_time_s']:.1f} s together")
+                   + f". {result.synthesis}.")
         shown = st.radio("colour GPUs by", list(dict.fromkeys(g.kind for g in result.groups)), horizontal=True,
                          key=f"wl_kind_{order}")
         ui.plot(groups_on_fabric(result, shown), key=f"wl_fabric_{order}")

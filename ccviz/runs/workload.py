@@ -10,8 +10,12 @@ together: one timeline, links shared, transfers timed in the order their groups 
 keeping what it waited for (``_Retimer``). It reports each group's finish alone and together, and their ratio, the measured
 eta_beta of the collectives explainer's chapter on contention (alone / together: 1 = no contention).
 
-Synthesis is per group and composed (no synthesizer here books all groups on one set of link
-calendars); the report says so in ``synthesis``.
+``synthesis`` chooses how the job's schedule is made. ``composed`` (the default): each group's schedule
+alone, timed together as above. ``joint``: every group's chunks as one demand
+(``model.workload_demand.union_collective``) synthesized in one run (``synth.joint``: TACOS on one set of
+link calendars, MTEG on one set of slot calendars, TE-CCL as one multi-commodity problem), replayed with
+each transfer as soon as its inputs and its link allow, and judged in one timeline; each group is still
+synthesized alone for its finish alone. The report says which in ``synthesis``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ KINDS = ("tp", "cp", "ep", "pp", "dp")  # tensor, context, expert, pipeline, dat
 COMPOSED = ("composed: each group synthesized alone over the whole fabric (the other GPUs relay), then all "
             "groups timed together on shared links, each transfer in the order its group sent it alone and "
             "waiting for what it waited for alone, and judged together by the simulator")
+JOINT = ("joint: every group's chunks synthesized in one run of the algorithm (reductions summed into their owners "
+         "first, then every copy), each transfer then replayed as soon as its inputs and its link allow, and judged "
+         "together by the simulator")
+SYNTHESES = ("composed", "joint")
 
 
 @dataclass(frozen=True)
@@ -220,6 +228,7 @@ class WorkloadResult:
     timeline: Any
     synthesis: str = COMPOSED
     notes: list[str] = field(default_factory=list)
+    joint_synth_time_s: float | None = None  # the one synthesis of every group (joint only)
 
     @property
     def finish_s(self) -> float:
@@ -263,6 +272,7 @@ class WorkloadResult:
             "violations": [v.to_dict() for v in self.timeline.violations[:20]],
             "finish_s": self.finish_s, "finish_alone_max_s": max(g.finish_alone_s for g in self.groups),
             "synth_time_s": sum(g.synth_time_s for g in self.groups), "synthesis": self.synthesis,
+            "joint_synth_time_s": self.joint_synth_time_s,
             "groups": [g.to_dict() for g in self.groups], "busiest_links": self.busiest_links(),
             "contended_links": self.contended_links(), "transfers": len(self.schedule.transfers),
             "notes": self.notes,
@@ -291,8 +301,10 @@ def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]]
 def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: Sequence[Step] | str,
                  algorithm: str, order: str | None = None, seed: int = 0, options: SynthOptions | None = None,
                  groups: Mapping[str, Sequence[Sequence[int]]] | None = None,
-                 progress: Callable[[str], None] | None = None, chunks: int = 1) -> WorkloadResult:
-    """Synthesize and judge every group alone, then the whole job together in one timeline."""
+                 progress: Callable[[str], None] | None = None, chunks: int = 1,
+                 synthesis: str = "composed") -> WorkloadResult:
+    """Synthesize and judge every group alone, then the whole job together in one timeline (``synthesis``:
+    ``composed`` from the groups' own schedules, ``joint`` from one synthesis of every group's chunks)."""
     from ccviz.judge.simulate import simulate
     from ccviz.runs.pipeline import group_limit
 
@@ -308,7 +320,16 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
     if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
         raise CcvizError(f"chunks: a whole number >= 1 of chunks per rank for the smallest buffer, got {chunks!r}",
                          "chunks")
-    cpr = _chunking(plan, placed, chunks)
+    if synthesis not in SYNTHESES:
+        raise CcvizError(f"synthesis: {synthesis!r} is not one of {', '.join(SYNTHESES)} (joint: every group in one "
+                         "synthesis; composed: each group alone, then timed together)", "synthesis")
+    if synthesis == "joint":
+        from ccviz.synth.joint import check_joint_algorithm
+
+        check_joint_algorithm(algorithm)
+        cpr = _joint_chunking(plan, placed, chunks)
+    else:
+        cpr = _chunking(plan, placed, chunks)
     runs: list[GroupRun] = []
     total = sum(len(placed[s.kind]) for s in plan)
     for s in plan:
@@ -339,9 +360,13 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
             raise CcvizError(f"workload: {run.label}'s schedule, cut into pieces of {unit:g} B, does not verify "
                              f"({solo.violations[0].message})", "workload")
         run.finish_alone_s = _last_arrival(solo.schedule.transfers)
-    if progress is not None:
-        progress(f"judging {len(runs)} groups together")
-    joint = compose(topology, runs, algorithm, unit)
+    joint_time = None
+    if synthesis == "joint":
+        joint, joint_time = _synthesize_together(topology, runs, algorithm, options, progress)
+    else:
+        if progress is not None:
+            progress(f"judging {len(runs)} groups together")
+        joint = compose(topology, runs, algorithm, unit)
     timeline = simulate(joint)
     owner = [i for i, g in enumerate(runs) for _ in range(len(g.collective.chunks) * round(g.collective.chunk_bytes
                                                                                             / unit))]
@@ -351,7 +376,47 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
     for i, g in enumerate(runs):
         g.finish_together_s = ends[i]
     label = "explicit" if groups else order or "-".join(sizes)
-    return WorkloadResult(topology, algorithm, sizes, label, runs, joint, timeline)
+    return WorkloadResult(topology, algorithm, sizes, label, runs, joint, timeline,
+                          JOINT if synthesis == "joint" else COMPOSED, joint_synth_time_s=joint_time)
+
+
+def _joint_chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]], chunks: int = 1
+                    ) -> dict[str, int]:
+    """Chunks per rank for every kind so that all groups' chunks have one size: the largest size dividing
+    every kind's chunk (``common_chunk_bytes``), cut ``chunks`` times finer."""
+    from ccviz.model.workload_demand import common_chunk_bytes
+
+    plain = {s.kind: make_collective(s.collective, groups[s.kind][0], s.size_bytes).chunk_bytes for s in steps}
+    _, pieces = common_chunk_bytes(plain)
+    return {kind: n * chunks for kind, n in pieces.items()}
+
+
+def _synthesize_together(topology: Topology, runs: Sequence[GroupRun], algorithm: str,
+                         options: SynthOptions | None, progress: Callable[[str], None] | None
+                         ) -> tuple[Schedule, float]:
+    """Every group's chunks in one synthesis, replayed as soon as inputs and links allow (``_Retimer``, with
+    the synthesized times as the order to keep), and its synthesis time."""
+    from ccviz.judge.simulate import simulate
+    from ccviz.model.workload_demand import union_collective
+    from ccviz.synth.joint import synthesize_joint
+
+    union = union_collective([g.collective for g in runs], [g.label for g in runs])
+    if progress is not None:
+        progress(f"synthesizing all {len(runs)} groups together: {len(union.chunks)} chunks of "
+                 f"{union.chunk_bytes:g} B with {algorithm}")
+    schedule = synthesize_joint(topology, union, algorithm, options)
+    spent = schedule.synth_time_s or 0.0
+    timed = simulate(schedule)
+    if not timed.verified:
+        raise CcvizError(f"algorithm: {algorithm}'s schedule of every group together does not verify "
+                         f"({timed.violations[0].message})", "algorithm")
+    if progress is not None:
+        progress(f"judging {len(runs)} groups together")
+    synthesized = timed.schedule.transfers
+    untimed = Schedule(topology, union, [Transfer(t.chunk, t.src, t.dst, None, None, t.op, t.start_s)
+                                         for t in synthesized], f"{algorithm} (workload, joint)",
+                       status="heuristic", notes=[*schedule.notes, JOINT])
+    return untimed.with_transfers(_together_times(untimed, synthesized)), spent
 
 
 def _last_arrival(transfers: Sequence[Transfer]) -> float:
@@ -605,7 +670,8 @@ def _switch_forwards(topology: Topology, transfers: Sequence[Transfer], alone: S
 
 
 # ------------------------------------------------------------------------- the YAML form
-YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "groups", "time_limit", "opt", "chunks")
+YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "groups", "time_limit", "opt", "chunks",
+             "synthesis")
 
 
 def read_workload_file(path: str | Path) -> dict[str, Any]:

@@ -194,15 +194,17 @@ class ReversalSynthesizer:
         reduction.mip_gap = forward.mip_gap
         reduction.epoch_s, reduction.epochs = forward.epoch_s, forward.epochs
 
-    def allreduce(self, topology: Topology, collective: Collective) -> Schedule:
+    def allreduce(self, topology: Topology, collective: Collective,
+                  split: Callable[[Collective], tuple[Collective, Collective]] = split_allreduce) -> Schedule:
         """AllReduce = ReduceScatter into each chunk's owner, then AllGather from it once the first half ends.
+        (``split``: ``reversal.split_demand`` runs a workload's union the same way, its copies in the second half.)
 
         On a fabric that is its own reversal (every link's twin has the same cost: tori, meshes, most
         clusters) the ReduceScatter's mirror *is* the AllGather: same fabric, same demand. A core that
         solves the two alike (``mirror_solves_gather``) then solves it once, and the AllGather half is
         that forward schedule, started after the first half (``concatenate`` shifts it).
         """
-        reduce_part, gather_part = split_allreduce(collective)
+        reduce_part, gather_part = split(collective)
         mirror = self.mirror_topology(topology)
         self.enter_half(0)
         rs, forward = self.reduction_and_forward(topology, reduce_part, mirror)

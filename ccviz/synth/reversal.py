@@ -92,6 +92,31 @@ def split_allreduce(target: Collective) -> tuple[Collective, Collective]:
     )
 
 
+def split_demand(target: Collective) -> tuple[Collective, Collective]:
+    """Any demand (a workload's union of groups) = its reductions into each chunk's owner, then copies.
+
+    The first part holds every reducing chunk, summed into its owner (its source rank, which holds a
+    partial); the second the copies: each reduced sum from its owner to the rest of its post ranks, and the
+    demand's copy chunks as they are. Ids are renumbered within each part; chunks keep (source, index), by
+    which ``concatenate`` puts them back on ``target``. Either part may have no chunks.
+    """
+    reduce_parts, gather_parts = [], []
+    for c in target.chunks:
+        if not c.reduce:
+            gather_parts.append(Chunk(len(gather_parts), c.pre, c.post, False, c.source, c.index))
+            continue
+        if c.source not in c.pre:
+            raise CcvizError(f"collective: reducing chunk {c.id} of {target.name} has no source rank holding a "
+                             "partial to sum into", "collective")
+        reduce_parts.append(Chunk(len(reduce_parts), c.pre, frozenset([c.source]), True, c.source, c.index))
+        if c.post - {c.source}:
+            gather_parts.append(Chunk(len(gather_parts), frozenset([c.source]), c.post, False, c.source, c.index))
+    return tuple(
+        Collective(name, target.ranks, tuple(chunks), target.chunk_bytes, target.size_bytes, 1, None)
+        for name, chunks in (("custom", reduce_parts), ("custom", gather_parts))
+    )
+
+
 @dataclass
 class _Tree:
     """The useful part of a forward schedule: first arrivals and the switch hops that feed them.
@@ -169,6 +194,44 @@ def _forward_tree(forward: Schedule, feeders: dict[int, int] | None,
     return _Tree(kept, parent, switch_pairs)
 
 
+def _without_dead_ends(tree: _Tree, columns: tuple[np.ndarray, ...], forward: Schedule, target: Collective,
+                       chunk_map: dict[int, int]) -> _Tree:
+    """The tree without branches that end at ranks holding no partial of the target (relays a copy core was
+    asked to deliver to, so that it could route through them): reversed, such a rank would send nothing.
+    A no-op when every kept arrival is at a rank the target sums from."""
+    target_pre = {c.id: c.pre for c in target.chunks}
+    if all(c.post == target_pre[chunk_map[c.id]] for c in forward.collective.chunks):
+        return tree  # the copy delivered only to ranks holding partials
+    chunk, _, dst, _ = columns
+    topology = forward.topology
+    kept = tree.kept.tolist()
+    at_switch = [topology.is_switch(int(dst[k])) for k in kept]
+    needed = [not s and int(dst[k]) in target_pre[chunk_map[int(chunk[k])]] for k, s in zip(kept, at_switch, strict=True)]
+    if all(n or s for n, s in zip(needed, at_switch, strict=True)):
+        return tree  # (a hop into a switch is kept only where a hop out of it carries it on)
+    parent = tree.parent.tolist()
+    position = {k: i for i, k in enumerate(kept)}
+    children = [0] * len(kept)
+    for p in parent:
+        if p >= 0 and p in position:
+            children[position[p]] += 1
+    alive = [True] * len(kept)
+    dead_end = [i for i in range(len(kept)) if not needed[i] and not children[i]]
+    while dead_end:
+        i = dead_end.pop()
+        alive[i] = False
+        p = parent[i]
+        if p >= 0 and p in position:
+            j = position[p]
+            children[j] -= 1
+            if not children[j] and not needed[j] and alive[j]:
+                dead_end.append(j)
+    keep = np.array(alive, dtype=bool)
+    gone = {kept[i] for i in range(len(kept)) if not alive[i]}
+    pairs = {key: [(a, d) for a, d in pairs if d not in gone] for key, pairs in tree.switch_pairs.items()}
+    return _Tree(tree.kept[keep], tree.parent[keep], {key: p for key, p in pairs.items() if p})
+
+
 def _switch_feeders(forward: Schedule, into_switch: dict[tuple[int, int], list[int]]) -> dict[int, int]:
     """For each transfer out of a switch, the arrival it forwards (the simulator's token rule)."""
     topo = forward.topology
@@ -223,6 +286,7 @@ def reverse_schedule(forward: Schedule, topology: Topology, target: Collective,
         return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
     columns = _columns(forward.transfers)
     tree = _forward_tree(forward, feeders, columns)
+    tree = _without_dead_ends(tree, columns, forward, target, chunk_map)
     if not len(tree.kept):
         return Schedule(topology, target, [], forward.algorithm, dict(forward.options), forward.status)
     chunk, src, dst, end = (column[tree.kept] for column in columns)

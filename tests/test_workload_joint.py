@@ -1,0 +1,131 @@
+"""A workload's groups synthesized together: one demand (the union of every group's chunks), one synthesis,
+one timeline judged by the simulator."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+import yaml
+
+import ccviz
+from ccviz.cli import main
+from ccviz.errors import CcvizError
+from ccviz.judge.simulate import simulate
+from ccviz.model.collectives import make_collective
+from ccviz.model.workload_demand import MAX_UNION_CHUNKS, common_chunk_bytes, part_of_chunk, union_collective
+from ccviz.runs.workload import run_workload
+from ccviz.synth.joint import relay_gpus, synthesize_joint
+from ccviz.synth.reversal import split_demand
+
+LEAFSPINE = ccviz.load_topology("leafspine")  # 16 GPUs, 4 leaves
+RING4 = ccviz.load_topology("ring:n=4")
+
+
+def _demands(collective, ids=None):
+    """(pre, post, reduce) of every chunk, counted (ids: only these chunks)."""
+    return Counter((c.pre, c.post, c.reduce) for c in collective.chunks if ids is None or c.id in ids)
+
+
+def test_the_union_covers_exactly_each_groups_demands():
+    unit, pieces = common_chunk_bytes({"tp": 64e6 / 8, "dp": 256e6 / 4})
+    assert (unit, pieces) == (8e6, {"tp": 1, "dp": 8})
+    unit, pieces = common_chunk_bytes({"tp": 6e6, "dp": 4e6})  # neither divides the other: 2 MB pieces
+    assert (unit, pieces) == (2e6, {"tp": 3, "dp": 2})
+    parts = [make_collective("allreduce", (0, 1, 2, 3), 8e6, 1), make_collective("alltoall", (0, 4, 8, 12), 32e6, 4),
+             make_collective("allgather", (1, 5), 4e6, 1)]
+    union = union_collective(parts, ["tp0", "ep0", "dp0"])
+    assert union.name == "custom" and union.chunk_bytes == 2e6
+    owner = part_of_chunk(union)
+    assert len(owner) == len(union.chunks) == sum(len(p.chunks) for p in parts)
+    for i, part in enumerate(parts):
+        mine = {c.id for c in union.chunks if owner[c.id] == i}
+        assert _demands(union, mine) == _demands(part)
+    assert len({(c.source, c.index) for c in union.chunks}) == len(union.chunks)  # one name per chunk
+    reductions, copies = split_demand(union)
+    assert all(c.reduce and c.post == {c.source} for c in reductions.chunks) and len(reductions.chunks) == 4
+    assert not any(c.reduce for c in copies.chunks) and len(copies.chunks) == 4 + 48 + 2
+
+
+def test_a_union_past_its_cap_or_of_two_sizes_is_refused_in_one_line():
+    big = make_collective("alltoall", tuple(range(16)), 1e6, MAX_UNION_CHUNKS // 240 + 1)
+    with pytest.raises(CcvizError, match="over the 20,000 one synthesis takes") as info:
+        union_collective([big])
+    assert "\n" not in str(info.value)
+    with pytest.raises(CcvizError, match="cut every group into one chunk size"):
+        union_collective([make_collective("allgather", (0, 1), 1e6), make_collective("allgather", (2, 3), 2e6)])
+    with pytest.raises(CcvizError, match="not a whole number of 1/1024 B"):
+        common_chunk_bytes({"tp": 1 / 3})
+
+
+def test_joint_tacos_verifies_and_is_compared_with_composed():
+    job = dict(parallel="tp=4,dp=4", steps="tp:allreduce:16MB,dp:allreduce:64MB", algorithm="tacos")
+    composed = run_workload(LEAFSPINE, **job)
+    joint = run_workload(LEAFSPINE, **job, synthesis="joint")
+    assert joint.timeline.verified, joint.timeline.violations[:1]
+    assert joint.synthesis.startswith("joint") and composed.synthesis.startswith("composed")
+    assert joint.joint_synth_time_s is not None and composed.joint_synth_time_s is None
+    for g_joint, g_composed in zip(joint.groups, composed.groups, strict=True):
+        assert g_joint.finish_alone_s == pytest.approx(g_composed.finish_alone_s)  # alone is alone in both
+    ends = {}
+    for t in joint.timeline.schedule.transfers:
+        i = joint.group_of_chunk()[t.chunk]
+        ends[i] = max(ends.get(i, 0.0), t.end_s)
+    assert [g.finish_together_s for g in joint.groups] == [ends[i] for i in range(len(joint.groups))]
+    assert joint.finish_s == pytest.approx(max(ends.values()))
+    if joint.finish_s > composed.finish_s:
+        print(f"joint {joint.finish_s * 1e3:.3f} ms > composed {composed.finish_s * 1e3:.3f} ms: the union's "
+              "copies wait for their sums and the matching is greedy")
+
+
+def test_joint_tacos_routes_through_other_groups_gpus():
+    """On a ring, dp groups {0, 2} and {1, 3} reach each other only through the other group's GPUs; TACOS (which
+    moves a chunk only to ranks that want it) is asked to deliver there too, and the reduction's reversal drops
+    the branches that end there."""
+    assert relay_gpus(RING4, frozenset({0, 2})) in ({1}, {3}, {1, 3})
+    assert relay_gpus(RING4, frozenset({0, 1})) == frozenset()
+    result = run_workload(RING4, "tp=2,dp=2", "tp:allreduce:1MB,dp:allreduce:2MB", "tacos", synthesis="joint")
+    assert result.timeline.verified, result.timeline.violations[:1]
+    assert {g.ranks for g in result.groups if g.kind == "dp"} == {(0, 2), (1, 3)}
+
+
+def test_joint_teccl_on_a_tiny_ring_verifies():
+    result = run_workload(RING4, "tp=2,dp=2", "tp:allreduce:1MB,dp:alltoall:2MB", "teccl",
+                          synthesis="joint", options=ccviz.SynthOptions(time_limit=20))
+    assert result.timeline.verified, result.timeline.violations[:1]
+    # 0.5 MB chunks: 2 per allreduce group, each alltoall chunk of 1 MB in 2 pieces (2 x 2 per group)
+    assert len(result.schedule.collective.chunks) == 2 * 2 + 2 * 4
+    assert all(g.finish_together_s > 0 for g in result.groups)
+
+
+def test_joint_mteg_takes_a_copy_only_union():
+    parts = [make_collective("allgather", (0, 1), 1e6), make_collective("allgather", (2, 3), 1e6)]
+    schedule = synthesize_joint(RING4, union_collective(parts), "mteg")
+    timeline = simulate(schedule)
+    assert timeline.verified, timeline.violations[:1]
+
+
+def test_bad_joint_input_is_one_line(capsys, tmp_path):
+    with pytest.raises(CcvizError, match="take tacos, mteg, teccl, teccl-astar"):
+        run_workload(RING4, "tp=2,dp=2", "tp:allreduce:1MB", "ring", synthesis="joint")
+    with pytest.raises(CcvizError, match="synthesis: 'both' is not one of composed, joint"):
+        run_workload(RING4, "tp=2,dp=2", "tp:allreduce:1MB", "tacos", synthesis="both")
+    args = ["workload", "ring:n=4", "--parallel", "tp=2,dp=2", "--run", "tp:allreduce:1MB,dp:allgather:2MB"]
+    assert main([*args, "-a", "direct", "--synthesis", "joint"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "direct synthesizes one collective at a time" in err
+    assert main([*args, "-a", "tacos", "--synthesis", "joint", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["verified"] is True and data["synthesis"].startswith("joint")
+    assert {"groups", "finish_s", "busiest_links", "joint_synth_time_s"} <= set(data)
+    config = tmp_path / "job.yaml"
+    config.write_text(yaml.safe_dump({"topology": "ring:n=4", "parallel": "tp=2,dp=2", "algorithm": "mteg",
+                                      "run": "tp:allreduce:1MB", "synthesis": "joint"}))
+    assert main(["workload", "--config", str(config), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["synthesis"].startswith("joint")
+    config.write_text(yaml.safe_dump({"topology": "ring:n=4", "parallel": "tp=2,dp=2", "algorithm": "mteg",
+                                      "run": "tp:allreduce:1MB", "synthesis": "together"}))
+    assert main(["workload", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "synthesis: 'together'" in err
