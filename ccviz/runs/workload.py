@@ -228,7 +228,8 @@ class WorkloadResult:
     timeline: Any
     synthesis: str = COMPOSED
     notes: list[str] = field(default_factory=list)
-    joint_synth_time_s: float | None = None  # the one synthesis of every group (joint only)
+    joint_synth_time_s: float | None = None  # the one synthesis of every group, wall clock (joint only)
+    joint_synth_cpu_s: float | None = None  # the same in CPU seconds of this process
 
     @property
     def finish_s(self) -> float:
@@ -272,7 +273,7 @@ class WorkloadResult:
             "violations": [v.to_dict() for v in self.timeline.violations[:20]],
             "finish_s": self.finish_s, "finish_alone_max_s": max(g.finish_alone_s for g in self.groups),
             "synth_time_s": sum(g.synth_time_s for g in self.groups), "synthesis": self.synthesis,
-            "joint_synth_time_s": self.joint_synth_time_s,
+            "joint_synth_time_s": self.joint_synth_time_s, "joint_synth_cpu_s": self.joint_synth_cpu_s,
             "groups": [g.to_dict() for g in self.groups], "busiest_links": self.busiest_links(),
             "contended_links": self.contended_links(), "transfers": len(self.schedule.transfers),
             "notes": self.notes,
@@ -360,9 +361,9 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
             raise CcvizError(f"workload: {run.label}'s schedule, cut into pieces of {unit:g} B, does not verify "
                              f"({solo.violations[0].message})", "workload")
         run.finish_alone_s = _last_arrival(solo.schedule.transfers)
-    joint_time = None
+    joint_time = joint_cpu = None
     if synthesis == "joint":
-        joint, joint_time = _synthesize_together(topology, runs, algorithm, options, progress)
+        joint, joint_time, joint_cpu = _synthesize_together(topology, runs, algorithm, options, progress)
     else:
         if progress is not None:
             progress(f"judging {len(runs)} groups together")
@@ -377,7 +378,8 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
         g.finish_together_s = ends[i]
     label = "explicit" if groups else order or "-".join(sizes)
     return WorkloadResult(topology, algorithm, sizes, label, runs, joint, timeline,
-                          JOINT if synthesis == "joint" else COMPOSED, joint_synth_time_s=joint_time)
+                          JOINT if synthesis == "joint" else COMPOSED, joint_synth_time_s=joint_time,
+                          joint_synth_cpu_s=joint_cpu)
 
 
 def _joint_chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]], chunks: int = 1
@@ -393,9 +395,9 @@ def _joint_chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, 
 
 def _synthesize_together(topology: Topology, runs: Sequence[GroupRun], algorithm: str,
                          options: SynthOptions | None, progress: Callable[[str], None] | None
-                         ) -> tuple[Schedule, float]:
+                         ) -> tuple[Schedule, float, float]:
     """Every group's chunks in one synthesis, replayed as soon as inputs and links allow (``_Retimer``, with
-    the synthesized times as the order to keep), and its synthesis time."""
+    the synthesized times as the order to keep), and its synthesis time (wall clock, CPU)."""
     from ccviz.judge.simulate import simulate
     from ccviz.model.workload_demand import union_collective
     from ccviz.synth.joint import synthesize_joint
@@ -404,7 +406,9 @@ def _synthesize_together(topology: Topology, runs: Sequence[GroupRun], algorithm
     if progress is not None:
         progress(f"synthesizing all {len(runs)} groups together: {len(union.chunks)} chunks of "
                  f"{union.chunk_bytes:g} B with {algorithm}")
+    cpu = time.process_time()
     schedule = synthesize_joint(topology, union, algorithm, options)
+    cpu = time.process_time() - cpu
     spent = schedule.synth_time_s or 0.0
     timed = simulate(schedule)
     if not timed.verified:
@@ -416,7 +420,7 @@ def _synthesize_together(topology: Topology, runs: Sequence[GroupRun], algorithm
     untimed = Schedule(topology, union, [Transfer(t.chunk, t.src, t.dst, None, None, t.op, t.start_s)
                                          for t in synthesized], f"{algorithm} (workload, joint)",
                        status="heuristic", notes=[*schedule.notes, JOINT])
-    return untimed.with_transfers(_together_times(untimed, synthesized)), spent
+    return untimed.with_transfers(_together_times(untimed, synthesized)), spent, cpu
 
 
 def _last_arrival(transfers: Sequence[Transfer]) -> float:
