@@ -129,3 +129,26 @@ def test_bad_joint_input_is_one_line(capsys, tmp_path):
     assert main(["workload", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "synthesis: 'together'" in err
+
+
+def test_workload_page_offers_joint_beside_the_algorithm():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    app = str(Path(__file__).resolve().parent.parent / "app.py")
+    at = AppTest.from_file(app, default_timeout=120).run()
+    at.switch_page("pages/workload.py").run()
+    at.selectbox(key="wl_synthesis").select("joint").run()
+    at.button(key="wl_run_button").click().run()  # the default algorithm, ring, cannot take a union
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and "ring synthesizes one collective at a time" in errors[0] and "\n" not in errors[0]
+    at.selectbox(key="wl_algorithm").select("tacos").run()
+    at.button(key="wl_run_button").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    dgx1 = ccviz.load_topology("dgx1")
+    expected = run_workload(dgx1, "tp=4,dp=2", "tp:allreduce:16MB,dp:allreduce:64MB", "tacos", order="tp-dp",
+                            synthesis="joint")
+    assert at.metric[0].value == f"{expected.finish_s * 1e3:.4g} ms"
+    assert any("joint: every group's chunks" in c.value for c in at.caption)
