@@ -34,7 +34,7 @@ from ccviz.model.groups import group_ranks, span_text
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
 from ccviz.model.units import parse_size
-from ccviz.synth.registry import SynthOptions, synthesize
+from ccviz.synth.registry import SynthOptions, get_algorithm, synthesize
 
 KINDS = ("tp", "cp", "ep", "pp", "dp")  # tensor, context, expert, pipeline, data parallel
 COMPOSED = ("composed: each group synthesized alone over the whole fabric (the other GPUs relay), then all "
@@ -342,7 +342,10 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
                          f"GPUs {span_text(ranks)}")
             coll = make_collective(s.collective, ranks, s.size_bytes, cpr[s.kind])
             started = time.perf_counter()
-            schedule = synthesize(topology, coll, algorithm, options)
+            if synthesis == "joint" and not get_algorithm(algorithm).supports(coll.name):
+                schedule = _alone_as_union(topology, coll, algorithm, options)
+            else:
+                schedule = synthesize(topology, coll, algorithm, options)
             spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
             alone = simulate(schedule)
             if not alone.verified:
@@ -380,6 +383,19 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
     return WorkloadResult(topology, algorithm, sizes, label, runs, joint, timeline,
                           JOINT if synthesis == "joint" else COMPOSED, joint_synth_time_s=joint_time,
                           joint_synth_cpu_s=joint_cpu)
+
+
+def _alone_as_union(topology: Topology, collective: Collective, algorithm: str,
+                    options: SynthOptions | None) -> Schedule:
+    """A group alone by the joint machinery, for a collective the algorithm has no entry for (TACOS moves an
+    AllToAll group's chunks as plain copies there): the union of one group, whose chunk ids are the group's."""
+    from dataclasses import replace
+
+    from ccviz.model.workload_demand import union_collective
+    from ccviz.synth.joint import synthesize_joint
+
+    schedule = synthesize_joint(topology, union_collective([collective]), algorithm, options)
+    return replace(schedule, collective=collective)
 
 
 def _joint_chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]], chunks: int = 1

@@ -46,18 +46,19 @@ class RelayingTacos(Tacos):
                             start_s=start_s)
 
 
-def relay_gpus(topology: Topology, members: frozenset[int]) -> frozenset[int]:
-    """GPUs outside ``members`` that fewest-relay routes between members cross (none when the members reach
-    each other through switches and themselves)."""
+def relay_gpus(topology: Topology, sources: frozenset[int], targets: frozenset[int]) -> frozenset[int]:
+    """GPUs outside ``sources`` and ``targets`` that the fewest-relay routes from the sources to the targets
+    cross (none when the ranks reach each other through switches and themselves)."""
+    members = sources | targets
     if not needs_relays(topology, sorted(members)):
         return frozenset()
     outside = set(topology.gpus) - members
     weight = {(u, v): 1.0 + (RELAY_PENALTY if v in outside else 0.0) for u, v in topology.links}
     out: set[int] = set()
-    for a in members:
+    for a in sources:
         parents: dict[int, int] = {}
         earliest_arrivals(topology, {a: 0.0}, weight, parents=parents)
-        for b in members - {a}:
+        for b in targets - sources:
             n = b
             while n in parents and n != a:
                 n = parents[n]
@@ -67,14 +68,14 @@ def relay_gpus(topology: Topology, members: frozenset[int]) -> frozenset[int]:
 
 
 def with_relays(topology: Topology, collective: Collective) -> Collective:
-    """The copy demand with each chunk also asked of the relays between its ranks (pre and post)."""
-    relays: dict[frozenset[int], frozenset[int]] = {}
+    """The copy demand with each chunk also asked of the relays on its routes from its holders."""
+    relays: dict[tuple[frozenset[int], frozenset[int]], frozenset[int]] = {}
     chunks = []
     for c in collective.chunks:
-        members = c.pre | c.post
-        if members not in relays:
-            relays[members] = relay_gpus(topology, members)
-        chunks.append(replace(c, post=c.post | relays[members]) if relays[members] else c)
+        key = (c.pre, c.post)
+        if key not in relays:
+            relays[key] = relay_gpus(topology, c.pre, c.post)
+        chunks.append(replace(c, post=c.post | relays[key]) if relays[key] else c)
     if not any(relays.values()):
         return collective
     return replace(collective, chunks=tuple(chunks))
