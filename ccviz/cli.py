@@ -674,7 +674,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "together; joint: every group's chunks in one synthesis "
                                                       "(tacos, mteg, teccl, teccl-astar)")
     wl.add_argument("--config", help="a YAML file with the same keys (and `groups`: an explicit rank map)")
-    wl.add_argument("--time-limit", type=float, default=None, help="seconds per group's synthesis")
+    wl.add_argument("--time-limit", type=float, default=None, help="seconds per group's synthesis (joint: also for "
+                                                                  "the one synthesis of every group)")
     wl.add_argument("--seed", type=int, default=None, help="seed of --order random and randomized algorithms")
     wl.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="an algorithm's own option")
     wl.add_argument("--json", action="store_true", help="print one JSON object")
