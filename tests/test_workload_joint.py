@@ -103,6 +103,10 @@ def test_joint_tacos_moves_an_alltoall_group_as_plain_copies():
 
 
 def test_joint_teccl_on_a_tiny_ring_verifies():
+    two = run_workload(RING4, "tp=2,dp=2", "tp:allreduce:2MB", "teccl", synthesis="joint",
+                       options=ccviz.SynthOptions(time_limit=20))  # 2 groups of 2: one multi-commodity problem
+    assert two.timeline.verified, two.timeline.violations[:1]
+    assert [g.ranks for g in two.groups] == [(0, 1), (2, 3)]
     result = run_workload(RING4, "tp=2,dp=2", "tp:allreduce:1MB,dp:alltoall:2MB", "teccl",
                           synthesis="joint", options=ccviz.SynthOptions(time_limit=20))
     assert result.timeline.verified, result.timeline.violations[:1]
