@@ -115,11 +115,14 @@ def test_joint_teccl_on_a_tiny_ring_verifies():
     assert all(g.finish_together_s > 0 for g in result.groups)
 
 
-def test_joint_mteg_takes_a_copy_only_union():
-    parts = [make_collective("allgather", (0, 1), 1e6), make_collective("allgather", (2, 3), 1e6)]
-    schedule = synthesize_joint(RING4, union_collective(parts), "mteg")
-    timeline = simulate(schedule)
+@pytest.mark.parametrize("name", ["allgather", "reducescatter"])
+@pytest.mark.parametrize("algorithm", ["mteg", "tacos"])
+def test_a_union_of_only_copies_or_only_reductions(name, algorithm):
+    parts = [make_collective(name, (0, 2), 1e6), make_collective(name, (1, 3), 1e6)]  # each crosses the other
+    union = union_collective(parts)
+    timeline = simulate(synthesize_joint(RING4, union, algorithm))
     assert timeline.verified, timeline.violations[:1]
+    assert timeline.schedule.collective is union
 
 
 def test_bad_joint_input_is_one_line(capsys, tmp_path):

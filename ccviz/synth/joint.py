@@ -23,7 +23,7 @@ from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.common import Forward, ReversalSynthesizer
 from ccviz.synth.registry import Algorithm, SynthOptions, get_algorithm
-from ccviz.synth.reversal import _relabelled, split_demand
+from ccviz.synth.reversal import onto, split_demand
 from ccviz.synth.solver_output import solver_output_to_stderr
 from ccviz.synth.tacos import Tacos
 
@@ -127,10 +127,9 @@ def synthesize_joint(topology: Topology, union: Collective, algorithm: str,
         syn = joint_synthesizer(topology, union, alg.name, options)
         reductions, copies = split_demand(union)
         if not reductions.chunks:
-            schedule = syn.copy_only(topology, union)
+            schedule = onto(syn.copy_only(topology, union), union)  # judged on the union's own demand
         elif not copies.chunks:
-            part = syn.reduction(topology, reductions)
-            schedule = replace(part, collective=union, transfers=_relabelled(part, union, 0.0))
+            schedule = onto(syn.reduction(topology, reductions), union)
         else:
             schedule = syn.allreduce(topology, union, split=split_demand)
     schedule.synth_time_s = time.perf_counter() - started

@@ -434,6 +434,12 @@ def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedu
                                                    f"{us_text(first_end)}"])
 
 
+def onto(part: Schedule, target: Collective) -> Schedule:
+    """``part`` (a schedule of some of ``target``'s chunks, e.g. a workload's reductions alone) as a schedule
+    of ``target``, its chunks matched by (source, index), its times unchanged."""
+    return replace(part, collective=target, transfers=_relabelled(part, target, 0.0))
+
+
 def _relabelled(part: Schedule, target: Collective, shift: float) -> list[Transfer]:
     """``part``'s transfers on ``target``'s chunks (matched by (source, index)), ``shift`` seconds later."""
     by_key = {(c.source, c.index): c.id for c in target.chunks}
