@@ -41,8 +41,8 @@ COMPOSED = ("composed: each group synthesized alone over the whole fabric (the o
             "groups timed together on shared links, each transfer in the order its group sent it alone and "
             "waiting for what it waited for alone, and judged together by the simulator")
 JOINT = ("joint: every group's chunks synthesized in one run of the algorithm (reductions summed into their owners "
-         "first, then every copy), each transfer then replayed as soon as its inputs and its link allow, and judged "
-         "together by the simulator")
+         "first, then every copy), each transfer then replayed as soon as its inputs and its link allow (where that "
+         "ends no later), and judged together by the simulator")
 SYNTHESES = ("composed", "joint")
 
 
@@ -413,7 +413,8 @@ def _synthesize_together(topology: Topology, runs: Sequence[GroupRun], algorithm
                          options: SynthOptions | None, progress: Callable[[str], None] | None
                          ) -> tuple[Schedule, float, float]:
     """Every group's chunks in one synthesis, replayed as soon as inputs and links allow (``_Retimer``, with
-    the synthesized times as the order to keep), and its synthesis time (wall clock, CPU)."""
+    the synthesized times as the order to keep; kept where the judge finds it no slower than the schedule as
+    synthesized), and its synthesis time (wall clock, CPU)."""
     from ccviz.judge.simulate import simulate
     from ccviz.model.workload_demand import union_collective
     from ccviz.synth.joint import synthesize_joint
@@ -436,7 +437,11 @@ def _synthesize_together(topology: Topology, runs: Sequence[GroupRun], algorithm
     untimed = Schedule(topology, union, [Transfer(t.chunk, t.src, t.dst, None, None, t.op, t.start_s)
                                          for t in synthesized], f"{algorithm} (workload, joint)",
                        status="heuristic", notes=[*schedule.notes, JOINT])
-    return untimed.with_transfers(_together_times(untimed, synthesized)), spent, cpu
+    replayed = untimed.with_transfers(_together_times(untimed, synthesized))
+    again = simulate(replayed)
+    if again.verified and again.finish_time_s <= timed.finish_time_s:
+        return replayed, spent, cpu
+    return timed.schedule, spent, cpu  # the replay did not help: the schedule as synthesized
 
 
 def _last_arrival(transfers: Sequence[Transfer]) -> float:
