@@ -55,8 +55,10 @@ def test_a_union_past_its_cap_or_of_two_sizes_is_refused_in_one_line():
     assert "\n" not in str(info.value)
     with pytest.raises(CcvizError, match="cut every group into one chunk size"):
         union_collective([make_collective("allgather", (0, 1), 1e6), make_collective("allgather", (2, 3), 2e6)])
-    with pytest.raises(CcvizError, match="not a whole number of 1/1024 B"):
-        common_chunk_bytes({"tp": 1 / 3})
+    assert common_chunk_bytes({"tp": 64e6 / 3, "dp": 64e6}) == (pytest.approx(64e6 / 3), {"tp": 1, "dp": 3})
+    with pytest.raises(CcvizError, match="cut dp's 1000001 B chunks into 1,000,001 pieces") as info:
+        common_chunk_bytes({"tp": 1.0, "dp": 1e6 + 1})
+    assert "\n" not in str(info.value)
 
 
 def test_joint_tacos_verifies_and_is_compared_with_composed():

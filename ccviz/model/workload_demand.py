@@ -18,28 +18,31 @@ from ccviz.errors import CcvizError
 from ccviz.model.collectives import Chunk, Collective
 
 MAX_UNION_CHUNKS = 20_000  # chunks in one union: past this a single synthesis of the job would not finish
-GRAIN_BYTES = Fraction(1, 1024)  # chunk sizes are compared on this grid (sizes like 64MB/3 are not whole bytes)
+FLOAT_DENOMINATOR = 1 << 16  # a chunk size read as a fraction with at most this denominator (64 MB / 3 exactly)
 
 
 def common_chunk_bytes(chunk_bytes: Mapping[str, float], field: str = "run") -> tuple[float, dict[str, int]]:
     """The largest chunk size that divides every group's chunk, and how many pieces each group's chunk is.
 
-    ``chunk_bytes`` maps a label (a kind) to its chunk size at one chunk per rank. Sizes are compared on a
-    grid of 1/1024 byte, so 64 MB and 256 MB give 64 MB / 4 pieces; 64 MB over 3 and 256 MB over 4 still share
-    a size. Refused when a size is not on the grid or the pieces would pass ``MAX_UNION_CHUNKS``.
+    ``chunk_bytes`` maps a label (a kind) to its chunk size at one chunk per rank. Sizes are exact
+    fractions (64 MB / 8 and 256 MB / 4 share 8 MB, 8 pieces for the second; 64 MB / 3 and 64 MB share
+    64 MB / 3, 3 pieces). Refused in one line when a chunk would be cut into more than
+    ``MAX_UNION_CHUNKS`` pieces.
     """
     if not chunk_bytes:
         raise CcvizError(f"{field}: no group to cut into chunks", field)
-    grains: dict[str, int] = {}
-    for label, size in chunk_bytes.items():
-        exact = Fraction(size).limit_denominator(1 << 20) / GRAIN_BYTES
-        if exact.denominator != 1 or exact <= 0:
-            raise CcvizError(f"{field}: {label}'s chunks of {size:g} B are not a whole number of 1/1024 B, so no "
-                             "common chunk size exists; choose sizes in whole bytes", field)
-        grains[label] = int(exact)
-    unit = math.gcd(*grains.values())
-    pieces = {label: g // unit for label, g in grains.items()}
-    return float(unit * GRAIN_BYTES), pieces
+    exact = {label: Fraction(size).limit_denominator(FLOAT_DENOMINATOR) for label, size in chunk_bytes.items()}
+    unit = Fraction(0)
+    for size in exact.values():
+        unit = Fraction(math.gcd(unit.numerator * size.denominator, size.numerator * unit.denominator),
+                        unit.denominator * size.denominator)
+    pieces = {label: int(size / unit) for label, size in exact.items()}
+    most = max(pieces, key=pieces.__getitem__)
+    if pieces[most] > MAX_UNION_CHUNKS:
+        raise CcvizError(f"{field}: the groups' chunks share no size above {float(unit):.4g} B, which would cut "
+                         f"{most}'s {chunk_bytes[most]:.10g} B chunks into {pieces[most]:,} pieces (at most "
+                         f"{MAX_UNION_CHUNKS:,}); choose sizes whose per-rank chunks divide each other", field)
+    return float(unit), pieces
 
 
 def union_collective(parts: Sequence[Collective], labels: Sequence[str] | None = None) -> Collective:
