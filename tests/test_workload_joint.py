@@ -14,6 +14,7 @@ from ccviz.cli import main
 from ccviz.errors import CcvizError
 from ccviz.judge.simulate import simulate
 from ccviz.model.collectives import make_collective
+from ccviz.model.schedule import Schedule
 from ccviz.model.workload_demand import MAX_UNION_CHUNKS, common_chunk_bytes, part_of_chunk, union_collective
 from ccviz.runs.workload import run_workload
 from ccviz.synth.joint import relay_gpus, synthesize_joint
@@ -90,6 +91,8 @@ def test_joint_tacos_routes_through_other_groups_gpus():
     result = run_workload(RING4, "tp=2,dp=2", "tp:allreduce:1MB,dp:allreduce:2MB", "tacos", synthesis="joint")
     assert result.timeline.verified, result.timeline.violations[:1]
     assert {g.ranks for g in result.groups if g.kind == "dp"} == {(0, 2), (1, 3)}
+    reread = simulate(Schedule.from_dict(result.schedule.to_dict()))  # a custom collective any tool can load
+    assert reread.verified and reread.finish_time_s == pytest.approx(result.finish_s)
 
 
 def test_joint_tacos_moves_an_alltoall_group_as_plain_copies():
