@@ -76,7 +76,7 @@ if not saved:
             "orders**.")
     st.stop()
 columns = st.columns(2)
-for column, order in zip(columns, saved["orders"], strict=True):
+for side, (column, order) in enumerate(zip(columns, saved["orders"], strict=True)):  # A and B may be one order
     result = saved["results"][order]
     with column, user_errors("workload results"):
         data = result.to_dict()
@@ -90,15 +90,15 @@ for column, order in zip(columns, saved["orders"], strict=True):
                       f" alone, {data['joint_synth_time_s']:.1f} s together")
                    + f". {result.synthesis}.")
         shown = st.radio("colour GPUs by", list(dict.fromkeys(g.kind for g in result.groups)), horizontal=True,
-                         key=f"wl_kind_{order}")
-        ui.plot(groups_on_fabric(result, shown), key=f"wl_fabric_{order}")
-        ui.plot(alone_vs_together(result), key=f"wl_bars_{order}")
-        ui.plot(group_timelines(result), key=f"wl_timeline_{order}")
+                         key=f"wl_kind_{side}_{order}")
+        ui.plot(groups_on_fabric(result, shown), key=f"wl_fabric_{side}_{order}")
+        ui.plot(alone_vs_together(result), key=f"wl_bars_{side}_{order}")
+        ui.plot(group_timelines(result), key=f"wl_timeline_{side}_{order}")
         st.markdown("**Groups**")
         st.dataframe(groups_table(result), hide_index=True, width="stretch")
         st.markdown("**Busiest links** (all groups together)")
         st.dataframe(links_table(result), hide_index=True, width="stretch")
-        if st.checkbox("show the concurrent animation", key=f"wl_anim_{order}"):
+        if st.checkbox("show the concurrent animation", key=f"wl_anim_{side}_{order}"):
             from ccviz.viz import schedule_animation
 
-            ui.plot(schedule_animation(result.timeline, max_frames=60), key=f"wl_animation_{order}")
+            ui.plot(schedule_animation(result.timeline, max_frames=60), key=f"wl_animation_{side}_{order}")

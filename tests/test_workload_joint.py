@@ -164,6 +164,7 @@ def test_workload_page_offers_joint_beside_the_algorithm():
     at = AppTest.from_file(app, default_timeout=120).run()
     at.switch_page("pages/workload.py").run()
     at.selectbox(key="wl_synthesis").select("joint").run()
+    at.selectbox(key="wl_order_b").select("tp-dp").run()  # one order: one run per press
     at.button(key="wl_run_button").click().run()  # the default algorithm, ring, cannot take a union
     assert not at.exception
     errors = [e.value for e in at.error]
