@@ -71,10 +71,10 @@ def test_joint_tacos_verifies_and_is_compared_with_composed():
     assert joint.joint_synth_time_s is not None and composed.joint_synth_time_s is None
     for g_joint, g_composed in zip(joint.groups, composed.groups, strict=True):
         assert g_joint.finish_alone_s == pytest.approx(g_composed.finish_alone_s)  # alone is alone in both
-    ends = {}
-    for t in joint.timeline.schedule.transfers:
-        i = joint.group_of_chunk()[t.chunk]
-        ends[i] = max(ends.get(i, 0.0), t.end_s)
+    ends = {}  # each group's last delivery: when the last of its (chunk, rank) demands held
+    for (chunk, _), when in joint.timeline.completion_s.items():
+        i = joint.group_of_chunk()[chunk]
+        ends[i] = max(ends.get(i, 0.0), when)
     assert [g.finish_together_s for g in joint.groups] == [ends[i] for i in range(len(joint.groups))]
     assert joint.finish_s == pytest.approx(max(ends.values()))
     if joint.finish_s > composed.finish_s:

@@ -375,8 +375,12 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
     owner = [i for i, g in enumerate(runs) for _ in range(len(g.collective.chunks) * round(g.collective.chunk_bytes
                                                                                             / unit))]
     ends: dict[int, float] = defaultdict(float)
-    for t in timeline.schedule.transfers:
-        ends[owner[t.chunk]] = max(ends[owner[t.chunk]], t.end_s or 0.0)
+    if synthesis == "joint":  # the group's last delivery (a joint TACOS schedule also feeds relays it asked for)
+        for (chunk, _), when in timeline.completion_s.items():
+            ends[owner[chunk]] = max(ends[owner[chunk]], when)
+    else:
+        for t in timeline.schedule.transfers:
+            ends[owner[t.chunk]] = max(ends[owner[t.chunk]], t.end_s or 0.0)
     for i, g in enumerate(runs):
         g.finish_together_s = ends[i]
     label = "explicit" if groups else order or "-".join(sizes)
