@@ -29,8 +29,9 @@ browser-deps:
 		else echo "warning: /usr/bin/chromium missing and not root; the browser test will be skipped"; fi; \
 	fi
 
+# MALLOC_ARENA_MAX: the server's session threads share 2 glibc arenas (fewer heaps for freed memory to sit in)
 app: install-app
-	$(BIN)/streamlit run app.py --server.headless true --browser.gatherUsageStats false \
+	MALLOC_ARENA_MAX=2 $(BIN)/streamlit run app.py --server.headless true --browser.gatherUsageStats false \
 		--server.address 127.0.0.1 --server.port $(PORT)
 
 test: install-test browser-deps

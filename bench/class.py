@@ -8,9 +8,9 @@ fresh server so the app's result cache cannot serve a solve twice:
 1. solo: each student's solve alone (the yardstick: a class result should be within 2x solo + 10 s);
 2. class (``--repeats`` times): every student presses Synthesize within a second while the lecturer
    steps through Learn (arrow keys, in the browser) and switches its algorithm (a server round trip);
-3. stop: one student starts a long solve (5x5 torus, TE-CCL, ends at its time limit) beside another
-   student's solve and presses Stop after a few seconds: time from Stop to the best schedule on screen,
-   and the other student's result;
+3. stop: one student starts a long solve (5x5 torus, TE-CCL, about 17 s alone) beside another
+   student's solve and presses Stop ``--stop-after`` seconds after the solver has offered a verified
+   schedule: time from Stop to the best schedule on screen, and the other student's result;
 4. idle: every tab closed, the server's memory sampled for ``--idle`` seconds.
 
 Prints per student the time to result, verified or the error; the lecturer's step latencies; Stop's
@@ -66,7 +66,8 @@ class Server:
         cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
                "--browser.gatherUsageStats", "false", "--server.address", "127.0.0.1", "--server.port", str(port)]
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)})
+                                     env={"MALLOC_ARENA_MAX": "2", **os.environ, "PYTHONUNBUFFERED": "1",
+                                          "PYTHONPATH": str(ROOT)})  # as `make app` runs it
         self.started = time.monotonic()
         self.samples: list[tuple[float, float, float]] = []  # (s since start, server MB, server + workers MB)
         self._done = threading.Event()
@@ -126,11 +127,16 @@ async def press_and_wait(student: dict) -> dict:
     await main.get_by_role("button", name="Synthesize", exact=True).click()
     pressed = time.monotonic()
     busy: set[str] = set()
-    if student["stop_after_s"] is not None:
+    if student["stop_after_s"] is not None:  # Stop once the solver has offered a schedule Stop would keep
         stop = main.get_by_role("button", name="Stop", exact=True)
         await stop.wait_for()
+        await main.get_by_text("Stop now keeps a verified schedule").first.wait_for(timeout=120_000)
         await page.wait_for_timeout(student["stop_after_s"] * 1000)
-        await stop.click()
+        try:
+            await stop.click(timeout=5_000)
+        except Exception:  # the solve ended on its own first: no Stop to measure
+            out["error"] = "the solve ended before Stop was pressed (try a smaller --stop-after)"
+            return {**out, "time_s": float("nan"), "stopped": False, "busy_lines": []}
         pressed = time.monotonic()
     verdict = main.locator("[data-testid=stMetric]").filter(has_text="verified by simulator")
     error = main.locator("[data-testid=stAlertContentError]")
@@ -314,7 +320,8 @@ def main() -> int:
     parser.add_argument("--students", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--idle", type=float, default=60.0)
-    parser.add_argument("--stop-after", type=float, default=12.0, help="seconds into the long solve to press Stop")
+    parser.add_argument("--stop-after", type=float, default=2.0,
+                        help="seconds after the long solve's first verified schedule to press Stop")
     parser.add_argument("--port", type=int, default=8613)
     parser.add_argument("--out", default="/tmp/ccviz_class", help="screenshots and server logs")
     return asyncio.run(run(parser.parse_args()))

@@ -29,6 +29,9 @@ ui.configure_page()
 st.title("Topology designer")
 topology = current_topology()
 
+# Build, Load and Use draw the rest of this run from the new fabric (read again below) and do not call
+# st.rerun(): a click on another page in the sidebar while that rerun was starting was lost (the designer ran
+# again and the user stayed on it).
 source = st.radio("start from", ["builder", "sample file", "upload"], horizontal=True, key="topo_source",
                   persist_state="session")
 if source == "builder":
@@ -57,7 +60,6 @@ if source == "builder":
     if st.button(f"Build {spec}", type="primary", key="topo_build"):
         with user_errors("builder", sticky="topology"):
             set_topology(build(spec), f"builder {spec}", spec=spec)
-            st.rerun()
 elif source == "sample file":
     samples = sample_files()
     if not samples:
@@ -69,7 +71,6 @@ elif source == "sample file":
         if st.button(f"Load {pick}", type="primary", key="topo_load_sample"):
             with user_errors("sample", sticky="topology"):
                 set_topology(*topology_from_name(pick), spec=pick)
-                st.rerun()
 else:
     upload = st.file_uploader("topology JSON (ccviz format or the papers' reference format)", type=["json"],
                               key="topo_upload")
@@ -80,7 +81,6 @@ else:
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise CcvizError(f"topology: {upload.name} is not valid JSON ({exc})", "topology") from None
             set_topology(Topology.from_dict(data, name=upload.name.rsplit(".", 1)[0]), f"upload {upload.name}")
-            st.rerun()
 
 show_errors("topology")  # kept until the next successful build/load, whatever reruns follow
 
@@ -101,7 +101,10 @@ if hop != topology.switch_hop:
 version = abs(hash(topology.to_json()))
 figure_col, edit_col = st.columns([3, 2])
 with figure_col:
-    figure_tab, canvas_tab = st.tabs(["Figure", "Draw on a canvas"])
+    # The canvas is drawn only while its tab is open: the streamlit-flow component reports its state back
+    # whenever it is drawn, and a report that landed just after the user clicked another page in the sidebar
+    # reran the designer instead (the user stayed here, sometimes with "start from" back at "builder").
+    figure_tab, canvas_tab = st.tabs(["Figure", "Draw on a canvas"], key="topo_view", on_change="rerun")
     with figure_tab:
         show_cut = st.selectbox("bottleneck cut of", ["none", *LIMITED], index=1, key="topo_cut_of", persist_state="session",
                                 help="the fabric's limit: which links bound the collective (bandwidth only)")
@@ -117,21 +120,24 @@ with figure_col:
                 ui.plot(cut_figure(topology, limit), key="topo_figure")
                 st.caption(limit.explanation() + " Edit a link on this page and the cut is recomputed.")
     with canvas_tab:
-        st.caption("Drag from a node's handle to another node to add a cable (both directions, the most common "
-                   "bandwidth); right-click the canvas to add a GPU, a node or an edge to delete it. "
-                   "Bandwidth and alpha are edited in the link table. The canvas draws every cable straight; "
-                   "the Figure tab draws wrap-around cables (tori) as arcs.")
-        if st.session_state.get("topo_flow_for") != version:
-            st.session_state["topo_flow_state"] = flow_state(topology)
-            st.session_state["topo_flow_for"] = version
-        drawn = streamlit_flow(f"topo_flow_{version}", st.session_state["topo_flow_state"], height=480,
-                               fit_view=True, allow_new_edges=True, enable_pane_menu=True, enable_node_menu=True,
-                               enable_edge_menu=True, hide_watermark=True)
-        st.session_state["topo_flow_state"] = drawn  # keep the drawing even when it does not validate
-        if structure_changed(topology, drawn):
-            with user_errors("canvas", sticky="topology_edit"):
-                set_topology(topology_from_flow(topology, drawn), f"canvas edit of {topology.name}")
-                st.rerun()
+        if not canvas_tab.open:
+            st.caption("Drawing the canvas…")
+        else:
+            st.caption("Drag from a node's handle to another node to add a cable (both directions, the most common "
+                       "bandwidth); right-click the canvas to add a GPU, a node or an edge to delete it. "
+                       "Bandwidth and alpha are edited in the link table. The canvas draws every cable straight; "
+                       "the Figure tab draws wrap-around cables (tori) as arcs.")
+            if st.session_state.get("topo_flow_for") != version:
+                st.session_state["topo_flow_state"] = flow_state(topology)
+                st.session_state["topo_flow_for"] = version
+            drawn = streamlit_flow(f"topo_flow_{version}", st.session_state["topo_flow_state"], height=480,
+                                   fit_view=True, allow_new_edges=True, enable_pane_menu=True, enable_node_menu=True,
+                                   enable_edge_menu=True, hide_watermark=True)
+            st.session_state["topo_flow_state"] = drawn  # keep the drawing even when it does not validate
+            if structure_changed(topology, drawn):
+                with user_errors("canvas", sticky="topology_edit"):
+                    set_topology(topology_from_flow(topology, drawn), f"canvas edit of {topology.name}")
+                    st.rerun()
 with edit_col:
     st.markdown("**Edit** (add or delete rows; then apply)")
     nodes = st.data_editor(node_table(topology), num_rows="dynamic", width="stretch", hide_index=True,

@@ -37,3 +37,10 @@ def wait_for_stop(channel, seconds):
         channel.send("progress", time.perf_counter() - t0)
         time.sleep(0.05)
     return "stopped" if channel.stop.is_set() else "done"
+
+
+def solver_threads(channel):
+    """The HiGHS threads a solver in this worker would use."""
+    from ccviz.synth.teccl.solve import highs_threads
+
+    return highs_threads()

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import ccviz
-from ccviz.app.runs import LruCache, RunRequest, SynthesisJob
+from ccviz.app.runs import LruCache, RunRequest, SynthesisJob, shared_note
 from ccviz.errors import CcvizError
 from ccviz.runs.isolated import Ticket, WorkerPool
 from ccviz.synth.registry import REGISTRY, Algorithm
@@ -63,7 +63,7 @@ def test_a_crashing_solver_is_one_error_line_and_the_app_goes_on(registered):
 
 
 def test_a_full_pool_queues_says_so_and_worker_output_never_reaches_the_server(capfd):
-    pool = WorkerPool(size=1, spares=0)
+    pool = WorkerPool(size=1, spares=0, cores=1)
     stop = threading.Event()
     first, second = Ticket(), Ticket()
     progress, results = [], {}
@@ -130,3 +130,45 @@ def test_a_cached_run_counts_the_figures_drawn_from_it():
     before = cache.nbytes
     entry.figure("big", lambda: list(range(100_000)))
     assert cache.nbytes > before + 100_000  # the total follows the figures drawn after the put
+
+
+def test_one_and_a_half_solves_per_core_run_at_once_each_solver_on_its_share_of_the_cores():
+    """Fair sharing: a third solve on 2 cores starts at once (each at ~2/3 speed) instead of waiting a whole
+    solve in line, and its solver takes one thread so the three do not also fight over the cores."""
+    two = WorkerPool(spares=0, cores=2)
+    assert (two.size, two.threads) == (3, 1)
+    assert WorkerPool(size=2, spares=0, cores=4).threads == 2
+    pool = WorkerPool(size=2, spares=0, cores=1)
+    assert pool.call(isolated_tasks.solver_threads, (), stop=threading.Event()).result == 1  # set in the worker
+
+
+def test_solves_sharing_the_cores_say_so_when_they_end_at_their_limit():
+    pool = WorkerPool(size=2, spares=0, cores=1)
+    stop = threading.Event()
+    tickets = [Ticket(), Ticket()]
+    threads = [threading.Thread(target=pool.call, args=(isolated_tasks.wait_for_stop, (60,)),
+                                kwargs={"stop": stop, "ticket": t}) for t in tickets]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 120
+    while not all(t.state == "running" for t in tickets) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pool.line(tickets[0]) == "sharing 1 core with 1 other solve"
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert [t.crowd for t in tickets] == [2, 2]
+    note = shared_note(tickets[0], "time_limit", pool.cores)
+    assert note.startswith("this solve shared 1 core with 1 other solve") and "50 % of its speed alone" in note
+    assert shared_note(tickets[0], "feasible", pool.cores) is None  # finished within its limit: nothing lost
+    assert shared_note(Ticket(), "time_limit", pool.cores) is None  # ran alone
+
+
+def test_the_solver_threads_can_be_set_and_a_bad_value_names_the_variable(monkeypatch):
+    from ccviz.synth.teccl.solve import HIGHS_THREADS, highs_threads
+
+    monkeypatch.delenv("CCVIZ_SOLVER_THREADS", raising=False)
+    assert highs_threads() == HIGHS_THREADS
+    monkeypatch.setenv("CCVIZ_SOLVER_THREADS", "0")
+    with pytest.raises(CcvizError, match="CCVIZ_SOLVER_THREADS: need a whole number"):
+        highs_threads()

@@ -286,11 +286,24 @@ class SynthesisJob(BackgroundJob):
             return
         if note:
             result.schedule.notes.append(note)
+        if self.isolated and (shared := shared_note(self.ticket, result.schedule.status, pool().cores)):
+            result.schedule.notes.append(shared)
         entry = CachedRun(r, result, time.perf_counter() - self.started,
                           stopped=self.stop_event.is_set() or stopped, nbytes=nbytes or size_of(result))
         if not entry.stopped:  # a stopped solve is not the answer to this request
             _RUNS.put(r, entry)
         self.entry = entry
+
+
+def shared_note(ticket: Ticket, status: str, cores: int) -> str | None:
+    """A note for a solve that ended at its time limit while more solves than cores ran: it had less
+    solver time than alone (the limit counts wall-clock time), which the result must not hide."""
+    if status != "time_limit" or ticket.crowd <= cores:
+        return None
+    return (f"this solve shared {cores} core{'s' if cores != 1 else ''} with {ticket.crowd - 1} other solve"
+            f"{'s' if ticket.crowd != 2 else ''} and its time limit counts wall-clock time, so it ran at about "
+            f"{100 * cores / ticket.crowd:.0f} % of its speed alone; alone, or with a longer limit, it may find a "
+            "faster schedule")
 
 
 def _plugin(algorithm: str) -> tuple[Any, bool]:

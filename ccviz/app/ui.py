@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from ccviz.app import url
+from ccviz.app import memory, url
 from ccviz.app.runs import SHARED_OPTION_DEFAULTS, CachedRun
 from ccviz.app.state import current_topology, for_app, topology_source, user_errors
 from ccviz.bounds.limit import limit_sentence
@@ -41,6 +41,7 @@ def configure_page(from_navigation: bool = False) -> None:
     else:
         hand_over_to_navigation()
     st.set_page_config(page_title="ccviz workbench", page_icon="🕸️", layout="wide")
+    memory.start_janitor()  # closed tabs' sessions and free heap go back to the system
     url.restore(SIZES)  # a shared link, applied once per session whichever page it opens
 
 

@@ -9,10 +9,18 @@ back to the system when it ends.
 
 ``WorkerPool.call(function, args, ...)`` runs a module-level ``function(channel, *args)`` in a fresh
 process of the ``spawn`` context (one task per process; ``spares`` processes are started ahead with
-the solver libraries imported, so a solve does not wait for imports). At most ``size`` (the
-machine's cores) heavy tasks run at once; the rest wait in line, first come first served, and
-``line(ticket)`` says so in words ("3 solves running on 2 cores: yours is 1st in line"). A light
-task (a textbook algorithm on a small fabric, milliseconds of work) does not wait in line.
+the solver libraries imported, so a solve does not wait for imports). At most ``size`` heavy tasks
+run at once; the rest wait in line, first come first served, and ``line(ticket)`` says so in words
+("3 solves running on 2 cores: yours is queued, 1st in line").
+
+Fair sharing: ``size`` is 1.5 solves per core (3 on 2 cores), each solver pinned to its share of
+the cores (HiGHS with one thread on 2 cores, ``CCVIZ_SOLVER_THREADS``), so a third student's solve
+starts at once at about 1.5x its solo time instead of waiting a whole solve in line; beyond that
+they queue (more at once would only slow every one of them). A solve's time limit counts
+wall-clock time from when it starts running, never from when it was queued; a solve that shared
+the cores and ended at its limit says so on its result (``Ticket.crowd``), and the page says
+"sharing 2 cores with 2 other solves" while it runs. A light task (a textbook algorithm on a small
+fabric, milliseconds of work) does not wait in line.
 
 What the worker sends back goes through ``Channel.send`` (progress reports, table rows, a best
 schedule so far) and its return value is the result. The worker's own stdout and stderr are
@@ -32,6 +40,7 @@ import contextlib
 import ctypes
 import importlib
 import itertools
+import math
 import multiprocessing as mp
 import multiprocessing.spawn as mp_spawn
 import os
@@ -49,6 +58,8 @@ GRACE_S = 1.5  # after Stop, how long a solver has to hand back its best schedul
 LIMIT_GRACE_S = 5.0  # a solve still running this long past its own time limit is stopped from outside
 READY_TIMEOUT_S = 120.0  # a worker that cannot import ccviz in this time is broken (a loaded machine takes ~3 s)
 SPARE_IDLE_S = 300.0  # a spare worker nobody used in this time exits (its memory goes back to the system)
+SOLVES_PER_CORE = 1.5  # heavy solves admitted at once per core (see "Fair sharing" above)
+SOLVER_THREADS_ENV = "CCVIZ_SOLVER_THREADS"  # read by ccviz.synth.teccl.solve.highs_threads in the worker
 WARM_MODULES = ("ccviz.runs.pipeline", "ccviz.runs.compare", "ccviz.runs.reproduce", "ccviz.synth.teccl.solve")
 
 _CTX = mp.get_context("spawn")
@@ -98,9 +109,13 @@ def _silence() -> None:
     os.close(devnull)
 
 
-def _worker_main(conn: Any, stop: Any, warm: tuple[str, ...]) -> None:
-    """A worker: import the solver libraries, say ready, run one task, send its result and exit."""
+def _worker_main(conn: Any, stop: Any, warm: tuple[str, ...], threads: int = 1) -> None:
+    """A worker: import the solver libraries, say ready, run one task, send its result and exit.
+
+    ``threads``: the solver threads this task may use (its share of the cores).
+    """
     _silence()
+    os.environ[SOLVER_THREADS_ENV] = str(threads)
     for module in warm:
         with contextlib.suppress(Exception):
             importlib.import_module(module)
@@ -136,6 +151,7 @@ class Ticket:
     number: int = field(default_factory=itertools.count().__next__)
     queued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
+    crowd: int = 0  # the most heavy solves running at once while this one ran (itself included)
 
 
 @dataclass
@@ -156,10 +172,17 @@ class _Worker:
 
 
 class WorkerPool:
-    """At most ``size`` heavy tasks at once, each in its own fresh process; the rest wait in line."""
+    """At most ``size`` heavy tasks at once on ``cores`` cores, each in its own fresh process; the rest wait in line.
 
-    def __init__(self, size: int | None = None, spares: int | None = None, warm: tuple[str, ...] = WARM_MODULES) -> None:
-        self.size = max(1, size or _configured_size() or os.cpu_count() or 1)
+    ``size`` defaults to ``CCVIZ_SOLVE_WORKERS`` or 1.5 per core (rounded up); each task's solver gets
+    ``cores // size`` threads (at least 1).
+    """
+
+    def __init__(self, size: int | None = None, spares: int | None = None, warm: tuple[str, ...] = WARM_MODULES,
+                 cores: int | None = None) -> None:
+        self.cores = max(1, cores or os.cpu_count() or 1)
+        self.size = max(1, size or _configured_size() or math.ceil(SOLVES_PER_CORE * self.cores))
+        self.threads = max(1, self.cores // self.size)
         self.spares = self.size if spares is None else spares
         self.warm = warm
         self._cond = threading.Condition()
@@ -180,7 +203,7 @@ class WorkerPool:
         with self._cond:
             running, waiting = len(self._running), len(self._line)
             position = next((i for i, t in enumerate(self._line) if t is ticket), None)
-        cores = f"{self.size} core{'s' if self.size != 1 else ''}"
+        cores = f"{self.cores} core{'s' if self.cores != 1 else ''}"
         solves = f"{running} solve{'s' if running != 1 else ''} running on {cores}"
         if ticket.state == "queued" and position is not None:
             return f"{solves}: yours is queued, {_ordinal(position + 1)} in line; it starts when one ends"
@@ -196,7 +219,7 @@ class WorkerPool:
     def _spawn(self) -> _Worker:
         parent, child = _CTX.Pipe()
         stop = _CTX.Event()
-        process = _CTX.Process(target=_worker_main, args=(child, stop, self.warm), daemon=True,
+        process = _CTX.Process(target=_worker_main, args=(child, stop, self.warm, self.threads), daemon=True,
                                name=WORKER_NAME)
         process.start()
         child.close()
@@ -278,7 +301,7 @@ class WorkerPool:
     # ---- a task
     def _wait_turn(self, ticket: Ticket, stop: threading.Event) -> None:
         with self._cond:
-            ticket.state, ticket.queued_at, ticket.started_at = "queued", time.perf_counter(), None
+            ticket.state, ticket.queued_at, ticket.started_at, ticket.crowd = "queued", time.perf_counter(), None, 0
             if ticket.light:
                 self._running.append(ticket)
                 return
@@ -293,6 +316,9 @@ class WorkerPool:
                 self._cond.wait(0.1)
             self._line.popleft()
             self._running.append(ticket)
+            heavy = [t for t in self._running if not t.light]
+            for t in heavy:  # every solve running now shares the cores with this many
+                t.crowd = max(t.crowd, len(heavy))
             self._cond.notify_all()
 
     def call(self, function: Callable[..., Any], args: tuple, *, stop: threading.Event,

@@ -38,7 +38,7 @@ from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.teccl.bounds import EpochLowerBound
 from ccviz.synth.teccl.extract import USED, Hop, landings
 from ccviz.synth.teccl.greedy import EpochGreedy
-from ccviz.synth.teccl.solve import HIGHS_THREADS
+from ccviz.synth.teccl.solve import highs_threads
 from ccviz.synth.teccl.synthesizer import EpochPlan, EpochProblem, EpochSolver, plan_schedule
 from ccviz.synth.teccl.time_expanded import INF, epoch_distances
 
@@ -347,7 +347,7 @@ class _RoundModel:
         options = self.rounds.options
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", HIGHS_THREADS)
+        h.setOptionValue("threads", highs_threads())
         h.setOptionValue("random_seed", options.seed or 0)
         h.setOptionValue("time_limit", float(max(0.2, budget)))
         h.setOptionValue("mip_rel_gap", ROUND_GAP)

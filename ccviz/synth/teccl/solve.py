@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,7 +33,23 @@ from ccviz.errors import CcvizError
 from ccviz.synth.registry import Progress, SynthOptions
 
 HIGHS_THREADS = 2  # a 2-core machine
+SOLVER_THREADS_ENV = "CCVIZ_SOLVER_THREADS"  # the app's worker processes set 1: solves sharing the cores take one each
 PROGRESS_EVERY_S = 0.5
+
+
+def highs_threads() -> int:
+    """HiGHS's threads: ``CCVIZ_SOLVER_THREADS`` if set (a whole number), else ``HIGHS_THREADS``.
+
+    Why: where several solves share the machine (the app's worker processes), each solver taking
+    every core would make them fight over the cores; one thread each shares them evenly.
+    """
+    text = os.environ.get(SOLVER_THREADS_ENV, "").strip()
+    if not text:
+        return HIGHS_THREADS
+    if not text.isdigit() or int(text) < 1:
+        raise CcvizError(f"{SOLVER_THREADS_ENV}: need a whole number of solver threads (1 or more), got {text!r}",
+                         SOLVER_THREADS_ENV)
+    return int(text)
 
 
 class Interrupted(BaseException):
@@ -142,7 +159,7 @@ class HighsRun:
         opt.config.load_solution = False
         opt.config.stream_solver = False
         opt.config.warmstart = warm_start
-        opt.highs_options = {"threads": HIGHS_THREADS, "output_flag": False, "random_seed": self.options.seed or 0}
+        opt.highs_options = {"threads": highs_threads(), "output_flag": False, "random_seed": self.options.seed or 0}
         if not opt.available():
             raise CcvizError("algorithm: TE-CCL needs the HiGHS solver (pip install highspy)", "algorithm")
         with stop_interrupts(self.options):
