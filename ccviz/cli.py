@@ -499,6 +499,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
     result = run_workload(load_topology(topology_spec), parallel, steps, algorithm,
                           order=args.order or config.get("order"), seed=args.seed or config.get("seed", 0),
                           options=options, groups=config.get("groups"), chunks=args.chunks or config.get("chunks", 1),
+                          relabel=not args.synthesize_each and config.get("relabel", True) is not False,
                           progress=None if args.json else lambda text: print(text, file=sys.stderr, flush=True))
     out = result.to_dict()
     if args.json:
@@ -669,6 +670,9 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument("-a", "--algorithm", default=None, help="see `ccviz list` (default ring)")
     wl.add_argument("--chunks", type=int, default=None, help="chunks per rank of the kind with the smallest chunks "
                                                           "(the others: as many as make theirs the same size)")
+    wl.add_argument("--synthesize-each", action="store_true",
+                    help="synthesize every group (default: a group that a fabric symmetry maps from one already "
+                         "synthesized gets its schedule relabeled, judged alone like any other)")
     wl.add_argument("--config", help="a YAML file with the same keys (and `groups`: an explicit rank map)")
     wl.add_argument("--time-limit", type=float, default=None, help="seconds per group's synthesis")
     wl.add_argument("--seed", type=int, default=None, help="seed of --order random and randomized algorithms")

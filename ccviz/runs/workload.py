@@ -185,6 +185,7 @@ class GroupRun:
     limit_s: float | None
     finish_together_s: float = 0.0
     finish_synthesized_s: float = 0.0  # the schedule as its synthesizer timed it, judged alone
+    relabeled_from: str | None = None  # the group whose schedule a fabric symmetry carried here (None: synthesized)
 
     @property
     def label(self) -> str:
@@ -203,7 +204,7 @@ class GroupRun:
             "finish_synthesized_s": self.finish_synthesized_s,
             "eta_beta": self.eta_beta, "limit_s": self.limit_s,
             "alone_over_limit": self.finish_alone_s / self.limit_s if self.limit_s else None,
-            "synth_time_s": self.synth_time_s,
+            "synth_time_s": self.synth_time_s, "relabeled_from": self.relabeled_from,
         }
 
 
@@ -291,8 +292,12 @@ def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]]
 def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: Sequence[Step] | str,
                  algorithm: str, order: str | None = None, seed: int = 0, options: SynthOptions | None = None,
                  groups: Mapping[str, Sequence[Sequence[int]]] | None = None,
-                 progress: Callable[[str], None] | None = None, chunks: int = 1) -> WorkloadResult:
-    """Synthesize and judge every group alone, then the whole job together in one timeline."""
+                 progress: Callable[[str], None] | None = None, chunks: int = 1, relabel: bool = True
+                 ) -> WorkloadResult:
+    """Synthesize and judge every group alone, then the whole job together in one timeline.
+
+    With ``relabel`` a group that a fabric symmetry maps from an already synthesized group of its kind gets
+    that group's schedule relabeled (judged alone like any other; synthesized when no symmetry is found)."""
     from ccviz.judge.simulate import simulate
     from ccviz.runs.pipeline import group_limit
 
@@ -312,24 +317,24 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
     runs: list[GroupRun] = []
     total = sum(len(placed[s.kind]) for s in plan)
     for s in plan:
+        representatives: list[GroupRun] = []  # this kind's synthesized groups, images of which serve the others
         for i, ranks in enumerate(placed[s.kind]):
             if options is not None and options.stop is not None and options.stop.is_set():
                 raise CcvizError("workload: stopped before every group was synthesized", "workload")
-            if progress is not None:
-                progress(f"synthesizing {s.kind} group {i} ({len(runs) + 1} of {total}): {s.collective} over "
-                         f"GPUs {span_text(ranks)}")
             coll = make_collective(s.collective, ranks, s.size_bytes, cpr[s.kind])
-            started = time.perf_counter()
-            schedule = synthesize(topology, coll, algorithm, options)
-            spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
-            alone = simulate(schedule)
-            if not alone.verified:
-                raise CcvizError(f"algorithm: {algorithm}'s schedule for {s.kind} group {i} does not verify alone "
-                                 f"({alone.violations[0].message})", "algorithm")
-            limit = group_limit(topology, schedule.collective)
-            runs.append(GroupRun(s.kind, i, tuple(ranks), schedule.collective, alone.schedule, 0.0, spent,
-                                 None if limit is None else limit.limit_s,
-                                 finish_synthesized_s=_last_arrival(alone.schedule.transfers)))
+            run = _relabeled(topology, s.kind, i, tuple(ranks), representatives) if relabel else None
+            if run is None:
+                if progress is not None:
+                    progress(f"synthesizing {s.kind} group {i} ({len(runs) + 1} of {total}): {s.collective} over "
+                             f"GPUs {span_text(ranks)}")
+                run = _synthesized(topology, s.kind, i, tuple(ranks), coll, algorithm, options)
+                representatives.append(run)
+            elif progress is not None:
+                progress(f"{s.kind} group {i} ({len(runs) + 1} of {total}): {run.relabeled_from}'s schedule carried "
+                         f"over GPUs {span_text(ranks)} by a fabric symmetry, verified")
+            limit = group_limit(topology, run.collective)
+            run.limit_s = None if limit is None else limit.limit_s
+            runs.append(run)
     unit = common_chunk(runs)
     for run in runs:
         # alone under the same rule and pieces as together (each hop as soon as its inputs and its link allow),
@@ -352,6 +357,45 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
         g.finish_together_s = ends[i]
     label = "explicit" if groups else order or "-".join(sizes)
     return WorkloadResult(topology, algorithm, sizes, label, runs, joint, timeline)
+
+
+def _synthesized(topology: Topology, kind: str, index: int, ranks: tuple[int, ...], collective: Collective,
+                 algorithm: str, options: SynthOptions | None) -> GroupRun:
+    """One group synthesized by ``algorithm`` over the whole fabric and judged alone."""
+    from ccviz.judge.simulate import simulate
+
+    started = time.perf_counter()
+    schedule = synthesize(topology, collective, algorithm, options)
+    spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
+    alone = simulate(schedule)
+    if not alone.verified:
+        raise CcvizError(f"algorithm: {algorithm}'s schedule for {kind} group {index} does not verify alone "
+                         f"({alone.violations[0].message})", "algorithm")
+    return GroupRun(kind, index, ranks, schedule.collective, alone.schedule, 0.0, spent, None,
+                    finish_synthesized_s=_last_arrival(alone.schedule.transfers))
+
+
+def _relabeled(topology: Topology, kind: str, index: int, ranks: tuple[int, ...],
+               representatives: Sequence[GroupRun]) -> GroupRun | None:
+    """The group's schedule as the image of a synthesized group's under a fabric symmetry taking that group's
+    i-th rank to this group's i-th rank, judged alone by the simulator; None when no representative maps
+    onto it or the judge refuses the image (the caller then synthesizes). Its time is the search's and
+    the relabeling's (the judging is not synthesis)."""
+    from ccviz.judge.simulate import simulate
+    from ccviz.model.relabel import group_automorphism, relabel_schedule
+
+    for rep in representatives:
+        started = time.perf_counter()
+        mapping = group_automorphism(topology, rep.ranks, ranks)
+        if mapping is None:
+            continue
+        schedule = relabel_schedule(rep.schedule, mapping, f"relabeled from {rep.label} by a fabric symmetry")
+        spent = time.perf_counter() - started
+        alone = simulate(schedule)
+        if alone.verified:
+            return GroupRun(kind, index, ranks, schedule.collective, alone.schedule, 0.0, spent, None,
+                            finish_synthesized_s=_last_arrival(alone.schedule.transfers), relabeled_from=rep.label)
+    return None
 
 
 def _last_arrival(transfers: Sequence[Transfer]) -> float:
@@ -605,7 +649,8 @@ def _switch_forwards(topology: Topology, transfers: Sequence[Transfer], alone: S
 
 
 # ------------------------------------------------------------------------- the YAML form
-YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "groups", "time_limit", "opt", "chunks")
+YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "groups", "time_limit", "opt", "chunks",
+             "relabel")
 
 
 def read_workload_file(path: str | Path) -> dict[str, Any]:
@@ -624,4 +669,6 @@ def read_workload_file(path: str | Path) -> dict[str, Any]:
     unknown = sorted(set(data) - set(YAML_KEYS))
     if unknown:
         raise CcvizError(f"config: unknown key(s) {unknown}; a workload file has {', '.join(YAML_KEYS)}", "config")
+    if not isinstance(data.get("relabel", True), bool):
+        raise CcvizError(f"config: relabel should be true or false, got {data['relabel']!r}", "config")
     return data
