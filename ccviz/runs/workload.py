@@ -186,6 +186,7 @@ class GroupRun:
     finish_together_s: float = 0.0
     finish_synthesized_s: float = 0.0  # the schedule as its synthesizer timed it, judged alone
     relabeled_from: str | None = None  # the group whose schedule a fabric symmetry carried here (None: synthesized)
+    synth_cpu_s: float = 0.0  # CPU time of this process spent synthesizing (or relabeling) it; read on a busy machine
 
     @property
     def label(self) -> str:
@@ -204,7 +205,8 @@ class GroupRun:
             "finish_synthesized_s": self.finish_synthesized_s,
             "eta_beta": self.eta_beta, "limit_s": self.limit_s,
             "alone_over_limit": self.finish_alone_s / self.limit_s if self.limit_s else None,
-            "synth_time_s": self.synth_time_s, "relabeled_from": self.relabeled_from,
+            "synth_time_s": self.synth_time_s, "synth_cpu_s": self.synth_cpu_s,
+            "relabeled_from": self.relabeled_from,
         }
 
 
@@ -322,12 +324,15 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
             if options is not None and options.stop is not None and options.stop.is_set():
                 raise CcvizError("workload: stopped before every group was synthesized", "workload")
             coll = make_collective(s.collective, ranks, s.size_bytes, cpr[s.kind])
-            run = _relabeled(topology, s.kind, i, tuple(ranks), representatives) if relabel else None
+            run, wall, cpu = _relabeled(topology, s.kind, i, tuple(ranks), representatives) if relabel else (
+                None, 0.0, 0.0)
             if run is None:
                 if progress is not None:
                     progress(f"synthesizing {s.kind} group {i} ({len(runs) + 1} of {total}): {s.collective} over "
                              f"GPUs {span_text(ranks)}")
                 run = _synthesized(topology, s.kind, i, tuple(ranks), coll, algorithm, options)
+                run.synth_time_s += wall  # the search that found no symmetry was spent on this group too
+                run.synth_cpu_s += cpu
                 representatives.append(run)
             elif progress is not None:
                 progress(f"{s.kind} group {i} ({len(runs) + 1} of {total}): {run.relabeled_from}'s schedule carried "
@@ -364,38 +369,42 @@ def _synthesized(topology: Topology, kind: str, index: int, ranks: tuple[int, ..
     """One group synthesized by ``algorithm`` over the whole fabric and judged alone."""
     from ccviz.judge.simulate import simulate
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     schedule = synthesize(topology, collective, algorithm, options)
     spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
+    cpu = time.process_time() - cpu
     alone = simulate(schedule)
     if not alone.verified:
         raise CcvizError(f"algorithm: {algorithm}'s schedule for {kind} group {index} does not verify alone "
                          f"({alone.violations[0].message})", "algorithm")
     return GroupRun(kind, index, ranks, schedule.collective, alone.schedule, 0.0, spent, None,
-                    finish_synthesized_s=_last_arrival(alone.schedule.transfers))
+                    finish_synthesized_s=_last_arrival(alone.schedule.transfers), synth_cpu_s=cpu)
 
 
 def _relabeled(topology: Topology, kind: str, index: int, ranks: tuple[int, ...],
-               representatives: Sequence[GroupRun]) -> GroupRun | None:
+               representatives: Sequence[GroupRun]) -> tuple[GroupRun | None, float, float]:
     """The group's schedule as the image of a synthesized group's under a fabric symmetry taking that group's
     i-th rank to this group's i-th rank, judged alone by the simulator; None when no representative maps
-    onto it or the judge refuses the image (the caller then synthesizes). Its time is the search's and
-    the relabeling's (the judging is not synthesis)."""
+    onto it or the judge refuses the image (the caller then synthesizes). Also the wall and CPU seconds
+    spent searching and relabeling (counted as synthesis; the judging is not)."""
     from ccviz.judge.simulate import simulate
     from ccviz.model.relabel import group_automorphism, relabel_schedule
 
+    wall = cpu = 0.0
     for rep in representatives:
-        started = time.perf_counter()
+        started, began = time.perf_counter(), time.process_time()
         mapping = group_automorphism(topology, rep.ranks, ranks)
-        if mapping is None:
+        schedule = None if mapping is None else relabel_schedule(rep.schedule, mapping,
+                                                                  f"relabeled from {rep.label} by a fabric symmetry")
+        wall, cpu = wall + time.perf_counter() - started, cpu + time.process_time() - began
+        if schedule is None:
             continue
-        schedule = relabel_schedule(rep.schedule, mapping, f"relabeled from {rep.label} by a fabric symmetry")
-        spent = time.perf_counter() - started
         alone = simulate(schedule)
         if alone.verified:
-            return GroupRun(kind, index, ranks, schedule.collective, alone.schedule, 0.0, spent, None,
-                            finish_synthesized_s=_last_arrival(alone.schedule.transfers), relabeled_from=rep.label)
-    return None
+            return GroupRun(kind, index, ranks, schedule.collective, alone.schedule, 0.0, wall, None,
+                            finish_synthesized_s=_last_arrival(alone.schedule.transfers), relabeled_from=rep.label,
+                            synth_cpu_s=cpu), wall, cpu
+    return None, wall, cpu
 
 
 def _last_arrival(transfers: Sequence[Transfer]) -> float:
