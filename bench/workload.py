@@ -36,14 +36,14 @@ RUN = "tp:allreduce:64MB,dp:allreduce:256MB"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fabrics", default=",".join(FABRICS), help="comma list of topology specs (';' between)")
+    parser.add_argument("--fabrics", default=";".join(FABRICS), help="topology specs, ';' between")
     parser.add_argument("--algorithms", default="tacos,ring,mteg,forestcoll")
     parser.add_argument("--orders", default="tp-dp,dp-tp")
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per group's synthesis")
     parser.add_argument("--chunks", default="1,4", help="chunks per rank of the tp groups (comma list)")
     parser.add_argument("--synthesize-each", action="store_true", help="synthesize all 16 groups (no relabeling)")
     args = parser.parse_args()
-    fabrics = [f for f in FABRICS if f in args.fabrics] or args.fabrics.split(";")
+    fabrics = [f.strip() for f in args.fabrics.split(";") if f.strip()]
     print("| fabric | algorithm | order, tp chunks | groups synthesized | synthesis CPU (s), slowest group | "
           "run CPU (s) | tp alone / limit (worst) | dp alone / limit (worst) | tp eta_beta (median) | "
           "dp eta_beta (median) | job finish (ms) | verified |")
