@@ -68,3 +68,20 @@ def test_cli_reports_the_relabeling_and_can_synthesize_each(capsys):
     assert [g["relabeled_from"] for g in groups] == [None, "tp0"]
     assert main([*args, "--synthesize-each"]) == 0
     assert [g["relabeled_from"] for g in json.loads(capsys.readouterr().out)["groups"]] == [None, None]
+
+
+def test_an_image_the_judge_refuses_is_synthesized_instead(monkeypatch):
+    """Should the search ever return a map that is no symmetry, the image fails the judge and the group is
+    synthesized, so a workload never reports a schedule the simulator did not verify."""
+    import ccviz.model.relabel as relabel
+
+    def not_a_symmetry(topology, source, target, budget=relabel.SEARCH_BUDGET):
+        return {n: n for n in topology.nodes} | dict(zip(source, target, strict=True)) | dict(
+            zip(target, source, strict=True))
+
+    monkeypatch.setattr(relabel, "group_automorphism", not_a_symmetry)
+    groups = {"tp": [[0, 1, 2, 3], [4, 9, 14, 15]]}  # the second is no row: 4 -> 9 is not a link
+    result = run_workload(TORUS, "tp=4,dp=4", "tp:allgather:1MB", "ring", groups=groups)
+    assert result.timeline.verified
+    assert [g.relabeled_from for g in result.groups] == [None, None]
+    assert all(simulate(g.schedule).verified for g in result.groups)
