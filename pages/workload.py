@@ -13,7 +13,8 @@ RESULTS_KEY = "wl_results"
 
 st.title("Workload: concurrent process groups")
 st.markdown("A training job runs many collectives at once: tensor-parallel groups inside a box, data-parallel "
-            "groups across boxes. Each group's schedule is synthesized alone (the other GPUs relay), then all "
+            "groups across boxes. Each group's schedule is synthesized alone (the other GPUs relay; a group that a "
+            "symmetry of the fabric maps from one already synthesized gets that schedule relabeled), then all "
             "groups are judged **together** by the simulator on one timeline, sharing links. "
             "*eta_beta* = finish alone / finish together (1: the others cost it nothing).")
 ui.topology_caption()
