@@ -85,3 +85,13 @@ def test_an_image_the_judge_refuses_is_synthesized_instead(monkeypatch):
     assert result.timeline.verified
     assert [g.relabeled_from for g in result.groups] == [None, None]
     assert all(simulate(g.schedule).verified for g in result.groups)
+
+
+def test_the_yaml_form_turns_relabeling_off_and_refuses_a_non_boolean(tmp_path, capsys):
+    job = tmp_path / "job.yaml"
+    job.write_text("topology: ndv2:chassis=2\nparallel: tp=8,dp=2\nrun: tp:allgather:4MB\nrelabel: false\n")
+    assert main(["workload", "--config", str(job), "--json"]) == 0
+    assert [g["relabeled_from"] for g in json.loads(capsys.readouterr().out)["groups"]] == [None, None]
+    job.write_text("topology: ndv2:chassis=2\nparallel: tp=8,dp=2\nrun: tp:allgather:4MB\nrelabel: 'no'\n")
+    assert main(["workload", "--config", str(job), "--json"]) != 0
+    assert "relabel should be true or false" in capsys.readouterr().err
