@@ -59,6 +59,10 @@ def test_workload_relabels_symmetric_groups_and_synthesizes_the_others():
     for a, b in zip(relabeled.groups, each.groups, strict=True):  # ring is deterministic: the same times
         assert a.finish_alone_s == pytest.approx(b.finish_alone_s)
     assert relabeled.finish_s == pytest.approx(each.finish_s)
+    from ccviz.viz.workload import groups_table  # the Workload page's table says which schedules were carried
+
+    shown = dict(zip(groups_table(relabeled)["group"], groups_table(relabeled)["schedule"], strict=True))
+    assert shown["tp0"] == "synthesized" and shown["tp1"] == "relabeled from tp0"
 
 
 def test_cli_reports_the_relabeling_and_can_synthesize_each(capsys):
