@@ -4,8 +4,9 @@ A job with ``tp=8,dp=4`` on 32 GPUs has 4 tensor-parallel groups of 8 and 8 data
 each group runs its collective (``tp:allreduce:64MB,dp:allreduce:256MB``) while all the others run
 theirs, so groups contend for links. ``place_groups`` lays the groups on the GPUs (``--order tp-dp``:
 the first kind's ranks are consecutive GPUs; ``random``: the same on shuffled GPUs, an off-prefix
-layout). ``run_workload`` synthesizes each group's schedule alone (the others' GPUs relay), judges it
-alone, then puts every group's schedule on the fabric at once and has the simulator judge them
+layout). ``run_workload`` synthesizes each group's schedule alone (the others' GPUs relay; a group that a
+symmetry of the fabric maps from one already synthesized gets that schedule relabeled, ``ccviz.model.relabel``),
+judges it alone, then puts every group's schedule on the fabric at once and has the simulator judge them
 together: one timeline, links shared, transfers timed in the order their groups sent them alone, each
 keeping what it waited for (``_Retimer``). It reports each group's finish alone and together, and their ratio, the measured
 eta_beta of the collectives explainer's chapter on contention (alone / together: 1 = no contention).
