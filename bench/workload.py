@@ -2,13 +2,17 @@
 
 For each fabric, algorithm and rank order: AllReduce in both kinds (tp 64 MB, dp 256 MB), every group
 synthesized alone (the other GPUs relay) and judged alone, then all 16 groups judged together in one
-timeline. Prints the synthesis time (all groups, and the slowest group), each kind's worst finish alone
-over its own limit (the group's limit with the other GPUs as relays), each kind's median eta_beta
-(alone / together) and the job's finish. All numbers from one run on this machine; read ratios, not
-seconds, on a shared machine.
+timeline. A group that a fabric symmetry maps from one already synthesized gets that schedule relabeled
+(judged alone like any other); ``--synthesize-each`` synthesizes all 16. Prints how many groups were
+synthesized, the synthesis CPU time (all groups, and the slowest group; relabeling counted), the whole
+run's CPU time (judging included), each kind's worst finish alone over its own limit (the group's limit
+with the other GPUs as relays), each kind's median eta_beta (alone / together) and the job's finish.
+All numbers from one run on this machine; read CPU seconds and ratios, not wall seconds, on a shared
+machine.
 
     .venv/bin/python bench/workload.py
     .venv/bin/python bench/workload.py --algorithms tacos --orders tp-dp --fabrics ndv2:chassis=8
+    .venv/bin/python bench/workload.py --algorithms forestcoll --chunks 64
 
 Targets (issue 29): synthesis <= 30 s per workload; each group within 1.10 x its own limit alone.
 """
@@ -32,16 +36,18 @@ RUN = "tp:allreduce:64MB,dp:allreduce:256MB"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fabrics", default=",".join(FABRICS), help="comma list of topology specs (';' between)")
+    parser.add_argument("--fabrics", default=";".join(FABRICS), help="topology specs, ';' between")
     parser.add_argument("--algorithms", default="tacos,ring,mteg,forestcoll")
     parser.add_argument("--orders", default="tp-dp,dp-tp")
     parser.add_argument("--time-limit", type=float, default=60.0, help="seconds per group's synthesis")
     parser.add_argument("--chunks", default="1,4", help="chunks per rank of the tp groups (comma list)")
+    parser.add_argument("--synthesize-each", action="store_true", help="synthesize all 16 groups (no relabeling)")
     args = parser.parse_args()
-    fabrics = [f for f in FABRICS if f in args.fabrics] or args.fabrics.split(";")
-    print("| fabric | algorithm | order, tp chunks | synthesis (s), slowest group | tp alone / limit (worst) | "
-          "dp alone / limit (worst) | tp eta_beta (median) | dp eta_beta (median) | job finish (ms) | verified |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    fabrics = [f.strip() for f in args.fabrics.split(";") if f.strip()]
+    print("| fabric | algorithm | order, tp chunks | groups synthesized | synthesis CPU (s), slowest group | "
+          "run CPU (s) | tp alone / limit (worst) | dp alone / limit (worst) | tp eta_beta (median) | "
+          "dp eta_beta (median) | job finish (ms) | verified |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for chunks in (int(c) for c in args.chunks.split(",")):
         run_all(fabrics, args, chunks)
 
@@ -51,14 +57,15 @@ def run_all(fabrics: list[str], args: argparse.Namespace, chunks: int) -> None:
         topology = load_topology(spec)
         for algorithm in args.algorithms.split(","):
             for order in args.orders.split(","):
-                started = time.perf_counter()
+                started = time.process_time()
                 try:
                     result = run_workload(topology, "tp=8,dp=8", RUN, algorithm, order=order,
-                                          options=SynthOptions(time_limit=args.time_limit), chunks=chunks)
+                                          options=SynthOptions(time_limit=args.time_limit), chunks=chunks,
+                                          relabel=not args.synthesize_each)
                 except CcvizError as exc:
-                    print(f"| {spec} | {algorithm} | {order}, {chunks} chunk(s) | refused: {exc} |||||||")
+                    print(f"| {spec} | {algorithm} | {order}, {chunks} chunk(s) | refused: {exc} |||||||||", flush=True)
                     continue
-                wall = time.perf_counter() - started
+                cpu = time.process_time() - started
                 cells = []
                 for kind in ("tp", "dp"):
                     groups = [g for g in result.groups if g.kind == kind]
@@ -66,10 +73,12 @@ def run_all(fabrics: list[str], args: argparse.Namespace, chunks: int) -> None:
                     cells.append(f"{max(over):.3f}" if over else "n/a")
                 for kind in ("tp", "dp"):
                     cells.append(f"{statistics.median(g.eta_beta for g in result.groups if g.kind == kind):.3f}")
-                synth = sum(g.synth_time_s for g in result.groups)
-                slowest = max(g.synth_time_s for g in result.groups)
-                print(f"| {spec} | {algorithm} | {order}, {chunks} chunk(s) | {synth:.1f}, {slowest:.1f} (wall {wall:.1f}) | "
-                      f"{' | '.join(cells)} | {result.finish_s * 1e3:.3f} | {result.timeline.verified} |", flush=True)
+                synth = sum(g.synth_cpu_s for g in result.groups)
+                slowest = max(g.synth_cpu_s for g in result.groups)
+                made = sum(g.relabeled_from is None for g in result.groups)
+                print(f"| {spec} | {algorithm} | {order}, {chunks} chunk(s) | {made} of {len(result.groups)} | "
+                      f"{synth:.1f}, {slowest:.1f} | {cpu:.1f} | {' | '.join(cells)} | {result.finish_s * 1e3:.3f} | "
+                      f"{result.timeline.verified} |", flush=True)
 
 
 if __name__ == "__main__":

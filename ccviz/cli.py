@@ -500,6 +500,7 @@ def cmd_workload(args: argparse.Namespace) -> int:
                           order=args.order or config.get("order"), seed=args.seed or config.get("seed", 0),
                           options=options, groups=config.get("groups"), chunks=args.chunks or config.get("chunks", 1),
                           synthesis=args.synthesis or config.get("synthesis") or "composed",
+                          relabel=not args.synthesize_each and config.get("relabel", True) is not False,
                           progress=None if args.json else lambda text: print(text, file=sys.stderr, flush=True))
     out = result.to_dict()
     if args.json:
@@ -673,6 +674,9 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument("--synthesis", default=None, help="composed (default): each group synthesized alone, then timed "
                                                       "together; joint: every group's chunks in one synthesis "
                                                       "(tacos, mteg, teccl, teccl-astar)")
+    wl.add_argument("--synthesize-each", action="store_true",
+                    help="synthesize every group (default: a group that a fabric symmetry maps from one already "
+                         "synthesized gets its schedule relabeled, judged alone like any other)")
     wl.add_argument("--config", help="a YAML file with the same keys (and `groups`: an explicit rank map)")
     wl.add_argument("--time-limit", type=float, default=None, help="seconds per group's synthesis (joint: also for "
                                                                   "the one synthesis of every group)")

@@ -1,7 +1,5 @@
 """Workload: every process group of a parallel job runs its collective at once; two rank orders side by side."""
 
-from itertools import permutations
-
 import streamlit as st
 
 from ccviz.app import ui, url
@@ -15,7 +13,8 @@ RESULTS_KEY = "wl_results"
 
 st.title("Workload: concurrent process groups")
 st.markdown("A training job runs many collectives at once: tensor-parallel groups inside a box, data-parallel "
-            "groups across boxes. Each group's schedule is synthesized alone (the other GPUs relay), then all "
+            "groups across boxes. Each group's schedule is synthesized alone (the other GPUs relay; a group that a "
+            "symmetry of the fabric maps from one already synthesized gets that schedule relabeled), then all "
             "groups are judged **together** by the simulator on one timeline, sharing links. "
             "With synthesis **joint** the job's schedule is instead one synthesis of every group's chunks at once "
             "(each group alone still gives its finish alone). "
@@ -31,13 +30,17 @@ def default_parallel() -> str:
 
 
 left, middle, right = st.columns(3)
-parallel_text = left.text_input("parallelism (product = GPUs)", value=default_parallel(), key="wl_parallel",
+st.session_state.setdefault("wl_parallel", default_parallel())  # a shared link may have set these (ccviz.app.url)
+st.session_state.setdefault("wl_run", "tp:allreduce:16MB,dp:allreduce:64MB")
+st.session_state.setdefault("wl_algorithm", "ring")
+parallel_text = left.text_input("parallelism (product = GPUs)", key="wl_parallel",
                                 help="kinds tp, cp, ep, pp, dp, e.g. tp=8,dp=4")
-run_text = middle.text_input("collectives", value="tp:allreduce:16MB,dp:allreduce:64MB", key="wl_run",
+run_text = middle.text_input("collectives", key="wl_run",
                              help="KIND:COLLECTIVE:SIZE for each kind, comma separated")
 names = sorted(REGISTRY)
-algorithm = right.selectbox("algorithm", names, index=names.index("ring"), key="wl_algorithm")
-synthesis = right.selectbox("synthesis", SYNTHESES, index=0, key="wl_synthesis",
+algorithm = right.selectbox("algorithm", names, key="wl_algorithm")
+st.session_state.setdefault("wl_synthesis", SYNTHESES[0])
+synthesis = right.selectbox("synthesis", SYNTHESES, key="wl_synthesis",
                             help="composed: each group synthesized alone, then all timed together on shared links; "
                                  "joint: every group's chunks in one synthesis (tacos, mteg, teccl, teccl-astar)")
 
@@ -45,14 +48,20 @@ kinds: list[str] = []
 with user_errors("workload input"):
     kinds = list(parse_parallel(parallel_text))
     parse_run(run_text)
-orders = ["-".join(p) for p in permutations(kinds)][:6] + ["random"] if kinds else ["random"]
+orders = url.workload_orders(kinds)
 c1, c2, c3, c4 = st.columns(4)
-order_a = c1.selectbox("rank order A (innermost first)", orders, index=0, key="wl_order_a")
-order_b = c2.selectbox("rank order B", orders, index=min(1, len(orders) - 1), key="wl_order_b")
-seed = int(c3.number_input("seed (random order)", min_value=0, max_value=10_000, value=0, key="wl_seed"))
+for key, default in (("wl_order_a", orders[0]), ("wl_order_b", orders[min(1, len(orders) - 1)])):
+    if st.session_state.get(key) not in orders:  # first visit, or the kinds changed
+        st.session_state[key] = default
+st.session_state.setdefault("wl_seed", 0)
+order_a = c1.selectbox("rank order A (innermost first)", orders, key="wl_order_a")
+order_b = c2.selectbox("rank order B", orders, key="wl_order_b")
+seed = int(c3.number_input("seed (random order)", min_value=0, max_value=10_000, key="wl_seed"))
 limit = float(c4.number_input("time limit per group (s)", min_value=1.0, max_value=600.0, value=30.0,
                               key="wl_limit"))
-url.share("workload")
+url.share("workload", parallel=parallel_text, run=run_text, algorithm=algorithm,
+          synthesis=None if synthesis == SYNTHESES[0] else synthesis, orders=f"{order_a},{order_b}",
+          seed=seed or None)
 
 if st.button("Run both orders", type="primary", key="wl_run_button"):
     results = {}

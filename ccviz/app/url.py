@@ -19,6 +19,8 @@ import base64
 import binascii
 import json
 import zlib
+from collections.abc import Sequence
+from itertools import permutations
 
 import streamlit as st
 
@@ -26,6 +28,7 @@ from ccviz.app.state import current_topology, keep_error, sample_files, set_topo
 from ccviz.builders import build
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import COLLECTIVES, ROOTED
+from ccviz.model.groups import group_ranks
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, parse_size
 from ccviz.synth.registry import algorithms_for
@@ -120,7 +123,7 @@ def restore(sizes: list[float]) -> None:
                                  f"{', '.join(COLLECTIVES)}", "collective")
             st.session_state[widgets["collective"]] = collective
         algorithm = params.get("algorithm")
-        if algorithm is not None and "algorithm" in widgets:
+        if algorithm is not None and "algorithm" in widgets and page != "workload":  # Workload's: _restore_workload
             valid = algorithms_for(collective or st.session_state.get(widgets["collective"], COLLECTIVES[0]))
             if algorithm not in valid:
                 raise CcvizError(f"algorithm: the link asks for {algorithm!r}, which does not implement this "
@@ -147,8 +150,13 @@ def restore(sizes: list[float]) -> None:
                 raise CcvizError(f"dest: the link asks for destination {params['dest']!r}, which is not another GPU "
                                  "of this fabric; choose one in the destination box", "dest")
             st.session_state["syn_dest"] = dest
+        if params.get("ranks") and page in (None, "synthesize", "playback"):  # a process group
+            group_ranks(current_topology(), params["ranks"])
+            st.session_state["syn_ranks"] = params["ranks"]
         if page == "compare":
             _restore_compare(params, collective or st.session_state.get("cmp_collective", COLLECTIVES[0]), sizes)
+        if page == "workload":
+            _restore_workload(params)
         if page == "playback" and collective and algorithm:
             st.session_state[RUN_ASKED_KEY] = True
     except CcvizError as exc:
@@ -162,7 +170,7 @@ def _page_in_path() -> str | None:
     except AttributeError:  # an older Streamlit without st.context.url
         return None
     last = address.rstrip("/").rsplit("/", 1)[-1]
-    return last if last in ("synthesize", "topology", "playback", "compare", "papers", "learn") else None
+    return last if last in ("synthesize", "topology", "playback", "compare", "papers", "learn", "workload") else None
 
 
 def _nearest(sizes: list[float], wanted: float) -> float:
@@ -197,6 +205,61 @@ def _restore_compare(params, collective: str, sizes: list[float]) -> None:
             raise CcvizError(f"sizes: the link gives {params['sizes']!r}; write a range such as 1KB-1GB", "sizes")
         ends = [_nearest(sizes, parse_size(v)) for v in (lo, hi)]
         st.session_state["cmp_sizes"] = (min(ends), max(ends))
+
+
+def rank_text(ranks: Sequence[int]) -> str:
+    """A process group as ``--ranks`` reads it, in its own order (runs of consecutive ids as ranges: 0-3,8)."""
+    parts: list[str] = []
+    i = 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        parts.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def workload_orders(kinds: Sequence[str]) -> list[str]:
+    """The rank orders the Workload page offers for these kinds (innermost first), then ``random``."""
+    return ["-".join(p) for p in permutations(kinds)][:6] + ["random"] if kinds else ["random"]
+
+
+def _restore_workload(params) -> None:
+    """The Workload page's inputs: ``parallel``, ``run``, ``algorithm``, ``synthesis``, ``orders=A,B``, ``seed``."""
+    from ccviz.runs.workload import SYNTHESES, parse_parallel, parse_run
+    from ccviz.synth.registry import REGISTRY
+
+    state = st.session_state
+    kinds: list[str] = list(parse_parallel(state.get("wl_parallel", "")) if state.get("wl_parallel") else [])
+    if params.get("parallel"):
+        kinds = list(parse_parallel(params["parallel"]))
+        state["wl_parallel"] = params["parallel"]
+    if params.get("run"):
+        parse_run(params["run"])
+        state["wl_run"] = params["run"]
+    if params.get("algorithm"):
+        if params["algorithm"] not in REGISTRY:
+            raise CcvizError(f"algorithm: the link asks for {params['algorithm']!r}; choose one of "
+                             f"{', '.join(sorted(REGISTRY))}", "algorithm")
+        state["wl_algorithm"] = params["algorithm"]
+    if params.get("synthesis"):
+        if params["synthesis"] not in SYNTHESES:
+            raise CcvizError(f"synthesis: the link asks for {params['synthesis']!r}; choose one of "
+                             f"{', '.join(SYNTHESES)}", "synthesis")
+        state["wl_synthesis"] = params["synthesis"]
+    if params.get("orders"):
+        asked = params["orders"].split(",")
+        offered = workload_orders(kinds)
+        if len(asked) != 2 or any(o not in offered for o in asked):
+            raise CcvizError(f"orders: the link gives {params['orders']!r}; write two rank orders as ORDER_A,ORDER_B "
+                             f"from {', '.join(offered)}", "orders")
+        state["wl_order_a"], state["wl_order_b"] = asked
+    if params.get("seed"):
+        seed = int(params["seed"]) if params["seed"].isdigit() else -1
+        if not 0 <= seed <= 10_000:
+            raise CcvizError(f"seed: the link asks for seed {params['seed']!r}; give 0 to 10000", "seed")
+        state["wl_seed"] = seed
 
 
 def wanted_page() -> str | None:
@@ -273,7 +336,8 @@ def share_run(entry) -> str:
               and dict(request.options) == default_options(request.algorithm))
     if remade:
         values.update(collective=request.collective, algorithm=request.algorithm, size=request.size_bytes,
-                      chunks=request.chunks, root=request.root, dest=request.dest)
+                      chunks=request.chunks, root=request.root, dest=request.dest,
+                      ranks=rank_text(request.ranks) if request.ranks else None)
     share("playback", **values)
     note = shared_note(topology)
     if not remade:
@@ -298,6 +362,7 @@ def run_from_link(wait_s: float = 60.0) -> None:
         dest = state.get("syn_dest", next(g for g in topology.gpus if g != root)) if collective == "sendrecv" else None
         request = RunRequest.make(topology, collective, state[WIDGETS["algorithm"]], state.get(WIDGETS["size"], 1e6),
                                   state.get(WIDGETS["chunks"], 1), root, dest=dest,
+                                  ranks=state.get("syn_ranks", "").strip() or None,
                                   **default_options(state[WIDGETS["algorithm"]]))
         with st.spinner(f"making the linked run: {request.algorithm} {request.collective}"):
             job = SynthesisJob(request, topology)

@@ -93,6 +93,9 @@ class SpreadRoutes:
 MAX_PATHS = 32  # fastest routes tried per send (a 4-ary fat tree has 4 between pods, a leaf-spine one per spine)
 
 
+TOUCH_S = 1e-15  # booked intervals this close on a lane are one busy stretch (no send fits between them)
+
+
 class Calendar:
     """Busy intervals of every lane of every link; a send may take any gap it fits in (backfilling)."""
 
@@ -119,8 +122,20 @@ class Calendar:
         return None, soonest
 
     def book(self, key: tuple[int, int], start: float, end: float) -> None:
+        """Book [start, end) on a free lane (lane 0 when none is). Intervals touching on a lane are kept as one,
+        so a gap search steps over a busy stretch at once (the same conflicts: a send overlaps the union
+        exactly where it overlaps a part), not piece by piece."""
         lane, _ = self.lane_free(key, start, end)
-        bisect.insort(self.busy[key][lane if lane is not None else 0], (start, end))
+        intervals = self.busy[key][lane if lane is not None else 0]
+        k = bisect.bisect_left(intervals, (start, start))
+        if k > 0 and intervals[k - 1][1] >= start - TOUCH_S:
+            k -= 1
+            start, end = intervals[k][0], max(end, intervals[k][1])
+            del intervals[k]
+        while k < len(intervals) and intervals[k][0] <= end + TOUCH_S:
+            end = max(end, intervals[k][1])
+            del intervals[k]
+        intervals.insert(k, (start, end))
 
 
 class PlannedRoutes(SpreadRoutes):

@@ -4,8 +4,9 @@ A job with ``tp=8,dp=4`` on 32 GPUs has 4 tensor-parallel groups of 8 and 8 data
 each group runs its collective (``tp:allreduce:64MB,dp:allreduce:256MB``) while all the others run
 theirs, so groups contend for links. ``place_groups`` lays the groups on the GPUs (``--order tp-dp``:
 the first kind's ranks are consecutive GPUs; ``random``: the same on shuffled GPUs, an off-prefix
-layout). ``run_workload`` synthesizes each group's schedule alone (the others' GPUs relay), judges it
-alone, then puts every group's schedule on the fabric at once and has the simulator judge them
+layout). ``run_workload`` synthesizes each group's schedule alone (the others' GPUs relay; a group that a
+symmetry of the fabric maps from one already synthesized gets that schedule relabeled, ``ccviz.model.relabel``),
+judges it alone, then puts every group's schedule on the fabric at once and has the simulator judge them
 together: one timeline, links shared, transfers timed in the order their groups sent them alone, each
 keeping what it waited for (``_Retimer``). It reports each group's finish alone and together, and their ratio, the measured
 eta_beta of the collectives explainer's chapter on contention (alone / together: 1 = no contention).
@@ -193,6 +194,8 @@ class GroupRun:
     limit_s: float | None
     finish_together_s: float = 0.0
     finish_synthesized_s: float = 0.0  # the schedule as its synthesizer timed it, judged alone
+    relabeled_from: str | None = None  # the group whose schedule a fabric symmetry carried here (None: synthesized)
+    synth_cpu_s: float = 0.0  # CPU time of this process spent synthesizing (or relabeling) it; read on a busy machine
 
     @property
     def label(self) -> str:
@@ -211,7 +214,8 @@ class GroupRun:
             "finish_synthesized_s": self.finish_synthesized_s,
             "eta_beta": self.eta_beta, "limit_s": self.limit_s,
             "alone_over_limit": self.finish_alone_s / self.limit_s if self.limit_s else None,
-            "synth_time_s": self.synth_time_s,
+            "synth_time_s": self.synth_time_s, "synth_cpu_s": self.synth_cpu_s,
+            "relabeled_from": self.relabeled_from,
         }
 
 
@@ -303,9 +307,12 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
                  algorithm: str, order: str | None = None, seed: int = 0, options: SynthOptions | None = None,
                  groups: Mapping[str, Sequence[Sequence[int]]] | None = None,
                  progress: Callable[[str], None] | None = None, chunks: int = 1,
-                 synthesis: str = "composed") -> WorkloadResult:
+                 synthesis: str = "composed", relabel: bool = True) -> WorkloadResult:
     """Synthesize and judge every group alone, then the whole job together in one timeline (``synthesis``:
-    ``composed`` from the groups' own schedules, ``joint`` from one synthesis of every group's chunks)."""
+    ``composed`` from the groups' own schedules, ``joint`` from one synthesis of every group's chunks).
+
+    With ``relabel`` a group that a fabric symmetry maps from an already synthesized group of its kind gets
+    that group's schedule relabeled (judged alone like any other; synthesized when no symmetry is found)."""
     from ccviz.judge.simulate import simulate
     from ccviz.runs.pipeline import group_limit
 
@@ -334,27 +341,27 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
     runs: list[GroupRun] = []
     total = sum(len(placed[s.kind]) for s in plan)
     for s in plan:
+        representatives: list[GroupRun] = []  # this kind's synthesized groups, images of which serve the others
         for i, ranks in enumerate(placed[s.kind]):
             if options is not None and options.stop is not None and options.stop.is_set():
                 raise CcvizError("workload: stopped before every group was synthesized", "workload")
-            if progress is not None:
-                progress(f"synthesizing {s.kind} group {i} ({len(runs) + 1} of {total}): {s.collective} over "
-                         f"GPUs {span_text(ranks)}")
             coll = make_collective(s.collective, ranks, s.size_bytes, cpr[s.kind])
-            started = time.perf_counter()
-            if synthesis == "joint" and not get_algorithm(algorithm).supports(coll.name):
-                schedule = _alone_as_union(topology, coll, algorithm, options)
-            else:
-                schedule = synthesize(topology, coll, algorithm, options)
-            spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
-            alone = simulate(schedule)
-            if not alone.verified:
-                raise CcvizError(f"algorithm: {algorithm}'s schedule for {s.kind} group {i} does not verify alone "
-                                 f"({alone.violations[0].message})", "algorithm")
-            limit = group_limit(topology, schedule.collective)
-            runs.append(GroupRun(s.kind, i, tuple(ranks), schedule.collective, alone.schedule, 0.0, spent,
-                                 None if limit is None else limit.limit_s,
-                                 finish_synthesized_s=_last_arrival(alone.schedule.transfers)))
+            run, wall, cpu = _relabeled(topology, s.kind, i, tuple(ranks), representatives) if relabel else (
+                None, 0.0, 0.0)
+            if run is None:
+                if progress is not None:
+                    progress(f"synthesizing {s.kind} group {i} ({len(runs) + 1} of {total}): {s.collective} over "
+                             f"GPUs {span_text(ranks)}")
+                run = _synthesized(topology, s.kind, i, tuple(ranks), coll, algorithm, options, synthesis)
+                run.synth_time_s += wall  # the search that found no symmetry was spent on this group too
+                run.synth_cpu_s += cpu
+                representatives.append(run)
+            elif progress is not None:
+                progress(f"{s.kind} group {i} ({len(runs) + 1} of {total}): {run.relabeled_from}'s schedule carried "
+                         f"over GPUs {span_text(ranks)} by a fabric symmetry, verified")
+            limit = group_limit(topology, run.collective)
+            run.limit_s = None if limit is None else limit.limit_s
+            runs.append(run)
     unit = common_chunk(runs)
     for run in runs:
         # alone under the same rule and pieces as together (each hop as soon as its inputs and its link allow),
@@ -446,6 +453,53 @@ def _synthesize_together(topology: Topology, runs: Sequence[GroupRun], algorithm
     if again.verified and again.finish_time_s <= timed.finish_time_s:
         return replayed, spent, cpu
     return timed.schedule, spent, cpu  # the replay did not help: the schedule as synthesized
+
+
+def _synthesized(topology: Topology, kind: str, index: int, ranks: tuple[int, ...], collective: Collective,
+                 algorithm: str, options: SynthOptions | None, synthesis: str = "composed") -> GroupRun:
+    """One group synthesized by ``algorithm`` over the whole fabric and judged alone (in a joint workload, a
+    collective the algorithm has no entry for goes through the joint machinery, ``_alone_as_union``)."""
+    from ccviz.judge.simulate import simulate
+
+    started, cpu = time.perf_counter(), time.process_time()
+    if synthesis == "joint" and not get_algorithm(algorithm).supports(collective.name):
+        schedule = _alone_as_union(topology, collective, algorithm, options)
+    else:
+        schedule = synthesize(topology, collective, algorithm, options)
+    spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
+    cpu = time.process_time() - cpu
+    alone = simulate(schedule)
+    if not alone.verified:
+        raise CcvizError(f"algorithm: {algorithm}'s schedule for {kind} group {index} does not verify alone "
+                         f"({alone.violations[0].message})", "algorithm")
+    return GroupRun(kind, index, ranks, schedule.collective, alone.schedule, 0.0, spent, None,
+                    finish_synthesized_s=_last_arrival(alone.schedule.transfers), synth_cpu_s=cpu)
+
+
+def _relabeled(topology: Topology, kind: str, index: int, ranks: tuple[int, ...],
+               representatives: Sequence[GroupRun]) -> tuple[GroupRun | None, float, float]:
+    """The group's schedule as the image of a synthesized group's under a fabric symmetry taking that group's
+    i-th rank to this group's i-th rank, judged alone by the simulator; None when no representative maps
+    onto it or the judge refuses the image (the caller then synthesizes). Also the wall and CPU seconds
+    spent searching and relabeling (counted as synthesis; the judging is not)."""
+    from ccviz.judge.simulate import simulate
+    from ccviz.model.relabel import group_automorphism, relabel_schedule
+
+    wall = cpu = 0.0
+    for rep in representatives:
+        started, began = time.perf_counter(), time.process_time()
+        mapping = group_automorphism(topology, rep.ranks, ranks)
+        schedule = None if mapping is None else relabel_schedule(rep.schedule, mapping,
+                                                                  f"relabeled from {rep.label} by a fabric symmetry")
+        wall, cpu = wall + time.perf_counter() - started, cpu + time.process_time() - began
+        if schedule is None:
+            continue
+        alone = simulate(schedule)
+        if alone.verified:
+            return GroupRun(kind, index, ranks, schedule.collective, alone.schedule, 0.0, wall, None,
+                            finish_synthesized_s=_last_arrival(alone.schedule.transfers), relabeled_from=rep.label,
+                            synth_cpu_s=cpu), wall, cpu
+    return None, wall, cpu
 
 
 def _last_arrival(transfers: Sequence[Transfer]) -> float:
@@ -700,7 +754,7 @@ def _switch_forwards(topology: Topology, transfers: Sequence[Transfer], alone: S
 
 # ------------------------------------------------------------------------- the YAML form
 YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "groups", "time_limit", "opt", "chunks",
-             "synthesis")
+             "synthesis", "relabel")
 
 
 def read_workload_file(path: str | Path) -> dict[str, Any]:
@@ -719,4 +773,6 @@ def read_workload_file(path: str | Path) -> dict[str, Any]:
     unknown = sorted(set(data) - set(YAML_KEYS))
     if unknown:
         raise CcvizError(f"config: unknown key(s) {unknown}; a workload file has {', '.join(YAML_KEYS)}", "config")
+    if not isinstance(data.get("relabel", True), bool):
+        raise CcvizError(f"config: relabel should be true or false, got {data['relabel']!r}", "config")
     return data

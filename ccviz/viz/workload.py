@@ -96,7 +96,8 @@ def groups_table(result: WorkloadResult) -> pd.DataFrame:
         rows.append({"group": g.label, "GPUs": ",".join(map(str, g.ranks)), "collective": g.collective.name,
                      "alone (ms)": g.finish_alone_s * 1e3, "together (ms)": g.finish_together_s * 1e3,
                      "eta_beta (alone/together)": g.eta_beta,
-                     "alone / group's limit": g.finish_alone_s / g.limit_s if g.limit_s else None})
+                     "alone / group's limit": g.finish_alone_s / g.limit_s if g.limit_s else None,
+                     "schedule": f"relabeled from {g.relabeled_from}" if g.relabeled_from else "synthesized"})
     return pd.DataFrame(rows)
 
 
