@@ -274,6 +274,14 @@ class LinkCalendars:
             else:
                 return t, lanes
 
+    def free_lane(self, link: int, x: float, busy: float) -> int:
+        """A lane of ``link`` free over [x, x + busy), or -1."""
+        for lane, (starts, ends) in enumerate(zip(self.starts[link], self.ends[link], strict=True)):
+            i = bisect_right(ends, x + _TIME_EPS)
+            if i == len(starts) or starts[i] >= x + busy - _TIME_EPS:
+                return lane
+        return -1
+
     def book(self, link: int, lane: int, a: float, b: float) -> None:
         """Mark [a, b) busy, merged with the bookings it touches."""
         starts, ends = self.starts[link][lane], self.ends[link][lane]
@@ -530,19 +538,28 @@ def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[i
             total[e] += busy[e] / lanes_of[e]
     binding = binding_links(total)
 
-    def timed(chain: list[int]) -> list[tuple[int, float, float]]:
-        hops, offset = [], 0.0
-        for e in chain:
-            hops.append((e, offset, busy[e]))
-            offset += delay[e]
+    timings: dict[tuple[int, ...], list[tuple[int, float, float]]] = {}
+    detours: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+
+    def timed(chain: tuple[int, ...]) -> list[tuple[int, float, float]]:
+        """(link, offset from the chain's start, busy seconds) per hop, worked out once per chain."""
+        hops = timings.get(chain)
+        if hops is None:
+            hops, offset = [], 0.0
+            for e in chain:
+                hops.append((e, offset, busy[e]))
+                offset += delay[e]
+            timings[chain] = hops
         return hops
 
-    def options(chain: list[int]) -> list[list[int]]:
+    def options(chain: tuple[int, ...]) -> list[tuple[int, ...]]:
         """The chain and its other switch paths that cross the same binding links."""
-        if len(chain) < 3:
-            return [chain]
-        keeps = [e for e in chain if e in binding]
-        return [chain] + [o for o in alternatives.around(chain) if [e for e in o if e in binding] == keeps]
+        found = detours.get(chain)
+        if found is None:
+            keeps = [e for e in chain if e in binding]
+            found = detours[chain] = [chain] + [tuple(o) for o in alternatives.around(list(chain))
+                                                if [e for e in o if e in binding] == keeps]
+        return found
 
     transfers: list[Transfer] = []
     finish = 0.0
@@ -563,7 +580,7 @@ def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[i
     def first_fit(seq: int) -> None:
         """Book route ``seq``'s next segment at its earliest free time, along whichever switch path is soonest."""
         best = None
-        for chain in options(segments.current(seq)):
+        for chain in options(tuple(segments.current(seq))):
             hops = timed(chain)
             start, lanes = calendars.fit(segments.ready[seq], hops)
             if best is None or start < best[0] - _TIME_EPS:
@@ -589,18 +606,23 @@ def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[i
                 return
             first_fit(seq)
 
-    def fits_now(seq: int, link: int, free_at: float) -> tuple[list[tuple[int, float, float]], float, list[int]] | None:
-        """A way for the segment to cross ``link`` at ``free_at`` (hops, start, lanes), or None."""
-        for chain in options(segments.current(seq)):
-            hops = timed(chain)
+    def fits_now(chain: tuple[int, ...], ready: float, link: int, free_at: float
+                 ) -> tuple[list[tuple[int, float, float]], float, list[int]] | None:
+        """A way for the segment ``chain`` (at its start node from ``ready``) to cross ``link`` at ``free_at``:
+        (hops, start, lanes), or None."""
+        for option in options(chain):
+            hops = timed(option)
             offset = next(off for e, off, _ in hops if e == link)
             start = free_at - offset
-            if start < segments.ready[seq] - _TIME_EPS:
+            if start < ready - _TIME_EPS:
+                continue
+            e, off, hold = hops[-1]  # the last link, every option's: when it is taken none fits
+            if calendars.free_lane(e, start + off, hold) < 0:
                 return None
             lanes = []
             for e, off, hold in hops:
-                x, lane = calendars.earliest(e, start + off, hold)
-                if x > start + off + _TIME_EPS:
+                lane = calendars.free_lane(e, start + off, hold)
+                if lane < 0:
                     break
                 lanes.append(lane)
             else:
@@ -615,11 +637,12 @@ def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[i
         queue = waiting[link]
         found, tried = None, set()
         for i, (_, seq) in enumerate(queue):
-            key = (segments.ready[seq] <= free_at, *segments.current(seq))
+            chain = tuple(segments.current(seq))
+            key = (segments.ready[seq] <= free_at, chain)
             if key in tried:  # the same chain, as ready: it fits no better
                 continue
             tried.add(key)
-            hit = fits_now(seq, link, free_at)
+            hit = fits_now(chain, segments.ready[seq], link, free_at)
             if hit is not None:
                 found = (i, *hit)
                 break
@@ -633,8 +656,8 @@ def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[i
                 tried.add(key)
                 if len(tried) > BINDING_WINDOW:
                     break
-                for chain in options(segments.current(seq)):
-                    hops = timed(chain)
+                for option in options(key):
+                    hops = timed(option)
                     offset = next(off for e, off, _ in hops if e == link)
                     start, lanes = calendars.fit(max(segments.ready[seq], free_at - offset), hops)
                     if soonest is None or start + offset < soonest[0] - _TIME_EPS:
