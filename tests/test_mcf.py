@@ -86,3 +86,13 @@ def test_chains_through_switches_keep_the_binding_links_busy(spec, within):
 def test_binding_links_are_the_busiest():
     assert binding_links([1.0, 0.5, 0.99, 0.0]) == {0, 2}
     assert binding_links([0.0, 0.0]) == set()
+
+
+def test_a_time_limit_keeps_the_first_booking(monkeypatch):
+    from ccviz.synth import mcf
+
+    monkeypatch.setattr(mcf, "STOP_EVERY", 1)  # ask at every booking, so the tiny limit bites at once
+    topology = load_topology("leafspine:leaves=4,hosts=4,spines=2")
+    result = run(topology, "alltoall", "mcf", 1e9, options=SynthOptions(time_limit=1e-6))
+    assert result.timeline.verified, result.timeline.violations[:3]
+    assert any("binding links first, tried beside them, was cut off" in note for note in result.schedule.notes)

@@ -515,7 +515,7 @@ class _Segments:
 
 
 def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[int]]], chunk_bytes: float,
-                       order: list[int], stop=None) -> tuple[list[Transfer], float]:
+                       order: list[int], give_up=None) -> tuple[list[Transfer], float] | None:
     """``book_chunks`` driven by the binding links, for fabrics where first-fit in one fixed order loses: a
     chain through bufferless switches must find several links free at fixed offsets at once, and each
     chain placed at its own earliest time leaves the links that set the finish idle in between (on
@@ -527,6 +527,7 @@ def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[i
     when none can, the soonest of the first ``BINDING_WINDOW``. So a link at the limit stands idle only
     when no waiting chain fits. A segment that crosses no binding link is booked first-fit: at once when a
     later segment of its route waits on a binding link, else after the rest, into the gaps they left.
+    None when ``give_up()`` says so (asked every ``STOP_EVERY`` bookings): the first booking stands.
     """
     costs = link_costs(topology, chunk_bytes)
     delay = [costs[key].delay for key in fabric.links]
@@ -677,7 +678,8 @@ def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[i
             heapq.heappush(frontier, (crossing + busy[link] / lanes_of[link], link))
         advance(seq)
         events += 1
-        _check_stop(stop, events)
+        if give_up is not None and events % STOP_EVERY == 0 and give_up():
+            return None
     for seq in sorted(later, key=order.__getitem__):
         while segments.at[seq] < len(segments.chosen[seq]):
             first_fit(seq)
@@ -773,6 +775,12 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
     slots = int(topology.meta.get("buffer_ranks", topology.n_gpus))
     limit_s = flow.seconds_per_pair_GB * collective.size_bytes / slots / 1e9
     how = "booked hop by hop on link calendars"
+    deadline = None if options.time_limit is None else t0 + options.time_limit
+
+    def give_up() -> bool:  # a stop or the time limit keeps the schedule booked so far
+        return bool((options.stop is not None and options.stop.is_set())
+                    or (deadline is not None and time.perf_counter() > deadline))
+
     if finish > BINDING_ABOVE * limit_s:
         options.report(Progress(time.perf_counter() - t0, "booking again, the binding links first"))
         # every length mixed, piece by piece: short routes left to the end would leave the links they
@@ -782,8 +790,10 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
                                                                                         len(routes[i][1]))], i))
         else:
             by_piece = list(range(len(routes)))  # assign_paths' order: piece by piece, round by round
-        binding = book_binding_first(topology, fabric, routes, collective.chunk_bytes, _ranks(by_piece), options.stop)
-        if binding[1] < finish:
+        binding = book_binding_first(topology, fabric, routes, collective.chunk_bytes, _ranks(by_piece), give_up)
+        if binding is None:
+            how += " (booking the binding links first, tried beside them, was cut off by the time limit or Stop)"
+        elif binding[1] < finish:
             transfers, finish = binding
             how = "booked binding links first (it beat first-fit on the link calendars)"
     if topology.switches and topology.n_gpus <= SLOT_GRID_GPUS and finish > SLOT_GRID_ABOVE * limit_s \
@@ -791,12 +801,6 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
         options.report(Progress(time.perf_counter() - t0, "trying the slot grid (routes through switches "
                                                           "matched slot by slot)"))
         urgency = {cid: -len(links) for cid, links in routes}
-        deadline = None if options.time_limit is None else t0 + options.time_limit
-
-        def give_up() -> bool:  # a stop or the time limit keeps the calendars' schedule
-            return bool((options.stop is not None and options.stop.is_set())
-                        or (deadline is not None and time.perf_counter() > deadline))
-
         slotted = slotted_pipeline(topology, collective, RoutePlan(topology, fabric, routes, urgency), 0.0, give_up)
         if slotted is None:
             how += " (the slot grid tried beside them was cut off by the time limit or Stop)"
