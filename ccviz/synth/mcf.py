@@ -500,6 +500,7 @@ class _Segments:
         self.stores, self.head = stores, head
 
     def end(self, seq: int) -> int:
+        """Where route ``seq``'s current segment ends (one past its last link)."""
         links, end = self.chosen[seq], self.at[seq] + 1
         while not self.stores[self.head[links[end - 1]]]:
             end += 1
@@ -524,7 +525,7 @@ def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[i
     Each segment waits on the first binding link it crosses. The binding links are served in time order:
     when one frees up, the first of its waiting segments (in ``order``) that can cross it at that instant
     goes, along its own switch path or another of the same length that crosses the same binding links;
-    when none can, the soonest of the first ``BINDING_WINDOW``. So a link at the limit stands idle only
+    when none can, the soonest of the first ``BINDING_WINDOW`` distinct chains. So a link at the limit stands idle only
     when no waiting chain fits. A segment that crosses no binding link is booked first-fit: at once when a
     later segment of its route waits on a binding link, else after the rest, into the gaps they left.
     None when ``give_up()`` says so (asked every ``STOP_EVERY`` bookings): the first booking stands.
