@@ -67,6 +67,18 @@ def table(specs: list[str], algorithms: list[str], sizes: list[float], time_limi
                 print(row(spec, algorithm, size, limit.limit_s, time_limit), flush=True)
 
 
+def split_specs(text: str) -> list[str]:
+    """Comma-separated specs whose own keys are comma-separated too: a piece with '=' and no ':' is a
+    key of the spec before it (``leafspine:leaves=8,hosts=8,spines=4,dgx1`` is two specs)."""
+    specs: list[str] = []
+    for piece in text.split(","):
+        if specs and "=" in piece and ":" not in piece:
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fabrics", default=None, help="comma-separated topology specs")
@@ -83,7 +95,7 @@ def main() -> None:
     elif args.targets:
         table(TARGETS, ["mcf"], [1e9], args.time_limit)
     else:
-        specs = args.fabrics.split(",") if args.fabrics else SMALL + MEDIUM
+        specs = split_specs(args.fabrics) if args.fabrics else SMALL + MEDIUM
         table(specs, algorithms, sizes, args.time_limit)
 
 
