@@ -229,6 +229,16 @@ def test_topology_designer_sample_builder_and_inline_errors():
     assert "ring5" in at.caption[0].value
 
 
+def test_apply_edits_with_nothing_changed_keeps_the_named_fabric_and_its_short_link():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "topology", "topology": "torus2d:dims=3x3"})
+    at.run()
+    at.button(key="topo_apply").click().run()
+    assert_clean(at)
+    assert at.query_params["topology"] == "torus2d:dims=3x3" and "fabric" not in at.query_params
+    assert not any("table edit" in c.value for c in at.caption)
+
+
 def test_the_designer_starts_on_the_builder_of_the_fabric_on_screen():
     """A link to a fat tree opened the designer with "dgx1" in the builder picker, so "Build" would have
     thrown the fat tree away; the picker and its values now start from the fabric on screen."""
