@@ -57,7 +57,8 @@ dest = (c2.selectbox("destination", [g for g in topology.gpus if g != root], key
                      help="sendrecv: the GPU the root sends its buffer to") if collective == "sendrecv" else None)
 ranks = c3.text_input("process group (optional)", key="syn_ranks", placeholder="every GPU, or e.g. 0-3,8",
                       help="the collective covers these GPUs only; the others relay").strip()
-url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks, root=root, dest=dest)
+url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks, root=root, dest=dest,
+          ranks=ranks or None)
 st.caption(url.shared_note())
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")

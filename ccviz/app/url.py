@@ -26,6 +26,7 @@ from ccviz.app.state import current_topology, keep_error, sample_files, set_topo
 from ccviz.builders import build
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import COLLECTIVES, ROOTED
+from ccviz.model.groups import group_ranks, span_text
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, parse_size
 from ccviz.synth.registry import algorithms_for
@@ -147,6 +148,9 @@ def restore(sizes: list[float]) -> None:
                 raise CcvizError(f"dest: the link asks for destination {params['dest']!r}, which is not another GPU "
                                  "of this fabric; choose one in the destination box", "dest")
             st.session_state["syn_dest"] = dest
+        if params.get("ranks") and page in (None, "synthesize", "playback"):  # the process group
+            group_ranks(current_topology(), params["ranks"])  # a bad group is named here, not at Synthesize
+            st.session_state["syn_ranks"] = params["ranks"]
         if page == "compare":
             _restore_compare(params, collective or st.session_state.get("cmp_collective", COLLECTIVES[0]), sizes)
         if page == "playback" and collective and algorithm:
@@ -225,6 +229,12 @@ def share(page: str, **values: object) -> None:
             st.query_params[key] = str(value)
 
 
+def ranks_text(ranks: tuple[int, ...]) -> str:
+    """A process group as a link writes it: ``0-3,8`` when in increasing order, else every id in its order
+    (the order places a ring's neighbours)."""
+    return span_text(ranks) if list(ranks) == sorted(ranks) else ",".join(map(str, ranks))
+
+
 def _fabric_of_current() -> str | None:
     """The current (unnamed) topology's ``fabric=`` text."""
     return _fabric_of(current_topology())
@@ -273,7 +283,8 @@ def share_run(entry) -> str:
               and dict(request.options) == default_options(request.algorithm))
     if remade:
         values.update(collective=request.collective, algorithm=request.algorithm, size=request.size_bytes,
-                      chunks=request.chunks, root=request.root, dest=request.dest)
+                      chunks=request.chunks, root=request.root, dest=request.dest,
+                      ranks=None if request.ranks is None else ranks_text(request.ranks))
     share("playback", **values)
     note = shared_note(topology)
     if not remade:
@@ -297,7 +308,7 @@ def run_from_link(wait_s: float = 60.0) -> None:
         root = state.get("syn_root", topology.gpus[0]) if collective in ROOTED else None
         dest = state.get("syn_dest", next(g for g in topology.gpus if g != root)) if collective == "sendrecv" else None
         request = RunRequest.make(topology, collective, state[WIDGETS["algorithm"]], state.get(WIDGETS["size"], 1e6),
-                                  state.get(WIDGETS["chunks"], 1), root, dest=dest,
+                                  state.get(WIDGETS["chunks"], 1), root, ranks=state.get("syn_ranks") or None, dest=dest,
                                   **default_options(state[WIDGETS["algorithm"]]))
         with st.spinner(f"making the linked run: {request.algorithm} {request.collective}"):
             job = SynthesisJob(request, topology)
