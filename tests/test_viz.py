@@ -301,5 +301,6 @@ def test_textbook_curves_faster_than_the_fabric_limit_are_named():
                                          algbw_GBps=1.0, formula_algbw_GBps=1.0, bound_algbw_GBps=2.0,
                                          size=["1MB", "1GB", "1GB"]))
     names = [t.name for t in fig.data]
-    assert "ring-bidir (ideal α-β formula — above the fabric's limit)" in names
-    assert "ring (ideal α-β formula)" in names
+    assert "ring-bidir (textbook α-β formula — above the fabric's limit)" in names
+    assert "ring (textbook α-β formula)" in names
+
