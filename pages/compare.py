@@ -14,7 +14,7 @@ from ccviz.model.collectives import COLLECTIVES, ROOTED
 from ccviz.model.units import format_size, format_time
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.viz import comparison_figure, finish_bars
-from ccviz.viz.comparison import formulas_above_limit
+from ccviz.viz.comparison import formulas_above_limit, formulas_beaten, handover_sentence
 
 ui.configure_page()
 
@@ -119,8 +119,14 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
             st.success(f"All {len(ok)} verified results stay within the bound (the tighter of the lower bound and "
                        f"the fabric's limit); best ratio to it: {(ok['finish_time_s'] / bound_s[ok.index]).min():.3g}.")
         ui.plot(comparison_figure(table), key="cmp_plot")
-        st.caption("Dotted lines are the textbook α-β formulas: ideal, every link at the speed of the links the "
-                   "schedule uses and no contention. Solid lines are simulated on this fabric.")
+        st.caption("Dotted lines are the textbook α-β formulas: one message per GPU at a time, every link at the "
+                   "speed of the links the schedule uses, no contention. Solid lines are simulated on this fabric.")
+        for alg, at_sizes in formulas_beaten(table).items():
+            st.info(f"{alg} finishes before its textbook formula at {', '.join(format_size(s) for s in at_sizes)}: "
+                    "the formula sends one message per GPU at a time, this schedule uses several of a GPU's links "
+                    "at once, so here the formula is not an ideal.")
+        if handover := handover_sentence(table):
+            st.markdown(handover)
         for alg, at_sizes in formulas_above_limit(table).items():
             st.warning(f"{alg}'s textbook formula is faster than this fabric's limit at "
                        f"{', '.join(format_size(s) for s in at_sizes)}: it assumes every link at full speed, "

@@ -165,7 +165,9 @@ with edit_col:
             "lanes": st.column_config.NumberColumn("lanes", step=1)})
     if st.button("Apply edits", type="primary", key="topo_apply"):
         with user_errors("edit", sticky="topology_edit"):
-            set_topology(topology_from_tables(topology, nodes, links), f"table edit of {topology.name}")
+            edited = topology_from_tables(topology, nodes, links)
+            if edited.to_json() != topology.to_json():  # unchanged tables keep the fabric's name (and short link)
+                set_topology(edited, f"table edit of {topology.name}")
             st.rerun()
     show_errors("topology_edit")
     st.download_button("Save topology JSON", data=topology.to_json(), file_name=f"{topology.name}.json",

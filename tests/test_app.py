@@ -229,6 +229,16 @@ def test_topology_designer_sample_builder_and_inline_errors():
     assert "ring5" in at.caption[0].value
 
 
+def test_apply_edits_with_nothing_changed_keeps_the_named_fabric_and_its_short_link():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "topology", "topology": "torus2d:dims=3x3"})
+    at.run()
+    at.button(key="topo_apply").click().run()
+    assert_clean(at)
+    assert at.query_params["topology"] == "torus2d:dims=3x3" and "fabric" not in at.query_params
+    assert not any("table edit" in c.value for c in at.caption)
+
+
 def test_the_designer_starts_on_the_builder_of_the_fabric_on_screen():
     """A link to a fat tree opened the designer with "dgx1" in the builder picker, so "Build" would have
     thrown the fat tree away; the picker and its values now start from the fabric on screen."""
@@ -669,3 +679,31 @@ def test_a_link_carries_the_root_of_a_rooted_collective():
     assert at.selectbox(key="syn_root").value == 3 and at.query_params["root"] == "3"
     at.selectbox(key="syn_collective").select("allgather").run()  # no root: the parameter goes
     assert "root" not in at.query_params
+
+
+def test_a_process_group_run_is_shared_by_its_link_and_the_link_remakes_the_same_run():
+    # the lecturer's ring over one row of a 4x4 torus: the link left the group out, so the recipient's
+    # Playback remade a ring over all 16 GPUs
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "torus2d:dims=4x4", "collective": "allreduce", "algorithm": "ring"})
+    at.run()
+    at.text_input(key="syn_ranks").input("0-3").run()
+    assert at.query_params["ranks"] == "0-3"  # the Synthesize page's own link
+    at.button(key="syn_run").click().run()
+    assert_clean(at)
+    made = at.session_state["ccviz_last_run"].request
+    assert made.ranks == (0, 1, 2, 3)
+    at.switch_page("pages/playback.py").run()
+    assert_clean(at)
+    assert at.query_params["ranks"] == "0-3" and not any("cannot remake" in c.value for c in at.caption)
+    link = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    link.query_params.update(dict(at.query_params))
+    link.run()
+    assert_clean(link)
+    assert link.session_state["ccviz_last_run"].request == made  # the same run: the group included
+    assert link.session_state["syn_ranks"] == "0-3"  # and Synthesize opens with the group in its box
+    bad = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    bad.query_params.update({"topology": "torus2d:dims=4x4", "ranks": "0-3,99"})
+    bad.run()
+    assert not bad.exception
+    assert any("ranks" in e.value and "99" in e.value for e in bad.error), [e.value for e in bad.error]

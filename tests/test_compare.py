@@ -9,6 +9,7 @@ import pytest
 
 import ccviz
 from ccviz import CcvizError
+from ccviz.builders import build
 from ccviz.runs.compare import compare
 from ccviz.synth.registry import SynthOptions
 
@@ -117,3 +118,35 @@ def test_a_run_that_refines_the_chunks_keeps_its_own_bound_and_stays_within_it()
     assert forest["verified"] and forest["lower_bound_s"] < ring["lower_bound_s"]
     assert (table["finish_time_s"] >= table["lower_bound_s"] * (1 - 1e-9)).all()
     assert (table["algbw_GBps"] <= table["bound_algbw_GBps"] * (1 + 1e-9)).all()
+
+
+def test_compare_says_which_algorithm_is_fastest_over_which_sizes_and_where_it_hands_over() -> None:
+    """Issue 30: Compare shows where a bandwidth-optimal schedule takes over from a latency-optimal one.
+    Unverified or failed rows never win."""
+    from ccviz.viz.comparison import fastest_by_size, handover_sentence
+
+    rows = [("bruck", 1e3, 2e-6, True, None), ("mcf", 1e3, 3e-6, True, None),
+            ("bruck", 1e6, 50e-6, True, None), ("mcf", 1e6, 11e-6, True, None),
+            ("bruck", 1e9, 1e-3, False, None), ("mcf", 1e9, 10e-3, True, None),  # bruck unverified at 1GB
+            ("direct", 1e9, 1e-6, True, "timed out")]  # a failed row: no winner
+    table = pd.DataFrame(rows, columns=["algorithm", "size_bytes", "finish_time_s", "verified", "error"])
+    assert fastest_by_size(table) == [(1e3, 1e3, "bruck"), (1e6, 1e9, "mcf")]
+    assert handover_sentence(table) == ("Fastest verified: **bruck** at 1KB; **mcf** from 1MB to 1GB. "
+                                        "Handover: bruck → mcf between 1KB and 1MB.")
+    real = compare(build("torus2d:dims=3x3"), "alltoall", ["mcf", "bruck"], [1e3, 1e9])
+    spans = fastest_by_size(real)
+    assert spans[0][0] == 1e3 and spans[-1][1] == 1e9 and spans[-1][2] == "mcf"  # mcf at 1GB on a torus
+    assert "mcf" in handover_sentence(real)
+
+
+def test_a_schedule_faster_than_its_textbook_formula_is_named_so_the_formula_is_not_called_ideal() -> None:
+    """Compare called the α-β formulas "ideal" while direct AllToAll on a 4x4 torus ran at 69 GB/s against
+    its formula's 38 GB/s (the formula sends one message per GPU at a time; the schedule uses four links)."""
+    from ccviz.viz.comparison import comparison_figure, formulas_beaten
+
+    table = compare(build("torus2d:dims=4x4"), "alltoall", ["direct", "bruck"], [1e6])
+    beaten = formulas_beaten(table)
+    direct = table[table["algorithm"] == "direct"].iloc[0]
+    assert direct["finish_time_s"] < direct["formula_time_s"] and beaten.get("direct") == [1e6]
+    names = {trace.name for trace in comparison_figure(table).data}
+    assert not any("ideal" in name for name in names), names

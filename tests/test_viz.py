@@ -301,5 +301,23 @@ def test_textbook_curves_faster_than_the_fabric_limit_are_named():
                                          algbw_GBps=1.0, formula_algbw_GBps=1.0, bound_algbw_GBps=2.0,
                                          size=["1MB", "1GB", "1GB"]))
     names = [t.name for t in fig.data]
-    assert "ring-bidir (ideal α-β formula — above the fabric's limit)" in names
-    assert "ring (ideal α-β formula)" in names
+    assert "ring-bidir (textbook α-β formula — above the fabric's limit)" in names
+    assert "ring (textbook α-β formula)" in names
+
+
+def test_relays_outside_a_process_group_are_not_drawn_as_gpus_that_hold_everything():
+    """Playback of a ring over row 0-3 of a 4x4 torus drew the 12 relays full (as done) from the first frame
+    while the group's four GPUs were empty; relays are pale throughout and say they relay."""
+    from ccviz.builders import build
+    from ccviz.runs.pipeline import run
+    from ccviz.viz.steps import steps_figure
+
+    result = run(build("torus2d:dims=4x4"), "allreduce", "ring", 1e6, ranks=[0, 1, 2, 3])
+    fig = steps_figure(result.timeline)
+    for frame in (fig.frames[0], fig.frames[-1]):
+        gpus = next(t for t in frame.data if t.hovertext and any("relay" in h for h in t.hovertext))
+        fills = dict(zip(range(16), gpus.marker.color, strict=True))
+        assert all(fills[r] == 0.0 for r in range(4, 16)), fills
+        assert all("relay" in gpus.hovertext[r] for r in range(4, 16))
+        assert not any("relay" in gpus.hovertext[r] for r in range(4))
+    assert all(fills[r] == 1.0 for r in range(4))  # the last frame: the group holds what it needs

@@ -118,6 +118,7 @@ class _Scene:
         ranks, times = ranks[order], times[order]
         present, first, counts = np.unique(ranks, return_index=True, return_counts=True)
         self.needed = dict.fromkeys(self.topology.gpus, 0)
+        self.members = set(timeline.collective.ranks)  # the process group; the other GPUs only relay
         self.completed = {r: np.empty(0) for r in self.topology.gpus}
         for r, at, n in zip(present.tolist(), first.tolist(), counts.tolist(), strict=True):
             self.needed[r] = n
@@ -175,14 +176,19 @@ class _Scene:
         }
 
     def gpu_fill(self, window: FrameWindow) -> tuple[list[float], list[str]]:
-        """Per GPU: the share of the chunks it needs that it holds completely at the end of the window."""
+        """Per GPU: the share of the chunks it needs that it holds completely at the end of the window (a relay
+        outside the process group: 0, so the group's members are the GPUs that fill up)."""
         fills, hover = [], []
         limit = window.end_s * (1 + 1e-9) + 1e-15
         for r in self.topology.gpus:
             need = self.needed.get(r, 0)
             have = int(np.searchsorted(self.completed.get(r, np.empty(0)), limit, side="right"))
-            fills.append(have / need if need else 1.0)
-            hover.append(f"{self.topology.nodes[r].label}: holds {have}/{need} of the chunks it needs")
+            if r in self.members:
+                fills.append(have / need if need else 1.0)
+                hover.append(f"{self.topology.nodes[r].label}: holds {have}/{need} of the chunks it needs")
+            else:  # a relay outside the process group: drawn pale throughout, not as a GPU that is done
+                fills.append(0.0)
+                hover.append(f"{self.topology.nodes[r].label}: relay (outside the process group), needs nothing")
         return fills, hover
 
     def frame_traces(self, k: int) -> list[dict]:

@@ -44,9 +44,10 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
             for col, y in ((1, formula["formula_algbw_GBps"]), (2, formula["formula_time_s"] * scale)):
                 over = " — above the fabric's limit" if alg in above else ""
                 fig.add_trace(go.Scatter(
-                    x=formula["size_bytes"], y=y, mode="lines", name=f"{alg} (ideal α-β formula{over})",
+                    x=formula["size_bytes"], y=y, mode="lines", name=f"{alg} (textbook α-β formula{over})",
                     legendgroup=alg, showlegend=col == 1, line={"color": color, "dash": "dot", "width": 1.5},
-                    hovertemplate=f"{alg} ideal formula (every link at full speed, no contention): "
+                    hovertemplate=f"{alg} textbook formula (one message per GPU at a time, full link speed, no "
+                                  "contention): "
                                   f"%{{y:.4g}}<extra></extra>",
                 ), row=1, col=col)
     # the weakest row's bound per size: an algorithm that refines the chunks (forestcoll) has a lower one
@@ -78,7 +79,7 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
 def formulas_above_limit(table: pd.DataFrame) -> dict[str, list[float]]:
     """Algorithm -> sizes at which its textbook formula is faster than the fabric's limit allows.
 
-    The α-β formulas are ideal: they price every link at the speed of the links the schedule uses and
+    The α-β formulas price every link at the speed of the links the schedule uses and
     assume no two sends share one, so on a fabric whose bottleneck cut is narrower (a fat tree's uplinks)
     a formula can promise more than any schedule can do. Such curves are labelled, never drawn silently.
     """
@@ -87,6 +88,56 @@ def formulas_above_limit(table: pd.DataFrame) -> dict[str, list[float]]:
     rows = table[table["formula_time_s"].notna() & table["limit_s"].notna()]
     rows = rows[rows["formula_time_s"] < rows["limit_s"] * (1 - 1e-9)]
     return {alg: sorted(group["size_bytes"].unique().tolist()) for alg, group in rows.groupby("algorithm", sort=False)}
+
+
+def formulas_beaten(table: pd.DataFrame) -> dict[str, list[float]]:
+    """Algorithm -> sizes at which its verified, simulated schedule finishes before its textbook formula.
+
+    Why: the α-β formulas assume a one-port GPU (one message at a time); on a fabric with several links per
+    GPU a schedule that sends on all of them at once (direct AllToAll on a torus) beats its formula, so the
+    formula is not an ideal there and the page must not call it one.
+    """
+    if "formula_time_s" not in table:
+        return {}
+    ok = table[table["error"].isna() & table["verified"].fillna(False).astype(bool) & table["formula_time_s"].notna()]
+    rows = ok[ok["finish_time_s"] < ok["formula_time_s"] * (1 - 1e-9)]
+    return {alg: sorted(group["size_bytes"].unique().tolist()) for alg, group in rows.groupby("algorithm", sort=False)}
+
+
+def fastest_by_size(table: pd.DataFrame) -> list[tuple[float, float, str]]:
+    """(first size, last size, algorithm): the runs of sizes over which one algorithm finishes first.
+
+    Only verified rows count. Why: a bandwidth-optimal schedule (mcf, TE-CCL) wins large buffers and may
+    lose small ones to a latency-optimal one (fewer rounds); where the winner changes is the handover a
+    researcher reads off Compare.
+    """
+    ok = table[table["error"].isna() & table["verified"].fillna(False).astype(bool) & table["finish_time_s"].notna()]
+    if ok.empty:
+        return []
+    winners = ok.loc[ok.groupby("size_bytes")["finish_time_s"].idxmin()].sort_values("size_bytes")
+    spans: list[tuple[float, float, str]] = []
+    for size, algorithm in zip(winners["size_bytes"], winners["algorithm"], strict=True):
+        if spans and spans[-1][2] == algorithm:
+            spans[-1] = (spans[-1][0], float(size), algorithm)
+        else:
+            spans.append((float(size), float(size), algorithm))
+    return spans
+
+
+def handover_sentence(table: pd.DataFrame) -> str | None:
+    """Which algorithm finishes first over which sizes, in words (None without verified rows)."""
+    spans = fastest_by_size(table)
+    if not spans:
+        return None
+    if len(spans) == 1:
+        lo, hi, algorithm = spans[0]
+        return (f"Fastest verified at every size compared ({format_size(lo)}–{format_size(hi)}): **{algorithm}**; "
+                "no handover in this range.")
+    parts = [f"**{a}** at {format_size(lo)}" if lo == hi else f"**{a}** from {format_size(lo)} to {format_size(hi)}"
+             for lo, hi, a in spans]
+    changes = ", ".join(f"{spans[k][2]} → {spans[k + 1][2]} between {format_size(spans[k][1])} and "
+                        f"{format_size(spans[k + 1][0])}" for k in range(len(spans) - 1))
+    return f"Fastest verified: {'; '.join(parts)}. Handover: {changes}."
 
 
 def finish_bars(table: pd.DataFrame, size_bytes: float) -> go.Figure:
