@@ -72,6 +72,7 @@ from ccviz.synth.reversal import (
     split_allreduce,
 )
 from ccviz.synth.slotted import (
+    one_switch_routes,
     slot_capacities,
     slot_eligible,
     slot_overhead,
@@ -899,7 +900,9 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
                            limit_s, packed, settings.trees)
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
-            booking = "; ".join(["routes through switches booked cut-through on a slot grid, each slot's senders "
+            grid = ("a slot grid of an up-link's bytes' time (every route crosses one switch, so hops stay "
+                    "aligned and no slot pays alpha)" if one_switch_routes(topology) else "a slot grid")
+            booking = "; ".join([f"routes through switches booked cut-through on {grid}, each slot's senders "
                                  "matched together", *packing.notes])
     if run is not None and settings.trees in (None, 1) and run.finish_s - start_s > LATENCY_ABOVE * limit_s:
         fastest = _fastest_trees(topology, collective, fabric, roots, unit_s, refine, settings.pieces, start_s, switch_queue)
@@ -949,23 +952,26 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     """
     links = sorted(fabric.links)
     slotted = not np.allclose(slot_capacities(fabric, links), bandwidths(fabric, links))
+    tight = one_switch_routes(topology)  # slots of the bytes' time: no alpha per slot, so many small pieces
 
     def plan_of(c: Collective, trees: Packing) -> _InTrees | _OutTrees:
         return _InTrees(trees, topology, c.chunks) if collective.is_reducing else _OutTrees(trees)
 
     best = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
-                              packed, trees or GRID_TREES, slotted, plan_of)
+                              packed, trees or GRID_TREES, slotted, plan_of, tight)
     if budget.expired() or (best is not None and best[2].finish_s - start_s <= GRID_ENOUGH * limit_s):
         return best
     if slotted:
         packing = best_packing(fabric, roots, unit_s, packing.k, budget, slotted=True, packed=packed)
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
-    for p in ((pieces,) if pieces or not refine or collective.chunks_per_rank > 1 else SLOT_PIECES):
-        chunk_bytes = collective.chunk_bytes if not refine or p is None else per_rank_bytes / (packing.k * p)
-        if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
-            continue  # a slot would be mostly alpha (small sizes): first-come booking serves them
+    chosen = pieces or not refine or collective.chunks_per_rank > 1
+    for p in ((pieces,) if chosen else (None,) if tight else SLOT_PIECES):
         refined = _refined(topology, collective, packing, p) if refine else collective
-        booked = slotted_pipeline(topology, refined, plan_of(refined, packing), start_s, budget.expired)
+        chunk_bytes = refined.chunk_bytes if tight else \
+            collective.chunk_bytes if not refine or p is None else per_rank_bytes / (packing.k * p)
+        if chunk_bytes < MIN_CHUNK_BYTES or (not tight and slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD):
+            continue  # a slot would be mostly alpha (small sizes): first-come booking serves them
+        booked = slotted_pipeline(topology, refined, plan_of(refined, packing), start_s, budget.expired, tight=tight)
         if booked is None:
             return best
         transfers, finish = booked
@@ -979,7 +985,7 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
 def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topology, roots: list[int],
                        unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
                        packed: dict | None, k: int, slotted: bool,
-                       plan_of) -> tuple[Packing, Collective, Pipelined] | None:
+                       plan_of, tight: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
     """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``GRID_PIECES`` pieces each, on
     the slot grid with deep trees first; None where pieces would be too small for the grid.
 
@@ -989,9 +995,10 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     congestion 1.024 to 1.0, 8 pieces, deep first 1.042; by chunk index 1.073; unbalanced 1.058)."""
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
     fixed = not refine or (collective.chunks_per_rank > 1 and pieces is None)
-    p = None if fixed else pieces or GRID_PIECES
-    chunk_bytes = collective.chunk_bytes if fixed else per_rank_bytes / (k * p)
-    if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
+    # tight slots pay no alpha per slot: as many pieces as the transfer budget allows (``_refined``)
+    p = None if fixed else pieces or (None if tight else GRID_PIECES)
+    chunk_bytes = collective.chunk_bytes if fixed or p is None else per_rank_bytes / (k * p)
+    if chunk_bytes < MIN_CHUNK_BYTES or (not tight and slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD):
         return None
     packing = best_packing(fabric, roots, unit_s, k, budget, slotted=slotted, packed=packed)
     key = ("balanced", id(packing))
@@ -1005,7 +1012,8 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     refined = _refined(topology, collective, balanced, p) if refine else collective
     budget.report(f"ForestColl: booking {k} balanced trees per root on a slot grid "
                   f"(congestion {balanced.congestion:.4f} x the limit)", 0.85)
-    booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True)
+    booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True,
+                              tight=tight)
     if booked is None:
         return None
     note = f"{k} trees per root with edges moved off the busiest links to the limit, deep trees first"
