@@ -15,8 +15,11 @@ another switch path as long as its own (a fat-tree's other aggregation and core 
 
 The grid costs ``alpha`` per slot (a link is busy for the bytes' time, a slot lasts that plus
 alpha), so it pays where pieces are large next to alpha; forestcoll tries it where first-come
-booking ends well above the limit and keeps the faster schedule. Direct GPU -> GPU links need no
-grid: a free one sends its most urgent waiting chunk at once.
+booking ends well above the limit and keeps the faster schedule. Where no switch is cabled to another
+(``one_switch_routes``: every route is GPU -> switch -> GPU) a slot may last the bytes' time alone
+(``tight``): every route's second hop then starts one up-link delay after its first, so routes a whole
+number of slots apart stay that far apart on the down-links too, and an up-link sends back to back.
+Direct GPU -> GPU links need no grid: a free one sends its most urgent waiting chunk at once.
 """
 
 from __future__ import annotations
