@@ -68,6 +68,7 @@ from ccviz.synth.reversal import (
     mirror_collective,
     mirror_fabric,
     reverse_schedule,
+    schedule_end,
     split_allreduce,
 )
 from ccviz.synth.slotted import (
@@ -1097,11 +1098,20 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         # a ring's half is tried as a ring again (auto: trees where this way round has no ring as good)
         same_trees = options if rs.options.get("ring") else options.with_extra(trees=int(rs.options["trees"]),
                                                                                 ring=False)
-        # the AllGather half is booked from time 0 and shifted after the ReduceScatter (``concatenate``): booked
-        # from the ReduceScatter's end, float ties in the bookings fall otherwise and the same trees and chunks
-        # ended anywhere from 1.046 to 1.083 x the limit on bench/limit.py's odd3 (1.049 from 0, as alone)
-        ag, _ = copy_schedule(topology, gather_part, same_trees, budget.phase(0.5, 1.0), start_s=0.0,
-                              refine=False, packed=packed)
+        # the AllGather half is booked from time 0 and shifted after the ReduceScatter (``concatenate``), and,
+        # where that ends over DEEP_FIRST_ABOVE x its limit, from the ReduceScatter's end too, the faster kept:
+        # at another time origin float ties in the bookings fall otherwise, and the same trees and chunks
+        # ended at 1.049 x (from 0, as alone) or 1.083 x (from the end) on bench/limit.py's odd3, 1.054 / 1.03x
+        # the other way round on railclos
+        phase = budget.phase(0.5, 1.0)
+        ag, run = copy_schedule(topology, gather_part, same_trees, phase, start_s=0.0, refine=False, packed=packed)
+        ag_limit = bandwidth_limit(topology, gather_part.name, gather_part.size_bytes, gather_part.root).limit_s
+        if run.finish_s > DEEP_FIRST_ABOVE * ag_limit and not phase.expired():
+            rs_end = schedule_end(rs)
+            later, other = copy_schedule(topology, gather_part, same_trees, phase, start_s=rs_end, refine=False,
+                                         packed=packed)
+            if other.finish_s - rs_end < run.finish_s:
+                ag = later
         schedule = concatenate(rs, ag, whole)
         schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
         return schedule
