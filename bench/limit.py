@@ -159,7 +159,7 @@ def main() -> None:
     algorithms = args.algorithms.split(",")
     ratios: dict[str, list[float]] = {a: [] for a in algorithms}
     header = f"{'fabric':<36} {'GPUs':>4} {'collective':<13} {'limit us':>10} {'lim s':>6}"
-    header += "".join(f" {a + ' x':>12} {'synth s':>8}" for a in algorithms)
+    header += "".join(f" {a + ' x':>12} {'synth s':>8} {'cpu s':>7}" for a in algorithms)
     print(header, flush=True)
     chosen: list[str | Topology] = [*ODD, *(odd_fabric(seed) for seed in RANDOM_SEEDS)] if args.odd else \
         fabrics([f for f in args.fabrics.split(",") if f])
@@ -175,16 +175,17 @@ def main() -> None:
             line = f"{name:<36} {topology.n_gpus:>4} {collective:<13} {limit.limit_s * 1e6:>10.1f} {limit_time:>6.2f}"
             for algorithm in algorithms:
                 options = SynthOptions(time_limit=args.time_limit)
+                cpu = time.process_time()  # synthesis and the simulator's check, this process only (loaded machine)
                 try:
                     result = run(topology, collective, algorithm, args.size, options=options)
                 except CcvizError as exc:
-                    line += f" {'error':>12} {'':>8}"
+                    line += f" {'error':>12} {'':>8} {'':>7}"
                     print(f"  {algorithm} on {name}: {exc}", flush=True)
                     continue
                 ratio = result.finish_time_s / limit.limit_s
                 mark = "" if result.timeline.verified else "!"
                 ratios[algorithm].append(ratio)
-                line += f" {ratio:>11.3f}{mark} {result.schedule.synth_time_s:>8.2f}"
+                line += f" {ratio:>11.3f}{mark} {result.schedule.synth_time_s:>8.2f} {time.process_time() - cpu:>7.1f}"
             print(line, flush=True)
     for algorithm, values in ratios.items():
         if values:

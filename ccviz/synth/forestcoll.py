@@ -72,6 +72,7 @@ from ccviz.synth.reversal import (
     split_allreduce,
 )
 from ccviz.synth.slotted import (
+    one_switch_routes,
     slot_capacities,
     slot_eligible,
     slot_overhead,
@@ -112,6 +113,9 @@ BALANCE_MOVES = 200  # tree edges moved off the busiest links at most (dragonfly
 GRID_TREES = 4  # the slot grid also tries this few trees per root, balanced to the limit, deep trees first ...
 GRID_PIECES = 8  # ... in this many pieces each (dragonfly ReduceScatter 1.080 -> 1.042 x the limit)
 GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the packed trees are not put on the grid
+MORE_TREES = 24  # trees per root also tried where 8 and 12 leave the packing over MORE_TREES_ABOVE x the limit ...
+MORE_TREES_ABOVE = 1.02  # (shares of 1/8 or 1/12 cannot split a 12.5 GB/s NIC's load exactly: odd2 in bench/limit.py
+MORE_TREES_UP_TO = 16  # --odd packs at 1.042 with 8 or 12 trees, 1.007 with 24) on fabrics of this many GPUs at most
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -346,7 +350,25 @@ def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int
         if best.congestion <= 1.0 + 1e-6:
             break
     assert best is not None
+    if (trees is None and len(roots) > 1 and len(topology.gpus) <= MORE_TREES_UP_TO
+            and best.congestion > MORE_TREES_ABOVE and not budget.expired()):
+        return _more_trees(packer, best, (fabric, tuple(topology.gpus), tuple(topology.switches), tuple(roots),
+                                          unit_s, MORE_TREES), budget, packed)
     return best
+
+
+def _more_trees(packer: TreePacker, best: Packing, key: tuple, budget: Budget, packed: dict | None) -> Packing:
+    """``MORE_TREES`` trees per root where the default counts leave the packing well over the limit, the
+    less congested kept. Each tree carries 1/k of its root's shard, so a link's load comes in steps of 1/k:
+    where the binding links' bandwidths do not divide into those steps (mixed NIC classes), only a finer
+    k packs at the limit (ForestColl derives k from the limit's ratio; here a finer k is tried)."""
+    packing = packed.get(key) if packed is not None else None
+    if packing is None:
+        packing = packer.pack(MORE_TREES, budget)
+        if packed is not None:
+            packed[key] = packing
+    budget.report(f"ForestColl: {MORE_TREES} tree(s) per root, congestion {packing.congestion:.4f} x the limit", 0.5)
+    return packing if packing.congestion < best.congestion - 1e-6 else best
 
 
 # --------------------------------------------------------------------------- pipelining
@@ -881,8 +903,9 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     where they may be faster; the packing, the collective scheduled, the run and how it was booked."""
     packing = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed)
     run: Pipelined | None = None
-    booking = "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches else \
+    first_come = "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches else \
         "routes through switches booked cut-through (no switch queues), first come first served"
+    booking = first_come
     if not settings.slots:
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
@@ -899,13 +922,15 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
                            limit_s, packed, settings.trees)
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
-            booking = "; ".join(["routes through switches booked cut-through on a slot grid, each slot's senders "
+            grid = ("a slot grid of an up-link's bytes' time (every route crosses one switch, so hops stay "
+                    "aligned and no slot pays alpha)" if one_switch_routes(topology) else "a slot grid")
+            booking = "; ".join([f"routes through switches booked cut-through on {grid}, each slot's senders "
                                  "matched together", *packing.notes])
     if run is not None and settings.trees in (None, 1) and run.finish_s - start_s > LATENCY_ABOVE * limit_s:
         fastest = _fastest_trees(topology, collective, fabric, roots, unit_s, refine, settings.pieces, start_s, switch_queue)
         if fastest[2].finish_s < run.finish_s:
-            packing, refined, run = fastest
-            booking += "; one shortest-path tree per root (at this size alpha per tree level outweighs bandwidth)"
+            packing, refined, run = fastest  # pipelined first come, first served, whatever won before
+            booking = first_come + "; one shortest-path tree per root (at this size alpha per tree level outweighs bandwidth)"
     if run is None:  # slots asked for, but pieces would be too small for the grid
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
         run = pipeline(topology, refined, packing, start_s, switch_queue)
@@ -949,23 +974,26 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     """
     links = sorted(fabric.links)
     slotted = not np.allclose(slot_capacities(fabric, links), bandwidths(fabric, links))
+    tight = one_switch_routes(topology)  # slots of the bytes' time: no alpha per slot, so many small pieces
 
     def plan_of(c: Collective, trees: Packing) -> _InTrees | _OutTrees:
         return _InTrees(trees, topology, c.chunks) if collective.is_reducing else _OutTrees(trees)
 
     best = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
-                              packed, trees or GRID_TREES, slotted, plan_of)
+                              packed, trees or GRID_TREES, slotted, plan_of, tight)
     if budget.expired() or (best is not None and best[2].finish_s - start_s <= GRID_ENOUGH * limit_s):
         return best
     if slotted:
         packing = best_packing(fabric, roots, unit_s, packing.k, budget, slotted=True, packed=packed)
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
-    for p in ((pieces,) if pieces or not refine or collective.chunks_per_rank > 1 else SLOT_PIECES):
-        chunk_bytes = collective.chunk_bytes if not refine or p is None else per_rank_bytes / (packing.k * p)
-        if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
-            continue  # a slot would be mostly alpha (small sizes): first-come booking serves them
+    chosen = pieces or not refine or collective.chunks_per_rank > 1
+    for p in ((pieces,) if chosen else (None,) if tight else SLOT_PIECES):
         refined = _refined(topology, collective, packing, p) if refine else collective
-        booked = slotted_pipeline(topology, refined, plan_of(refined, packing), start_s, budget.expired)
+        chunk_bytes = refined.chunk_bytes if tight else \
+            collective.chunk_bytes if not refine or p is None else per_rank_bytes / (packing.k * p)
+        if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
+            continue  # alpha would outweigh a piece's bytes (small sizes): first-come booking serves them
+        booked = slotted_pipeline(topology, refined, plan_of(refined, packing), start_s, budget.expired, tight=tight)
         if booked is None:
             return best
         transfers, finish = booked
@@ -979,7 +1007,7 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
 def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topology, roots: list[int],
                        unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
                        packed: dict | None, k: int, slotted: bool,
-                       plan_of) -> tuple[Packing, Collective, Pipelined] | None:
+                       plan_of, tight: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
     """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``GRID_PIECES`` pieces each, on
     the slot grid with deep trees first; None where pieces would be too small for the grid.
 
@@ -989,10 +1017,11 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     congestion 1.024 to 1.0, 8 pieces, deep first 1.042; by chunk index 1.073; unbalanced 1.058)."""
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
     fixed = not refine or (collective.chunks_per_rank > 1 and pieces is None)
-    p = None if fixed else pieces or GRID_PIECES
-    chunk_bytes = collective.chunk_bytes if fixed else per_rank_bytes / (k * p)
+    # tight slots pay no alpha per slot: as many pieces as the transfer budget allows (``_refined``)
+    p = None if fixed else pieces or (None if tight else GRID_PIECES)
+    chunk_bytes = collective.chunk_bytes if fixed or p is None else per_rank_bytes / (k * p)
     if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
-        return None
+        return None  # alpha would outweigh a piece's bytes (small sizes): first-come booking serves them
     packing = best_packing(fabric, roots, unit_s, k, budget, slotted=slotted, packed=packed)
     key = ("balanced", id(packing))
     balanced = packed.get(key) if packed is not None else None
@@ -1003,9 +1032,12 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
         if packed is not None:
             packed[key] = balanced
     refined = _refined(topology, collective, balanced, p) if refine else collective
+    if slot_overhead(topology, refined.chunk_bytes) > SLOT_MAX_OVERHEAD:
+        return None  # the transfer budget's pieces (tight slots) would be mostly alpha
     budget.report(f"ForestColl: booking {k} balanced trees per root on a slot grid "
                   f"(congestion {balanced.congestion:.4f} x the limit)", 0.85)
-    booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True)
+    booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True,
+                              tight=tight)
     if booked is None:
         return None
     note = f"{k} trees per root with edges moved off the busiest links to the limit, deep trees first"
@@ -1066,8 +1098,20 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         # a ring's half is tried as a ring again (auto: trees where this way round has no ring as good)
         same_trees = options if rs.options.get("ring") else options.with_extra(trees=int(rs.options["trees"]),
                                                                                 ring=False)
-        ag, _ = copy_schedule(topology, gather_part, same_trees, budget.phase(0.5, 1.0), start_s=schedule_end(rs),
-                              refine=False, packed=packed)
+        # the AllGather half is booked from time 0 and shifted after the ReduceScatter (``concatenate``), and,
+        # where that ends over DEEP_FIRST_ABOVE x its limit, from the ReduceScatter's end too, the faster kept:
+        # at another time origin float ties in the bookings fall otherwise, and the same trees and chunks
+        # ended at 1.049 x (from 0, as alone) or 1.083 x (from the end) on bench/limit.py's odd3, 1.054 / 1.03x
+        # the other way round on railclos
+        phase = budget.phase(0.5, 1.0)
+        ag, run = copy_schedule(topology, gather_part, same_trees, phase, start_s=0.0, refine=False, packed=packed)
+        ag_limit = bandwidth_limit(topology, gather_part.name, gather_part.size_bytes, gather_part.root).limit_s
+        if run.finish_s > DEEP_FIRST_ABOVE * ag_limit and not phase.expired():
+            rs_end = schedule_end(rs)
+            later, other = copy_schedule(topology, gather_part, same_trees, phase, start_s=rs_end, refine=False,
+                                         packed=packed)
+            if other.finish_s - rs_end < run.finish_s:
+                ag = later
         schedule = concatenate(rs, ag, whole)
         schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
         return schedule

@@ -15,8 +15,11 @@ another switch path as long as its own (a fat-tree's other aggregation and core 
 
 The grid costs ``alpha`` per slot (a link is busy for the bytes' time, a slot lasts that plus
 alpha), so it pays where pieces are large next to alpha; forestcoll tries it where first-come
-booking ends well above the limit and keeps the faster schedule. Direct GPU -> GPU links need no
-grid: a free one sends its most urgent waiting chunk at once.
+booking ends well above the limit and keeps the faster schedule. Where no switch is cabled to another
+(``one_switch_routes``: every route is GPU -> switch -> GPU) a slot may last the bytes' time alone
+(``tight``): every route's second hop then starts one up-link delay after its first, so routes a whole
+number of slots apart stay that far apart on the down-links too, and an up-link sends back to back.
+Direct GPU -> GPU links need no grid: a free one sends its most urgent waiting chunk at once.
 """
 
 from __future__ import annotations
@@ -69,9 +72,23 @@ def slot_capacities(topology: Topology, links: list[tuple[int, int]]) -> np.ndar
     return np.array(out)
 
 
-def slot_length(topology: Topology, chunk_bytes: float) -> float:
-    """The slot: the delay of a GPU's up-link for one chunk."""
-    return link_costs(topology, chunk_bytes)[_uplinks(topology)[0]].delay
+def one_switch_routes(topology: Topology) -> bool:
+    """No switch -> switch link: every route through switches is GPU -> switch -> GPU (rfs3d, DGX-2, switch2d).
+
+    Then every route's second hop starts one up-link delay after its first, so routes started a whole
+    number of up-link busy times apart keep their down-link hops that far apart too: tight slots
+    (``slot_length(tight=True)``) lose nothing to misaligned hops.
+    """
+    return bool(topology.switches) and not any(
+        topology.is_switch(u) and topology.is_switch(v) for u, v in topology.links)
+
+
+def slot_length(topology: Topology, chunk_bytes: float, tight: bool = False) -> float:
+    """The slot: the delay of a GPU's up-link for one chunk (alpha + the bytes' time), or with ``tight``
+    the bytes' time alone, so that an up-link sends back to back and pays no alpha per slot (a route's
+    later hops then start part way into a slot; ``SlotBooking._timing`` books those parts)."""
+    cost = link_costs(topology, chunk_bytes)[_uplinks(topology)[0]]
+    return cost.busy if tight else cost.delay
 
 
 def slot_overhead(topology: Topology, chunk_bytes: float) -> float:
@@ -224,13 +241,13 @@ class SlotBooking:
     """
 
     def __init__(self, topology: Topology, collective: Collective, plan, start_s: float,
-                 stop: Callable[[], bool] | None = None, deep_first: bool = False) -> None:
+                 stop: Callable[[], bool] | None = None, deep_first: bool = False, tight: bool = False) -> None:
         self.stop = stop  # asked between slots: True ends the booking (slotted_pipeline returns None)
         self.deep_first = deep_first  # urgency: chunk index less the tree levels still below the edge
         self.topology = topology
         self.collective = collective
         self.plan = plan
-        self.slot = slot_length(topology, collective.chunk_bytes)
+        self.slot = slot_length(topology, collective.chunk_bytes, tight)
         self.t0 = start_s
         self.links = sorted(topology.links)
         costs = link_costs(topology, collective.chunk_bytes)
@@ -537,12 +554,13 @@ class _Stopped(Exception):
 
 def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float,
                      stop: Callable[[], bool] | None = None,
-                     deep_first: bool = False) -> tuple[list[Transfer], float] | None:
+                     deep_first: bool = False, tight: bool = False) -> tuple[list[Transfer], float] | None:
     """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring), or
     None when ``stop()`` said to end first (the time limit, or Stop). ``deep_first``: a waiting edge's
     urgency is its chunk's index less the tree levels still below it (``forestcoll.pipeline``'s
-    ``deep_first``), so that deep trees' last pieces do not trail behind at the grid's end."""
+    ``deep_first``), so that deep trees' last pieces do not trail behind at the grid's end. ``tight``:
+    slots of an up-link's busy time, not its delay (``slot_length``; for ``one_switch_routes`` fabrics)."""
     try:
-        return SlotBooking(topology, collective, plan, start_s, stop, deep_first).run()
+        return SlotBooking(topology, collective, plan, start_s, stop, deep_first, tight).run()
     except _Stopped:
         return None
