@@ -10,12 +10,12 @@ a slot); on the tight grid at 1.022 x.
 
 from __future__ import annotations
 
-import random
+import importlib.util
+from pathlib import Path
 
 import pytest
 
 import ccviz
-from ccviz.builders.fabric import Fabric
 from ccviz.model.physics import link_costs
 from ccviz.model.topology import Topology
 from ccviz.synth.registry import SynthOptions
@@ -57,27 +57,12 @@ def test_rfs3d_allgather_on_the_tight_grid_is_near_the_limit() -> None:
 
 
 def _random_boxes(seed: int) -> Topology:
-    """bench/limit.py's ``odd_fabric`` (copied: bench is not importable from the tests): 2-3 boxes of 3-6
-    GPUs, each a ring with random chords, a NIC per one or two GPUs, every NIC cabled to one hub switch."""
-    rng = random.Random(seed)
-    fabric = Fabric()
-    hub = fabric.add_switch(label="between boxes")
-    for box in range(rng.randint(2, 3)):
-        gpus = [fabric.add_gpu(group=f"box{box}") for _ in range(rng.randint(3, 6))]
-        pairs = {tuple(sorted((gpus[i], gpus[(i + 1) % len(gpus)]))) for i in range(len(gpus))}
-        pairs |= {tuple(sorted(rng.sample(gpus, 2))) for _ in range(rng.randint(0, len(gpus)))}
-        for u, v in sorted(pairs):
-            fabric.cable(u, v, rng.choice((25.0, 50.0, 100.0, 200.0)), 0.7)
-        nic_bw = rng.choice((12.5, 25.0))
-        i = 0
-        while i < len(gpus):
-            group = gpus[i:i + rng.randint(1, 2)]
-            nic = fabric.add_switch(group=f"box{box}", label="NIC")
-            for gpu in group:
-                fabric.cable(gpu, nic, 2 * nic_bw, 0.7)
-            fabric.cable(nic, hub, nic_bw, 1.3)
-            i += len(group)
-    return fabric.topology(f"odd{seed}", f"random boxes (seed {seed})", "chassis")
+    """bench/limit.py's ``odd_fabric`` (bench is a folder of scripts, not a package: loaded from its file)."""
+    spec = importlib.util.spec_from_file_location("bench_limit", Path(__file__).resolve().parent.parent / "bench"
+                                                  / "limit.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.odd_fabric(seed)
 
 
 def test_a_small_fabric_that_8_or_12_trees_cannot_pack_gets_24() -> None:

@@ -28,7 +28,7 @@ from ccviz.app.state import current_topology, keep_error, sample_files, set_topo
 from ccviz.builders import build
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import COLLECTIVES, ROOTED
-from ccviz.model.groups import group_ranks
+from ccviz.model.groups import group_ranks, rank_text
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, parse_size
 from ccviz.synth.registry import algorithms_for
@@ -205,19 +205,6 @@ def _restore_compare(params, collective: str, sizes: list[float]) -> None:
             raise CcvizError(f"sizes: the link gives {params['sizes']!r}; write a range such as 1KB-1GB", "sizes")
         ends = [_nearest(sizes, parse_size(v)) for v in (lo, hi)]
         st.session_state["cmp_sizes"] = (min(ends), max(ends))
-
-
-def rank_text(ranks: Sequence[int]) -> str:
-    """A process group as ``--ranks`` reads it, in its own order (runs of consecutive ids as ranges: 0-3,8)."""
-    parts: list[str] = []
-    i = 0
-    while i < len(ranks):
-        j = i
-        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
-            j += 1
-        parts.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
-        i = j + 1
-    return ",".join(parts)
 
 
 def workload_orders(kinds: Sequence[str]) -> list[str]:

@@ -83,14 +83,19 @@ def relay_fabric(topology: Topology, ranks: Sequence[int]) -> Topology:
 
 def span_text(ids: Sequence[int]) -> str:
     """GPU ids written compactly: 0-7,16,18."""
+    return rank_text(sorted(ids))
+
+
+def rank_text(ranks: Sequence[int]) -> str:
+    """A process group as ``--ranks`` reads it, in its own order (the order places a ring's neighbours): runs
+    of consecutive ids as ranges, 0-3,8."""
     parts: list[str] = []
-    ordered = sorted(ids)
     i = 0
-    while i < len(ordered):
+    while i < len(ranks):
         j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
             j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        parts.append(str(ranks[i]) if i == j else f"{ranks[i]}-{ranks[j]}")
         i = j + 1
     return ",".join(parts)
 
