@@ -117,7 +117,9 @@ MORE_TREES = 24  # trees per root also tried where 8 and 12 leave the packing ov
 MORE_TREES_ABOVE = 1.02  # (shares of 1/8 or 1/12 cannot split a 12.5 GB/s NIC's load exactly: odd2 in bench/limit.py
 MORE_TREES_UP_TO = 16  # --odd packs at 1.042 with 8 or 12 trees, 1.007 with 24) on fabrics of this many GPUs at most
 CROSSING_SHARE = 0.9  # of a bufferless switch -> switch link's bandwidth the packing may plan on (see spare_crossings)
-CROSSING_ABOVE = 1.05  # first-come booking this far over the limit: trees sparing such links are packed too
+CROSSING_ABOVE = 1.05  # first-come booking this far over the limit: trees sparing such links are packed too ...
+CROSSING_LIMIT_COST = 1.02  # ... where the limit with those links at that share is at most this much higher (the
+# MI250 two-box: 1.008; where those links bind, as a dragonfly's global cables do, sparing them cannot help)
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -348,6 +350,28 @@ def crossing_shares(topology: Topology, links: list[tuple[int, int]]) -> np.ndar
 def spares_crossings(topology: Topology) -> bool:
     """Whether ``crossing_shares`` changes anything: the fabric has a link between two bufferless switches."""
     return bool(crossing_shares(topology, sorted(topology.links)).min() < 1.0)
+
+
+def crossing_load(topology: Topology, packing: Packing, unit_s: float) -> float:
+    """The busiest link between two bufferless switches: its load under ``packing`` over what the limit allows
+    (0 where there is none). Sparing such links changes nothing where no packed tree loads one above its share."""
+    links = sorted(topology.links)
+    load = np.zeros(len(links))
+    for trees in packing.trees.values():
+        for tree in trees:
+            np.add.at(load, tree.links, 1.0 / packing.k)
+    between = crossing_shares(topology, links) < 1.0
+    return float(np.max(load[between] / bandwidths(topology, links)[between] * unit_s, initial=0.0))
+
+
+def spared_limit(topology: Topology, collective: str, size_bytes: float, root: int | None) -> float:
+    """The fabric's limit with its links at ``crossing_shares`` of their bandwidth: the best trees that
+    spare those links can do, so sparing is worth a try only where it is barely above the real limit."""
+    links = sorted(topology.links)
+    shares = crossing_shares(topology, links)
+    spared = topology.with_changes(links=[replace(topology.links[key], bandwidth_GBps=topology.links[key].bandwidth_GBps
+                                                  * float(share)) for key, share in zip(links, shares, strict=True)])
+    return bandwidth_limit(spared, collective, size_bytes, root).limit_s
 
 
 def tree_counts(n_roots: int) -> tuple[int, ...]:
@@ -887,9 +911,12 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     if ring is not None and (settings.ring or ring[2].finish_s - start_s <= enough * limit.limit_s):
         (packing, refined, run), booking, on_ring = ring, RING_BOOKING, True  # close enough: no trees packed
     else:
+        may_spare = (settings.spare_crossings is None and not switch_queue and spares_crossings(fabric)
+                     and spared_limit(fabric, name, collective.size_bytes, collective.root)
+                     <= CROSSING_LIMIT_COST * limit.limit_s)
         packing, refined, run, booking = _tree_schedule(topology, collective, fabric, roots, unit_s, settings,
                                                         budget, refine, start_s, switch_queue, limit.limit_s,
-                                                        packed)
+                                                        packed, may_spare)
         if ring is not None and ring[2].finish_s < run.finish_s:
             (packing, refined, run), booking, on_ring = ring, RING_BOOKING, True
     budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
@@ -938,9 +965,11 @@ def _fastest_trees(topology: Topology, collective: Collective, fabric: Topology,
 
 def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
                    settings: ForestcollOptions, budget: Budget, refine: bool, start_s: float, switch_queue: bool,
-                   limit_s: float, packed: dict | None) -> tuple[Packing, Collective, Pipelined, str]:
+                   limit_s: float, packed: dict | None,
+                   may_spare: bool = False) -> tuple[Packing, Collective, Pipelined, str]:
     """Packed trees pipelined first come first served, with the slot grid and shortest-path trees tried
-    where they may be faster; the packing, the collective scheduled, the run and how it was booked."""
+    where they may be faster; the packing, the collective scheduled, the run and how it was booked.
+    ``may_spare``: trees sparing the links between bufferless switches may be tried (``spare_crossings``)."""
     packing = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed,
                            spare_crossings=bool(settings.spare_crossings))
     run: Pipelined | None = None
@@ -956,8 +985,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
                                wide=not _slot_grid_fits(topology))
         _offer(budget.options, topology, packing, refined, run, False)
-        if (settings.spare_crossings is None and not switch_queue and not budget.expired()
-                and run.finish_s - start_s > CROSSING_ABOVE * limit_s and spares_crossings(fabric)):
+        if (may_spare and not budget.expired() and run.finish_s - start_s > CROSSING_ABOVE * limit_s
+                and crossing_load(fabric, packing, unit_s) > CROSSING_SHARE):
             budget.report("ForestColl: packing trees that spare the links between bufferless switches", 0.7)
             spare = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed, spare_crossings=True)
             spare_refined = _refined(topology, collective, spare, settings.pieces) if refine else collective
