@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import ccviz
 from ccviz.errors import CcvizError
@@ -77,3 +79,10 @@ def test_spare_crossings_on_a_fabric_without_such_links_is_one_clear_error() -> 
     assert cli.returncode != 0
     lines = cli.stderr.strip().splitlines()
     assert len(lines) == 1 and "spare_crossings" in lines[0], cli.stderr
+
+
+def test_the_app_offers_spare_crossings_among_forestcolls_options() -> None:
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.selectbox(key="syn_algorithm").select("forestcoll").run()
+    assert at.selectbox(key="syn_opt_forestcoll_spare_crossings").options == ["auto", "true", "false"]
