@@ -43,6 +43,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -911,9 +912,11 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     if ring is not None and (settings.ring or ring[2].finish_s - start_s <= enough * limit.limit_s):
         (packing, refined, run), booking, on_ring = ring, RING_BOOKING, True  # close enough: no trees packed
     else:
-        may_spare = (settings.spare_crossings is None and not switch_queue and spares_crossings(fabric)
-                     and spared_limit(fabric, name, collective.size_bytes, collective.root)
-                     <= CROSSING_LIMIT_COST * limit.limit_s)
+        def may_spare() -> bool:  # asked only where first-come booking ends over CROSSING_ABOVE x the limit
+            return (settings.spare_crossings is None and not switch_queue and spares_crossings(fabric)
+                    and spared_limit(fabric, name, collective.size_bytes, collective.root)
+                    <= CROSSING_LIMIT_COST * limit.limit_s)
+
         packing, refined, run, booking = _tree_schedule(topology, collective, fabric, roots, unit_s, settings,
                                                         budget, refine, start_s, switch_queue, limit.limit_s,
                                                         packed, may_spare)
@@ -966,10 +969,11 @@ def _fastest_trees(topology: Topology, collective: Collective, fabric: Topology,
 def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
                    settings: ForestcollOptions, budget: Budget, refine: bool, start_s: float, switch_queue: bool,
                    limit_s: float, packed: dict | None,
-                   may_spare: bool = False) -> tuple[Packing, Collective, Pipelined, str]:
+                   may_spare: Callable[[], bool] | None = None) -> tuple[Packing, Collective, Pipelined, str]:
     """Packed trees pipelined first come first served, with the slot grid and shortest-path trees tried
     where they may be faster; the packing, the collective scheduled, the run and how it was booked.
-    ``may_spare``: trees sparing the links between bufferless switches may be tried (``spare_crossings``)."""
+    ``may_spare``: whether trees sparing the links between bufferless switches may be tried (``spare_crossings``;
+    asked last, as it computes a limit)."""
     packing = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed,
                            spare_crossings=bool(settings.spare_crossings))
     run: Pipelined | None = None
@@ -985,8 +989,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
                                wide=not _slot_grid_fits(topology))
         _offer(budget.options, topology, packing, refined, run, False)
-        if (may_spare and not budget.expired() and run.finish_s - start_s > CROSSING_ABOVE * limit_s
-                and crossing_load(fabric, packing, unit_s) > CROSSING_SHARE):
+        if (may_spare is not None and not budget.expired() and run.finish_s - start_s > CROSSING_ABOVE * limit_s
+                and crossing_load(fabric, packing, unit_s) > CROSSING_SHARE and may_spare()):
             budget.report("ForestColl: packing trees that spare the links between bufferless switches", 0.7)
             spare = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed, spare_crossings=True)
             spare_refined = _refined(topology, collective, spare, settings.pieces) if refine else collective
