@@ -67,6 +67,11 @@ class ForestcollOptions(AlgorithmOptions):
                                "first for allgather/reducescatter/allreduce where a ring is at most 1.01 x as "
                                "congested as the limit allows, kept alone where it ends within 1.01 x the limit, "
                                "else beside the trees, the faster kept); true: the ring alone")
+    spare_crossings: bool | None = option(None, "pack trees for 0.9 of the bandwidth of links between two bufferless "
+                                          "switches, which cut-through routes cannot keep full (auto: tried beside "
+                                          "the full-bandwidth packing where that ends over 1.05 x the limit and "
+                                          "loads such a link above 0.9, the faster kept); true: only those trees; "
+                                          "false: never")
 
 
 # ----------------------------------------------------------------------------------------- TE-CCL

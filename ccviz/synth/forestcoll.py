@@ -43,6 +43,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -116,6 +117,10 @@ GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the pac
 MORE_TREES = 24  # trees per root also tried where 8 and 12 leave the packing over MORE_TREES_ABOVE x the limit ...
 MORE_TREES_ABOVE = 1.02  # (shares of 1/8 or 1/12 cannot split a 12.5 GB/s NIC's load exactly: odd2 in bench/limit.py
 MORE_TREES_UP_TO = 16  # --odd packs at 1.042 with 8 or 12 trees, 1.007 with 24) on fabrics of this many GPUs at most
+CROSSING_SHARE = 0.9  # of a bufferless switch -> switch link's bandwidth the packing may plan on (see spare_crossings)
+CROSSING_ABOVE = 1.05  # first-come booking this far over the limit: trees sparing such links are packed too ...
+CROSSING_LIMIT_COST = 1.02  # ... where the limit with those links at that share is at most this much higher (the
+# MI250 two-box: 1.008; where those links bind, as a dragonfly's global cables do, sparing them cannot help)
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -137,6 +142,7 @@ class Packing:
     k: int
     congestion: float
     notes: list[str] = field(default_factory=list)
+    spared: bool = False  # packed for ``crossing_shares`` of the links between bufferless switches
 
 
 def bandwidths(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
@@ -147,13 +153,15 @@ def bandwidths(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
 class TreePacker:
     """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
 
-    def __init__(self, topology: Topology, roots: list[int], unit_s: float, slotted: bool = False) -> None:
+    def __init__(self, topology: Topology, roots: list[int], unit_s: float, slotted: bool = False,
+                 spare_crossings: bool = False) -> None:
         self.topology = topology
         self.closure = RouteClosure(topology)
         self.roots = roots
         links = self.closure.links
         # On the slot grid a link touching a switch carries one hop per slot: pack for that
-        self.capacity = slot_capacities(topology, links) if slotted else bandwidths(topology, links)
+        self.bandwidth = slot_capacities(topology, links) if slotted else bandwidths(topology, links)
+        self.capacity = self.bandwidth * crossing_shares(topology, links) if spare_crossings else self.bandwidth
         self.unit_s = unit_s  # seconds a link of 1 GB/s needs for one root's whole share, over the limit
         self.index = {g: i for i, g in enumerate(self.closure.gpus)}
 
@@ -180,6 +188,15 @@ class TreePacker:
 
     def congestion(self, load: np.ndarray) -> float:
         return float(np.max(load / self.capacity) * self.unit_s)
+
+    def true_congestion(self, packing: Packing) -> Packing:
+        """The packing with its congestion over the links' real bandwidths (not the shares packed for)."""
+        load = np.zeros(len(self.bandwidth))
+        for trees in packing.trees.values():
+            for tree in trees:
+                np.add.at(load, tree.links, 1.0 / packing.k)
+        return replace(packing, congestion=float(np.max(load / self.bandwidth) * self.unit_s),
+                       spared=self.capacity is not self.bandwidth)
 
     def fastest_trees(self, length: np.ndarray) -> Packing:
         """One shortest-path tree per root under per-link ``length`` (a hop's alpha + bytes): for small
@@ -313,7 +330,49 @@ class TreePacker:
                 stale += 1
             if stale >= STALE_PASSES and len(self.closure.gpus) > EXACT_TREES_UP_TO:
                 break  # at 256 GPUs a pass costs seconds and steeper lengths after the best rarely find better
-        return best
+        return best if self.capacity is self.bandwidth else self.true_congestion(best)
+
+
+def crossing_shares(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
+    """Per link, the share of its bandwidth a packing for cut-through booking may plan on:
+    ``CROSSING_SHARE`` on links between two bufferless switches, 1 elsewhere.
+
+    Why: a route crossing such a link (GPU -> NIC -> hub -> NIC -> GPU) must find every hop free at the same
+    instant; with no buffer to wait in, first-come booking keeps those links only 84-96 % busy (the two-box
+    MI250-like ``amd:chassis=2``). Packed at full bandwidth, the trees route some box-internal edges through
+    the hub (432 crossings where 384 suffice) and the schedule ends at 1.13 x the limit; planned on 0.9 of it,
+    every tree crosses once and the same booking ends at 1.04 x.
+    """
+    bufferless = [topology.is_switch(u) and topology.is_switch(v) and not topology.nodes[u].buffer
+                  and not topology.nodes[v].buffer for u, v in links]
+    return np.where(bufferless, CROSSING_SHARE, 1.0)
+
+
+def spares_crossings(topology: Topology) -> bool:
+    """Whether ``crossing_shares`` changes anything: the fabric has a link between two bufferless switches."""
+    return bool(crossing_shares(topology, sorted(topology.links)).min() < 1.0)
+
+
+def crossing_load(topology: Topology, packing: Packing, unit_s: float) -> float:
+    """The busiest link between two bufferless switches: its load under ``packing`` over what the limit allows
+    (0 where there is none). Sparing such links changes nothing where no packed tree loads one above its share."""
+    links = sorted(topology.links)
+    load = np.zeros(len(links))
+    for trees in packing.trees.values():
+        for tree in trees:
+            np.add.at(load, tree.links, 1.0 / packing.k)
+    between = crossing_shares(topology, links) < 1.0
+    return float(np.max(load[between] / bandwidths(topology, links)[between] * unit_s, initial=0.0))
+
+
+def spared_limit(topology: Topology, collective: str, size_bytes: float, root: int | None) -> float:
+    """The fabric's limit with its links at ``crossing_shares`` of their bandwidth: the best trees that
+    spare those links can do, so sparing is worth a try only where it is barely above the real limit."""
+    links = sorted(topology.links)
+    shares = crossing_shares(topology, links)
+    spared = topology.with_changes(links=[replace(topology.links[key], bandwidth_GBps=topology.links[key].bandwidth_GBps
+                                                  * float(share)) for key, share in zip(links, shares, strict=True)])
+    return bandwidth_limit(spared, collective, size_bytes, root).limit_s
 
 
 def tree_counts(n_roots: int) -> tuple[int, ...]:
@@ -323,14 +382,16 @@ def tree_counts(n_roots: int) -> tuple[int, ...]:
 
 
 def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int | None,
-                 budget: Budget, slotted: bool = False, packed: dict | None = None) -> Packing:
+                 budget: Budget, slotted: bool = False, packed: dict | None = None,
+                 spare_crossings: bool = False) -> Packing:
     """The least congested packing over the tree counts tried (``trees`` fixes k).
 
     ``packed`` keeps the packings made, keyed by everything a packing depends on (the links' capacities
     included, so slot-grid packings keep their own), so that the two halves of an AllReduce on a fabric
-    that equals its reversal (every link as fast both ways) pack once.
+    that equals its reversal (every link as fast both ways) pack once. ``spare_crossings``: pack for
+    ``crossing_shares`` of the bufferless switch -> switch links.
     """
-    packer = TreePacker(topology, roots, unit_s, slotted)
+    packer = TreePacker(topology, roots, unit_s, slotted, spare_crossings)
     counts = (trees,) if trees else tree_counts(len(roots)) if len(roots) > 1 else ROOTED_TREE_COUNTS
     fabric = tuple(sorted((key, float(c)) for key, c in zip(packer.closure.links, packer.capacity, strict=True)))
     best: Packing | None = None
@@ -827,6 +888,10 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
             "it serves collectives of every rank (allgather, reducescatter, allreduce) on three GPUs or more"
         raise CcvizError(f"ring: one ring through every GPU is not tried here: {why}; set ring to auto or false",
                          "ring")
+    if settings.spare_crossings and (queues or not spares_crossings(fabric)):
+        why = "queues chunks in its switches" if queues else "has no link between two bufferless switches"
+        raise CcvizError(f"spare_crossings: trees spare links between bufferless switches, and this fabric {why}; "
+                         "set spare_crossings to auto or false", "spare_crossings")
     if settings.slots and (switch_queue or not _slot_grid_fits(topology)):
         why = ("has no switches" if not topology.switches else "queues chunks in its switches" if switch_queue
                else "has GPU -> switch links of different bandwidths or alphas")
@@ -847,9 +912,14 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     if ring is not None and (settings.ring or ring[2].finish_s - start_s <= enough * limit.limit_s):
         (packing, refined, run), booking, on_ring = ring, RING_BOOKING, True  # close enough: no trees packed
     else:
+        def may_spare() -> bool:  # asked only where first-come booking ends over CROSSING_ABOVE x the limit
+            return (settings.spare_crossings is None and not switch_queue and spares_crossings(fabric)
+                    and spared_limit(fabric, name, collective.size_bytes, collective.root)
+                    <= CROSSING_LIMIT_COST * limit.limit_s)
+
         packing, refined, run, booking = _tree_schedule(topology, collective, fabric, roots, unit_s, settings,
                                                         budget, refine, start_s, switch_queue, limit.limit_s,
-                                                        packed)
+                                                        packed, may_spare)
         if ring is not None and ring[2].finish_s < run.finish_s:
             (packing, refined, run), booking, on_ring = ring, RING_BOOKING, True
     budget.report(f"ForestColl: {refined.chunks_per_rank} chunks per rank finish at {us_text(run.finish_s)}", 1.0)
@@ -865,7 +935,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
                      + ("" if cut == "stopped" else " (a larger time limit lets forestcoll try them)"))
     schedule = Schedule(topology, refined, run.transfers, "forestcoll",
                         {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue,
-                         "ring": on_ring},
+                         "ring": on_ring, "spare_crossings": packing.spared},
                         "heuristic", estimated_finish_s=run.finish_s, notes=notes)
     return schedule, run
 
@@ -898,19 +968,37 @@ def _fastest_trees(topology: Topology, collective: Collective, fabric: Topology,
 
 def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
                    settings: ForestcollOptions, budget: Budget, refine: bool, start_s: float, switch_queue: bool,
-                   limit_s: float, packed: dict | None) -> tuple[Packing, Collective, Pipelined, str]:
+                   limit_s: float, packed: dict | None,
+                   may_spare: Callable[[], bool] | None = None) -> tuple[Packing, Collective, Pipelined, str]:
     """Packed trees pipelined first come first served, with the slot grid and shortest-path trees tried
-    where they may be faster; the packing, the collective scheduled, the run and how it was booked."""
-    packing = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed)
+    where they may be faster; the packing, the collective scheduled, the run and how it was booked.
+    ``may_spare``: whether trees sparing the links between bufferless switches may be tried (``spare_crossings``;
+    asked last, as it computes a limit)."""
+    packing = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed,
+                           spare_crossings=bool(settings.spare_crossings))
     run: Pipelined | None = None
     first_come = "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches else \
         "routes through switches booked cut-through (no switch queues), first come first served"
+    spared_note = (f"; trees packed for {CROSSING_SHARE:g} of the bandwidth of links between bufferless switches "
+                   "(cut-through routes cannot keep them full)")
+    if settings.spare_crossings:
+        first_come += spared_note
     booking = first_come
     if not settings.slots:
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
                                wide=not _slot_grid_fits(topology))
         _offer(budget.options, topology, packing, refined, run, False)
+        if (may_spare is not None and not budget.expired() and run.finish_s - start_s > CROSSING_ABOVE * limit_s
+                and crossing_load(fabric, packing, unit_s) > CROSSING_SHARE and may_spare()):
+            budget.report("ForestColl: packing trees that spare the links between bufferless switches", 0.7)
+            spare = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed, spare_crossings=True)
+            spare_refined = _refined(topology, collective, spare, settings.pieces) if refine else collective
+            spared = ordered_pipeline(topology, spare_refined, spare, start_s, switch_queue, limit_s,
+                                      wide=not _slot_grid_fits(topology))
+            if spared.finish_s < run.finish_s:
+                packing, refined, run = spare, spare_refined, spared
+                first_come = booking = first_come + spared_note
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue
                                   and _slot_grid_fits(topology)
@@ -1096,8 +1184,10 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
             "allreduce", _over(topology, collective), collective.size_bytes, cpr)
         gather_part = split_allreduce(whole)[1]
         # a ring's half is tried as a ring again (auto: trees where this way round has no ring as good)
+        # (and, where the ReduceScatter's trees spare the links between bufferless switches, so do its trees)
+        spared = {"spare_crossings": True} if rs.options.get("spare_crossings") else {}
         same_trees = options if rs.options.get("ring") else options.with_extra(trees=int(rs.options["trees"]),
-                                                                                ring=False)
+                                                                                ring=False, **spared)
         # the AllGather half is booked from time 0 and shifted after the ReduceScatter (``concatenate``), and,
         # where that ends over DEEP_FIRST_ABOVE x its limit, from the ReduceScatter's end too, the faster kept:
         # at another time origin float ties in the bookings fall otherwise, and the same trees and chunks
