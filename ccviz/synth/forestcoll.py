@@ -252,6 +252,8 @@ class TreePacker:
                 break
             worst = set(np.flatnonzero(ratio >= top - 1e-9).tolist())
             cost, info = self.closure.costs(self.lengths(load))
+            reachable = np.isfinite(cost)
+            after = ((load + share) * scale).tolist()  # a link's time over the limit with one more edge on it
             routes_from: dict[int, list] = {}  # w -> the cheapest route from w to every GPU (one pass each)
             best = None
             for ts in trees.values():
@@ -261,16 +263,17 @@ class TreePacker:
                             if worst.isdisjoint(old):
                                 continue
                             below = _below(t, v)
+                            on_old = set(old)
                             for w in self.closure.gpus:
-                                if w == u or w in below or not np.isfinite(cost[self.index[w], self.index[v]]):
+                                if w == u or w in below or not reachable[self.index[w], self.index[v]]:
                                     continue
                                 if w not in routes_from:
                                     parent = np.full(n, self.index[w])
                                     parent[self.index[w]] = -1
                                     routes_from[w] = self.closure.tree_routes(parent, info)
                                 new = routes_from[w][self.index[v]]
-                                gained = [link for link in new if link not in old]  # shared ones keep their load
-                                peak = float(np.max((load[gained] + share) * scale[gained]))
+                                # shared links keep their load (a Python max: these lists are a few links long)
+                                peak = max(after[link] for link in new if link not in on_old)
                                 if peak < top - 1e-9 and (best is None or (peak, len(new)) < best[0]):
                                     best = ((peak, len(new)), t, u, i, v, w, new, old)
             if best is None:
