@@ -427,3 +427,18 @@ def test_a_time_limit_keeps_the_best_complete_schedule_and_says_so() -> None:
     free = ccviz.run(ccviz.load_topology("switch2d"), "allgather", "forestcoll", 1e9)
     assert "time limit" not in " ".join(free.schedule.notes)
     assert free.finish_time_s <= result.finish_time_s
+
+
+def test_the_grid_gives_64_gpu_dragonflies_fewer_larger_pieces_and_only_balanced_trees() -> None:
+    """At 64 GPUs a dragonfly's pieces are half the 32-GPU one's, so 8 per balanced tree put alpha at 5 % of a
+    slot (AllGather 1.062 x the limit); 4 pieces (2.6 %) ended 1.042 x. The 32-GPU dragonfly keeps its 8.
+    Beyond 32 GPUs the automatic choice puts only the balanced few trees on the grid, only where routes cross
+    two switches or more (on rfs3d each route crosses one), and not beyond 64 GPUs."""
+    big = ccviz.load_topology("dragonfly:groups=4,routers=4,gpus=4")
+    small = ccviz.load_topology("dragonfly")
+    assert forestcoll._grid_pieces(big, 1e9 / big.n_gpus, forestcoll.GRID_TREES) == 4
+    assert forestcoll._grid_pieces(small, 1e9 / small.n_gpus, forestcoll.GRID_TREES) == forestcoll.GRID_PIECES
+    assert forestcoll._few_trees_grid_only(big)
+    assert forestcoll._few_trees_grid_only(ccviz.load_topology("dragonfly:groups=8,routers=4,gpus=2"))
+    assert not forestcoll._few_trees_grid_only(ccviz.load_topology("rfs3d:dims=2x4x8"))
+    assert not forestcoll._few_trees_grid_only(ccviz.load_topology("dragonfly:groups=8,routers=4,gpus=4"))

@@ -29,7 +29,8 @@ limit allows. This module packs them and schedules them:
   collectives of every rank and kept alone where it ends within ``RING_ENOUGH`` x the limit.
 * Balance (``TreePacker.balance``). Wherever the slot grid runs it also tries ``GRID_TREES`` trees per
   root with tree edges moved off the busiest links down to the limit: a reduction's mirror saturates
-  every GPU link, and one up-link a few edges over holds the whole grid back.
+  every GPU link, and one up-link a few edges over holds the whole grid back. Between 33 and 64 GPUs,
+  where routes cross two switches (a dragonfly), these are the only trees put on the grid by default.
 
 ReduceScatter schedules the mirrored AllGather on the reversed fabric and turns it around in time
 (``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror
@@ -112,7 +113,11 @@ RING_BOOKING = ("one ring through every GPU (each GPU streams to one successor),
                 "sends its own pieces first, then each predecessor's as they arrive")
 BALANCE_MOVES = 200  # tree edges moved off the busiest links at most (dragonfly mirror, 4 trees: 22)
 GRID_TREES = 4  # the slot grid also tries this few trees per root, balanced to the limit, deep trees first ...
-GRID_PIECES = 8  # ... in this many pieces each (dragonfly ReduceScatter 1.080 -> 1.042 x the limit)
+GRID_PIECES = 8  # ... in this many pieces each (dragonfly ReduceScatter 1.080 -> 1.042 x the limit), or fewer ...
+GRID_SLOT_ALPHA = 0.03  # ... where alpha would take more of a slot than this (64-GPU dragonfly AllGather: 8 pieces,
+# alpha 5 % of a slot, 1.062 x the limit; 4 pieces, 2.6 %, 1.042 x; the 32-GPU one keeps 8 pieces at 2.6 %)
+GRID_FEW_TREES_MAX_GPUS = 64  # beyond SLOTS_AUTO_MAX_GPUS and up to this, the automatic choice puts only the
+# balanced few trees on the grid, and only where routes cross two switches or more (a dragonfly), not the packed ones
 GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the packed trees are not put on the grid
 MORE_TREES = 24  # trees per root also tried where 8 and 12 leave the packing over MORE_TREES_ABOVE x the limit ...
 MORE_TREES_ABOVE = 1.02  # (shares of 1/8 or 1/12 cannot split a 12.5 GB/s NIC's load exactly: odd2 in bench/limit.py
@@ -269,6 +274,8 @@ class TreePacker:
                 break
             worst = set(np.flatnonzero(ratio >= top - 1e-9).tolist())
             cost, info = self.closure.costs(self.lengths(load))
+            reachable = np.isfinite(cost)
+            after = ((load + share) * scale).tolist()  # a link's time over the limit with one more edge on it
             routes_from: dict[int, list] = {}  # w -> the cheapest route from w to every GPU (one pass each)
             best = None
             for ts in trees.values():
@@ -278,16 +285,17 @@ class TreePacker:
                             if worst.isdisjoint(old):
                                 continue
                             below = _below(t, v)
+                            on_old = set(old)
                             for w in self.closure.gpus:
-                                if w == u or w in below or not np.isfinite(cost[self.index[w], self.index[v]]):
+                                if w == u or w in below or not reachable[self.index[w], self.index[v]]:
                                     continue
                                 if w not in routes_from:
                                     parent = np.full(n, self.index[w])
                                     parent[self.index[w]] = -1
                                     routes_from[w] = self.closure.tree_routes(parent, info)
                                 new = routes_from[w][self.index[v]]
-                                gained = [link for link in new if link not in old]  # shared ones keep their load
-                                peak = float(np.max((load[gained] + share) * scale[gained]))
+                                # shared links keep their load (a Python max: these lists are a few links long)
+                                peak = max(after[link] for link in new if link not in on_old)
                                 if peak < top - 1e-9 and (best is None or (peak, len(new)) < best[0]):
                                     best = ((peak, len(new)), t, u, i, v, w, new, old)
             if best is None:
@@ -1002,12 +1010,13 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue
                                   and _slot_grid_fits(topology)
-                                  and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
+                                  and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology))
                                   and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit_s)
     if try_grid:
         budget.report("ForestColl: booking routes on a slot grid", 0.75)
         slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, settings.pieces, start_s,
-                           limit_s, packed, settings.trees)
+                           limit_s, packed, settings.trees,
+                           few_only=not settings.slots and topology.n_gpus > SLOTS_AUTO_MAX_GPUS)
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
             grid = ("a slot grid of an up-link's bytes' time (every route crosses one switch, so hops stay "
@@ -1043,6 +1052,23 @@ def _ring(topology: Topology, collective: Collective, fabric: Topology, roots: l
     return packing, refined, pipeline(topology, refined, packing, start_s, queues, by_level=True)
 
 
+def _few_trees_grid_only(topology: Topology) -> bool:
+    """Beyond ``SLOTS_AUTO_MAX_GPUS``, up to ``GRID_FEW_TREES_MAX_GPUS``, where routes cross two switches or
+    more: there the balanced few trees on the grid are tried automatically (64-GPU dragonfly AllGather:
+    first come 1.123 x the limit, balanced 4 trees x 4 pieces on the grid 1.042 x, about 20 s of CPU), but
+    not the packed trees, whose matching over 64 senders costs minutes."""
+    return topology.n_gpus <= GRID_FEW_TREES_MAX_GPUS and not one_switch_routes(topology)
+
+
+def _grid_pieces(topology: Topology, per_rank_bytes: float, k: int) -> int:
+    """Pieces per balanced tree on the grid: ``GRID_PIECES``, halved (to 2 at least) while alpha would take
+    over ``GRID_SLOT_ALPHA`` of a slot: pieces shrink as GPUs grow, and every slot pays alpha."""
+    p = GRID_PIECES
+    while p > 2 and slot_overhead(topology, per_rank_bytes / (k * p)) > GRID_SLOT_ALPHA:
+        p //= 2
+    return p
+
+
 def _slot_grid_fits(topology: Topology) -> bool:
     """Bufferless switches whose up-links are alike (``slotted.slot_eligible``)."""
     return bool(topology.switches) and slot_eligible(topology)
@@ -1050,9 +1076,10 @@ def _slot_grid_fits(topology: Topology) -> bool:
 
 def _slotted(topology: Topology, collective: Collective, fabric: Topology, packing: Packing, roots: list[int],
              unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float, limit_s: float,
-             packed: dict | None = None, trees: int | None = None) -> tuple[Packing, Collective, Pipelined] | None:
+             packed: dict | None = None, trees: int | None = None,
+             few_only: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
     """The fastest slot-grid schedule, or None where pieces would be too small for the grid (a slot costs
-    alpha on top of a piece's bytes).
+    alpha on top of a piece's bytes). ``few_only``: the balanced few trees alone (``_few_trees_grid_only``).
 
     Balanced few trees (``_few_trees_slotted``) go first: they were the faster on every fabric measured
     (dragonfly, switch2d), and under a time limit (the app's default 30 s) the better candidate should not
@@ -1069,7 +1096,7 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
 
     best = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
                               packed, trees or GRID_TREES, slotted, plan_of, tight)
-    if budget.expired() or (best is not None and best[2].finish_s - start_s <= GRID_ENOUGH * limit_s):
+    if few_only or budget.expired() or (best is not None and best[2].finish_s - start_s <= GRID_ENOUGH * limit_s):
         return best
     if slotted:
         packing = best_packing(fabric, roots, unit_s, packing.k, budget, slotted=True, packed=packed)
@@ -1096,7 +1123,7 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
                        unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
                        packed: dict | None, k: int, slotted: bool,
                        plan_of, tight: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
-    """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``GRID_PIECES`` pieces each, on
+    """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``_grid_pieces`` pieces each, on
     the slot grid with deep trees first; None where pieces would be too small for the grid.
 
     Where every GPU link is saturated both ways (a reduction's mirror: no switch copies), a GPU's up-link
@@ -1106,7 +1133,7 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
     fixed = not refine or (collective.chunks_per_rank > 1 and pieces is None)
     # tight slots pay no alpha per slot: as many pieces as the transfer budget allows (``_refined``)
-    p = None if fixed else pieces or (None if tight else GRID_PIECES)
+    p = None if fixed else pieces or (None if tight else _grid_pieces(topology, per_rank_bytes, k))
     chunk_bytes = collective.chunk_bytes if fixed or p is None else per_rank_bytes / (k * p)
     if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
         return None  # alpha would outweigh a piece's bytes (small sizes): first-come booking serves them
