@@ -442,3 +442,13 @@ def test_the_grid_gives_64_gpu_dragonflies_fewer_larger_pieces_and_only_balanced
     assert forestcoll._few_trees_grid_only(ccviz.load_topology("dragonfly:groups=8,routers=4,gpus=2"))
     assert not forestcoll._few_trees_grid_only(ccviz.load_topology("rfs3d:dims=2x4x8"))
     assert not forestcoll._few_trees_grid_only(ccviz.load_topology("dragonfly:groups=8,routers=4,gpus=4"))
+
+
+def test_a_reduction_on_a_fabric_whose_switch_queues_is_booked_cut_through_and_counts_each_sum_once():
+    """tests/fixtures/forestcoll_queued_reduction.json: a 7-GPU, one-switch fabric with a buffered switch that the
+    property test above drew (hypothesis, 2026-11-27). Its ReduceScatter's mirror, booked with chunks waiting in
+    the switch's queue, turned around in time handed partial sums on in other pairs and counted one twice."""
+    topology = ccviz.load_topology(str(Path(__file__).parent / "fixtures" / "forestcoll_queued_reduction.json"))
+    for name in ("reducescatter", "allreduce"):
+        result = ccviz.run(topology, name, "forestcoll", 1e6, options=SynthOptions(extra={"switch_queue": True}))
+        assert result.timeline.verified, (name, [v.message for v in result.timeline.violations[:2]])

@@ -1176,6 +1176,12 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
     if not costs_alike_both_ways(topology):
         return copy_schedule(topology, collective, options, budget, pack_on=topology.reversed(),
                              limit_collective=mirror_collective(collective).name, packed=packed)[0]
+    asked = options.settings(ForestcollOptions).switch_queue
+    buffered = bool(topology.switches) and all(topology.nodes[s].buffer for s in topology.switches)
+    if buffered and asked is not False:
+        # the mirror is booked cut-through: turned around in time, two routes of one chunk that met in a switch's
+        # queue would hand their partial sums on in other pairs than they came in, and count one twice
+        options = options.with_extra(switch_queue=False)
     forward, _ = copy_schedule(mirror_fabric(topology), mirror_collective(collective), options, budget,
                                packed=packed)
     cpr = forward.collective.chunks_per_rank
