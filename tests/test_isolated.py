@@ -81,6 +81,9 @@ def test_a_full_pool_queues_says_so_and_worker_output_never_reaches_the_server(c
     while second.state != "queued" or pool.counts() != (1, 1):
         time.sleep(0.01)
     assert pool.line(second) == "1 solve running on 1 core: yours is queued, 1st in line; it starts when one ends"
+    deadline = time.monotonic() + 30  # "running" is set when the worker starts; its first report comes after
+    while not progress and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert progress  # the running task's reports arrive while it runs
     stop.set()
     a.join(30)
