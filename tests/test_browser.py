@@ -263,12 +263,13 @@ def _edit_cell(page, grid, column: int, row: int, text: str) -> None:
         for col in range(2, column + 1):
             page.keyboard.press("ArrowRight")
             grid.locator(f"[data-testid=glide-cell-{col}-{row}][aria-selected=true]").wait_for(state="attached")
-        page.keyboard.type(text)  # typing on a selected cell opens its editor with the text
+        page.keyboard.type(text, delay=40)  # typing on a selected cell opens its editor with the text
         page.keyboard.press("Enter")
         try:
             sync_api.expect(cell).to_have_text(text)  # committed: the grid shows the new value
             return
         except AssertionError:
+            page.keyboard.press("Escape")  # an editor left open by a lost keystroke would take the next try's keys
             continue
     sync_api.expect(cell).to_have_text(text)
 
