@@ -21,13 +21,13 @@ AUTO_FULL_LP_GPUS = 256  # summaries solve the full (unreduced) LP by themselves
 
 def alltoall_is_quick(topology: Topology) -> bool:
     """Whether the LP is quick enough for summaries: solved already, reduced by symmetry, or small."""
-    from ccviz.bounds.concurrent_flow import _arrays, find_translations
+    from ccviz.bounds.concurrent_flow import fabric_arrays, find_translations
     from ccviz.bounds.cut import CACHE as _CACHE
 
     cached = _CACHE.get(topology, {})
     if ("alltoall", True) in cached or ("alltoall", False) in cached or topology.n_gpus <= AUTO_FULL_LP_GPUS:
         return True
-    return find_translations(topology, _arrays(topology)) is not None
+    return find_translations(topology, fabric_arrays(topology)) is not None
 
 
 def alltoall_flow(topology: Topology, need_flows: bool = False) -> ConcurrentFlow:
@@ -48,15 +48,10 @@ def sweep_cut(topology: Topology, flow: ConcurrentFlow) -> tuple[frozenset[int],
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import dijkstra
 
-    nodes = list(topology.nodes)
-    index = {n: i for i, n in enumerate(nodes)}
-    tail = np.array([index[u] for u, _ in flow.links])
-    head = np.array([index[v] for _, v in flow.links])
+    a = flow.fabric
+    nodes, tail, head, gpus, is_gpu = a.nodes, a.tail, a.head, a.gpus, a.is_gpu
     length = flow.prices + 1e-9 * max(float(flow.prices.max(initial=0.0)), 1e-12)  # ties broken by hops
     graph = csr_matrix((length, (tail, head)), shape=(len(nodes), len(nodes)))
-    gpus = np.array([index[g] for g in topology.gpus])
-    is_gpu = np.zeros(len(nodes), dtype=bool)
-    is_gpu[gpus] = True
     roots = gpus[np.linspace(0, len(gpus) - 1, min(SWEEP_ROOTS, len(gpus))).astype(int)]
     dist = dijkstra(graph, indices=roots)
     dist[~np.isfinite(dist)] = dist[np.isfinite(dist)].max() + 1

@@ -42,17 +42,25 @@ class ConcurrentFlow:
     ``flows[s, e]``: GB of source s's commodity on link ``links[e]`` (rows in ``sources`` order), None
     when the LP was reduced by symmetry and flows were not asked for.
     ``prices[e]``: the capacity rows' duals, normalized so that sum(price x bandwidth) = 1.
+    ``fabric``: the node positions and link order every array here is indexed by.
     """
 
     seconds_per_pair_GB: float
-    links: list[tuple[int, int]]
-    capacity_GBps: np.ndarray
+    fabric: FabricArrays
     prices: np.ndarray
     sources: list[int]
     flows: np.ndarray | None
     method: str
     solve_s: float
     translations: Translations | None = None  # set where the LP was reduced by the fabric's symmetry
+
+    @property
+    def links(self) -> list[tuple[int, int]]:
+        return self.fabric.links
+
+    @property
+    def capacity_GBps(self) -> np.ndarray:
+        return self.fabric.capacity
 
     def binding_links(self) -> list[tuple[int, int]]:
         """Links whose dual price is positive: every optimal flow keeps them full."""
@@ -62,7 +70,10 @@ class ConcurrentFlow:
 
 # ------------------------------------------------------------------------------ the fabric as arrays
 @dataclass(frozen=True)
-class _Arrays:
+class FabricArrays:
+    """The fabric as node positions and link indices: the LP's rows and columns, and (carried on
+    ``ConcurrentFlow``) the order in which ``mcf`` reads the LP's flows, so the two cannot drift apart."""
+
     nodes: list[int]
     index: dict[int, int]
     links: list[tuple[int, int]]
@@ -71,8 +82,15 @@ class _Arrays:
     capacity: np.ndarray
     gpus: np.ndarray  # node positions of the GPUs
 
+    @property
+    def is_gpu(self) -> np.ndarray:
+        """A mask over node positions: True at the GPUs."""
+        mask = np.zeros(len(self.nodes), dtype=bool)
+        mask[self.gpus] = True
+        return mask
 
-def _arrays(topology: Topology) -> _Arrays:
+
+def fabric_arrays(topology: Topology) -> FabricArrays:
     nodes = list(topology.nodes)
     index = {n: i for i, n in enumerate(nodes)}
     links = list(topology.links)
@@ -80,10 +98,10 @@ def _arrays(topology: Topology) -> _Arrays:
     head = np.array([index[v] for _, v in links], dtype=np.int64)
     capacity = np.array([topology.links[k].bandwidth_GBps * topology.links[k].lanes for k in links], dtype=float)
     gpus = np.array([index[g] for g in topology.gpus], dtype=np.int64)
-    return _Arrays(nodes, index, links, tail, head, capacity, gpus)
+    return FabricArrays(nodes, index, links, tail, head, capacity, gpus)
 
 
-def _incidence(a: _Arrays):
+def _incidence(a: FabricArrays):
     """Node x link matrix: +1 where the link leaves the node, -1 where it enters."""
     from scipy.sparse import csc_matrix
 
@@ -107,7 +125,7 @@ class Translations:
         self.link_perm = link_perm
 
 
-def find_translations(topology: Topology, a: _Arrays) -> Translations | None:
+def find_translations(topology: Topology, a: FabricArrays) -> Translations | None:
     """Translations of a fabric built on coordinates (tori, rings, hypercubes, fully connected, fat-trees),
     or None.
 
@@ -143,7 +161,7 @@ def find_translations(topology: Topology, a: _Arrays) -> Translations | None:
     return Translations(perms, link_perm)
 
 
-def _gpu_group(topology: Topology, a: _Arrays) -> np.ndarray | None:
+def _gpu_group(topology: Topology, a: FabricArrays) -> np.ndarray | None:
     """perms[g][i]: the GPU (as an index into the GPUs) that GPU i goes to under the translation taking
     GPU 0 to GPU g.
 
@@ -174,7 +192,7 @@ def _gpu_group(topology: Topology, a: _Arrays) -> np.ndarray | None:
     return perms
 
 
-def _extend_to_switches(a: _Arrays, gpu_perms: np.ndarray) -> np.ndarray | None:
+def _extend_to_switches(a: FabricArrays, gpu_perms: np.ndarray) -> np.ndarray | None:
     """Node permutations (positions) from GPU permutations: a switch goes to the switch whose nearest GPUs
     are the images of its own, the k-th of those (in id order) to the k-th; None where none matches."""
     from scipy.sparse import csr_matrix
@@ -276,7 +294,7 @@ def concurrent_flow(topology: Topology, *, need_flows: bool = False, symmetry: b
     if topology.n_gpus < 2:
         raise CcvizError("topology: AllToAll needs at least 2 GPUs", "topology")
     t0 = time.perf_counter()
-    a = _arrays(topology)
+    a = fabric_arrays(topology)
     group = find_translations(topology, a) if symmetry else None
     if group is not None:
         value, prices, flow0 = _symmetric(a, group, time_limit)
@@ -292,11 +310,11 @@ def concurrent_flow(topology: Topology, *, need_flows: bool = False, symmetry: b
     total = float((prices * a.capacity).sum())
     if total > 0:
         prices = prices / total
-    return ConcurrentFlow(value, a.links, a.capacity, prices, list(topology.gpus), flows if need_flows else None,
+    return ConcurrentFlow(value, a, prices, list(topology.gpus), flows if need_flows else None,
                           method, time.perf_counter() - t0, group)
 
 
-def _supplies(a: _Arrays, source_pos: int) -> np.ndarray:
+def _supplies(a: FabricArrays, source_pos: int) -> np.ndarray:
     """Net outflow per node for one source: N-1 at the source, -1 at every other GPU, 0 at switches."""
     b = np.zeros(len(a.nodes))
     b[a.gpus] = -1.0
@@ -304,7 +322,7 @@ def _supplies(a: _Arrays, source_pos: int) -> np.ndarray:
     return b
 
 
-def _aggregated(a: _Arrays, time_limit: float | None) -> tuple[float, np.ndarray, np.ndarray]:
+def _aggregated(a: FabricArrays, time_limit: float | None) -> tuple[float, np.ndarray, np.ndarray]:
     """Variables x[s, e] (source s's flow on link e) and T; min T s.t. conservation and
     sum_s x[s, e] <= T c_e."""
     from scipy.sparse import hstack, identity, kron, vstack
@@ -325,7 +343,7 @@ def _aggregated(a: _Arrays, time_limit: float | None) -> tuple[float, np.ndarray
     return value, prices, x[:-1].reshape(n, n_links)
 
 
-def _symmetric(a: _Arrays, group: Translations, time_limit: float | None) -> tuple[float, np.ndarray, np.ndarray]:
+def _symmetric(a: FabricArrays, group: Translations, time_limit: float | None) -> tuple[float, np.ndarray, np.ndarray]:
     """One source's flow y (from GPU 0's position) and T; the load on link e is the sum of y over e's
     orbit under the group, so sum_{e' in orbit(e)} y[e'] <= T c_e, one row per orbit."""
     from scipy.sparse import csc_matrix, hstack, vstack

@@ -32,7 +32,7 @@ from __future__ import annotations
 import heapq
 import time
 from bisect import bisect_left, bisect_right, insort
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.slotted import slot_eligible, slotted_pipeline
+
+if TYPE_CHECKING:
+    from ccviz.bounds.concurrent_flow import FabricArrays
 
 TRANSFER_BUDGET = 300_000  # automatic chunks per pair keep the schedule under this many transfers
 CHUNK_CHOICES = (8, 6, 4, 3, 2, 1)
@@ -59,27 +62,7 @@ STOP_EVERY = 20_000  # bookings between two looks at the stop flag
 
 
 # ------------------------------------------------------------------------------ flows into paths
-@dataclass(frozen=True)
-class _Fabric:
-    """The topology as positions and link indices (the LP's link order)."""
-
-    nodes: list[int]
-    index: dict[int, int]
-    links: list[tuple[int, int]]
-    tail: np.ndarray
-    head: np.ndarray
-    is_gpu: np.ndarray
-
-
-def _fabric(topology: Topology, links: list[tuple[int, int]]) -> _Fabric:
-    nodes = list(topology.nodes)
-    index = {n: i for i, n in enumerate(nodes)}
-    is_gpu = np.array([not topology.is_switch(n) for n in nodes])
-    return _Fabric(nodes, index, links, np.array([index[u] for u, _ in links]), np.array([index[v] for _, v in links]),
-                   is_gpu)
-
-
-def decompose(fabric: _Fabric, row: np.ndarray, source: int, dests: list[int]) -> dict[int, list[tuple[float, list[int]]]]:
+def decompose(fabric: FabricArrays, row: np.ndarray, source: int, dests: list[int]) -> dict[int, list[tuple[float, list[int]]]]:
     """Source ``source``'s flow (one unit to each of ``dests``, node positions) as paths: per destination
     a list of (fraction, link indices), fractions summing to 1."""
     flow = np.where(row > _FLOW_EPS, row, 0.0)
@@ -130,7 +113,7 @@ def _walk_back(flow: np.ndarray, into: dict[int, list[int]], tail: np.ndarray, s
             return links
 
 
-def pair_paths(flow, fabric: _Fabric, gpus: list[int]
+def pair_paths(flow, fabric: FabricArrays, gpus: list[int]
                ) -> tuple[dict[tuple[int, int], list[tuple[float, list[int]]]], dict[tuple[int, int], int]]:
     """Every ordered GPU pair's paths (fraction, link indices), keyed by node positions, and its round: on a
     symmetric fabric source 0's paths are translated to every source and the round is the translation
@@ -302,7 +285,7 @@ class LinkCalendars:
             del starts[i + 1], ends[i + 1]
 
 
-def book_chunks(topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[int]]], chunk_bytes: float,
+def book_chunks(topology: Topology, fabric: FabricArrays, routes: list[tuple[int, list[int]]], chunk_bytes: float,
                 order: list[int], stop=None) -> tuple[list[Transfer], float]:
     """Timed transfers for ``routes`` ((chunk id, its path as link indices), every chunk ready at its source
     at time 0, and the last arrival.
@@ -387,7 +370,7 @@ class SwitchPaths:
     the same first and last link whose middle is a switch path of the same length (a fat-tree's other
     aggregation and core switches), at most ``MAX_DETOURS``, found once per pair of switches."""
 
-    def __init__(self, fabric: _Fabric, stores: list[bool]) -> None:
+    def __init__(self, fabric: FabricArrays, stores: list[bool]) -> None:
         self.out: dict[int, list[tuple[int, int]]] = {}
         for e, (u, v) in enumerate(zip(fabric.tail.tolist(), fabric.head.tolist(), strict=True)):
             if not stores[u] and not stores[v]:
@@ -442,7 +425,7 @@ class SwitchPaths:
                 path.pop()
 
 
-def _book_hops(fabric: _Fabric, routes: list[tuple[int, list[int]]], delay: list[float], busy: list[float],
+def _book_hops(fabric: FabricArrays, routes: list[tuple[int, list[int]]], delay: list[float], busy: list[float],
                lanes: list[int], stop=None) -> tuple[list[Transfer], float]:
     """``book_chunks`` where every segment is one hop (no bufferless switch): in time order a hop starts
     when its chunk is there and a lane is free. Nothing is ever booked before an earlier-booked hop's
@@ -515,7 +498,7 @@ class _Segments:
         self.chosen[seq] = links[:pos] + chain + links[self.end(seq):]
 
 
-def book_binding_first(topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[int]]], chunk_bytes: float,
+def book_binding_first(topology: Topology, fabric: FabricArrays, routes: list[tuple[int, list[int]]], chunk_bytes: float,
                        order: list[int], give_up=None) -> tuple[list[Transfer], float] | None:
     """``book_chunks`` driven by the binding links, for fabrics where first-fit in one fixed order loses: a
     chain through bufferless switches must find several links free at fixed offsets at once, and each
@@ -693,7 +676,7 @@ class RoutePlan:
     through switches on its slot grid (every slot's senders matched together, detours along other switch
     paths of the same length), direct links whenever free."""
 
-    def __init__(self, topology: Topology, fabric: _Fabric, routes: list[tuple[int, list[int]]],
+    def __init__(self, topology: Topology, fabric: FabricArrays, routes: list[tuple[int, list[int]]],
                  urgency: dict[int, float]) -> None:
         sorted_id = {key: i for i, key in enumerate(sorted(topology.links))}
         nodes, head = fabric.nodes, fabric.head
@@ -752,7 +735,7 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
                          "groups); drop --ranks or use direct / mteg", "ranks")
     options.report(Progress(time.perf_counter() - t0, "solving the maximum concurrent flow LP"))
     flow = alltoall_flow(topology, need_flows=True)
-    fabric = _fabric(topology, flow.links)
+    fabric = flow.fabric
     options.report(Progress(time.perf_counter() - t0, f"LP solved in {flow.solve_s:.2f} s; splitting flows into paths"))
     paths, rounds = pair_paths(flow, fabric, topology.gpus)
     n_pairs = len(paths)
