@@ -165,7 +165,7 @@ def _print_summary(s: dict[str, Any], bound_text: str) -> None:
         f"  finish time   {format_time(s['finish_time_s'])}  ({ok}, by the simulator)",
         f"  algbw/busbw   {s['algbw_GBps'] or 0:.3f} / {s['busbw_GBps'] or 0:.3f} GB/s",
         f"  lower bound   {format_time(s['lower_bound_s'])}  ({bound_text})",
-        f"  fabric limit  {limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'])}",
+        f"  fabric limit  {limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'], s['collective'])}",
         f"  synthesis     {format_time(s['synth_time_s'])}, status {s['status']}"
         + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else ""),
         f"  transfers     {s['transfers']}" + (f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"

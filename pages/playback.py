@@ -35,6 +35,7 @@ steps = entry.figure("steps", lambda: schedule_steps(timeline))
 st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_bytes)} over {coll.n_ranks} GPUs "
            f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {ui.plural(len(steps), 'step')} · "
            + note)
+ui.limit_lines(entry)  # how far from the fabric's limit, and which links bind
 
 
 def transfers_table(rows: pd.DataFrame, first: list[str] | None = None) -> None:

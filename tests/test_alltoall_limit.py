@@ -13,6 +13,7 @@ from ccviz import bandwidth_limit, load_topology
 from ccviz.bounds.alltoall_limit import sweep_cut
 from ccviz.bounds.concurrent_flow import concurrent_flow
 from ccviz.bounds.cost import lower_bound
+from ccviz.bounds.limit import limit_sentence
 from ccviz.cli import main
 from ccviz.model.collectives import make_collective
 from ccviz.model.topology import Link, Node, Topology
@@ -171,3 +172,17 @@ def test_the_designer_draws_the_alltoall_bottleneck():
     assert not at.exception and not at.error
     assert any("alltoall of 1GB cannot finish before" in c.value and "bind in the flow LP" in c.value
                for c in at.caption), [c.value for c in at.caption]
+
+
+def test_the_words_say_how_the_limit_was_found_and_name_the_cut_and_binding_links():
+    explanation = bandwidth_limit(load_topology("dragonfly:groups=4,routers=4,gpus=2"), "alltoall", 1e9).explanation()
+    assert "maximum concurrent flow LP" in explanation  # how it was computed, not only a cut
+    assert "(32->36, 33->40, 34->44)" in explanation  # the cut's three global cables by name
+    assert "12 link(s) bind in the flow LP" in explanation
+
+
+def test_a_missing_alltoall_limit_is_not_called_undefined():
+    # AllToAll has a limit; summaries skip its LP on big fabrics without symmetry, and must say so
+    words = limit_sentence(1e-3, None, 300, "alltoall")
+    assert "not computed automatically" in words and "no fabric limit is defined" not in words
+    assert "no fabric limit is defined" in limit_sentence(1e-3, None, 16, "gather")

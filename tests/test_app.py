@@ -420,7 +420,9 @@ def test_results_show_the_share_of_the_fabric_limit_and_the_designer_draws_the_c
     at = fresh_app()
     synthesize(at, "ring")
     expected = run(ccviz.load_topology("dgx1"), "allgather", "ring", 1e6)
-    assert any(f"{expected.limit_fraction:.1%} of the fabric's limit" in m.value for m in at.markdown)
+    ratio = expected.timeline.finish_time_s / expected.limit_s
+    assert any(f"finish = {ratio:.3f} x the fabric's limit" in m.value
+               and f"{expected.limit_fraction:.1%} of the limit's speed" in m.value for m in at.markdown)
     at.switch_page("pages/topology.py").run()
     assert_clean(at)
     assert any("everything but GPU 0 must reach GPU 0 over its 4 links, 150 GB/s in all" in c.value
@@ -428,6 +430,26 @@ def test_results_show_the_share_of_the_fabric_limit_and_the_designer_draws_the_c
     at.selectbox(key="topo_cut_of").select("broadcast").run()
     assert_clean(at)
     assert any("smallest flow out of the root" in c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("page", ["synthesize", "playback"])
+def test_an_alltoall_run_says_how_far_it_is_from_the_limit_how_the_limit_was_found_and_which_links_bind(page):
+    # a lecturer on AllToAll: the page said "95.2% of the fabric's limit" (of what? the time?) and named
+    # neither the maximum concurrent flow LP nor a binding link
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": page, "topology": "torus2d:dims=4x4", "collective": "alltoall",
+                            "algorithm": "direct", "size": "1MB"})
+    at.run()
+    if page == "synthesize":
+        at.button(key="syn_run").click().run()
+    assert_clean(at)
+    expected = run(ccviz.load_topology("torus2d:dims=4x4"), "alltoall", "direct", 1e6)
+    ratio = expected.timeline.finish_time_s / expected.limit_s
+    assert ratio > 1.01  # direct is off the limit here: the words below must say by how much
+    assert any(f"finish = {ratio:.3f} x the fabric's limit" in m.value and "of the limit's speed" in m.value
+               for m in at.markdown), [m.value for m in at.markdown]
+    how = [c.value for c in at.caption if "maximum concurrent flow LP" in c.value]
+    assert how and "0->12" in how[0] and "bind in the flow LP" in how[0], [c.value for c in at.caption]
 
 
 def test_link_table_has_one_row_per_cable_and_blank_values_take_the_fabric_defaults():

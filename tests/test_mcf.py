@@ -30,6 +30,13 @@ def test_verified_and_near_the_limit_at_1GB(spec, within, binding_first):
         assert any("binding links first" in note for note in result.schedule.notes)
 
 
+def test_the_notes_give_the_limit_in_a_readable_unit():
+    # at 1 GB the note read "limit 1e+04 us" beside the page's "10 ms"
+    result = run(load_topology("torus2d:dims=4x4"), "alltoall", "mcf", 1e9)
+    first = result.schedule.notes[0]
+    assert "limit 10 ms (bandwidth only" in first and "e+" not in first, first
+
+
 def test_paths_carry_the_lp_flow():
     topology = load_topology("mesh2d:dims=3x3")
     flow = concurrent_flow(topology, need_flows=True)

@@ -210,7 +210,7 @@ def results_summary(entry: CachedRun) -> None:
     # the wall time beside "synthesis time" (the solver's own): a first run's worker start can take seconds
     st.markdown(details + f" · {format_time(entry.server_time_s)} from Synthesize to this result (waiting for a "
                 "worker process, the simulator and the bound included)")
-    st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus']))}**")
+    limit_lines(entry)
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")
@@ -219,6 +219,15 @@ def results_summary(entry: CachedRun) -> None:
     if not s["verified"]:
         st.error(f"The simulator found {len(s['violations'])} violation(s); the schedule is not valid.")
         st.dataframe(s["violations"], width="stretch")
+
+
+def limit_lines(entry: CachedRun) -> None:
+    """How far the run is from the fabric's limit, then what the limit is, how it was found and which links
+    bind (a lecturer's question on any page that shows a run: Synthesize and Playback)."""
+    s = entry.result.summary()
+    st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'], s['collective']))}**")
+    if entry.result.limit is not None:
+        st.caption(for_app(entry.result.limit.explanation()))
 
 
 # "optimal" only with its scope: TE-CCL proves it within its epoch model, where epochs round times up

@@ -87,6 +87,15 @@ def sweep_cut(topology: Topology, flow: ConcurrentFlow) -> tuple[frozenset[int],
     return best_set, best
 
 
+NAMED_LINKS = 8  # up to this many links are named in the limit's words (src->dst), more are counted
+
+
+def link_names(links) -> str:
+    """' (32->36, 33->40)': the links by name where there are few, else nothing (the count says it)."""
+    links = list(links)
+    return f" ({', '.join(f'{u}->{v}' for u, v in links)})" if 0 < len(links) <= NAMED_LINKS else ""
+
+
 def alltoall_limit(topology: Topology, size_bytes: float):
     """AllToAll's ``BandwidthLimit`` at ``size_bytes``: the LP's time, the swept cut and the binding links."""
     from ccviz.bounds.cut import BandwidthLimit, Cut
@@ -105,11 +114,13 @@ def alltoall_limit(topology: Topology, size_bytes: float):
     n_out = topology.n_gpus - len(gpus_in)
     binding = flow.binding_links()
     across = (f"the {len(gpus_in) * n_out} pairs from {_gpu_list(gpus_in)} to the {n_out} GPUs outside must "
-              f"cross {len(links)} link(s), {bandwidth:g} GB/s in all")
+              f"cross {len(links)} link(s){link_names(links)}, {bandwidth:g} GB/s in all")
+    bind = (f"all {len(binding)} of the fabric's links bind in the flow LP" if len(binding) == len(flow.links)
+            else f"{len(binding)} link(s) bind in the flow LP{link_names(binding)}")
     if cut_s >= limit_s * (1 - 1e-6):
-        words = f"{across}; this cut explains the whole limit ({len(binding)} link(s) bind in the flow LP)"
+        words = f"{across}; this cut explains the whole limit ({bind})"
     else:
-        words = (f"{len(binding)} link(s) bind in the flow LP, together: no single cut explains the limit (the "
+        words = (f"{bind}, together: no single cut explains the limit (the "
                  f"tightest found, where {across}, accounts for {cut_s / limit_s:.1%} of it)")
     cut = Cut(inside, links, bandwidth, limit_s / size_bytes, words)
     return BandwidthLimit("alltoall", float(size_bytes), limit_s, cut, binding_links=tuple(binding),

@@ -51,6 +51,9 @@ class BandwidthLimit:
         if self.parts:
             parts = " + ".join(f"{name} {format_time(t)}" for name, t in self.parts.items())
             return f"{head} = {parts}: {self.cut.words}. Alpha (per-hop latency) is not part of the limit."
+        if self.collective == "alltoall":  # how it was found: an LP, not a cut (a cut may explain only part)
+            head += (", as the maximum concurrent flow LP finds (every ordered GPU pair a flow of M/N bytes, all "
+                     f"pairs served at one rate; solved as {self.method})")
         return f"{head}: {self.cut.words}. Alpha (per-hop latency) is not part of the limit."
 
     def to_dict(self) -> dict[str, Any]:

@@ -429,20 +429,29 @@ def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: 
     return bandwidth_limit(topology, collective, size_bytes, root)
 
 
-def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | None = None) -> str:
+def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | None = None,
+                   collective: str | None = None) -> str:
     """How a result compares with the fabric's limit, in one line (CLI and app)."""
     if not limit_s and n_gpus is not None and n_gpus > AUTO_LIMIT_GPUS:
         return (f"the fabric's limit is not computed automatically above {AUTO_LIMIT_GPUS} GPUs (it can take "
                 "seconds per collective there); `ccviz limit` computes it")
+    if not limit_s and collective == "alltoall":  # a summary's collective, canonical
+        from ccviz.bounds.alltoall_limit import AUTO_FULL_LP_GPUS
+
+        return (f"the fabric's limit is not computed automatically for AllToAll above {AUTO_FULL_LP_GPUS} GPUs "
+                "on a fabric without a symmetry to shrink its LP (it can take minutes); `ccviz limit` computes it")
     if not limit_s:
         return "no fabric limit is defined for this collective (custom demands, gather, scatter)"
     if not finish_s:
         return f"the fabric's limit is {format_time(limit_s)} (bandwidth only, alpha ignored)"
-    text = (f"{limit_s / finish_s:.1%} of the fabric's limit: the limit is {format_time(limit_s)} "
-            "(bandwidth only, alpha ignored; `ccviz limit` shows the bottleneck cut)")
+    # the ratio first, as the page's bound reads ("finish = 1.45 x bound"): a bare "69% of the limit" read
+    # as 69% of the limit's time to a student; the share of the limit's speed follows, named as such
+    text = (f"finish = {finish_s / limit_s:.3f} x the fabric's limit: {format_time(finish_s)} against a limit of "
+            f"{format_time(limit_s)} (bandwidth only, alpha ignored), so the schedule runs at "
+            f"{limit_s / finish_s:.1%} of the limit's speed; `ccviz limit` shows the bottleneck cut")
     if limit_s > finish_s * (1 + 1e-9):
-        text += ("; above 100% because this fabric's switch-hop rule (teccl or free) delivers a hop out of a "
-                 "switch before its bytes have crossed that link")
+        text += ("; below 1 x (over 100%) because this fabric's switch-hop rule (teccl or free) delivers a hop out "
+                 "of a switch before its bytes have crossed that link")
     return text
 
 

@@ -41,6 +41,7 @@ from ccviz.model.collectives import Collective, make_collective
 from ccviz.model.physics import link_costs
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
+from ccviz.model.units import format_time
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.slotted import slot_eligible, slotted_pipeline
 
@@ -794,7 +795,7 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
     n_paths = sum(len(p) for p in paths.values())
     notes = [
         f"maximum concurrent flow LP ({flow.method}) solved in {flow.solve_s:.2f} s: limit "
-        f"{limit_s * 1e6:.4g} us (bandwidth only, alpha ignored)",
+        f"{format_time(limit_s)} (bandwidth only, alpha ignored)",
         f"{n_paths} paths over {n_pairs} pairs; {pieces} chunk(s) per pair, each on its pair's least loaded path",
         f"{how}: estimated finish {finish / limit_s:.3f} x the limit",
     ]
