@@ -106,7 +106,11 @@ with figure_col:
     # reran the designer instead (the user stayed here, sometimes with "start from" back at "builder").
     figure_tab, canvas_tab = st.tabs(["Figure", "Draw on a canvas"], key="topo_view", on_change="rerun")
     with figure_tab:
-        show_cut = st.selectbox("bottleneck cut of", ["none", *LIMITED], index=1, key="topo_cut_of", persist_state="session",
+        # first shown: the cut of the collective chosen on Synthesize, whose verdict sends the user here for it
+        cut_choices = ["none", *LIMITED]
+        chosen = st.session_state.get("syn_collective")
+        show_cut = st.selectbox("bottleneck cut of", cut_choices, index=cut_choices.index(chosen) if chosen in LIMITED
+                                else 1, key="topo_cut_of", persist_state="session",
                                 help="the fabric's limit: which links bound the collective (bandwidth only)")
         if show_cut != "none" and not limit_is_quick(topology, show_cut):
             st.caption(f"The bottleneck cut is drawn automatically up to {AUTO_LIMIT_GPUS} GPUs (above, it can take "

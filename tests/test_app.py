@@ -452,6 +452,20 @@ def test_an_alltoall_run_says_how_far_it_is_from_the_limit_how_the_limit_was_fou
     assert how and "0->12" in how[0] and "bind in the flow LP" in how[0], [c.value for c in at.caption]
 
 
+def test_the_designer_first_draws_the_cut_of_the_collective_the_verdict_sent_the_user_for():
+    # the verdict says "the Topology designer draws the bottleneck cut"; the designer drew AllGather's
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "torus2d:dims=4x4", "collective": "alltoall", "algorithm": "direct",
+                            "size": "1MB"})
+    at.run()
+    at.button(key="syn_run").click().run()
+    assert any("the Topology designer draws the bottleneck cut" in m.value for m in at.markdown)
+    at.switch_page("pages/topology.py").run()
+    assert_clean(at)
+    assert at.selectbox(key="topo_cut_of").value == "alltoall"
+    assert any("maximum concurrent flow LP" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
 def test_link_table_has_one_row_per_cable_and_blank_values_take_the_fabric_defaults():
     topo = ccviz.load_topology("ring:n=4,bw=25,alpha=0.7")
     nodes, links = node_table(topo), link_table(topo)
