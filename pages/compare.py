@@ -117,7 +117,7 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                      f"{', '.join(over['algorithm'].unique())}")
         elif len(ok) and ok["lower_bound_s"].notna().all():
             st.success(f"All {len(ok)} verified results stay within the bound (the tighter of the lower bound and "
-                       f"the fabric's limit); best ratio to it: {(ok['finish_time_s'] / bound_s[ok.index]).min():.3g}.")
+                       f"the fabric's limit); best ratio to it: {(ok['finish_time_s'] / bound_s[ok.index]).min():.3f}.")
         ui.plot(comparison_figure(table), key="cmp_plot")
         st.caption("Dotted lines are the textbook α-β formulas: one message per GPU at a time, every link at the "
                    "speed of the links the schedule uses, no contention. Solid lines are simulated on this fabric.")
@@ -143,7 +143,8 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                             "synth_time_s", "error"]],
                      width="stretch", hide_index=True,
                      column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in NUMERIC})
-        st.download_button("table as CSV", data=table.to_csv(index=False), file_name="comparison.csv",
+        st.download_button("table as CSV", data=ui.comparison_export(table, topology).to_csv(index=False),
+                           file_name="comparison.csv",
                            mime="text/csv", on_click="ignore")
 else:
     st.info("Pick algorithms and sizes, then press **Compare**.")

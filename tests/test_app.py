@@ -466,6 +466,23 @@ def test_the_designer_first_draws_the_cut_of_the_collective_the_verdict_sent_the
     assert any("maximum concurrent flow LP" in c.value for c in at.caption), [c.value for c in at.caption]
 
 
+def test_the_compare_csv_measures_its_ratios_against_the_bound_the_page_shows():
+    # a researcher's export said bound_ratio 5.08 where the page's table said 2.77: the file's ratio was
+    # against the lower bound alone, the page's against the tighter fabric's limit
+    from ccviz.app.ui import comparison_export, tighter_bounds
+    from ccviz.runs.compare import compare
+
+    topology = ccviz.load_topology("dragonfly:groups=3,routers=2,gpus=2")
+    table = compare(topology, "allreduce", ["ring"], [1e9])
+    assert (table["limit_s"] > table["lower_bound_s"] * 1.5).all()  # the fabric's limit is the tighter bound
+    export = comparison_export(table, topology)
+    shown = tighter_bounds(table, topology)
+    assert export["bound_s"].tolist() == pytest.approx(table["limit_s"].tolist())
+    assert export["bound_ratio"].tolist() == pytest.approx((table["finish_time_s"] / shown).tolist())
+    assert export["bound_algbw_GBps"].tolist() == pytest.approx((1e9 / shown / 1e9).tolist())
+    assert list(export.columns).index("bound_s") == list(export.columns).index("lower_bound_s") + 1
+
+
 def test_link_table_has_one_row_per_cable_and_blank_values_take_the_fabric_defaults():
     topo = ccviz.load_topology("ring:n=4,bw=25,alpha=0.7")
     nodes, links = node_table(topo), link_table(topo)
