@@ -16,6 +16,17 @@ def stuck(topology, collective, options):
     return REGISTRY["ring"].synthesize(topology, collective, options)
 
 
+def silent(topology, collective, options):
+    """Offers nothing and ignores Stop for a minute (forestcoll packing trees on a 64-GPU dragonfly)."""
+    from ccviz.synth.registry import Progress
+
+    options.report(Progress(0.0, "packing"))  # the test stops it once this arrives: the solve is running
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < 60:
+        sum(range(10_000))
+    return REGISTRY["ring"].synthesize(topology, collective, options)
+
+
 def crash(topology, collective, options):
     """Dies the way a solver's segfault does: the process is gone, nothing is sent back."""
     os._exit(3)

@@ -35,7 +35,8 @@ def test_three_concurrent_teccl_solves_through_the_app_jobs_all_verify():
 @pytest.fixture
 def registered(monkeypatch):
     ring = REGISTRY["ring"]
-    for name, function in (("stuck-test", isolated_tasks.stuck), ("crash-test", isolated_tasks.crash)):
+    for name, function in (("stuck-test", isolated_tasks.stuck), ("crash-test", isolated_tasks.crash),
+                           ("silent-test", isolated_tasks.silent)):
         monkeypatch.setitem(REGISTRY, name, Algorithm(name, function, ring.collectives, "test", "heuristic"))
 
 
@@ -52,6 +53,21 @@ def test_stop_ends_a_solver_that_ignores_it_and_the_best_it_offered_comes_back(r
     entry = job.entry
     assert entry.stopped and entry.result.timeline.verified
     assert any("its process was ended" in note for note in entry.result.schedule.notes)
+
+
+def test_a_stop_with_nothing_offered_tells_the_app_user_where_the_time_limit_is(registered):
+    # forestcoll on a 64-GPU dragonfly, stopped while packing trees: the page said "give it a longer time
+    # limit" and the time limit box is folded away under algorithm options
+    from ccviz.app.state import for_app
+
+    topology = ccviz.load_topology("ring:n=4")
+    job = SynthesisJob(RunRequest.make(topology, "allgather", "silent-test", 1e6), topology)
+    deadline = time.monotonic() + 120
+    while job.latest() is None and not job.done and time.monotonic() < deadline:
+        time.sleep(0.05)  # until the worker runs the solve (its first report)
+    job.stop()
+    assert job.wait(30) and job.error is not None and "nothing to show" in job.error
+    assert "raise 'time limit (s)' under algorithm options" in for_app(job.error), for_app(job.error)
 
 
 def test_a_crashing_solver_is_one_error_line_and_the_app_goes_on(registered):

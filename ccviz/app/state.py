@@ -106,6 +106,8 @@ def user_errors(what: str = "", sticky: str | None = None) -> Iterator[None]:
 APP_WORDS = (
     (re.compile(r"`ccviz limit` shows the bottleneck cut"), "the Topology designer draws the bottleneck cut"),
     (re.compile(r" \(--topology\)"), " (in the Topology designer)"),
+    # the isolated runner's words when a solve ended with nothing: the app's limit is under algorithm options
+    (re.compile(r"give it a longer time limit"), "raise 'time limit (s)' under algorithm options"),
     (re.compile(r"(pass|give|use|choose) --topology"), r"\1 the topology (Topology designer)"),
     (re.compile(r"--topology"), "the topology (Topology designer)"),
     (re.compile(r"--opt ([a-z_]+)=([^\s;,)]+)"), r"the option '\1' set to \2 (algorithm options)"),
