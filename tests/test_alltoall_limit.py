@@ -178,6 +178,7 @@ def test_the_words_say_how_the_limit_was_found_and_name_the_cut_and_binding_link
     explanation = bandwidth_limit(load_topology("dragonfly:groups=4,routers=4,gpus=2"), "alltoall", 1e9).explanation()
     assert "maximum concurrent flow LP" in explanation  # how it was computed, not only a cut
     assert "(32->36, 33->40, 34->44)" in explanation  # the cut's three global cables by name
+    assert "pairs from the 8 GPUs 0-7 to the 24 GPUs outside" in explanation  # which GPUs: group 0
     assert "12 link(s) bind in the flow LP" in explanation
 
 

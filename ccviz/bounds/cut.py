@@ -100,4 +100,7 @@ def gpu_list(gpus: list[int]) -> str:
         return f"GPU {gpus[0]}"
     if len(gpus) <= 6:
         return "GPUs " + ", ".join(map(str, gpus))
+    ordered = sorted(gpus)
+    if ordered[-1] - ordered[0] == len(ordered) - 1:  # one run of numbers: say which (a box, a group)
+        return f"the {len(gpus)} GPUs {ordered[0]}-{ordered[-1]}"
     return f"{len(gpus)} GPUs"
