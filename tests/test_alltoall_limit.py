@@ -187,3 +187,10 @@ def test_a_missing_alltoall_limit_is_not_called_undefined():
     words = limit_sentence(1e-3, None, 300, "alltoall")
     assert "not computed automatically" in words and "no fabric limit is defined" not in words
     assert "no fabric limit is defined" in limit_sentence(1e-3, None, 16, "gather")
+
+
+def test_the_lower_bounds_reason_gives_its_times_in_a_readable_unit():
+    # the CLI said "data crossing first half of the ranks needs 1e+04 us" beside "lower bound 10 ms"
+    topology = load_topology("torus2d:dims=4x4")
+    reason = lower_bound(topology, make_collective("alltoall", topology, 1e9)).explanation
+    assert "e+" not in reason and " ms" in reason, reason

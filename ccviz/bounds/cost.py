@@ -25,6 +25,7 @@ from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
 from ccviz.model.routing import earliest_arrivals
 from ccviz.model.topology import Topology
+from ccviz.model.units import format_time
 
 # =========================================================================== lower bounds
 
@@ -240,7 +241,7 @@ def _latency_bound(topology: Topology, demands: _Demands, chunk_bytes: float,
         else:
             continue  # several holders (or none sampled): skipped, which only weakens the bound
         if t > worst:
-            worst, what = t, f"a chunk needs {t * 1e6:.4g} us to reach rank {r} (alpha + chunk time per hop)"
+            worst, what = t, f"a chunk needs {format_time(t)} to reach rank {r} (alpha + chunk time per hop)"
     return worst, what
 
 
@@ -295,11 +296,11 @@ def _chunked_bandwidth(topology: Topology, collective: Collective, cuts: Iterabl
     for g in topology.gpus:
         t = cut.bound(receive.get(g, 0), send.get(g, 0), frozenset([g]))
         if t > bandwidth:
-            bandwidth, what, where = t, f"data crossing GPU {g} needs {t * 1e6:.4g} us", frozenset([g])
+            bandwidth, what, where = t, f"data crossing GPU {g} needs {format_time(t)}", frozenset([g])
     for name, inside in cuts:
         t = cut.bound(*demands.crossings(inside), inside)
         if t > bandwidth:
-            bandwidth, what, where = t, f"data crossing {name} needs {t * 1e6:.4g} us", inside
+            bandwidth, what, where = t, f"data crossing {name} needs {format_time(t)}", inside
     return bandwidth, what, where
 
 
@@ -376,7 +377,7 @@ def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
         advice = (f"about {hint} chunks per rank would let a schedule approach it" if hint
                   else "more than 64 chunks per rank would be needed to approach it")
         text += (f"; at {collective.chunks_per_rank} chunk(s) per rank this is above the fabric's limit of "
-                 f"{limit.limit_s * 1e6:.4g} us (bandwidth only); {advice}")
+                 f"{format_time(limit.limit_s)} (bandwidth only); {advice}")
     return LowerBound(max(bandwidth, latency), bandwidth, latency, text,
                       None if limit is None else limit.limit_s, chunked, hint)
 
