@@ -294,6 +294,8 @@ def cmd_limit(args: argparse.Namespace) -> int:
     ]
     for name, seconds in out.get("parts_s", {}).items():
         lines.append(f"  {name:<11} {format_time(seconds)}")
+    if "method" in out:  # AllToAll: an LP, whose cut may explain only part of the limit
+        lines.append(f"  found by    {out['method']}")
     lines += [
         f"  bottleneck  {limit.cut.words}",
         f"  cut links   {', '.join(f'{u}->{v}' for u, v in out['cut_links'])}",

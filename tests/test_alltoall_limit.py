@@ -163,6 +163,12 @@ def test_cli_json(capsys):
     assert out["limit_s"] == pytest.approx(0.01)
 
 
+def test_cli_text_says_how_the_limit_was_found(capsys):
+    assert main(["limit", "torus2d:dims=4x4", "-c", "alltoall", "-s", "1GB"]) == 0
+    out = capsys.readouterr().out
+    assert "found by    maximum concurrent flow LP (HiGHS)" in out, out
+
+
 def test_the_designer_draws_the_alltoall_bottleneck():
     from streamlit.testing.v1 import AppTest
 
