@@ -23,6 +23,18 @@ JOB_KEY = "cmp_job"
 POLL_S = 0.1
 NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "limit_us", "limit_pct", "formula_us",
            "synth_time_s")
+# what each number is, in its header's tooltip (a researcher read "limit_pct" as a share of the limit's time)
+COLUMN_HELP = {
+    "finish_us": "finish time in the simulator (us)",
+    "algbw_GBps": "algorithm bandwidth: size per rank / finish time (GB/s)",
+    "busbw_GBps": "bus bandwidth: algbw times nccl-tests' factor for the collective (GB/s)",
+    "bound_us": "the bound: the tighter of the lower bound and, where it bounds, the fabric's limit (us)",
+    "bound_ratio": "finish time / bound (1 = at the bound)",
+    "limit_us": "the fabric's limit: bandwidth only, alpha ignored (us)",
+    "limit_pct": "limit / finish time, in %: the share of the limit's speed the schedule reaches (100 = at the limit)",
+    "formula_us": "the textbook alpha-beta formula (us); empty where the algorithm has none",
+    "synth_time_s": "synthesis time (s)",
+}
 
 
 def run_sweep(job: SweepJob) -> None:
@@ -142,7 +154,8 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                             "bound_ratio", "limit_us", "limit_pct", "formula_us", "verified", "status",
                             "synth_time_s", "error"]],
                      width="stretch", hide_index=True,
-                     column_config={c: st.column_config.NumberColumn(c, format="%.4g") for c in NUMERIC})
+                     column_config={c: st.column_config.NumberColumn(c, format="%.4g", help=COLUMN_HELP[c])
+                                    for c in NUMERIC})
         st.download_button("table as CSV", data=ui.comparison_export(table, topology).to_csv(index=False),
                            file_name="comparison.csv",
                            mime="text/csv", on_click="ignore")

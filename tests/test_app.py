@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -157,6 +158,11 @@ def test_compare_two_algorithms_within_the_bound():
     assert (table["finish_us"] >= table["bound_us"] * (1 - 1e-9)).all()
     # the bound shown is the tighter of the lower bound and the fabric's limit (DGX-1: no switches)
     assert (table["bound_us"] >= table["limit_us"] * (1 - 1e-9)).all()
+    # every number's header says what it is and its unit ("limit_pct" was read as a share of time)
+    config = json.loads(at.dataframe[0].proto.columns)
+    numbers = [c for c in table.columns if c not in ("algorithm", "size", "verified", "status", "error")]
+    assert all(config.get(c, {}).get("help") for c in numbers), {c: config.get(c) for c in numbers}
+    assert "share of the limit's speed" in config["limit_pct"]["help"]
 
 
 def test_compare_forestcoll_beside_ring_stays_within_each_runs_bound():
