@@ -458,6 +458,19 @@ def test_an_alltoall_run_says_how_far_it_is_from_the_limit_how_the_limit_was_fou
     assert how and "0->12" in how[0] and "bind in the flow LP" in how[0], [c.value for c in at.caption]
 
 
+def test_mcf_refusing_a_process_group_names_the_pages_box_not_the_cli_flag():
+    # the page said "drop --ranks or use direct / mteg"; its box is "process group (optional)"
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"topology": "torus2d:dims=4x4", "collective": "alltoall", "algorithm": "mcf",
+                            "size": "1MB"})
+    at.run()
+    at.text_input(key="syn_ranks").input("0-7").run()
+    at.button(key="syn_run").click().run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("empty the process group box" in e for e in errors) and not any("--" in e for e in errors), errors
+
+
 def test_the_designer_first_draws_the_cut_of_the_collective_the_verdict_sent_the_user_for():
     # the verdict says "the Topology designer draws the bottleneck cut"; the designer drew AllGather's
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -114,6 +114,8 @@ APP_WORDS = (
     (re.compile(r"--opt"), "the algorithm options"),
     (re.compile(r"--collective"), "the collective box"),
     (re.compile(r"--chunks"), "chunks per rank"),
+    (re.compile(r"drop --ranks"), "empty the process group box"),
+    (re.compile(r"--ranks"), "the process group box"),
     (re.compile(r"--size"), "the size slider"),
     (re.compile(r"--epochs?"), "the epoch option"),
     (re.compile(r"leave --scheduler out"), "empty the Dask scheduler box"),
