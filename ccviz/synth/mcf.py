@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 TRANSFER_BUDGET = 300_000  # automatic chunks per pair keep the schedule under this many transfers
 CHUNK_CHOICES = (8, 6, 4, 3, 2, 1)
+SMALL_CHUNK_CHOICES = (32, 16)  # where even these stay under SMALL_BUDGET transfers: the last chunk's trip, the
+SMALL_BUDGET = 60_000  # tail after the links fill, is 1/chunks of a pair's share (ring:n=6 1.056 -> 1.014 x)
 PATHS_PER_PAIR = 8  # a pair's candidate paths: its largest flows
 SLOT_GRID_GPUS = 32  # up to here a switched fabric whose calendars end above SLOT_GRID_ABOVE x the limit
 SLOT_GRID_ABOVE = 1.05  # also tries ccviz.synth.slotted's grid (slower: it matches every slot's senders)
@@ -705,11 +707,15 @@ class RoutePlan:
 
 # ------------------------------------------------------------------------------ the synthesizer
 def _pieces(collective: Collective, paths, n_pairs: int) -> int:
-    """Chunks per pair: the collective's when it has several, else the most of ``CHUNK_CHOICES`` that keep
-    the schedule under ``TRANSFER_BUDGET`` transfers."""
+    """Chunks per pair: the collective's when it has several, else the most of ``SMALL_CHUNK_CHOICES`` that
+    keep a small fabric's schedule under ``SMALL_BUDGET`` transfers, else of ``CHUNK_CHOICES`` under
+    ``TRANSFER_BUDGET``."""
     if collective.chunks_per_rank > 1:
         return collective.chunks_per_rank
     hops = sum(frac * len(links) for options in paths.values() for frac, links in options) / max(1, n_pairs)
+    for count in SMALL_CHUNK_CHOICES:
+        if n_pairs * hops * count <= SMALL_BUDGET:
+            return count
     for count in CHUNK_CHOICES:
         if n_pairs * hops * count <= TRANSFER_BUDGET:
             return count
