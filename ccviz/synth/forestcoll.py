@@ -48,6 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from ccviz.bounds.limit import bandwidth_limit
 from ccviz.errors import CcvizError
@@ -126,6 +127,10 @@ CROSSING_SHARE = 0.9  # of a bufferless switch -> switch link's bandwidth the pa
 CROSSING_ABOVE = 1.05  # first-come booking this far over the limit: trees sparing such links are packed too ...
 CROSSING_LIMIT_COST = 1.02  # ... where the limit with those links at that share is at most this much higher (the
 # MI250 two-box: 1.008; where those links bind, as a dragonfly's global cables do, sparing them cannot help)
+STARS_NOTE = "one star per root (every GPU sends to every other itself), routes spread over parallel switches"
+SPREAD_NOTE = "each tree's routes spread over parallel switches (the closure alone put a tree's edges on one)"
+STARS_ENOUGH = 1.02  # stars with spread routes this close to the limit: no spread trees are packed
+SPREAD_ABOVE = 1.05  # a packing this far over the limit where no switch copies: trees with spread routes are tried
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -148,6 +153,7 @@ class Packing:
     congestion: float
     notes: list[str] = field(default_factory=list)
     spared: bool = False  # packed for ``crossing_shares`` of the links between bufferless switches
+    stars: bool = False  # one star per root (``TreePacker.stars``)
 
 
 def bandwidths(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
@@ -159,8 +165,9 @@ class TreePacker:
     """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
 
     def __init__(self, topology: Topology, roots: list[int], unit_s: float, slotted: bool = False,
-                 spare_crossings: bool = False) -> None:
+                 spare_crossings: bool = False, spread: bool = False) -> None:
         self.topology = topology
+        self.spread = spread  # a tree's own edges spread over parallel switch routes (``spread_routes``)
         self.closure = RouteClosure(topology)
         self.roots = roots
         links = self.closure.links
@@ -174,17 +181,122 @@ class TreePacker:
         exponent = np.minimum(steepness * load / self.capacity * self.unit_s, 600.0)
         return np.exp(exponent - exponent.max()) / self.capacity
 
-    def cheapest_tree(self, root: int, load: np.ndarray, steepness: float = STEEPNESS) -> Tree:
+    def cheapest_tree(self, root: int, load: np.ndarray, steepness: float = STEEPNESS, share: float = 1.0) -> Tree:
         cost, info = self.closure.costs(self.lengths(load, steepness))
         grow = min_arborescence if len(self.closure.gpus) <= EXACT_TREES_UP_TO else greedy_arborescence
-        return self.tree(root, grow(cost, self.index[root]), info)
+        parent = grow(cost, self.index[root])
+        routes = self.spread_routes(parent, info, load, steepness, share) if self.spread and "between" in info \
+            else None
+        return self.tree(root, parent, info, routes)
 
-    def tree(self, root: int, parent: np.ndarray, info: dict) -> Tree:
-        """The tree of GPU-index parents, each edge on its route through switches (``RouteClosure.costs``'s info)."""
+    def spread_routes(self, parent: np.ndarray, info: dict, load: np.ndarray, steepness: float,
+                      share: float) -> list[list[int] | None]:
+        """Per GPU index, the route from its parent, the edges through switches of each parent assigned together
+        to its entry switches (an assignment problem: the j-th edge on an up-link costs that link's length with
+        j edges more on it), each exit switch the cheapest for that entry (the switch path between them as the
+        closure found it).
+
+        Why: the closure prices every edge of one tree under the load before the tree, so where a GPU reaches
+        the others over many parallel switches (GB200 NVL72: 18 NVSwitch chips, one link each) every edge of a
+        star takes the same cheapest chip: 71 edges on one of the root's 18 links, congestion 4.5 x the limit
+        (the ReduceScatter's mirror, where no switch copies). Spread, each link carries 3-4 of them.
+        """
+        closure = self.closure
+        exponent = np.minimum(steepness * load / self.capacity * self.unit_s, 600.0)
+        top = exponent.max()
+        length = np.exp(exponent - top) / self.capacity
+        local = np.array(load, dtype=float)
+        routes = closure.tree_routes(parent, info)
+        between = info["between"]
+        ups, downs = self._switch_links()
+        groups: dict[int, list[int]] = {}
+        for x, route in enumerate(routes):
+            if route is not None and len(route) > 1:  # through switches
+                groups.setdefault(int(parent[x]), []).append(x)
+        for u, kids in groups.items():
+            a_sw, a_link = ups[u]
+            slots = -(-len(kids) // len(a_sw)) + 1  # edges an up-link may take in this tree
+            steps = np.arange(slots)[None, :]
+            # the j-th edge's length on each up-link, and per child the cheapest way on from each entry
+            up = np.exp(np.minimum(steepness * (local[a_link][:, None] + steps * share) / self.capacity[a_link][:, None]
+                                   * self.unit_s, 600.0) - top) / self.capacity[a_link][:, None]
+            on = np.empty((len(kids), len(a_sw)))
+            exits = np.empty((len(kids), len(a_sw)), dtype=int)
+            for i, x in enumerate(kids):
+                b_sw, b_link = downs[x]
+                total = between[np.ix_(a_sw, b_sw)] + length[b_link][None, :]
+                exits[i] = total.argmin(axis=1)
+                on[i] = total[np.arange(len(a_sw)), exits[i]]
+            cost = (on[:, :, None] + up[None, :, :]).reshape(len(kids), -1)
+            rows, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e300))
+            for i, col in zip(rows.tolist(), cols.tolist(), strict=True):
+                x, e = kids[i], col // slots
+                b_sw, b_link = downs[x]
+                f = int(exits[i, e])
+                routes[x] = [int(a_link[e]), *closure.middle(int(a_sw[e]), int(b_sw[f]), info["via"]), int(b_link[f])]
+            touched = [link for x in kids for link in routes[x]]
+            np.add.at(local, touched, share)  # the lengths as this tree loads them, for the parents assigned next
+            touched = np.unique(touched)
+            length[touched] = np.exp(np.minimum(steepness * local[touched] / self.capacity[touched] * self.unit_s,
+                                                600.0) - top) / self.capacity[touched]
+        return routes
+
+    def stars(self) -> Packing | None:
+        """One star per root (the root sends to every GPU itself), each edge's route through switches spread
+        (``spread_routes``), re-laid a few times under steeper lengths: where every GPU reaches every other
+        over many parallel switches and no switch copies (NVL72's mirror), a star packs at the limit and a
+        pipeline of depth one has no fill or drain. None where some GPU is not reached through switches alone."""
+        n = len(self.closure.gpus)
+        load = np.zeros(len(self.capacity))
+        trees: dict[int, list[Tree]] = {}
+        best: Packing | None = None
+        for rerun in range(RING_PASSES):
+            steepness = STEEPNESS * STEEPER ** rerun
+            for r in self.roots:
+                if r in trees:
+                    np.add.at(load, trees[r][0].links, -1.0)
+                parent = np.full(n, self.index[r])
+                parent[self.index[r]] = -1
+                cost, info = self.closure.costs(self.lengths(load, steepness))
+                if not np.all(np.isfinite(np.delete(cost[self.index[r]], self.index[r]))):
+                    return None  # some GPU is reached only through other GPUs (a torus, a ring)
+                routes = self.spread_routes(parent, info, load, steepness, 1.0) if "between" in info else None
+                trees[r] = [self.tree(r, parent, info, routes)]
+                np.add.at(load, trees[r][0].links, 1.0)
+            congestion = self.congestion(load)
+            if best is None or congestion < best.congestion:
+                best = Packing({r: list(ts) for r, ts in trees.items()}, 1, congestion,
+                               [STARS_NOTE], stars=True)
+            if best.congestion <= 1.0 + 1e-9:
+                break
+        assert best is not None
+        return best if self.capacity is self.bandwidth else self.true_congestion(best)
+
+    def _switch_links(self) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[tuple[np.ndarray, np.ndarray]]]:
+        """Per GPU index, its (switch indices, link ids) up to switches and down from them (cached)."""
+        if not hasattr(self, "_ups"):
+            n = len(self.closure.gpus)
+            ups: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+            downs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+            for g, sw, k in self.closure.gs:
+                ups[g].append((sw, k))
+            for sw, g, k in self.closure.sg:
+                downs[g].append((sw, k))
+            self._ups = [tuple(np.array(col, dtype=int) for col in zip(*pairs, strict=True)) if pairs else
+                         (np.zeros(0, dtype=int), np.zeros(0, dtype=int)) for pairs in ups]
+            self._downs = [tuple(np.array(col, dtype=int) for col in zip(*pairs, strict=True)) if pairs else
+                           (np.zeros(0, dtype=int), np.zeros(0, dtype=int)) for pairs in downs]
+        return self._ups, self._downs
+
+    def tree(self, root: int, parent: np.ndarray, info: dict, routes: list[list[int] | None] | None = None) -> Tree:
+        """The tree of GPU-index parents, each edge on its route through switches (``RouteClosure.costs``'s info,
+        or ``routes`` where given)."""
         gpus = self.closure.gpus
         children: dict[int, list[tuple[int, list[int]]]] = {}
         used: list[int] = []
-        for v, (u, route) in enumerate(zip(parent.tolist(), self.closure.tree_routes(parent, info), strict=True)):
+        if routes is None:
+            routes = self.closure.tree_routes(parent, info)
+        for v, (u, route) in enumerate(zip(parent.tolist(), routes, strict=True)):
             if u < 0:
                 continue
             children.setdefault(gpus[u], []).append((gpus[v], route))
@@ -316,7 +428,7 @@ class TreePacker:
         trees: dict[int, list[Tree]] = {r: [] for r in self.roots}
         for _ in range(k):
             for r in self.roots:
-                tree = self.cheapest_tree(r, load)
+                tree = self.cheapest_tree(r, load, share=share)
                 np.add.at(load, tree.links, share)
                 trees[r].append(tree)
         best = Packing({r: list(ts) for r, ts in trees.items()}, k, self.congestion(load))
@@ -328,7 +440,7 @@ class TreePacker:
             for r in self.roots:
                 for j, old in enumerate(trees[r]):
                     np.add.at(load, old.links, -share)
-                    tree = self.cheapest_tree(r, load, steepness)
+                    tree = self.cheapest_tree(r, load, steepness, share)
                     np.add.at(load, tree.links, share)
                     trees[r][j] = tree
             congestion = self.congestion(load)
@@ -336,8 +448,9 @@ class TreePacker:
                 best, stale = Packing({r: list(ts) for r, ts in trees.items()}, k, congestion), 0
             else:
                 stale += 1
-            if stale >= STALE_PASSES and len(self.closure.gpus) > EXACT_TREES_UP_TO:
+            if stale >= STALE_PASSES and len(self.closure.gpus) > EXACT_TREES_UP_TO and not self.spread:
                 break  # at 256 GPUs a pass costs seconds and steeper lengths after the best rarely find better
+                # (spread routes still gain late there: NVL72's mirror 1.141 x after two stale passes, 1.077 x after 8)
         return best if self.capacity is self.bandwidth else self.true_congestion(best)
 
 
@@ -419,11 +532,43 @@ def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int
         if best.congestion <= 1.0 + 1e-6:
             break
     assert best is not None
+    if best.congestion > SPREAD_ABOVE and not budget.expired() and not any(topology.nodes[s].copy
+                                                                           for s in topology.switches):
+        best = _spread(topology, roots, unit_s, best, slotted, spare_crossings, fabric, budget, packed)
     if (trees is None and len(roots) > 1 and len(topology.gpus) <= MORE_TREES_UP_TO
             and best.congestion > MORE_TREES_ABOVE and not budget.expired()):
         return _more_trees(packer, best, (fabric, tuple(topology.gpus), tuple(topology.switches), tuple(roots),
                                           unit_s, MORE_TREES), budget, packed)
     return best
+
+
+def _spread(topology: Topology, roots: list[int], unit_s: float, best: Packing, slotted: bool, spare_crossings: bool,
+            fabric: tuple, budget: Budget, packed: dict | None) -> Packing:
+    """The same number of trees packed again with each tree's edges spread over parallel switch routes
+    (``TreePacker.spread_routes``), the less congested kept. Only where no switch copies (a reduction's mirror,
+    or switches without multicast): where one does, routes of one tree through one switch are what lets the
+    switch send a piece once to many children."""
+    key = (fabric, tuple(topology.gpus), tuple(topology.switches), tuple(roots), unit_s, best.k, "spread")
+    packing = packed.get(key) if packed is not None else None
+    if packing is None:
+        packer = TreePacker(topology, roots, unit_s, slotted, spare_crossings, spread=True)
+        packing = packer.stars() if len(roots) > 1 else None
+        if packing is not None:
+            budget.report(f"ForestColl: one star per root with routes spread over parallel switches, congestion "
+                          f"{packing.congestion:.4f} x the limit", 0.5)
+        if packing is None or packing.congestion > STARS_ENOUGH:
+            trees = packer.pack(best.k, budget)
+            if trees.congestion > 1.0 + 1e-6 and not budget.expired():
+                # the trees' shapes were grown on costs that do not see the tree's own edges: a few GPUs forward
+                # more than their links carry (NVL72's mirror: 1.077 x the limit; moved off, 1.014)
+                trees = packer.balance(trees, budget)
+            if packing is None or trees.congestion < packing.congestion - 1e-6:
+                packing = replace(trees, notes=[SPREAD_NOTE])
+        if packed is not None:
+            packed[key] = packing
+    budget.report(f"ForestColl: {packing.k} tree(s) per root with routes spread over parallel switches, congestion "
+                  f"{packing.congestion:.4f} x the limit", 0.5)
+    return packing if packing.congestion < best.congestion - 1e-6 else best
 
 
 def _more_trees(packer: TreePacker, best: Packing, key: tuple, budget: Budget, packed: dict | None) -> Packing:
@@ -934,7 +1079,8 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     shape = "one path per root along the ring" if on_ring else f"{packing.k} tree(s) per root"
     notes = [f"{shape}, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per {'path' if on_ring else 'tree'} "
-             f"({refined.chunks_per_rank} chunks per rank)", booking]
+             f"({refined.chunks_per_rank} chunks per rank)", booking,
+             *(note for note in packing.notes if note in (STARS_NOTE, SPREAD_NOTE))]
     cut = budget.reason()
     if cut is not None:  # the bookings not tried (slot grid, balanced trees) may have come closer to the limit
         why = "stopped" if cut == "stopped" else f"time limit of {options.time_limit:g} s reached"
@@ -943,7 +1089,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
                      + ("" if cut == "stopped" else " (a larger time limit lets forestcoll try them)"))
     schedule = Schedule(topology, refined, run.transfers, "forestcoll",
                         {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue,
-                         "ring": on_ring, "spare_crossings": packing.spared},
+                         "ring": on_ring, "spare_crossings": packing.spared, "stars": packing.stars},
                         "heuristic", estimated_finish_s=run.finish_s, notes=notes)
     return schedule, run
 
@@ -1219,7 +1365,8 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         # a ring's half is tried as a ring again (auto: trees where this way round has no ring as good)
         # (and, where the ReduceScatter's trees spare the links between bufferless switches, so do its trees)
         spared = {"spare_crossings": True} if rs.options.get("spare_crossings") else {}
-        same_trees = options if rs.options.get("ring") else options.with_extra(trees=int(rs.options["trees"]),
+        # (and after stars, which a fabric whose switches copy does not need, the AllGather half chooses again)
+        same_trees = options if rs.options.get("ring") or rs.options.get("stars") else options.with_extra(trees=int(rs.options["trees"]),
                                                                                 ring=False, **spared)
         # the AllGather half is booked from time 0 and shifted after the ReduceScatter (``concatenate``), and,
         # where that ends over DEEP_FIRST_ABOVE x its limit, from the ReduceScatter's end too, the faster kept:
