@@ -10,7 +10,7 @@ import streamlit as st
 from ccviz.app import memory, url
 from ccviz.app.runs import SHARED_OPTION_DEFAULTS, CachedRun
 from ccviz.app.state import current_topology, for_app, topology_source, user_errors
-from ccviz.bounds.limit import limit_sentence
+from ccviz.bounds.limit import limit_sentence, switch_sums_sentence
 from ccviz.errors import CcvizError
 from ccviz.interop import export
 from ccviz.model.units import format_size, format_time, size_sweep
@@ -211,6 +211,9 @@ def results_summary(entry: CachedRun) -> None:
     st.markdown(details + f" · {format_time(entry.server_time_s)} from Synthesize to this result (waiting for a "
                 "worker process, the simulator and the bound included)")
     st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus']))}**")
+    sums = switch_sums_sentence(s["finish_time_s"], s.get("limit_without_switch_sums_s"))
+    if sums:
+        st.caption(for_app(sums[0].upper() + sums[1:] + "."))
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")

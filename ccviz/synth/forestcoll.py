@@ -428,7 +428,7 @@ class TreePacker:
         trees: dict[int, list[Tree]] = {r: [] for r in self.roots}
         for _ in range(k):
             for r in self.roots:
-                tree = self.cheapest_tree(r, load, share=share)
+                tree = self.cheapest_tree(r, load, STEEPNESS, share)
                 np.add.at(load, tree.links, share)
                 trees[r].append(tree)
         best = Packing({r: list(ts) for r, ts in trees.items()}, k, self.congestion(load))
