@@ -129,6 +129,7 @@ CROSSING_LIMIT_COST = 1.02  # ... where the limit with those links at that share
 # MI250 two-box: 1.008; where those links bind, as a dragonfly's global cables do, sparing them cannot help)
 STARS_NOTE = "one star per root (every GPU sends to every other itself), routes spread over parallel switches"
 SPREAD_NOTE = "each tree's routes spread over parallel switches (the closure alone put a tree's edges on one)"
+STARS_GRID_MAX_GPUS = 72  # stars go on the tight slot grid up to this many GPUs (``_stars_grid``; NVL72)
 STARS_ENOUGH = 1.02  # stars with spread routes this close to the limit: no spread trees are packed
 SPREAD_ABOVE = 1.05  # a packing this far over the limit where no switch copies: trees with spread routes are tried
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
@@ -1080,7 +1081,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     notes = [f"{shape}, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per {'path' if on_ring else 'tree'} "
              f"({refined.chunks_per_rank} chunks per rank)", booking,
-             *(note for note in packing.notes if note in (STARS_NOTE, SPREAD_NOTE))]
+             *(note for note in packing.notes if note in (STARS_NOTE, SPREAD_NOTE) and note not in booking)]
     cut = budget.reason()
     if cut is not None:  # the bookings not tried (slot grid, balanced trees) may have come closer to the limit
         why = "stopped" if cut == "stopped" else f"time limit of {options.time_limit:g} s reached"
@@ -1156,7 +1157,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue
                                   and _slot_grid_fits(topology)
-                                  and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology))
+                                  and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology)
+                                       or _stars_grid(topology, packing))
                                   and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit_s)
     if try_grid:
         budget.report("ForestColl: booking routes on a slot grid", 0.75)
@@ -1204,6 +1206,13 @@ def _few_trees_grid_only(topology: Topology) -> bool:
     first come 1.123 x the limit, balanced 4 trees x 4 pieces on the grid 1.042 x, about 20 s of CPU), but
     not the packed trees, whose matching over 64 senders costs minutes."""
     return topology.n_gpus <= GRID_FEW_TREES_MAX_GPUS and not one_switch_routes(topology)
+
+
+def _stars_grid(topology: Topology, packing: Packing) -> bool:
+    """Beyond ``SLOTS_AUTO_MAX_GPUS``, stars (``TreePacker.stars``) where every route crosses one switch go on
+    the tight grid too: every edge leaves its root at once, so each slot matches crossbars saturated both ways
+    (NVL72's ReduceScatter: first come 1.189 x the limit, on the grid 1.078 x, about 30 s of CPU in all)."""
+    return packing.stars and topology.n_gpus <= STARS_GRID_MAX_GPUS and one_switch_routes(topology)
 
 
 def _grid_pieces(topology: Topology, per_rank_bytes: float, k: int) -> int:
@@ -1285,7 +1294,7 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
         return None  # alpha would outweigh a piece's bytes (small sizes): first-come booking serves them
     packing = best_packing(fabric, roots, unit_s, k, budget, slotted=slotted, packed=packed)
     key = ("balanced", id(packing))
-    balanced = packed.get(key) if packed is not None else None
+    balanced = packing if packing.stars else packed.get(key) if packed is not None else None  # stars stay stars
     if balanced is None:
         budget.report(f"ForestColl: moving tree edges of {k} trees per root off the busiest links "
                       f"(congestion {packing.congestion:.4f} x the limit)", 0.8)
@@ -1295,13 +1304,14 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     refined = _refined(topology, collective, balanced, p) if refine else collective
     if slot_overhead(topology, refined.chunk_bytes) > SLOT_MAX_OVERHEAD:
         return None  # the transfer budget's pieces (tight slots) would be mostly alpha
-    budget.report(f"ForestColl: booking {k} balanced trees per root on a slot grid "
+    budget.report(f"ForestColl: booking {balanced.k} balanced trees per root on a slot grid "
                   f"(congestion {balanced.congestion:.4f} x the limit)", 0.85)
     booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True,
                               tight=tight)
     if booked is None:
         return None
-    note = f"{k} trees per root with edges moved off the busiest links to the limit, deep trees first"
+    note = STARS_NOTE if balanced.stars else \
+        f"{balanced.k} trees per root with edges moved off the busiest links to the limit, deep trees first"
     return replace(balanced, notes=[note]), refined, Pipelined(*booked)
 
 
