@@ -96,7 +96,8 @@ MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
 DEEP_FIRST_ABOVE = 1.01  # pipelining by chunk index ends this far over the limit: deep trees first is tried too
-DEEP_FIRST_BELOW = 1.1  # ... and no further: there crossbar conflicts, not the order, hold it back
+DEEP_FIRST_BELOW = 1.25  # ... and no further (railclos ReduceScatter's mirror: by index 1.180, deep first 1.004)
+WIDE_BELOW = 1.1  # a wider look-ahead only below this: further off, crossbar conflicts, not the order, hold it back
 LATENCY_ABOVE = 1.5  # packed trees this far over the limit (small sizes): shortest-path trees are tried
 SLOTS_AUTO_MAX_GPUS = 32  # beyond, the grid runs only when asked: a matching per slot over 64 senders costs
 # minutes (8x8 leaf-spine AllGather 1.084 -> 1.073 x, 14 s -> 2 min; dgx2:chassis=4 100 s, not kept)
@@ -911,20 +912,22 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
 def ordered_pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float,
                      switch_queue: bool, limit_s: float, wide: bool = False) -> Pipelined:
     """``pipeline`` by chunk index, and where that ends between ``DEEP_FIRST_ABOVE`` and ``DEEP_FIRST_BELOW``
-    x the limit also deep trees first (``deep_first``); the faster kept (further off, the order is not
-    what holds the schedule back: crossbar conflicts are, which the slot grid takes on); where routes are
-    booked cut-through and the faster still ends over ``WIDE_ABOVE`` x the limit, with ``wide`` (up to
+    x the limit also deep trees first (``deep_first``; not for stars, all one level deep); the faster kept
+    (further off, the order is not what holds the schedule back: crossbar conflicts are, which the slot grid
+    takes on; ``railclos`` ReduceScatter's mirror ends 1.180 x by index and 1.004 x deep first, its deep trees'
+    last pieces reach the rail leaves late); where routes are booked cut-through and the faster still ends
+    between ``WIDE_ABOVE`` and ``WIDE_BELOW`` x the limit, with ``wide`` (up to
     ``SLOTS_AUTO_MAX_GPUS``, where the slot grid cannot run: the grid takes such fabrics on), both orders again with ``WIDE_LOOKAHEAD`` waiting chunks weighed per free
     link, the fastest kept. Neither order
     wins everywhere: deep first takes a 64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
     mirror of rfs3d's ReduceScatter (128 GPUs, 4 trees of 2 pieces) from 1.031 to 1.093."""
     run = pipeline(topology, collective, packing, start_s, switch_queue)
-    if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s:
+    if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s and not packing.stars:
         deep = pipeline(topology, collective, packing, start_s, switch_queue, deep_first=True)
         if deep.finish_s < run.finish_s:
             run = deep
     if (wide and not switch_queue and topology.switches and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
-            and WIDE_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s):
+            and WIDE_ABOVE * limit_s < run.finish_s - start_s < WIDE_BELOW * limit_s):
         for deep_first in (True, False):
             wide = pipeline(topology, collective, packing, start_s, switch_queue, deep_first, lookahead=WIDE_LOOKAHEAD)
             if wide.finish_s < run.finish_s:
