@@ -87,6 +87,7 @@ WIDE_LOOKAHEAD = 256  # ... and, where that ends over WIDE_ABOVE x the limit, th
 WIDE_ABOVE = 1.03  # random two-box fabric (odd3 in bench/limit.py --odd, deep first): 1.064 -> 1.049; rfs3d no better
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
 MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
+MORE_PIECES_ABOVE = 1.03  # a schedule this far over the limit with transfers to spare tries twice the pieces
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 8
@@ -1147,6 +1148,10 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
                                wide=not _slot_grid_fits(topology))
         _offer(budget.options, topology, packing, refined, run, False)
+        finer = _more_pieces(topology, collective, packing, refined, run, settings, refine, start_s, switch_queue,
+                             limit_s, budget)
+        if finer is not None:
+            refined, run = finer
         if (may_spare is not None and not budget.expired() and run.finish_s - start_s > CROSSING_ABOVE * limit_s
                 and crossing_load(fabric, packing, unit_s) > CROSSING_SHARE and may_spare()):
             budget.report("ForestColl: packing trees that spare the links between bufferless switches", 0.7)
@@ -1184,6 +1189,29 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         run = pipeline(topology, refined, packing, start_s, switch_queue)
         booking += " (pieces too small for the slot grid: alpha would take over a fifth of each slot)"
     return packing, refined, run, booking
+
+
+def _more_pieces(topology: Topology, collective: Collective, packing: Packing, refined: Collective, run: Pipelined,
+                 settings: ForestcollOptions, refine: bool, start_s: float, switch_queue: bool, limit_s: float,
+                 budget: Budget) -> tuple[Collective, Pipelined] | None:
+    """Twice the automatic pieces, where the schedule made ends over ``MORE_PIECES_ABOVE`` x the limit and its
+    transfers, doubled, stay within ``MAX_TRANSFERS``; the faster kept where its transfers stay within it too,
+    None where not tried or not kept.
+
+    Why: the automatic piece count budgets every hop of every tree edge, but where a switch copies, a piece
+    rides to several children on one send, so far fewer transfers are made (``railclos`` AllGather: 8 pieces
+    per tree, 1.054 x the limit, the last pieces draining down deep trees; 16 pieces: 189,421 transfers, 1.018 x)."""
+    pieces = refined.chunks_per_rank // packing.k
+    if (not refine or settings.pieces is not None or collective.chunks_per_rank > 1 or budget.expired()
+            or run.finish_s - start_s <= MORE_PIECES_ABOVE * limit_s or 2 * pieces not in PIECE_COUNTS
+            or 2 * len(run.transfers) > MAX_TRANSFERS):
+        return None
+    finer = _refined(topology, collective, packing, 2 * pieces)
+    if finer.chunk_bytes < MIN_CHUNK_BYTES:
+        return None
+    budget.report(f"ForestColl: {2 * pieces} pieces per tree (the transfers made leave room)", 0.7)
+    again = ordered_pipeline(topology, finer, packing, start_s, switch_queue, limit_s, wide=not _slot_grid_fits(topology))
+    return (finer, again) if again.finish_s < run.finish_s and len(again.transfers) <= MAX_TRANSFERS else None
 
 
 def _ring(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
