@@ -27,6 +27,10 @@ limit allows. This module packs them and schedules them:
   leaf-spines), branching trees make streams meet at a GPU's in-link; one path per root along a ring
   through every GPU, pipelined level by level, streams each GPU to one successor. Tried first for the
   collectives of every rank and kept alone where it ends within ``RING_ENOUGH`` x the limit.
+* Spread routes and stars (``TreePacker.spread_routes``, ``TreePacker.stars``). Where no switch copies (a
+  reduction's mirror) and the packing stays over ``SPREAD_ABOVE`` x the limit, each parent's edges are assigned
+  to its parallel switches together instead of all taking the one the closure found cheapest (NVL72: 18 chips),
+  and one star per root is tried first; stars go on the tight slot grid up to ``STARS_GRID_MAX_GPUS``.
 * Balance (``TreePacker.balance``). Wherever the slot grid runs it also tries ``GRID_TREES`` trees per
   root with tree edges moved off the busiest links down to the limit: a reduction's mirror saturates
   every GPU link, and one up-link a few edges over holds the whole grid back. Between 33 and 64 GPUs,
