@@ -1206,13 +1206,13 @@ def _more_pieces(topology: Topology, collective: Collective, packing: Packing, r
     rides to several children on one send, so far fewer transfers are made (``railclos`` AllGather: 8 pieces
     per tree, 1.054 x the limit, the last pieces draining down deep trees; 16 pieces: 189,421 transfers, 1.018 x)."""
     pieces = refined.chunks_per_rank // packing.k
+    per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
     if (not refine or settings.pieces is not None or collective.chunks_per_rank > 1 or budget.expired()
-            or run.finish_s - start_s <= MORE_PIECES_ABOVE * limit_s or 2 * pieces not in PIECE_COUNTS
-            or 2 * len(run.transfers) > MAX_TRANSFERS):
+            or not MORE_PIECES_ABOVE * limit_s < run.finish_s - start_s < LATENCY_ABOVE * limit_s  # alpha rules beyond
+            or 2 * pieces not in PIECE_COUNTS or 2 * len(run.transfers) > MAX_TRANSFERS
+            or per_rank_bytes / (packing.k * 2 * pieces) < MIN_CHUNK_BYTES):
         return None
     finer = _refined(topology, collective, packing, 2 * pieces)
-    if finer.chunk_bytes < MIN_CHUNK_BYTES:
-        return None
     budget.report(f"ForestColl: {2 * pieces} pieces per tree (the transfers made leave room)", 0.7)
     again = ordered_pipeline(topology, finer, packing, start_s, switch_queue, limit_s, wide=not _slot_grid_fits(topology))
     return (finer, again) if again.finish_s < run.finish_s and len(again.transfers) <= MAX_TRANSFERS else None
