@@ -60,3 +60,20 @@ def test_synth_json_has_the_key_null_elsewhere() -> None:
     command = [sys.executable, "-m", "ccviz.cli", "synth", "dgx1", "-c", "allreduce", "-a", "ring", "-s", "1MB", "--json"]
     out = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     assert "limit_without_switch_sums_s" in out and out["limit_without_switch_sums_s"] is None
+
+
+def test_the_app_shows_it_under_the_result() -> None:
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
+    at.switch_page("pages/topology.py").run()
+    at.selectbox(key="topo_builder").select("dgxh100").run()
+    at.button(key="topo_build").click().run()
+    at.switch_page("pages/synthesize.py").run()
+    at.selectbox(key="syn_collective").select("allreduce").run()
+    at.selectbox(key="syn_algorithm").select("ring").run()
+    at.button(key="syn_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in [*at.exception, *at.error]]
+    assert any("Without sums made in the switches" in c.value for c in at.caption), [c.value for c in at.caption]
