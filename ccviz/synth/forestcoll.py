@@ -915,19 +915,21 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
 
 
 def ordered_pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float,
-                     switch_queue: bool, limit_s: float, wide: bool = False) -> Pipelined:
+                     switch_queue: bool, limit_s: float, wide: bool = False,
+                     deep_below: float = DEEP_FIRST_BELOW) -> Pipelined:
     """``pipeline`` by chunk index, and where that ends between ``DEEP_FIRST_ABOVE`` and ``DEEP_FIRST_BELOW``
     x the limit also deep trees first (``deep_first``; not for stars, all one level deep); the faster kept
     (further off, the order is not what holds the schedule back: crossbar conflicts are, which the slot grid
     takes on; ``railclos`` ReduceScatter's mirror ends 1.180 x by index and 1.004 x deep first, its deep trees'
     last pieces reach the rail leaves late); where routes are booked cut-through and the faster still ends
-    between ``WIDE_ABOVE`` and ``WIDE_BELOW`` x the limit, with ``wide`` (up to
+    between ``WIDE_ABOVE`` and ``WIDE_BELOW`` x the limit, with ``wide`` (``deep_below``: ``WIDE_BELOW`` where the
+    slot grid follows and takes such schedules on, as before 2026-11-27: deep first there only costs time; up to
     ``SLOTS_AUTO_MAX_GPUS``, where the slot grid cannot run: the grid takes such fabrics on), both orders again with ``WIDE_LOOKAHEAD`` waiting chunks weighed per free
     link, the fastest kept. Neither order
     wins everywhere: deep first takes a 64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
     mirror of rfs3d's ReduceScatter (128 GPUs, 4 trees of 2 pieces) from 1.031 to 1.093."""
     run = pipeline(topology, collective, packing, start_s, switch_queue)
-    if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s and not packing.stars:
+    if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < deep_below * limit_s and not packing.stars:
         deep = pipeline(topology, collective, packing, start_s, switch_queue, deep_first=True)
         if deep.finish_s < run.finish_s:
             run = deep
@@ -1147,13 +1149,19 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     if settings.spare_crossings:
         first_come += spared_note
     booking = first_come
+    # where the slot grid follows first-come booking over SLOTS_ABOVE x the limit, the grid takes such schedules on:
+    # deep first far off and more pieces there only cost time (the 32-GPU dragonfly's, near the app's 30 s limit)
+    grid_follows = (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
+                    and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology)
+                         or _stars_grid(topology, packing)))
     if not settings.slots:
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
-                               wide=not _slot_grid_fits(topology))
+                               wide=not _slot_grid_fits(topology),
+                               deep_below=WIDE_BELOW if grid_follows else DEEP_FIRST_BELOW)
         _offer(budget.options, topology, packing, refined, run, False)
-        finer = _more_pieces(topology, collective, packing, refined, run, settings, refine, start_s, switch_queue,
-                             limit_s, budget)
+        finer = None if grid_follows else _more_pieces(topology, collective, packing, refined, run, settings, refine,
+                                                       start_s, switch_queue, limit_s, budget)
         if finer is not None:
             refined, run = finer
         if (may_spare is not None and not budget.expired() and run.finish_s - start_s > CROSSING_ABOVE * limit_s
