@@ -20,6 +20,12 @@ forestcoll on 256-GPU fabrics.
 mixed link classes, several NICs per box (``amd:chassis=2,as_published=false`` is the two-box MI250: 16
 GPUs a box, a NIC per GPU pair, one switch between the boxes) and seeded random boxes (``odd_fabric``).
 
+Where the limit counts sums made in reducing switches (AllReduce on ``nvl72``, ``dgxh100``, ``railclos``: NVLS,
+SHARP), a schedule summing at GPUs as ReduceScatter then AllGather (forestcoll) cannot reach it; its ratio is
+then also given over the limit without switch sums (``BandwidthLimit.without_switch_sums_s``, the column
+``RS+AG x``), and the last line counts each algorithm within 1.05 x of the limit it can reach (that one for
+schedules with no sum in a switch, the fabric's limit for the rest, ``-a inc``).
+
 Targets: forestcoll within 1.05 x the limit on every fabric for AllGather, ReduceScatter and
 AllReduce at 1 GB, median within 1.03 x; synthesis <= 30 s at 64 GPUs; the limit <= 1 s at 64 GPUs.
 """
@@ -36,6 +42,7 @@ from ccviz import CcvizError, SynthOptions, Topology, bandwidth_limit, load_topo
 from ccviz.bounds import limit as limit_module
 from ccviz.builders import BUILDERS
 from ccviz.builders.fabric import Fabric
+from ccviz.model.schedule import COMBINE
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_topologies"
 
@@ -158,8 +165,9 @@ def main() -> None:
         return
     algorithms = args.algorithms.split(",")
     ratios: dict[str, list[float]] = {a: [] for a in algorithms}
+    reachable: dict[str, list[float]] = {a: [] for a in algorithms}  # over the limit each schedule can reach
     header = f"{'fabric':<36} {'GPUs':>4} {'collective':<13} {'limit us':>10} {'lim s':>6}"
-    header += "".join(f" {a + ' x':>12} {'synth s':>8} {'cpu s':>7}" for a in algorithms)
+    header += "".join(f" {a + ' x':>12} {'RS+AG x':>8} {'synth s':>8} {'cpu s':>7}" for a in algorithms)
     print(header, flush=True)
     chosen: list[str | Topology] = [*ODD, *(odd_fabric(seed) for seed in RANDOM_SEEDS)] if args.odd else \
         fabrics([f for f in args.fabrics.split(",") if f])
@@ -179,18 +187,26 @@ def main() -> None:
                 try:
                     result = run(topology, collective, algorithm, args.size, options=options)
                 except CcvizError as exc:
-                    line += f" {'error':>12} {'':>8} {'':>7}"
+                    line += f" {'error':>12} {'':>8} {'':>8} {'':>7}"
                     print(f"  {algorithm} on {name}: {exc}", flush=True)
                     continue
                 ratio = result.finish_time_s / limit.limit_s
                 mark = "" if result.timeline.verified else "!"
                 ratios[algorithm].append(ratio)
-                line += f" {ratio:>11.3f}{mark} {result.schedule.synth_time_s:>8.2f} {time.process_time() - cpu:>7.1f}"
+                without = limit.without_switch_sums_s
+                sums_at_gpus = without is not None and not any(t.op == COMBINE for t in result.schedule.transfers)
+                reachable[algorithm].append(result.finish_time_s / without if sums_at_gpus else ratio)
+                no_sums = f"{result.finish_time_s / without:>8.3f}" if without is not None else f"{'':>8}"
+                line += (f" {ratio:>11.3f}{mark} {no_sums} {result.schedule.synth_time_s:>8.2f} "
+                         f"{time.process_time() - cpu:>7.1f}")
             print(line, flush=True)
     for algorithm, values in ratios.items():
         if values:
+            reach = reachable[algorithm]
             print(f"{algorithm}: {len(values)} runs, median {statistics.median(values):.3f} x the limit, "
-                  f"worst {max(values):.3f}, within 1.05 x: {sum(v <= 1.05 for v in values)}/{len(values)}")
+                  f"worst {max(values):.3f}, within 1.05 x: {sum(v <= 1.05 for v in values)}/{len(values)}; "
+                  f"over the limit it can reach (without switch sums where it sums at GPUs): worst {max(reach):.3f}, "
+                  f"within 1.05 x: {sum(v <= 1.05 for v in reach)}/{len(reach)}")
 
 
 if __name__ == "__main__":

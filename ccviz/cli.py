@@ -156,7 +156,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 
 def _print_summary(s: dict[str, Any], bound_text: str) -> None:
-    from ccviz.bounds.limit import limit_sentence
+    from ccviz.bounds.limit import limit_sentence, switch_sums_sentence
 
     ok = "verified" if s["verified"] else f"INVALID ({len(s['violations'])} violations)"
     lines = [
@@ -166,6 +166,8 @@ def _print_summary(s: dict[str, Any], bound_text: str) -> None:
         f"  algbw/busbw   {s['algbw_GBps'] or 0:.3f} / {s['busbw_GBps'] or 0:.3f} GB/s",
         f"  lower bound   {format_time(s['lower_bound_s'])}  ({bound_text})",
         f"  fabric limit  {limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'], s['collective'])}",
+        *([f"                {sums}"] if (sums := switch_sums_sentence(s['finish_time_s'],
+                                                                    s.get('limit_without_switch_sums_s'))) else []),
         f"  synthesis     {format_time(s['synth_time_s'])}, status {s['status']}"
         + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else ""),
         f"  transfers     {s['transfers']}" + (f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"
@@ -296,6 +298,9 @@ def cmd_limit(args: argparse.Namespace) -> int:
         lines.append(f"  {name:<11} {format_time(seconds)}")
     if "method" in out:  # AllToAll: an LP, whose cut may explain only part of the limit
         lines.append(f"  found by    {out['method']}")
+    if "limit_without_switch_sums_s" in out:
+        lines.append(f"  no sums in switches  {format_time(out['limit_without_switch_sums_s'])}  (ReduceScatter then "
+                     "AllGather summed at GPUs, as forestcoll and ring run it; `-a inc` sums in the switches)")
     lines += [
         f"  bottleneck  {limit.cut.words}",
         f"  cut links   {', '.join(f'{u}->{v}' for u, v in out['cut_links'])}",

@@ -10,7 +10,7 @@ import streamlit as st
 from ccviz.app import memory, url
 from ccviz.app.runs import SHARED_OPTION_DEFAULTS, CachedRun
 from ccviz.app.state import current_topology, for_app, topology_source, user_errors
-from ccviz.bounds.limit import limit_sentence
+from ccviz.bounds.limit import limit_sentence, switch_sums_sentence
 from ccviz.errors import CcvizError
 from ccviz.interop import export
 from ccviz.model.units import format_size, format_time, size_sweep
@@ -226,6 +226,9 @@ def limit_lines(entry: CachedRun) -> None:
     bind (a lecturer's question on any page that shows a run: Synthesize and Playback)."""
     s = entry.result.summary()
     st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'], s['collective']))}**")
+    sums = switch_sums_sentence(s["finish_time_s"], s.get("limit_without_switch_sums_s"))
+    if sums:  # AllReduce on switches that add: the limit a schedule summing at GPUs can reach
+        st.caption(for_app(sums[0].upper() + sums[1:] + "."))
     if entry.result.limit is not None:
         st.caption(for_app(entry.result.limit.explanation()))
 

@@ -39,6 +39,9 @@ class BandwidthLimit:
     # AllToAll: the links the concurrent-flow LP's duals price (they bind), and how the LP was solved
     binding_links: tuple[tuple[int, int], ...] = ()
     method: str = ""
+    # AllReduce on a fabric whose switches reduce: the limit with their adders off (ReduceScatter's plus
+    # AllGather's), which bounds every ReduceScatter-then-AllGather schedule summing at GPUs (forestcoll, ring)
+    without_switch_sums_s: float | None = None
 
     @property
     def algbw_GBps(self) -> float:
@@ -48,13 +51,17 @@ class BandwidthLimit:
         """One paragraph: the limit, why, and that alpha plays no part."""
         head = (f"{self.collective} of {format_size(self.size_bytes)} cannot finish before "
                 f"{format_time(self.limit_s)} (algbw {self.algbw_GBps:.4g} GB/s)")
+        tail = "Alpha (per-hop latency) is not part of the limit."
+        if self.without_switch_sums_s is not None:
+            tail += (f" Without sums made in the switches, ReduceScatter then AllGather summing at GPUs cannot finish "
+                     f"before {format_time(self.without_switch_sums_s)}.")
         if self.parts:
             parts = " + ".join(f"{name} {format_time(t)}" for name, t in self.parts.items())
-            return f"{head} = {parts}: {self.cut.words}. Alpha (per-hop latency) is not part of the limit."
+            return f"{head} = {parts}: {self.cut.words}. {tail}"
         if self.collective == "alltoall":  # how it was found: an LP, not a cut (a cut may explain only part)
             head += (", as the maximum concurrent flow LP finds (every ordered GPU pair a flow of M/N bytes, all "
                      f"pairs served at one rate; solved as {self.method})")
-        return f"{head}: {self.cut.words}. Alpha (per-hop latency) is not part of the limit."
+        return f"{head}: {self.cut.words}. {tail}"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``ccviz limit --json`` object."""
@@ -72,6 +79,8 @@ class BandwidthLimit:
         }
         if self.parts:
             out["parts_s"] = dict(self.parts)
+        if self.without_switch_sums_s is not None:
+            out["limit_without_switch_sums_s"] = self.without_switch_sums_s
         if self.collective == "alltoall":
             out["binding_links"] = [list(link) for link in self.binding_links]
             out["method"] = f"maximum concurrent flow LP (HiGHS), {self.method}"

@@ -429,6 +429,18 @@ def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: 
     return bandwidth_limit(topology, collective, size_bytes, root)
 
 
+def switch_sums_sentence(finish_s: float | None, without_s: float | None) -> str | None:
+    """Where the limit counts sums made in reducing switches (AllReduce on NVLS / SHARP fabrics), the limit a
+    schedule summing at GPUs can reach, and how this one compares with it (None where it does not apply)."""
+    if not without_s:
+        return None
+    text = (f"without sums made in the switches (ReduceScatter then AllGather, summed at GPUs) the limit is "
+            f"{format_time(without_s)}")
+    if finish_s:
+        text += f": {without_s / finish_s:.1%} of it"
+    return text + "; `-a inc` sums in the switches"
+
+
 def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | None = None,
                    collective: str | None = None) -> str:
     """How a result compares with the fabric's limit, in one line (CLI and app)."""
@@ -483,4 +495,5 @@ def in_network_allreduce_limit(topology: Topology, size_bytes: float, rs, ag, br
     candidates = [("in-network", cut, cut.ratio), ("reducescatter", rs, rs.ratio), ("allgather", ag, ag.ratio)]
     _, binding, ratio = max(candidates, key=lambda c: c[2])
     return BandwidthLimit("allreduce", size_bytes, ratio * size_bytes, binding, {},
-                          {"in-network": cut, "reducescatter": rs, "allgather": ag})
+                          {"in-network": cut, "reducescatter": rs, "allgather": ag},
+                          without_switch_sums_s=(rs.ratio + ag.ratio) * size_bytes)

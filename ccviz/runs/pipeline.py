@@ -88,6 +88,7 @@ class RunResult:
             "violations": [v.to_dict() for v in t.violations],
             "limit_s": self.limit_s,
             "limit_fraction": self.limit_fraction,
+            "limit_without_switch_sums_s": None if self.limit is None else self.limit.without_switch_sums_s,
             "estimated_finish_s": s.estimated_finish_s,
             "chunks_per_rank": self.collective.chunks_per_rank,
             "notes": s.notes,

@@ -175,7 +175,7 @@ class RouteClosure:
                 ends, self.down_starts[self.down_from_switch], axis=1)
         cost = np.minimum(direct, switched)
         return cost, {"direct": direct, "switched": switched, "entry": entry, "via": via, "reach": reach,
-                      "length": length}
+                      "length": length, "between": d}
 
     def tree_routes(self, parent: np.ndarray, info: dict) -> list[list[int] | None]:
         """Per GPU index x, the link ids of the cheapest route from ``parent[x]`` to x (None at the root)."""
@@ -205,6 +205,11 @@ class RouteClosure:
                 middle = middles[(a, b)] = [self.link_index[hop] for hop in zip(path, path[1:], strict=False)]
             routes[x] = [first, *middle, final]
         return routes
+
+    def middle(self, a: int, b: int, via: np.ndarray) -> list[int]:
+        """Link ids of the cheapest switch path from switch index a to switch index b (``costs``'s ``via``)."""
+        path = self._switch_path(a, b, via)
+        return [self.link_index[hop] for hop in zip(path, path[1:], strict=False)]
 
     def _switch_path(self, a: int, b: int, via: np.ndarray) -> list[int]:
         if a == b:

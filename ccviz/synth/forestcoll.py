@@ -27,6 +27,10 @@ limit allows. This module packs them and schedules them:
   leaf-spines), branching trees make streams meet at a GPU's in-link; one path per root along a ring
   through every GPU, pipelined level by level, streams each GPU to one successor. Tried first for the
   collectives of every rank and kept alone where it ends within ``RING_ENOUGH`` x the limit.
+* Spread routes and stars (``TreePacker.spread_routes``, ``TreePacker.stars``). Where no switch copies (a
+  reduction's mirror) and the packing stays over ``SPREAD_ABOVE`` x the limit, each parent's edges are assigned
+  to its parallel switches together instead of all taking the one the closure found cheapest (NVL72: 18 chips),
+  and one star per root is tried first; stars go on the tight slot grid up to ``STARS_GRID_MAX_GPUS``.
 * Balance (``TreePacker.balance``). Wherever the slot grid runs it also tries ``GRID_TREES`` trees per
   root with tree edges moved off the busiest links down to the limit: a reduction's mirror saturates
   every GPU link, and one up-link a few edges over holds the whole grid back. Between 33 and 64 GPUs,
@@ -48,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from ccviz.bounds.limit import bandwidth_limit
 from ccviz.errors import CcvizError
@@ -86,6 +91,7 @@ WIDE_LOOKAHEAD = 256  # ... and, where that ends over WIDE_ABOVE x the limit, th
 WIDE_ABOVE = 1.03  # random two-box fabric (odd3 in bench/limit.py --odd, deep first): 1.064 -> 1.049; rfs3d no better
 PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
 MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
+MORE_PIECES_ABOVE = 1.03  # a schedule this far over the limit with transfers to spare tries twice the pieces
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 8
@@ -95,7 +101,8 @@ MAX_TRANSFERS = 200_000  # the automatic piece count keeps a schedule below this
 STEEPNESS = 8.0  # link length = exp(STEEPNESS * load / limit) / bandwidth
 SLOTS_ABOVE = 1.03  # first-come booking this far over the limit: the slot grid is tried too
 DEEP_FIRST_ABOVE = 1.01  # pipelining by chunk index ends this far over the limit: deep trees first is tried too
-DEEP_FIRST_BELOW = 1.1  # ... and no further: there crossbar conflicts, not the order, hold it back
+DEEP_FIRST_BELOW = 1.25  # ... and no further (railclos ReduceScatter's mirror: by index 1.180, deep first 1.004)
+WIDE_BELOW = 1.1  # a wider look-ahead only below this: further off, crossbar conflicts, not the order, hold it back
 LATENCY_ABOVE = 1.5  # packed trees this far over the limit (small sizes): shortest-path trees are tried
 SLOTS_AUTO_MAX_GPUS = 32  # beyond, the grid runs only when asked: a matching per slot over 64 senders costs
 # minutes (8x8 leaf-spine AllGather 1.084 -> 1.073 x, 14 s -> 2 min; dgx2:chassis=4 100 s, not kept)
@@ -126,6 +133,11 @@ CROSSING_SHARE = 0.9  # of a bufferless switch -> switch link's bandwidth the pa
 CROSSING_ABOVE = 1.05  # first-come booking this far over the limit: trees sparing such links are packed too ...
 CROSSING_LIMIT_COST = 1.02  # ... where the limit with those links at that share is at most this much higher (the
 # MI250 two-box: 1.008; where those links bind, as a dragonfly's global cables do, sparing them cannot help)
+STARS_NOTE = "one star per root (every GPU sends to every other itself), routes spread over parallel switches"
+SPREAD_NOTE = "each tree's routes spread over parallel switches (the closure alone put a tree's edges on one)"
+STARS_GRID_MAX_GPUS = 72  # stars go on the tight slot grid up to this many GPUs (``_stars_grid``; NVL72)
+STARS_ENOUGH = 1.02  # stars with spread routes this close to the limit: no spread trees are packed
+SPREAD_ABOVE = 1.05  # a packing this far over the limit where no switch copies: trees with spread routes are tried
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -148,6 +160,7 @@ class Packing:
     congestion: float
     notes: list[str] = field(default_factory=list)
     spared: bool = False  # packed for ``crossing_shares`` of the links between bufferless switches
+    stars: bool = False  # one star per root (``TreePacker.stars``)
 
 
 def bandwidths(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
@@ -159,8 +172,9 @@ class TreePacker:
     """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
 
     def __init__(self, topology: Topology, roots: list[int], unit_s: float, slotted: bool = False,
-                 spare_crossings: bool = False) -> None:
+                 spare_crossings: bool = False, spread: bool = False) -> None:
         self.topology = topology
+        self.spread = spread  # a tree's own edges spread over parallel switch routes (``spread_routes``)
         self.closure = RouteClosure(topology)
         self.roots = roots
         links = self.closure.links
@@ -174,17 +188,122 @@ class TreePacker:
         exponent = np.minimum(steepness * load / self.capacity * self.unit_s, 600.0)
         return np.exp(exponent - exponent.max()) / self.capacity
 
-    def cheapest_tree(self, root: int, load: np.ndarray, steepness: float = STEEPNESS) -> Tree:
+    def cheapest_tree(self, root: int, load: np.ndarray, steepness: float = STEEPNESS, share: float = 1.0) -> Tree:
         cost, info = self.closure.costs(self.lengths(load, steepness))
         grow = min_arborescence if len(self.closure.gpus) <= EXACT_TREES_UP_TO else greedy_arborescence
-        return self.tree(root, grow(cost, self.index[root]), info)
+        parent = grow(cost, self.index[root])
+        routes = self.spread_routes(parent, info, load, steepness, share) if self.spread and "between" in info \
+            else None
+        return self.tree(root, parent, info, routes)
 
-    def tree(self, root: int, parent: np.ndarray, info: dict) -> Tree:
-        """The tree of GPU-index parents, each edge on its route through switches (``RouteClosure.costs``'s info)."""
+    def spread_routes(self, parent: np.ndarray, info: dict, load: np.ndarray, steepness: float,
+                      share: float) -> list[list[int] | None]:
+        """Per GPU index, the route from its parent, the edges through switches of each parent assigned together
+        to its entry switches (an assignment problem: the j-th edge on an up-link costs that link's length with
+        j edges more on it), each exit switch the cheapest for that entry (the switch path between them as the
+        closure found it).
+
+        Why: the closure prices every edge of one tree under the load before the tree, so where a GPU reaches
+        the others over many parallel switches (GB200 NVL72: 18 NVSwitch chips, one link each) every edge of a
+        star takes the same cheapest chip: 71 edges on one of the root's 18 links, congestion 4.5 x the limit
+        (the ReduceScatter's mirror, where no switch copies). Spread, each link carries 3-4 of them.
+        """
+        closure = self.closure
+        exponent = np.minimum(steepness * load / self.capacity * self.unit_s, 600.0)
+        top = exponent.max()
+        length = np.exp(exponent - top) / self.capacity
+        local = np.array(load, dtype=float)
+        routes = closure.tree_routes(parent, info)
+        between = info["between"]
+        ups, downs = self._switch_links()
+        groups: dict[int, list[int]] = {}
+        for x, route in enumerate(routes):
+            if route is not None and len(route) > 1:  # through switches
+                groups.setdefault(int(parent[x]), []).append(x)
+        for u, kids in groups.items():
+            a_sw, a_link = ups[u]
+            slots = -(-len(kids) // len(a_sw)) + 1  # edges an up-link may take in this tree
+            steps = np.arange(slots)[None, :]
+            # the j-th edge's length on each up-link, and per child the cheapest way on from each entry
+            up = np.exp(np.minimum(steepness * (local[a_link][:, None] + steps * share) / self.capacity[a_link][:, None]
+                                   * self.unit_s, 600.0) - top) / self.capacity[a_link][:, None]
+            on = np.empty((len(kids), len(a_sw)))
+            exits = np.empty((len(kids), len(a_sw)), dtype=int)
+            for i, x in enumerate(kids):
+                b_sw, b_link = downs[x]
+                total = between[np.ix_(a_sw, b_sw)] + length[b_link][None, :]
+                exits[i] = total.argmin(axis=1)
+                on[i] = total[np.arange(len(a_sw)), exits[i]]
+            cost = (on[:, :, None] + up[None, :, :]).reshape(len(kids), -1)
+            rows, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e300))
+            for i, col in zip(rows.tolist(), cols.tolist(), strict=True):
+                x, e = kids[i], col // slots
+                b_sw, b_link = downs[x]
+                f = int(exits[i, e])
+                routes[x] = [int(a_link[e]), *closure.middle(int(a_sw[e]), int(b_sw[f]), info["via"]), int(b_link[f])]
+            touched = [link for x in kids for link in routes[x]]
+            np.add.at(local, touched, share)  # the lengths as this tree loads them, for the parents assigned next
+            touched = np.unique(touched)
+            length[touched] = np.exp(np.minimum(steepness * local[touched] / self.capacity[touched] * self.unit_s,
+                                                600.0) - top) / self.capacity[touched]
+        return routes
+
+    def stars(self) -> Packing | None:
+        """One star per root (the root sends to every GPU itself), each edge's route through switches spread
+        (``spread_routes``), re-laid a few times under steeper lengths: where every GPU reaches every other
+        over many parallel switches and no switch copies (NVL72's mirror), a star packs at the limit and a
+        pipeline of depth one has no fill or drain. None where some GPU is not reached through switches alone."""
+        n = len(self.closure.gpus)
+        load = np.zeros(len(self.capacity))
+        trees: dict[int, list[Tree]] = {}
+        best: Packing | None = None
+        for rerun in range(RING_PASSES):
+            steepness = STEEPNESS * STEEPER ** rerun
+            for r in self.roots:
+                if r in trees:
+                    np.add.at(load, trees[r][0].links, -1.0)
+                parent = np.full(n, self.index[r])
+                parent[self.index[r]] = -1
+                cost, info = self.closure.costs(self.lengths(load, steepness))
+                if not np.all(np.isfinite(np.delete(cost[self.index[r]], self.index[r]))):
+                    return None  # some GPU is reached only through other GPUs (a torus, a ring)
+                routes = self.spread_routes(parent, info, load, steepness, 1.0) if "between" in info else None
+                trees[r] = [self.tree(r, parent, info, routes)]
+                np.add.at(load, trees[r][0].links, 1.0)
+            congestion = self.congestion(load)
+            if best is None or congestion < best.congestion:
+                best = Packing({r: list(ts) for r, ts in trees.items()}, 1, congestion,
+                               [STARS_NOTE], stars=True)
+            if best.congestion <= 1.0 + 1e-9:
+                break
+        assert best is not None
+        return best if self.capacity is self.bandwidth else self.true_congestion(best)
+
+    def _switch_links(self) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[tuple[np.ndarray, np.ndarray]]]:
+        """Per GPU index, its (switch indices, link ids) up to switches and down from them (cached)."""
+        if not hasattr(self, "_ups"):
+            n = len(self.closure.gpus)
+            ups: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+            downs: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+            for g, sw, k in self.closure.gs:
+                ups[g].append((sw, k))
+            for sw, g, k in self.closure.sg:
+                downs[g].append((sw, k))
+            self._ups = [tuple(np.array(col, dtype=int) for col in zip(*pairs, strict=True)) if pairs else
+                         (np.zeros(0, dtype=int), np.zeros(0, dtype=int)) for pairs in ups]
+            self._downs = [tuple(np.array(col, dtype=int) for col in zip(*pairs, strict=True)) if pairs else
+                           (np.zeros(0, dtype=int), np.zeros(0, dtype=int)) for pairs in downs]
+        return self._ups, self._downs
+
+    def tree(self, root: int, parent: np.ndarray, info: dict, routes: list[list[int] | None] | None = None) -> Tree:
+        """The tree of GPU-index parents, each edge on its route through switches (``RouteClosure.costs``'s info,
+        or ``routes`` where given)."""
         gpus = self.closure.gpus
         children: dict[int, list[tuple[int, list[int]]]] = {}
         used: list[int] = []
-        for v, (u, route) in enumerate(zip(parent.tolist(), self.closure.tree_routes(parent, info), strict=True)):
+        if routes is None:
+            routes = self.closure.tree_routes(parent, info)
+        for v, (u, route) in enumerate(zip(parent.tolist(), routes, strict=True)):
             if u < 0:
                 continue
             children.setdefault(gpus[u], []).append((gpus[v], route))
@@ -316,7 +435,7 @@ class TreePacker:
         trees: dict[int, list[Tree]] = {r: [] for r in self.roots}
         for _ in range(k):
             for r in self.roots:
-                tree = self.cheapest_tree(r, load)
+                tree = self.cheapest_tree(r, load, STEEPNESS, share)
                 np.add.at(load, tree.links, share)
                 trees[r].append(tree)
         best = Packing({r: list(ts) for r, ts in trees.items()}, k, self.congestion(load))
@@ -328,7 +447,7 @@ class TreePacker:
             for r in self.roots:
                 for j, old in enumerate(trees[r]):
                     np.add.at(load, old.links, -share)
-                    tree = self.cheapest_tree(r, load, steepness)
+                    tree = self.cheapest_tree(r, load, steepness, share)
                     np.add.at(load, tree.links, share)
                     trees[r][j] = tree
             congestion = self.congestion(load)
@@ -336,8 +455,9 @@ class TreePacker:
                 best, stale = Packing({r: list(ts) for r, ts in trees.items()}, k, congestion), 0
             else:
                 stale += 1
-            if stale >= STALE_PASSES and len(self.closure.gpus) > EXACT_TREES_UP_TO:
+            if stale >= STALE_PASSES and len(self.closure.gpus) > EXACT_TREES_UP_TO and not self.spread:
                 break  # at 256 GPUs a pass costs seconds and steeper lengths after the best rarely find better
+                # (spread routes still gain late there: NVL72's mirror 1.141 x after two stale passes, 1.077 x after 8)
         return best if self.capacity is self.bandwidth else self.true_congestion(best)
 
 
@@ -419,11 +539,43 @@ def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int
         if best.congestion <= 1.0 + 1e-6:
             break
     assert best is not None
+    if best.congestion > SPREAD_ABOVE and not budget.expired() and not any(topology.nodes[s].copy
+                                                                           for s in topology.switches):
+        best = _spread(topology, roots, unit_s, best, slotted, spare_crossings, fabric, budget, packed)
     if (trees is None and len(roots) > 1 and len(topology.gpus) <= MORE_TREES_UP_TO
             and best.congestion > MORE_TREES_ABOVE and not budget.expired()):
         return _more_trees(packer, best, (fabric, tuple(topology.gpus), tuple(topology.switches), tuple(roots),
                                           unit_s, MORE_TREES), budget, packed)
     return best
+
+
+def _spread(topology: Topology, roots: list[int], unit_s: float, best: Packing, slotted: bool, spare_crossings: bool,
+            fabric: tuple, budget: Budget, packed: dict | None) -> Packing:
+    """The same number of trees packed again with each tree's edges spread over parallel switch routes
+    (``TreePacker.spread_routes``), the less congested kept. Only where no switch copies (a reduction's mirror,
+    or switches without multicast): where one does, routes of one tree through one switch are what lets the
+    switch send a piece once to many children."""
+    key = (fabric, tuple(topology.gpus), tuple(topology.switches), tuple(roots), unit_s, best.k, "spread")
+    packing = packed.get(key) if packed is not None else None
+    if packing is None:
+        packer = TreePacker(topology, roots, unit_s, slotted, spare_crossings, spread=True)
+        packing = packer.stars() if len(roots) > 1 else None
+        if packing is not None:
+            budget.report(f"ForestColl: one star per root with routes spread over parallel switches, congestion "
+                          f"{packing.congestion:.4f} x the limit", 0.5)
+        if packing is None or packing.congestion > STARS_ENOUGH:
+            trees = packer.pack(best.k, budget)
+            if trees.congestion > 1.0 + 1e-6 and not budget.expired():
+                # the trees' shapes were grown on costs that do not see the tree's own edges: a few GPUs forward
+                # more than their links carry (NVL72's mirror: 1.077 x the limit; moved off, 1.014)
+                trees = packer.balance(trees, budget)
+            if packing is None or trees.congestion < packing.congestion - 1e-6:
+                packing = replace(trees, notes=[SPREAD_NOTE])
+        if packed is not None:
+            packed[key] = packing
+    budget.report(f"ForestColl: {packing.k} tree(s) per root with routes spread over parallel switches, congestion "
+                  f"{packing.congestion:.4f} x the limit", 0.5)
+    return packing if packing.congestion < best.congestion - 1e-6 else best
 
 
 def _more_trees(packer: TreePacker, best: Packing, key: tuple, budget: Budget, packed: dict | None) -> Packing:
@@ -763,22 +915,26 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
 
 
 def ordered_pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float,
-                     switch_queue: bool, limit_s: float, wide: bool = False) -> Pipelined:
+                     switch_queue: bool, limit_s: float, wide: bool = False,
+                     deep_below: float = DEEP_FIRST_BELOW) -> Pipelined:
     """``pipeline`` by chunk index, and where that ends between ``DEEP_FIRST_ABOVE`` and ``DEEP_FIRST_BELOW``
-    x the limit also deep trees first (``deep_first``); the faster kept (further off, the order is not
-    what holds the schedule back: crossbar conflicts are, which the slot grid takes on); where routes are
-    booked cut-through and the faster still ends over ``WIDE_ABOVE`` x the limit, with ``wide`` (up to
+    x the limit also deep trees first (``deep_first``; not for stars, all one level deep); the faster kept
+    (further off, the order is not what holds the schedule back: crossbar conflicts are, which the slot grid
+    takes on; ``railclos`` ReduceScatter's mirror ends 1.180 x by index and 1.004 x deep first, its deep trees'
+    last pieces reach the rail leaves late); where routes are booked cut-through and the faster still ends
+    between ``WIDE_ABOVE`` and ``WIDE_BELOW`` x the limit, with ``wide`` (``deep_below``: ``WIDE_BELOW`` where the
+    slot grid follows and takes such schedules on, as before 2026-11-27: deep first there only costs time; up to
     ``SLOTS_AUTO_MAX_GPUS``, where the slot grid cannot run: the grid takes such fabrics on), both orders again with ``WIDE_LOOKAHEAD`` waiting chunks weighed per free
     link, the fastest kept. Neither order
     wins everywhere: deep first takes a 64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
     mirror of rfs3d's ReduceScatter (128 GPUs, 4 trees of 2 pieces) from 1.031 to 1.093."""
     run = pipeline(topology, collective, packing, start_s, switch_queue)
-    if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s:
+    if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < deep_below * limit_s and not packing.stars:
         deep = pipeline(topology, collective, packing, start_s, switch_queue, deep_first=True)
         if deep.finish_s < run.finish_s:
             run = deep
     if (wide and not switch_queue and topology.switches and topology.n_gpus <= SLOTS_AUTO_MAX_GPUS
-            and WIDE_ABOVE * limit_s < run.finish_s - start_s < DEEP_FIRST_BELOW * limit_s):
+            and WIDE_ABOVE * limit_s < run.finish_s - start_s < WIDE_BELOW * limit_s):
         for deep_first in (True, False):
             wide = pipeline(topology, collective, packing, start_s, switch_queue, deep_first, lookahead=WIDE_LOOKAHEAD)
             if wide.finish_s < run.finish_s:
@@ -934,7 +1090,8 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     shape = "one path per root along the ring" if on_ring else f"{packing.k} tree(s) per root"
     notes = [f"{shape}, packing congestion {packing.congestion:.4f} x the limit, "
              f"{max(1, refined.chunks_per_rank // packing.k)} piece(s) per {'path' if on_ring else 'tree'} "
-             f"({refined.chunks_per_rank} chunks per rank)", booking]
+             f"({refined.chunks_per_rank} chunks per rank)", booking,
+             *(note for note in packing.notes if note in (STARS_NOTE, SPREAD_NOTE) and note not in booking)]
     cut = budget.reason()
     if cut is not None:  # the bookings not tried (slot grid, balanced trees) may have come closer to the limit
         why = "stopped" if cut == "stopped" else f"time limit of {options.time_limit:g} s reached"
@@ -943,7 +1100,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
                      + ("" if cut == "stopped" else " (a larger time limit lets forestcoll try them)"))
     schedule = Schedule(topology, refined, run.transfers, "forestcoll",
                         {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue,
-                         "ring": on_ring, "spare_crossings": packing.spared},
+                         "ring": on_ring, "spare_crossings": packing.spared, "stars": packing.stars},
                         "heuristic", estimated_finish_s=run.finish_s, notes=notes)
     return schedule, run
 
@@ -992,11 +1149,21 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     if settings.spare_crossings:
         first_come += spared_note
     booking = first_come
+    # where the slot grid follows first-come booking over SLOTS_ABOVE x the limit, the grid takes such schedules on:
+    # deep first far off and more pieces there only cost time (the 32-GPU dragonfly's, near the app's 30 s limit)
+    grid_follows = (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
+                    and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology)
+                         or _stars_grid(topology, packing)))
     if not settings.slots:
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
-                               wide=not _slot_grid_fits(topology))
+                               wide=not _slot_grid_fits(topology),
+                               deep_below=WIDE_BELOW if grid_follows else DEEP_FIRST_BELOW)
         _offer(budget.options, topology, packing, refined, run, False)
+        finer = None if grid_follows else _more_pieces(topology, collective, packing, refined, run, settings, refine,
+                                                       start_s, switch_queue, limit_s, budget)
+        if finer is not None:
+            refined, run = finer
         if (may_spare is not None and not budget.expired() and run.finish_s - start_s > CROSSING_ABOVE * limit_s
                 and crossing_load(fabric, packing, unit_s) > CROSSING_SHARE and may_spare()):
             budget.report("ForestColl: packing trees that spare the links between bufferless switches", 0.7)
@@ -1010,7 +1177,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue
                                   and _slot_grid_fits(topology)
-                                  and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology))
+                                  and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology)
+                                       or _stars_grid(topology, packing))
                                   and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit_s)
     if try_grid:
         budget.report("ForestColl: booking routes on a slot grid", 0.75)
@@ -1033,6 +1201,29 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         run = pipeline(topology, refined, packing, start_s, switch_queue)
         booking += " (pieces too small for the slot grid: alpha would take over a fifth of each slot)"
     return packing, refined, run, booking
+
+
+def _more_pieces(topology: Topology, collective: Collective, packing: Packing, refined: Collective, run: Pipelined,
+                 settings: ForestcollOptions, refine: bool, start_s: float, switch_queue: bool, limit_s: float,
+                 budget: Budget) -> tuple[Collective, Pipelined] | None:
+    """Twice the automatic pieces, where the schedule made ends over ``MORE_PIECES_ABOVE`` x the limit and its
+    transfers, doubled, stay within ``MAX_TRANSFERS``; the faster kept where its transfers stay within it too,
+    None where not tried or not kept.
+
+    Why: the automatic piece count budgets every hop of every tree edge, but where a switch copies, a piece
+    rides to several children on one send, so far fewer transfers are made (``railclos`` AllGather: 8 pieces
+    per tree, 1.054 x the limit, the last pieces draining down deep trees; 16 pieces: 189,421 transfers, 1.018 x)."""
+    pieces = refined.chunks_per_rank // packing.k
+    per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
+    if (not refine or settings.pieces is not None or collective.chunks_per_rank > 1 or budget.expired()
+            or not MORE_PIECES_ABOVE * limit_s < run.finish_s - start_s < LATENCY_ABOVE * limit_s  # alpha rules beyond
+            or 2 * pieces not in PIECE_COUNTS or 2 * len(run.transfers) > MAX_TRANSFERS
+            or per_rank_bytes / (packing.k * 2 * pieces) < MIN_CHUNK_BYTES):
+        return None
+    finer = _refined(topology, collective, packing, 2 * pieces)
+    budget.report(f"ForestColl: {2 * pieces} pieces per tree (the transfers made leave room)", 0.7)
+    again = ordered_pipeline(topology, finer, packing, start_s, switch_queue, limit_s, wide=not _slot_grid_fits(topology))
+    return (finer, again) if again.finish_s < run.finish_s and len(again.transfers) <= MAX_TRANSFERS else None
 
 
 def _ring(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
@@ -1058,6 +1249,13 @@ def _few_trees_grid_only(topology: Topology) -> bool:
     first come 1.123 x the limit, balanced 4 trees x 4 pieces on the grid 1.042 x, about 20 s of CPU), but
     not the packed trees, whose matching over 64 senders costs minutes."""
     return topology.n_gpus <= GRID_FEW_TREES_MAX_GPUS and not one_switch_routes(topology)
+
+
+def _stars_grid(topology: Topology, packing: Packing) -> bool:
+    """Beyond ``SLOTS_AUTO_MAX_GPUS``, stars (``TreePacker.stars``) where every route crosses one switch go on
+    the tight grid too: every edge leaves its root at once, so each slot matches crossbars saturated both ways
+    (NVL72's ReduceScatter: first come 1.189 x the limit, on the grid 1.078 x, about 30 s of CPU in all)."""
+    return packing.stars and topology.n_gpus <= STARS_GRID_MAX_GPUS and one_switch_routes(topology)
 
 
 def _grid_pieces(topology: Topology, per_rank_bytes: float, k: int) -> int:
@@ -1139,7 +1337,7 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
         return None  # alpha would outweigh a piece's bytes (small sizes): first-come booking serves them
     packing = best_packing(fabric, roots, unit_s, k, budget, slotted=slotted, packed=packed)
     key = ("balanced", id(packing))
-    balanced = packed.get(key) if packed is not None else None
+    balanced = packing if packing.stars else packed.get(key) if packed is not None else None  # stars stay stars
     if balanced is None:
         budget.report(f"ForestColl: moving tree edges of {k} trees per root off the busiest links "
                       f"(congestion {packing.congestion:.4f} x the limit)", 0.8)
@@ -1149,13 +1347,14 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     refined = _refined(topology, collective, balanced, p) if refine else collective
     if slot_overhead(topology, refined.chunk_bytes) > SLOT_MAX_OVERHEAD:
         return None  # the transfer budget's pieces (tight slots) would be mostly alpha
-    budget.report(f"ForestColl: booking {k} balanced trees per root on a slot grid "
+    budget.report(f"ForestColl: booking {balanced.k} balanced trees per root on a slot grid "
                   f"(congestion {balanced.congestion:.4f} x the limit)", 0.85)
     booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True,
                               tight=tight)
     if booked is None:
         return None
-    note = f"{k} trees per root with edges moved off the busiest links to the limit, deep trees first"
+    note = STARS_NOTE if balanced.stars else \
+        f"{balanced.k} trees per root with edges moved off the busiest links to the limit, deep trees first"
     return replace(balanced, notes=[note]), refined, Pipelined(*booked)
 
 
@@ -1219,7 +1418,8 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         # a ring's half is tried as a ring again (auto: trees where this way round has no ring as good)
         # (and, where the ReduceScatter's trees spare the links between bufferless switches, so do its trees)
         spared = {"spare_crossings": True} if rs.options.get("spare_crossings") else {}
-        same_trees = options if rs.options.get("ring") else options.with_extra(trees=int(rs.options["trees"]),
+        # (and after stars, which a fabric whose switches copy does not need, the AllGather half chooses again)
+        same_trees = options if rs.options.get("ring") or rs.options.get("stars") else options.with_extra(trees=int(rs.options["trees"]),
                                                                                 ring=False, **spared)
         # the AllGather half is booked from time 0 and shifted after the ReduceScatter (``concatenate``), and,
         # where that ends over DEEP_FIRST_ABOVE x its limit, from the ReduceScatter's end too, the faster kept:
