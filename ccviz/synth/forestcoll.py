@@ -295,8 +295,10 @@ class TreePacker:
                             allowed = reachable[:, column].copy()
                             allowed[self.index[u]] = False
                             allowed[[self.index[x] for x in _below(t, v)]] = False
-                            to_v = routes[:, column, :]
-                            peak = np.where(np.isin(to_v, old), -np.inf, after[to_v]).max(axis=1)
+                            shared = after[old]
+                            after[old] = -np.inf  # for the moment: the old route's links keep their load
+                            peak = after[routes[:, column, :]].max(axis=1)
+                            after[old] = shared
                             allowed &= peak < top - 1e-9
                             if not allowed.any():
                                 continue
