@@ -277,6 +277,7 @@ class SlotBooking:
         self.seq = 0
         self.timings: dict[int, tuple[list[int], list]] = {}  # id(route) -> (route, its timing)
         self.later_hops: dict[int, tuple[list[int], list]] = {}  # id(route) -> (route, what _fits tests)
+        self.hop_parts: dict[tuple[int, int], tuple[list[int], list]] = {}  # (id(route), first hop) -> (route, parts)
         # switch -> [(next switch, link id)] and hop distances between switches (for detours)
         self.switch_out: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for lid, (u, v) in enumerate(self.links):
@@ -403,13 +404,19 @@ class SlotBooking:
         parts of its links' slots each hop is busy, and for reductions each copy switch's slot for the
         chunk (two partials of one chunk must not pass a copy switch together)."""
         route, cid = item[5], item[3]
+        if not self.copy_pass:  # the parts of slots per hop, worked out once per route and hop
+            kept = self.hop_parts.get((id(route), first_hop))
+            if kept is None or kept[0] is not route:
+                timing = self._timing(route)
+                kept = self.hop_parts[(id(route), first_hop)] = (route, [
+                    (route[i], slot, a, b) for i in range(first_hop, len(route)) for slot, a, b in timing[i][1]])
+            return [((lid, k + slot), a, b) for lid, slot, a, b in kept[1]]
         timing = self._timing(route)
         out: list[tuple] = []
         for i in range(first_hop, len(route)):
             lid, parts = route[i], timing[i][1]
             out += [((lid, k + slot), a, b) for slot, a, b in parts]
-            if self.copy_pass:
-                out.append((("pass", self.links[lid][0], cid, k + parts[0][0]), 0.0, math.inf))
+            out.append((("pass", self.links[lid][0], cid, k + parts[0][0]), 0.0, math.inf))
         return out
 
     def _fits(self, route: list[int], cid: int, k: int, free: dict[tuple[int, float], bool]) -> bool:
