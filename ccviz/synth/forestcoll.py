@@ -30,7 +30,9 @@ limit allows. This module packs them and schedules them:
 * Balance (``TreePacker.balance``). Wherever the slot grid runs it also tries ``GRID_TREES`` trees per
   root with tree edges moved off the busiest links down to the limit: a reduction's mirror saturates
   every GPU link, and one up-link a few edges over holds the whole grid back. Between 33 and 64 GPUs,
-  where routes cross two switches (a dragonfly), these are the only trees put on the grid by default.
+  where routes cross two switches (a dragonfly), these are the only trees put on the grid by default, and
+  they go first: the packed trees' first-come booking runs only where the grid ends over
+  ``GRID_FIRST_ENOUGH`` x the limit or is refused.
 
 ReduceScatter schedules the mirrored AllGather on the reversed fabric and turns it around in time
 (``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror
