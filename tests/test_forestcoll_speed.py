@@ -203,20 +203,23 @@ def test_the_grid_books_what_walking_every_receivers_heap_booked(name: str) -> N
 
 
 def test_a_grid_booking_is_kept_and_moved_to_another_start(monkeypatch) -> None:
-    """The AllReduce's AllGather half books its grid from 0 and again from the ReduceScatter's end: the second
-    is the first moved, taken from ``packed`` without matching a slot again; other trees book anew."""
+    """The AllReduce's AllGather half books its grid from 0 and again from the ReduceScatter's end: where the
+    grid goes first (33-64 GPUs) the second is the first moved, taken from ``packed`` without matching a slot
+    again; other trees book anew, and so does every booking without ``reuse``."""
     fabric, collective, roots, unit_s, capacities, packing = _mirror_problem("dragonfly:groups=4,routers=2,gpus=2")
     refined = forestcoll._refined(fabric, collective, packing, 4)
     calls = _counting(monkeypatch, "slotted_pipeline")
     plan_of = forestcoll._plan_maker(fabric, refined)
     packed: dict = {}
     budget = Budget(SynthOptions())
-    first = forestcoll._deep_first_grid(fabric, refined, packing, plan_of, 0.0, budget, False, packed)
-    later = forestcoll._deep_first_grid(fabric, refined, packing, plan_of, 0.5, budget, False, packed)
+    first = forestcoll._deep_first_grid(fabric, refined, packing, plan_of, 0.0, budget, False, packed, reuse=True)
+    later = forestcoll._deep_first_grid(fabric, refined, packing, plan_of, 0.5, budget, False, packed, reuse=True)
     assert len(calls) == 1
     assert later[1] == pytest.approx(first[1] + 0.5, abs=1e-15)
     assert [(t.chunk, t.src, t.dst) for t in later[0]] == [(t.chunk, t.src, t.dst) for t in first[0]]
     assert all(abs(b.start_s - a.start_s - 0.5) < 1e-12 for a, b in zip(first[0], later[0], strict=True))
     other = forestcoll.TreePacker(fabric, roots, unit_s, capacities).balance(packing)
-    forestcoll._deep_first_grid(fabric, refined, other, plan_of, 0.0, budget, False, packed)
+    forestcoll._deep_first_grid(fabric, refined, other, plan_of, 0.0, budget, False, packed, reuse=True)
     assert len(calls) == 2
+    forestcoll._deep_first_grid(fabric, refined, packing, plan_of, 0.5, budget, False, packed)  # up to 32 GPUs
+    assert len(calls) == 3  # booked anew from its own start

@@ -1029,7 +1029,7 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         budget.report("ForestColl: booking balanced few trees per root on a slot grid first", 0.3)
         early = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, settings.pieces,
                                    start_s, packed, settings.trees or GRID_TREES,
-                                   _slot_capacities_differ(fabric), _plan_maker(topology, collective))
+                                   _slot_capacities_differ(fabric), _plan_maker(topology, collective), reuse=True)
         if early is not None:
             _offer(budget.options, topology, *early, False)
     if early is not None and early[2].finish_s - start_s <= GRID_FIRST_ENOUGH * limit_s:
@@ -1179,7 +1179,7 @@ def _plan_maker(topology: Topology, collective: Collective) -> Callable[[Collect
 def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topology, roots: list[int],
                        unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
                        packed: dict | None, k: int, slotted: bool,
-                       plan_of, tight: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
+                       plan_of, tight: bool = False, reuse: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
     """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``_grid_pieces`` pieces each, on
     the slot grid with deep trees first; None where pieces would be too small for the grid.
 
@@ -1208,7 +1208,7 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
         return None  # the transfer budget's pieces (tight slots) would be mostly alpha
     budget.report(f"ForestColl: booking {k} balanced trees per root on a slot grid "
                   f"(congestion {balanced.congestion:.4f} x the limit)", 0.85)
-    booked = _deep_first_grid(topology, refined, balanced, plan_of, start_s, budget, tight, packed)
+    booked = _deep_first_grid(topology, refined, balanced, plan_of, start_s, budget, tight, packed, reuse)
     if booked is None:
         return None
     note = f"{k} trees per root with edges moved off the busiest links to the limit, deep trees first"
@@ -1216,16 +1216,23 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
 
 
 def _deep_first_grid(topology: Topology, collective: Collective, trees: Packing, plan_of, start_s: float,
-                     budget: Budget, tight: bool, packed: dict | None) -> tuple[list[Transfer], float] | None:
-    """``slotted_pipeline`` of ``trees``, deep trees first, booked from time 0 and moved to ``start_s``.
+                     budget: Budget, tight: bool, packed: dict | None,
+                     reuse: bool = False) -> tuple[list[Transfer], float] | None:
+    """``slotted_pipeline`` of ``trees``, deep trees first; with ``reuse``, booked from time 0 and moved to
+    ``start_s`` (else booked from ``start_s``).
 
     The grid decides in slots counted from its start, so a booking from another time origin differs only
     where float rounding breaks a tie at a slot's edge the other way (64-GPU dragonflies' AllGather half:
     1.0398 x its limit from 0, 1.0368 from the ReduceScatter's end; 1.0419 / 1.0429 on the other, 2026-11-27).
-    Booked once, it is kept in ``packed`` (with the objects it was made of, so that no other packing or
-    collective can take their ids) and the AllGather half of an AllReduce, booked again from the
-    ReduceScatter's end, takes it moved instead of matching every slot again (about 15 s at 64 GPUs).
+    With ``reuse`` (where the grid goes first, 33-64 GPUs) a booking is kept in ``packed`` (with the objects
+    it was made of, so that no other packing or collective can take their ids) and the AllGather half of an
+    AllReduce, booked again from the ReduceScatter's end, takes it moved instead of matching every slot again
+    (about 15 s at 64 GPUs). Up to 32 GPUs, where that costs a few seconds, the half is booked anew, as it
+    picked the better origin there (32-GPU dragonfly AllReduce 1.0380 x, 1.0385 with the moved booking).
     """
+    if not reuse:
+        return slotted_pipeline(topology, collective, plan_of(collective, trees), start_s, budget.expired,
+                                deep_first=True, tight=tight)
     key = ("grid", id(trees), id(collective), tight)
     kept = packed.get(key) if packed is not None else None
     if kept is not None and kept[0] is trees and kept[1] is collective:
