@@ -34,7 +34,9 @@ limit allows. This module packs them and schedules them:
 * Balance (``TreePacker.balance``). Wherever the slot grid runs it also tries ``GRID_TREES`` trees per
   root with tree edges moved off the busiest links down to the limit: a reduction's mirror saturates
   every GPU link, and one up-link a few edges over holds the whole grid back. Between 33 and 64 GPUs,
-  where routes cross two switches (a dragonfly), these are the only trees put on the grid by default.
+  where routes cross two switches (a dragonfly), these are the only trees put on the grid by default, and
+  they go first: the packed trees' first-come booking runs only where the grid ends over
+  ``GRID_FIRST_ENOUGH`` x the limit or is refused.
 
 ReduceScatter schedules the mirrored AllGather on the reversed fabric and turns it around in time
 (``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror
@@ -126,6 +128,9 @@ GRID_SLOT_ALPHA = 0.03  # ... where alpha would take more of a slot than this (6
 GRID_FEW_TREES_MAX_GPUS = 64  # beyond SLOTS_AUTO_MAX_GPUS and up to this, the automatic choice puts only the
 # balanced few trees on the grid, and only where routes cross two switches or more (a dragonfly), not the packed ones
 GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the packed trees are not put on the grid
+GRID_FIRST_ENOUGH = 1.15  # where the balanced few trees go on the grid first (``_few_trees_grid_only``), ending this
+# close to the limit they are kept without packing 8 trees for first-come booking (64-GPU dragonflies, 2026-11-27:
+# first come 1.12-1.37 x the limit, the grid 1.04-1.13 x; the packing and its booking were a third of the time)
 MORE_TREES = 24  # trees per root also tried where 8 and 12 leave the packing over MORE_TREES_ABOVE x the limit ...
 MORE_TREES_ABOVE = 1.02  # (shares of 1/8 or 1/12 cannot split a 12.5 GB/s NIC's load exactly: odd2 in bench/limit.py
 MORE_TREES_UP_TO = 16  # --odd packs at 1.042 with 8 or 12 trees, 1.007 with 24) on fabrics of this many GPUs at most
@@ -394,8 +399,10 @@ class TreePacker:
             worst = set(np.flatnonzero(ratio >= top - 1e-9).tolist())
             cost, info = self.closure.costs(self.lengths(load))
             reachable = np.isfinite(cost)
-            after = ((load + share) * scale).tolist()  # a link's time over the limit with one more edge on it
-            routes_from: dict[int, list] = {}  # w -> the cheapest route from w to every GPU (one pass each)
+            # a link's time over the limit with one more edge on it; padding (-1) reads -inf
+            after = np.append((load + share) * scale, -np.inf)
+            routes = _all_routes(self.closure, info, n)  # w x v -> link ids of the cheapest route (-1 padded)
+            hops = (routes >= 0).sum(axis=2)
             best = None
             for ts in trees.values():
                 for t in ts:
@@ -403,20 +410,26 @@ class TreePacker:
                         for i, (v, old) in enumerate(kids):
                             if worst.isdisjoint(old):
                                 continue
-                            below = _below(t, v)
-                            on_old = set(old)
-                            for w in self.closure.gpus:
-                                if w == u or w in below or not reachable[self.index[w], self.index[v]]:
-                                    continue
-                                if w not in routes_from:
-                                    parent = np.full(n, self.index[w])
-                                    parent[self.index[w]] = -1
-                                    routes_from[w] = self.closure.tree_routes(parent, info)
-                                new = routes_from[w][self.index[v]]
-                                # shared links keep their load (a Python max: these lists are a few links long)
-                                peak = max(after[link] for link in new if link not in on_old)
-                                if peak < top - 1e-9 and (best is None or (peak, len(new)) < best[0]):
-                                    best = ((peak, len(new)), t, u, i, v, w, new, old)
+                            # every new parent w at once: not u, not below v, reaching v; the links of its route
+                            # to v that the old route does not share take one more edge (shared ones keep theirs)
+                            column = self.index[v]
+                            allowed = reachable[:, column].copy()
+                            allowed[self.index[u]] = False
+                            allowed[[self.index[x] for x in _below(t, v)]] = False
+                            shared = after[old]
+                            after[old] = -np.inf  # for the moment: the old route's links keep their load
+                            peak = after[routes[:, column, :]].max(axis=1)
+                            after[old] = shared
+                            allowed &= peak < top - 1e-9
+                            if not allowed.any():
+                                continue
+                            low = peak[allowed].min()
+                            allowed &= peak == low
+                            shortest = hops[allowed, column].min()
+                            x = int(np.flatnonzero(allowed & (hops[:, column] == shortest))[0])  # the first of equals
+                            if best is None or (float(low), int(shortest)) < best[0]:
+                                new = routes[x, column, :shortest].tolist()
+                                best = ((float(low), int(shortest)), t, u, i, v, self.closure.gpus[x], new, old)
             if best is None:
                 break
             _, t, u, i, v, w, new, old = best
@@ -459,6 +472,23 @@ class TreePacker:
                 break  # at 256 GPUs a pass costs seconds and steeper lengths after the best rarely find better
                 # (spread routes still gain late there: NVL72's mirror 1.141 x after two stale passes, 1.077 x after 8)
         return best if self.capacity is self.bandwidth else self.true_congestion(best)
+
+
+def _all_routes(closure: RouteClosure, info: dict, n: int) -> np.ndarray:
+    """The cheapest route from every GPU to every other (``RouteClosure.tree_routes`` of a star at each GPU)
+    as link ids, padded with -1 to the longest: [w, v, hop]."""
+    per_source = []
+    for w in range(n):
+        parent = np.full(n, w)
+        parent[w] = -1
+        per_source.append(closure.tree_routes(parent, info))
+    width = max(len(route) for routes in per_source for route in routes if route is not None)
+    out = np.full((n, n, width), -1, dtype=np.int64)
+    for w, routes in enumerate(per_source):
+        for v, route in enumerate(routes):
+            if route is not None:
+                out[w, v, :len(route)] = route
+    return out
 
 
 def crossing_shares(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
@@ -1139,8 +1169,6 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     where they may be faster; the packing, the collective scheduled, the run and how it was booked.
     ``may_spare``: whether trees sparing the links between bufferless switches may be tried (``spare_crossings``;
     asked last, as it computes a limit)."""
-    packing = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed,
-                           spare_crossings=bool(settings.spare_crossings))
     run: Pipelined | None = None
     first_come = "chunks may wait in a switch's queue for its out-link" if switch_queue and topology.switches else \
         "routes through switches booked cut-through (no switch queues), first come first served"
@@ -1149,12 +1177,29 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     if settings.spare_crossings:
         first_come += spared_note
     booking = first_come
+    # beyond SLOTS_AUTO_MAX_GPUS the automatic grid books the balanced few trees alone, and goes first there
+    few_only = not settings.slots and topology.n_gpus > SLOTS_AUTO_MAX_GPUS
+    grid_first = (settings.slots is None and few_only and not switch_queue and not settings.spare_crossings
+                  and _slot_grid_fits(topology) and _few_trees_grid_only(topology))
+    early = None
+    if grid_first:
+        budget.report("ForestColl: booking balanced few trees per root on a slot grid first", 0.3)
+        early = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, settings.pieces,
+                                   start_s, packed, settings.trees or GRID_TREES,
+                                   _slot_capacities_differ(fabric), _plan_maker(topology, collective), reuse=True)
+        if early is not None:
+            _offer(budget.options, topology, *early, False)
+    if early is not None and early[2].finish_s - start_s <= GRID_FIRST_ENOUGH * limit_s:
+        packing = None  # close enough: the packed trees' first-come booking is not run (nor their packing)
+    else:
+        packing = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed,
+                               spare_crossings=bool(settings.spare_crossings))
     # where the slot grid follows first-come booking over SLOTS_ABOVE x the limit, the grid takes such schedules on:
     # deep first far off and more pieces there only cost time (the 32-GPU dragonfly's, near the app's 30 s limit)
-    grid_follows = (settings.slots is None and not switch_queue and _slot_grid_fits(topology)
-                    and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology)
-                         or _stars_grid(topology, packing)))
-    if not settings.slots:
+    grid_fabric = (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology)
+                   or (packing is not None and _stars_grid(topology, packing)))
+    grid_follows = settings.slots is None and not switch_queue and _slot_grid_fits(topology) and grid_fabric
+    if not settings.slots and packing is not None:
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
                                wide=not _slot_grid_fits(topology),
@@ -1177,14 +1222,15 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue
                                   and _slot_grid_fits(topology)
-                                  and (topology.n_gpus <= SLOTS_AUTO_MAX_GPUS or _few_trees_grid_only(topology)
-                                       or _stars_grid(topology, packing))
-                                  and run is not None and run.finish_s - start_s > SLOTS_ABOVE * limit_s)
+                                  and grid_fabric
+                                  and (run is None or run.finish_s - start_s > SLOTS_ABOVE * limit_s))
     if try_grid:
-        budget.report("ForestColl: booking routes on a slot grid", 0.75)
-        slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, settings.pieces, start_s,
-                           limit_s, packed, settings.trees,
-                           few_only=not settings.slots and topology.n_gpus > SLOTS_AUTO_MAX_GPUS)
+        if grid_first:  # booked already
+            slotted = early
+        else:
+            budget.report("ForestColl: booking routes on a slot grid", 0.75)
+            slotted = _slotted(topology, collective, fabric, packing, roots, unit_s, budget, refine, settings.pieces,
+                               start_s, limit_s, packed, settings.trees, few_only=few_only)
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
             grid = ("a slot grid of an up-link's bytes' time (every route crosses one switch, so hops stay "
@@ -1285,13 +1331,9 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     ``SLOT_PIECES``, the faster kept. Trees are packed again for the links' slot capacities where those
     differ from their bandwidths (a 100 GB/s spine behind 50 GB/s up-links carries one hop per slot, not two).
     """
-    links = sorted(fabric.links)
-    slotted = not np.allclose(slot_capacities(fabric, links), bandwidths(fabric, links))
+    slotted = _slot_capacities_differ(fabric)
     tight = one_switch_routes(topology)  # slots of the bytes' time: no alpha per slot, so many small pieces
-
-    def plan_of(c: Collective, trees: Packing) -> _InTrees | _OutTrees:
-        return _InTrees(trees, topology, c.chunks) if collective.is_reducing else _OutTrees(trees)
-
+    plan_of = _plan_maker(topology, collective)
     best = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
                               packed, trees or GRID_TREES, slotted, plan_of, tight)
     if few_only or budget.expired() or (best is not None and best[2].finish_s - start_s <= GRID_ENOUGH * limit_s):
@@ -1317,10 +1359,24 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     return best
 
 
+def _slot_capacities_differ(fabric: Topology) -> bool:
+    """Whether some link gives slotted routes less than its bandwidth (``slot_capacities``): trees for the
+    grid are then packed for those capacities."""
+    links = sorted(fabric.links)
+    return not np.allclose(slot_capacities(fabric, links), bandwidths(fabric, links))
+
+
+def _plan_maker(topology: Topology, collective: Collective) -> Callable[[Collective, Packing], _InTrees | _OutTrees]:
+    """How chunks of a (re-chunked) collective flow along a packing: down out-trees, or up in-trees."""
+    def plan_of(c: Collective, trees: Packing) -> _InTrees | _OutTrees:
+        return _InTrees(trees, topology, c.chunks) if collective.is_reducing else _OutTrees(trees)
+    return plan_of
+
+
 def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topology, roots: list[int],
                        unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
                        packed: dict | None, k: int, slotted: bool,
-                       plan_of, tight: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
+                       plan_of, tight: bool = False, reuse: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
     """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``_grid_pieces`` pieces each, on
     the slot grid with deep trees first; None where pieces would be too small for the grid.
 
@@ -1349,13 +1405,49 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
         return None  # the transfer budget's pieces (tight slots) would be mostly alpha
     budget.report(f"ForestColl: booking {balanced.k} balanced trees per root on a slot grid "
                   f"(congestion {balanced.congestion:.4f} x the limit)", 0.85)
-    booked = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired, deep_first=True,
-                              tight=tight)
+    booked = _deep_first_grid(topology, refined, balanced, plan_of, start_s, budget, tight, packed, reuse)
     if booked is None:
         return None
     note = STARS_NOTE if balanced.stars else \
         f"{balanced.k} trees per root with edges moved off the busiest links to the limit, deep trees first"
     return replace(balanced, notes=[note]), refined, Pipelined(*booked)
+
+
+def _deep_first_grid(topology: Topology, collective: Collective, trees: Packing, plan_of, start_s: float,
+                     budget: Budget, tight: bool, packed: dict | None,
+                     reuse: bool = False) -> tuple[list[Transfer], float] | None:
+    """``slotted_pipeline`` of ``trees``, deep trees first; with ``reuse``, booked from time 0 and moved to
+    ``start_s`` (else booked from ``start_s``).
+
+    The grid decides in slots counted from its start, so a booking from another time origin differs only
+    where float rounding breaks a tie at a slot's edge the other way (64-GPU dragonflies' AllGather half:
+    1.0398 x its limit from 0, 1.0368 from the ReduceScatter's end; 1.0419 / 1.0429 on the other, 2026-11-27).
+    With ``reuse`` (where the grid goes first, 33-64 GPUs) a booking is kept in ``packed`` (with the objects
+    it was made of, so that no other packing or collective can take their ids) and the AllGather half of an
+    AllReduce, booked again from the ReduceScatter's end, takes it moved instead of matching every slot again
+    (about 15 s at 64 GPUs). Up to 32 GPUs, where that costs a few seconds, the half is booked anew, as it
+    picked the better origin there (32-GPU dragonfly AllReduce 1.0380 x, 1.0385 with the moved booking).
+    """
+    if not reuse:
+        return slotted_pipeline(topology, collective, plan_of(collective, trees), start_s, budget.expired,
+                                deep_first=True, tight=tight)
+    key = ("grid", id(trees), id(collective), tight)
+    kept = packed.get(key) if packed is not None else None
+    if kept is not None and kept[0] is trees and kept[1] is collective:
+        transfers, finish = kept[2], kept[3]
+    else:
+        booked = slotted_pipeline(topology, collective, plan_of(collective, trees), 0.0, budget.expired,
+                                  deep_first=True, tight=tight)
+        if booked is None:
+            return None
+        transfers, finish = booked
+        if packed is not None:
+            packed[key] = (trees, collective, transfers, finish)
+    if start_s == 0.0:
+        return transfers, finish
+    new = tuple.__new__
+    return [new(Transfer, (t[0], t[1], t[2], t[3] + start_s, t[4] + start_s, t[5], t[6])) for t in transfers], \
+        finish + start_s
 
 
 def reduction_schedule(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,

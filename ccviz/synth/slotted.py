@@ -24,6 +24,7 @@ Direct GPU -> GPU links need no grid: a free one sends its most urgent waiting c
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import math
@@ -264,6 +265,9 @@ class SlotBooking:
         self.waiting: dict[int, list[tuple]] = defaultdict(list)  # direct link -> heap of waiting edges
         # up-link -> receiver's in-link -> heap: a slot sees the most urgent edge to every receiver
         self.by_end: dict[int, dict[int, list[tuple]]] = defaultdict(lambda: defaultdict(list))
+        # up-link -> the tops of its receivers' heaps (none of them sent yet), sorted: kept as edges come and go,
+        # so that a slot reads an up-link's most urgent edges without walking every receiver's heap
+        self.heads: dict[int, list[tuple]] = defaultdict(list)
         self.same_chunk: dict[tuple[int, int], list[tuple]] = defaultdict(list)  # (up-link, chunk) -> edges
         self.taken: set[int] = set()  # seq of edges sent (booked or rode along)
         self.lane_free = [[start_s] * n for n in self.lanes]  # direct links: when each lane is free
@@ -271,7 +275,9 @@ class SlotBooking:
         self.ticks: set[int] = set()
         self.slotted_waiting = 0
         self.seq = 0
-        self.timings: dict[tuple[int, ...], list] = {}
+        self.timings: dict[int, tuple[list[int], list]] = {}  # id(route) -> (route, its timing)
+        self.later_hops: dict[int, tuple[list[int], list]] = {}  # id(route) -> (route, what _fits tests)
+        self.hop_parts: dict[tuple[int, int], tuple[list[int], list]] = {}  # (id(route), first hop) -> (route, parts)
         # switch -> [(next switch, link id)] and hop distances between switches (for detours)
         self.switch_out: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for lid, (u, v) in enumerate(self.links):
@@ -316,12 +322,38 @@ class SlotBooking:
             if self.multicast:
                 self.same_chunk[(first, cid)].append(item)
             if self.switched[first]:
-                heapq.heappush(self.by_end[first][route[-1]], item)
+                self._wait_slotted(item)
                 self.slotted_waiting += 1
                 self._schedule_tick(max(0, math.ceil((now - self.t0) / self.slot - 1e-6)))  # next slot
             else:
                 heapq.heappush(self.waiting[first], item)
                 self._push(max(now, min(self.lane_free[first])), 1, first, 0)
+
+    def _wait_slotted(self, item: tuple) -> None:
+        """Put a tree edge through a switch in its up-link's heap for its receiver, its top among ``heads``."""
+        route = item[5]
+        heap = self.by_end[route[0]][route[-1]]
+        top = heap[0] if heap else None
+        heapq.heappush(heap, item)
+        if heap[0] is item:
+            heads = self.heads[route[0]]
+            if top is not None:
+                del heads[bisect.bisect_left(heads, top)]
+            bisect.insort(heads, item)
+
+    def _take(self, item: tuple) -> None:
+        """Mark a tree edge through a switch sent; where it was the top of its heap, the next one not yet
+        sent (a rider may have gone already) takes its place among ``heads``."""
+        seq, route = item[2], item[5]  # a detour keeps the edge's up-link and receiver's in-link
+        self.taken.add(seq)
+        heap = self.by_end[route[0]][route[-1]]
+        if heap and heap[0][2] == seq:
+            heads = self.heads[route[0]]
+            del heads[bisect.bisect_left(heads, heap[0])]
+            while heap and heap[0][2] in self.taken:
+                heapq.heappop(heap)
+            if heap:
+                bisect.insort(heads, heap[0])
 
     def _record(self, cid: int, lid: int, start: float) -> None:
         u, v = self.links[lid]
@@ -351,20 +383,20 @@ class SlotBooking:
         """Per hop: its start, seconds after the route's, and the parts of slots it keeps its link busy,
         (slot after the route's first, start, end in seconds into that slot); a hop on a link slower
         than the up-links spans two slots or more."""
-        key = tuple(route)
-        timing = self.timings.get(key)
-        if timing is None:
-            timing, t = [], 0.0
-            for lid in route:
-                parts, a, end = [], t, t + self.hold[lid]
-                while a < end - _EPS:
-                    slot = math.floor(a / self.slot + 1e-9)
-                    b = min(end, (slot + 1) * self.slot)
-                    parts.append((slot, a - slot * self.slot, b - slot * self.slot))
-                    a = b
-                timing.append((t, parts))
-                t += self.delay[lid]
-            self.timings[key] = timing
+        kept = self.timings.get(id(route))  # (route, timing): the route kept alive, so its id stays its own
+        if kept is not None and kept[0] is route:
+            return kept[1]
+        timing, t = [], 0.0
+        for lid in route:
+            parts, a, end = [], t, t + self.hold[lid]
+            while a < end - _EPS:
+                slot = math.floor(a / self.slot + 1e-9)
+                b = min(end, (slot + 1) * self.slot)
+                parts.append((slot, a - slot * self.slot, b - slot * self.slot))
+                a = b
+            timing.append((t, parts))
+            t += self.delay[lid]
+        self.timings[id(route)] = (route, timing)
         return timing
 
     def _resources(self, item: tuple, k: int, first_hop: int = 1) -> list[tuple]:
@@ -372,13 +404,19 @@ class SlotBooking:
         parts of its links' slots each hop is busy, and for reductions each copy switch's slot for the
         chunk (two partials of one chunk must not pass a copy switch together)."""
         route, cid = item[5], item[3]
+        if not self.copy_pass:  # the parts of slots per hop, worked out once per route and hop
+            kept = self.hop_parts.get((id(route), first_hop))
+            if kept is None or kept[0] is not route:
+                timing = self._timing(route)
+                kept = self.hop_parts[(id(route), first_hop)] = (route, [
+                    (route[i], slot, a, b) for i in range(first_hop, len(route)) for slot, a, b in timing[i][1]])
+            return [((lid, k + slot), a, b) for lid, slot, a, b in kept[1]]
         timing = self._timing(route)
         out: list[tuple] = []
         for i in range(first_hop, len(route)):
             lid, parts = route[i], timing[i][1]
             out += [((lid, k + slot), a, b) for slot, a, b in parts]
-            if self.copy_pass:
-                out.append((("pass", self.links[lid][0], cid, k + parts[0][0]), 0.0, math.inf))
+            out.append((("pass", self.links[lid][0], cid, k + parts[0][0]), 0.0, math.inf))
         return out
 
     def _fits(self, route: list[int], cid: int, k: int, free: dict[tuple[int, float], bool]) -> bool:
@@ -387,13 +425,18 @@ class SlotBooking:
         ``free`` remembers, for this slot, whether a link has room for a hop starting at a given offset:
         bookings do not change while a slot's candidates are gathered, and most routes fail on a
         receiver's in-link, which every sender to that receiver asks about. The last hop goes first."""
-        timing = self._timing(route)
-        for i in range(len(route) - 1, 0, -1):
-            lid = route[i]
-            offset, parts = timing[i]
-            if not self._room(lid, offset, parts, k, free):
+        kept = self.later_hops.get(id(route))
+        if kept is None or kept[0] is not route:
+            timing = self._timing(route)
+            kept = self.later_hops[id(route)] = (route, [(route[i], *timing[i], self.links[route[i]][0])
+                                                         for i in range(len(route) - 1, 0, -1)])
+        for lid, offset, parts, switch in kept[1]:
+            room = free.get((lid, offset))
+            if room is None:
+                room = self._room(lid, offset, parts, k, free)
+            if not room:
                 return False
-            if self.copy_pass and ("pass", self.links[lid][0], cid, k + parts[0][0]) in self.used:
+            if self.copy_pass and ("pass", switch, cid, k + parts[0][0]) in self.used:
                 return False
         return True
 
@@ -464,17 +507,10 @@ class SlotBooking:
         worked out as the matching reads them; resources left for the matching to ask)."""
         out = {}
         free: dict[tuple[int, float], bool] = {}
-        for lid, ends in self.by_end.items():
+        for lid in self.by_end:
             if len(self.used.get((lid, k), ())) >= self.lanes[lid]:
                 continue  # no lane of this up-link is free in the slot: nothing to match
-            items = []
-            for heap in ends.values():
-                while heap and heap[0][2] in self.taken:
-                    heapq.heappop(heap)
-                if heap:
-                    items.append(heap[0])
-            items.sort()
-            fits = Fitting(self._fitting(items[:CANDIDATES], k, free))
+            fits = Fitting(self._fitting(self.heads[lid][:CANDIDATES], k, free))
             if fits.get(0) is not None:
                 out[lid] = fits
         return out
@@ -509,7 +545,7 @@ class SlotBooking:
 
     def _book(self, item: tuple, k: int) -> None:
         _, _, seq, cid, dst, route = item
-        self.taken.add(seq)
+        self._take(item)
         self.slotted_waiting -= 1
         self._hold(cid, route, range(len(route)), k)
         self._arrive(cid, dst, self.t0 + k * self.slot + self._timing(route)[-1][0] + self.delay[route[-1]])
@@ -543,7 +579,7 @@ class SlotBooking:
                 continue
             self._hold(cid, other, range(h, len(other)), k)
             booked.append(other)
-            self.taken.add(item[2])
+            self._take(item)
             self.slotted_waiting -= 1
             self._arrive(cid, item[4], self.t0 + k * self.slot + self._timing(other)[-1][0] + self.delay[other[-1]])
 
