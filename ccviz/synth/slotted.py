@@ -42,6 +42,7 @@ CANDIDATES = 48  # waiting edges of one up-link a slot considers: the most urgen
 AUGMENT_DEPTH = 4  # senders one augmenting path may move
 DETOURS = 8  # other switch paths of the same length a slot may send an edge along
 _EPS = 1e-12  # s: parts of a slot that only touch do not overlap
+SCRAMBLE_MULTIPLIER = 2654435761  # Knuth's multiplicative hash (``_scrambled``)
 
 
 def _uplinks(topology: Topology) -> list[tuple[int, int]]:
@@ -241,9 +242,11 @@ class SlotBooking:
     """
 
     def __init__(self, topology: Topology, collective: Collective, plan, start_s: float,
-                 stop: Callable[[], bool] | None = None, deep_first: bool = False, tight: bool = False) -> None:
+                 stop: Callable[[], bool] | None = None, deep_first: bool = False, tight: bool = False,
+                 scramble: bool = False) -> None:
         self.stop = stop  # asked between slots: True ends the booking (slotted_pipeline returns None)
         self.deep_first = deep_first  # urgency: chunk index less the tree levels still below the edge
+        self.scramble = scramble  # a sender's equally urgent edges in a fixed scrambled order, not release order
         self.topology = topology
         self.collective = collective
         self.plan = plan
@@ -473,7 +476,7 @@ class SlotBooking:
                     heapq.heappop(heap)
                 if heap:
                     items.append(heap[0])
-            items.sort()
+            items.sort(key=_scrambled if self.scramble else None)
             fits = Fitting(self._fitting(items[:CANDIDATES], k, free))
             if fits.get(0) is not None:
                 out[lid] = fits
@@ -548,19 +551,30 @@ class SlotBooking:
             self._arrive(cid, item[4], self.t0 + k * self.slot + self._timing(other)[-1][0] + self.delay[other[-1]])
 
 
+def _scrambled(item: tuple) -> tuple:
+    """Sort key of a waiting edge: its urgency, then a fixed pseudo-random rank of its release number
+    (Knuth's multiplicative hash) instead of the release number itself: release order sends, at every
+    sender alike, the equally urgent edge whose chunk arrived first; scrambled, the order is unrelated to
+    arrival, and the matching ends other receivers' streams first (which of the two ends sooner differs
+    from fabric to fabric: forestcoll books both where the first is well over the limit)."""
+    return item[0], item[1], (item[2] * SCRAMBLE_MULTIPLIER) % 2 ** 32
+
+
 class _Stopped(Exception):
     pass
 
 
 def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float,
-                     stop: Callable[[], bool] | None = None,
-                     deep_first: bool = False, tight: bool = False) -> tuple[list[Transfer], float] | None:
+                     stop: Callable[[], bool] | None = None, deep_first: bool = False, tight: bool = False,
+                     scramble: bool = False) -> tuple[list[Transfer], float] | None:
     """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring), or
     None when ``stop()`` said to end first (the time limit, or Stop). ``deep_first``: a waiting edge's
     urgency is its chunk's index less the tree levels still below it (``forestcoll.pipeline``'s
     ``deep_first``), so that deep trees' last pieces do not trail behind at the grid's end. ``tight``:
-    slots of an up-link's busy time, not its delay (``slot_length``; for ``one_switch_routes`` fabrics)."""
+    slots of an up-link's busy time, not its delay (``slot_length``; for ``one_switch_routes`` fabrics).
+    ``scramble``: a sender's equally urgent edges to different receivers are tried in a fixed scrambled
+    order (``_scrambled``) instead of the order they were released in."""
     try:
-        return SlotBooking(topology, collective, plan, start_s, stop, deep_first, tight).run()
+        return SlotBooking(topology, collective, plan, start_s, stop, deep_first, tight, scramble).run()
     except _Stopped:
         return None
