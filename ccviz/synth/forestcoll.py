@@ -119,7 +119,7 @@ GRID_SLOT_ALPHA = 0.03  # ... where alpha would take more of a slot than this (6
 GRID_FEW_TREES_MAX_GPUS = 64  # beyond SLOTS_AUTO_MAX_GPUS and up to this, the automatic choice puts only the
 # balanced few trees on the grid, and only where routes cross two switches or more (a dragonfly), not the packed ones
 GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the packed trees are not put on the grid
-# (and, further from it, the balanced trees are booked again with scrambled ties, the faster kept)
+# (and, further from it, the balanced trees are booked again in piece waves, the faster kept)
 MORE_TREES = 24  # trees per root also tried where 8 and 12 leave the packing over MORE_TREES_ABOVE x the limit ...
 MORE_TREES_ABOVE = 1.02  # (shares of 1/8 or 1/12 cannot split a 12.5 GB/s NIC's load exactly: odd2 in bench/limit.py
 MORE_TREES_UP_TO = 16  # --odd packs at 1.042 with 8 or 12 trees, 1.007 with 24) on fabrics of this many GPUs at most
@@ -1128,7 +1128,7 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``_grid_pieces`` pieces each, on
     the slot grid with deep trees first; None where pieces would be too small for the grid. Where that ends
     over ``GRID_ENOUGH`` x ``limit_s``, the same trees are booked again with a sender's equally urgent edges
-    in a scrambled order (``slotted_pipeline(scramble=True)``) and the faster kept: neither order wins everywhere
+    in a scrambled order (``slotted_pipeline(piece_waves=True)``) and the faster kept: neither order wins everywhere
     (64-GPU dragonfly ReduceScatter, groups=8,routers=4,gpus=2: release order 1.128 x the limit, scrambled 1.096;
     groups=4,routers=4,gpus=4: 1.070 against 1.082).
 
@@ -1163,12 +1163,13 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
         return None
     note = f"{k} trees per root with edges moved off the busiest links to the limit, deep trees first"
     if booked[1] - start_s > GRID_ENOUGH * limit_s and not budget.expired():
-        budget.report(f"ForestColl: booking the {k} balanced trees per root again, ties in a scrambled order", 0.9)
-        scrambled = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired,
-                                     deep_first=True, tight=tight, scramble=True)
-        if scrambled is not None and scrambled[1] < booked[1]:
-            booked = scrambled
-            note += ", a sender's equally urgent edges in a scrambled order"
+        budget.report(f"ForestColl: booking the {k} balanced trees per root again in piece waves", 0.9)
+        waves = slotted_pipeline(topology, refined, plan_of(refined, balanced), start_s, budget.expired,
+                                     deep_first=True, tight=tight, piece_waves=True)
+        if waves is not None and waves[1] < booked[1]:
+            booked = waves
+            note += (", every tree's piece p equally urgent (piece waves), a sender's equally urgent edges in a "
+                     "scrambled order")
     return replace(balanced, notes=[note]), refined, Pipelined(*booked)
 
 

@@ -243,10 +243,13 @@ class SlotBooking:
 
     def __init__(self, topology: Topology, collective: Collective, plan, start_s: float,
                  stop: Callable[[], bool] | None = None, deep_first: bool = False, tight: bool = False,
-                 scramble: bool = False) -> None:
+                 piece_waves: bool = False) -> None:
         self.stop = stop  # asked between slots: True ends the booking (slotted_pipeline returns None)
         self.deep_first = deep_first  # urgency: chunk index less the tree levels still below the edge
-        self.scramble = scramble  # a sender's equally urgent edges in a fixed scrambled order, not release order
+        # with ``piece_waves``: piece index (every tree's piece p alike) less the levels below, and a sender's
+        # equally urgent edges in a fixed scrambled order, not release order
+        self.piece_waves = piece_waves
+        self.trees_per_root = plan.packing.k if piece_waves else 1  # chunk index // this = the piece's index
         self.topology = topology
         self.collective = collective
         self.plan = plan
@@ -314,7 +317,8 @@ class SlotBooking:
         c = self.collective.chunks[cid]
         for urgency, dst, route in self.plan.arrive(c, node, initial):
             first = route[0]
-            item = (c.index + urgency if self.deep_first else c.index, urgency, self.seq, cid, dst, route)
+            order = c.index // self.trees_per_root
+            item = (order + urgency if self.deep_first else order, urgency, self.seq, cid, dst, route)
             self.seq += 1
             if self.multicast:
                 self.same_chunk[(first, cid)].append(item)
@@ -476,7 +480,7 @@ class SlotBooking:
                     heapq.heappop(heap)
                 if heap:
                     items.append(heap[0])
-            items.sort(key=_scrambled if self.scramble else None)
+            items.sort(key=_scrambled if self.piece_waves else None)
             fits = Fitting(self._fitting(items[:CANDIDATES], k, free))
             if fits.get(0) is not None:
                 out[lid] = fits
@@ -566,15 +570,17 @@ class _Stopped(Exception):
 
 def slotted_pipeline(topology: Topology, collective: Collective, plan, start_s: float,
                      stop: Callable[[], bool] | None = None, deep_first: bool = False, tight: bool = False,
-                     scramble: bool = False) -> tuple[list[Transfer], float] | None:
+                     piece_waves: bool = False) -> tuple[list[Transfer], float] | None:
     """Transfers and finish time of ``plan`` booked on the slot grid (see the module docstring), or
     None when ``stop()`` said to end first (the time limit, or Stop). ``deep_first``: a waiting edge's
     urgency is its chunk's index less the tree levels still below it (``forestcoll.pipeline``'s
     ``deep_first``), so that deep trees' last pieces do not trail behind at the grid's end. ``tight``:
     slots of an up-link's busy time, not its delay (``slot_length``; for ``one_switch_routes`` fabrics).
-    ``scramble``: a sender's equally urgent edges to different receivers are tried in a fixed scrambled
-    order (``_scrambled``) instead of the order they were released in."""
+    ``piece_waves``: a chunk's order is its piece's index (``plan.packing.k`` trees per root share each piece
+    index), so that every wave of equally urgent edges holds all the trees' shares, and a sender's equally
+    urgent edges to different receivers are tried in a fixed scrambled order (``_scrambled``) instead of
+    the order they were released in."""
     try:
-        return SlotBooking(topology, collective, plan, start_s, stop, deep_first, tight, scramble).run()
+        return SlotBooking(topology, collective, plan, start_s, stop, deep_first, tight, piece_waves).run()
     except _Stopped:
         return None
