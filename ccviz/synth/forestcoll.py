@@ -1127,10 +1127,11 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
                        limit_s: float = math.inf) -> tuple[Packing, Collective, Pipelined] | None:
     """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``_grid_pieces`` pieces each, on
     the slot grid with deep trees first; None where pieces would be too small for the grid. Where that ends
-    over ``GRID_ENOUGH`` x ``limit_s``, the same trees are booked again with a sender's equally urgent edges
-    in a scrambled order (``slotted_pipeline(piece_waves=True)``) and the faster kept: neither order wins everywhere
-    (64-GPU dragonfly ReduceScatter, groups=8,routers=4,gpus=2: release order 1.128 x the limit, scrambled 1.096;
-    groups=4,routers=4,gpus=4: 1.070 against 1.082).
+    over ``GRID_ENOUGH`` x ``limit_s``, the same trees are booked again
+    in piece waves (``slotted_pipeline(piece_waves=True)``: every tree's piece p equally urgent, ties scrambled)
+    and the faster kept (64-GPU dragonfly ReduceScatter, groups=8,routers=4,gpus=2: 1.128 -> 1.092 x the limit;
+    groups=4,routers=4,gpus=4: 1.070 -> 1.055). Chunk order stays first: it is the setting measured on every
+    fabric the grid serves, piece waves only on dragonflies.
 
     Where every GPU link is saturated both ways (a reduction's mirror: no switch copies), a GPU's up-link
     even one child edge over the limit holds the whole grid back, and few large pieces pay alpha per slot
