@@ -559,8 +559,8 @@ def _scrambled(item: tuple) -> tuple:
     """Sort key of a waiting edge: its urgency, then a fixed pseudo-random rank of its release number
     (Knuth's multiplicative hash) instead of the release number itself: release order sends, at every
     sender alike, the equally urgent edge whose chunk arrived first; scrambled, the order is unrelated to
-    arrival, and the matching ends other receivers' streams first (which of the two ends sooner differs
-    from fabric to fabric: forestcoll books both where the first is well over the limit)."""
+    arrival. A measured choice, not a derived one: in piece waves on the 64-GPU dragonflies' ReduceScatter
+    mirrors, scrambled ties ended at 1.092 and 1.055 x the limit, release order at 1.109 and 1.085."""
     return item[0], item[1], (item[2] * SCRAMBLE_MULTIPLIER) % 2 ** 32
 
 
