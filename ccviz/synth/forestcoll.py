@@ -128,6 +128,7 @@ GRID_SLOT_ALPHA = 0.03  # ... where alpha would take more of a slot than this (6
 GRID_FEW_TREES_MAX_GPUS = 64  # beyond SLOTS_AUTO_MAX_GPUS and up to this, the automatic choice puts only the
 # balanced few trees on the grid, and only where routes cross two switches or more (a dragonfly), not the packed ones
 GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the packed trees are not put on the grid
+# (and, further from it, the balanced trees are booked again in piece waves, the faster kept)
 GRID_FIRST_ENOUGH = 1.15  # where the balanced few trees go on the grid first (``_few_trees_grid_only``), ending this
 # close to the limit they are kept without packing 8 trees for first-come booking (64-GPU dragonflies, 2026-11-27:
 # first come 1.12-1.37 x the limit, the grid 1.04-1.13 x; the packing and its booking were a third of the time)
@@ -1186,7 +1187,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         budget.report("ForestColl: booking balanced few trees per root on a slot grid first", 0.3)
         early = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, settings.pieces,
                                    start_s, packed, settings.trees or GRID_TREES,
-                                   _slot_capacities_differ(fabric), _plan_maker(topology, collective), reuse=True)
+                                   _slot_capacities_differ(fabric), _plan_maker(topology, collective), reuse=True,
+                                   limit_s=limit_s)
         if early is not None:
             _offer(budget.options, topology, *early, False)
     if early is not None and early[2].finish_s - start_s <= GRID_FIRST_ENOUGH * limit_s:
@@ -1335,7 +1337,7 @@ def _slotted(topology: Topology, collective: Collective, fabric: Topology, packi
     tight = one_switch_routes(topology)  # slots of the bytes' time: no alpha per slot, so many small pieces
     plan_of = _plan_maker(topology, collective)
     best = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
-                              packed, trees or GRID_TREES, slotted, plan_of, tight)
+                              packed, trees or GRID_TREES, slotted, plan_of, tight, limit_s=limit_s)
     if few_only or budget.expired() or (best is not None and best[2].finish_s - start_s <= GRID_ENOUGH * limit_s):
         return best
     if slotted:
@@ -1376,9 +1378,15 @@ def _plan_maker(topology: Topology, collective: Collective) -> Callable[[Collect
 def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topology, roots: list[int],
                        unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
                        packed: dict | None, k: int, slotted: bool,
-                       plan_of, tight: bool = False, reuse: bool = False) -> tuple[Packing, Collective, Pipelined] | None:
+                       plan_of, tight: bool = False, reuse: bool = False,
+                       limit_s: float = math.inf) -> tuple[Packing, Collective, Pipelined] | None:
     """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``_grid_pieces`` pieces each, on
-    the slot grid with deep trees first; None where pieces would be too small for the grid.
+    the slot grid with deep trees first; None where pieces would be too small for the grid. Where that ends
+    over ``GRID_ENOUGH`` x ``limit_s``, the same trees are booked again
+    in piece waves (``slotted_pipeline(piece_waves=True)``: every tree's piece p equally urgent, ties scrambled)
+    and the faster kept (64-GPU dragonfly ReduceScatter, groups=8,routers=4,gpus=2: 1.128 -> 1.092 x the limit;
+    groups=4,routers=4,gpus=4: 1.070 -> 1.055). Chunk order stays first: it is the setting measured on every
+    fabric the grid serves, piece waves only on dragonflies.
 
     Where every GPU link is saturated both ways (a reduction's mirror: no switch copies), a GPU's up-link
     even one child edge over the limit holds the whole grid back, and few large pieces pay alpha per slot
@@ -1410,14 +1418,22 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
         return None
     note = STARS_NOTE if balanced.stars else \
         f"{balanced.k} trees per root with edges moved off the busiest links to the limit, deep trees first"
+    if booked[1] - start_s > GRID_ENOUGH * limit_s and not budget.expired():
+        budget.report(f"ForestColl: booking the {balanced.k} balanced trees per root again in piece waves", 0.9)
+        waves = _deep_first_grid(topology, refined, balanced, plan_of, start_s, budget, tight, packed, reuse,
+                                 piece_waves=True)
+        if waves is not None and waves[1] < booked[1]:
+            booked = waves
+            note += (", every tree's piece p equally urgent (piece waves), a sender's equally urgent edges in a "
+                     "scrambled order")
     return replace(balanced, notes=[note]), refined, Pipelined(*booked)
 
 
 def _deep_first_grid(topology: Topology, collective: Collective, trees: Packing, plan_of, start_s: float,
                      budget: Budget, tight: bool, packed: dict | None,
-                     reuse: bool = False) -> tuple[list[Transfer], float] | None:
-    """``slotted_pipeline`` of ``trees``, deep trees first; with ``reuse``, booked from time 0 and moved to
-    ``start_s`` (else booked from ``start_s``).
+                     reuse: bool = False, piece_waves: bool = False) -> tuple[list[Transfer], float] | None:
+    """``slotted_pipeline`` of ``trees``, deep trees first (in piece waves where asked); with ``reuse``, booked
+    from time 0 and moved to ``start_s`` (else booked from ``start_s``).
 
     The grid decides in slots counted from its start, so a booking from another time origin differs only
     where float rounding breaks a tie at a slot's edge the other way (64-GPU dragonflies' AllGather half:
@@ -1430,14 +1446,14 @@ def _deep_first_grid(topology: Topology, collective: Collective, trees: Packing,
     """
     if not reuse:
         return slotted_pipeline(topology, collective, plan_of(collective, trees), start_s, budget.expired,
-                                deep_first=True, tight=tight)
-    key = ("grid", id(trees), id(collective), tight)
+                                deep_first=True, tight=tight, piece_waves=piece_waves)
+    key = ("grid", id(trees), id(collective), tight, piece_waves)
     kept = packed.get(key) if packed is not None else None
     if kept is not None and kept[0] is trees and kept[1] is collective:
         transfers, finish = kept[2], kept[3]
     else:
         booked = slotted_pipeline(topology, collective, plan_of(collective, trees), 0.0, budget.expired,
-                                  deep_first=True, tight=tight)
+                                  deep_first=True, tight=tight, piece_waves=piece_waves)
         if booked is None:
             return None
         transfers, finish = booked
