@@ -50,7 +50,8 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -1099,7 +1100,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         ring = _ring(topology, collective, fabric, roots, unit_s, refine, pieces, start_s, queues,
                      math.inf if settings.ring else 1.0 + RING_CONGESTION_SLACK)
         if ring is not None:
-            _offer(options, topology, ring[0], ring[1], ring[2], True)
+            _offer(budget.options, topology, ring[0], ring[1], ring[2], True)
         if ring is None and settings.ring:
             raise CcvizError("ring: no cycle through every GPU, each reaching the next by a direct link or through "
                              "switches alone, was found on this fabric; set ring to auto or false", "ring")
@@ -1489,12 +1490,35 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
         # the mirror is booked cut-through: turned around in time, two routes of one chunk that met in a switch's
         # queue would hand their partial sums on in other pairs than they came in, and count one twice
         options = options.with_extra(switch_queue=False)
-    forward, _ = copy_schedule(mirror_fabric(topology), mirror_collective(collective), options, budget,
-                               packed=packed)
-    cpr = forward.collective.chunks_per_rank
-    target = collective if cpr == collective.chunks_per_rank else make_collective(
-        collective.name, _over(topology, collective), collective.size_bytes, cpr, collective.root)
-    return reverse_schedule(forward, topology, target)
+    def turned(forward: Schedule) -> Schedule:  # the mirrored copy back on the fabric, in the copy's chunks
+        cpr = forward.collective.chunks_per_rank
+        target = collective if cpr == collective.chunks_per_rank else make_collective(
+            collective.name, _over(topology, collective), collective.size_bytes, cpr, collective.root)
+        return reverse_schedule(forward, topology, target)
+
+    with _offers_turned(budget, turned):
+        forward, _ = copy_schedule(mirror_fabric(topology), mirror_collective(collective), options, budget,
+                                   packed=packed)
+    return turned(forward)
+
+
+@contextmanager
+def _offers_turned(budget: Budget, turn: Callable[[Schedule], Schedule] | None) -> Iterator[None]:
+    """While a part is synthesized, each complete schedule it offers (``_offer``) is turned into the one the
+    caller was asked for first (a reduction's mirrored copy turned around in time; an AllReduce's AllGather
+    half after its ReduceScatter), or, with ``turn`` None, not offered (a ReduceScatter half alone is no
+    AllReduce). Without it the app, ending a solve at its time limit or Stop, had only offers of another
+    collective and showed nothing (64-GPU dragonfly AllReduce at the app's default 30 s)."""
+    options = budget.options
+    if options.best is None:
+        yield
+        return
+    outer = options.best
+    budget.options = replace(options, best=None if turn is None else lambda schedule: outer(turn(schedule)))
+    try:
+        yield
+    finally:
+        budget.options = options
 
 
 def synthesize_forestcoll(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
@@ -1515,10 +1539,10 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
 
     def allreduce() -> Schedule:
         packed: dict = {}  # a fabric as fast both ways packs the AllGather half's trees as the ReduceScatter's
-        rs = reduction_schedule(topology, make_collective("reducescatter", _over(topology, collective),
-                                                          collective.size_bytes,
-                                                          collective.chunks_per_rank), options, budget.phase(0.0, 0.5),
-                                packed=packed)
+        with _offers_turned(budget, None):
+            rs = reduction_schedule(topology, make_collective("reducescatter", _over(topology, collective),
+                                                              collective.size_bytes, collective.chunks_per_rank),
+                                    options, budget.phase(0.0, 0.5), packed=packed)
         cpr = rs.collective.chunks_per_rank
         whole = collective if cpr == collective.chunks_per_rank else make_collective(
             "allreduce", _over(topology, collective), collective.size_bytes, cpr)
@@ -1535,14 +1559,16 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         # ended at 1.049 x (from 0, as alone) or 1.083 x (from the end) on bench/limit.py's odd3, 1.054 / 1.03x
         # the other way round on railclos
         phase = budget.phase(0.5, 1.0)
-        ag, run = copy_schedule(topology, gather_part, same_trees, phase, start_s=0.0, refine=False, packed=packed)
-        ag_limit = bandwidth_limit(topology, gather_part.name, gather_part.size_bytes, gather_part.root).limit_s
-        if run.finish_s > DEEP_FIRST_ABOVE * ag_limit and not phase.expired():
-            rs_end = schedule_end(rs)
-            later, other = copy_schedule(topology, gather_part, same_trees, phase, start_s=rs_end, refine=False,
-                                         packed=packed)
-            if other.finish_s - rs_end < run.finish_s:
-                ag = later
+        with _offers_turned(budget, lambda half: concatenate(rs, half, whole)):
+            ag, run = copy_schedule(topology, gather_part, same_trees, phase, start_s=0.0, refine=False,
+                                    packed=packed)
+            ag_limit = bandwidth_limit(topology, gather_part.name, gather_part.size_bytes, gather_part.root).limit_s
+            if run.finish_s > DEEP_FIRST_ABOVE * ag_limit and not phase.expired():
+                rs_end = schedule_end(rs)
+                later, other = copy_schedule(topology, gather_part, same_trees, phase, start_s=rs_end,
+                                             refine=False, packed=packed)
+                if other.finish_s - rs_end < run.finish_s:
+                    ag = later
         schedule = concatenate(rs, ag, whole)
         schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
         return schedule
