@@ -144,14 +144,7 @@ def _balance_one_at_a_time(packer: forestcoll.TreePacker, packing: forestcoll.Pa
                                 best = ((peak, len(new)), t, u, i, v, w, new, old)
         if best is None:
             break
-        _, t, u, i, v, w, new, old = best
-        del t.children[u][i]
-        if not t.children[u]:
-            del t.children[u]
-        t.children.setdefault(w, []).append((v, new))
-        t.links = [link for kids in t.children.values() for _, route in kids for link in route]
-        np.add.at(load, old, -share)
-        np.add.at(load, new, share)
+        forestcoll.move_edge(*best[1:], load, share)
     return {r: [t.children for t in ts] for r, ts in trees.items()}
 
 

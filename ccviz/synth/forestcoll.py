@@ -175,6 +175,19 @@ def bandwidths(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
     return np.array([topology.links[key].bandwidth_GBps * topology.links[key].lanes for key in links])
 
 
+def move_edge(tree: Tree, parent: int, position: int, child: int, new_parent: int, new_route: list[int],
+              old_route: list[int], load: np.ndarray, share: float) -> None:
+    """Give ``child`` (the ``position``-th child of ``parent`` in ``tree``) the parent ``new_parent`` along
+    ``new_route``, and move its ``share`` of load from the old route's links to the new one's."""
+    del tree.children[parent][position]
+    if not tree.children[parent]:
+        del tree.children[parent]
+    tree.children.setdefault(new_parent, []).append((child, new_route))
+    tree.links = [link for kids in tree.children.values() for _, route in kids for link in route]
+    np.add.at(load, old_route, -share)
+    np.add.at(load, new_route, share)
+
+
 class TreePacker:
     """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
 
@@ -434,14 +447,7 @@ class TreePacker:
                                 best = ((float(low), int(shortest)), t, u, i, v, self.closure.gpus[x], new, old)
             if best is None:
                 break
-            _, t, u, i, v, w, new, old = best
-            del t.children[u][i]
-            if not t.children[u]:
-                del t.children[u]
-            t.children.setdefault(w, []).append((v, new))
-            t.links = [link for kids in t.children.values() for _, route in kids for link in route]
-            np.add.at(load, old, -share)
-            np.add.at(load, new, share)
+            move_edge(*best[1:], load, share)
         return Packing(trees, packing.k, self.congestion(load), list(packing.notes))
 
     def pack(self, k: int, budget: Budget | None = None) -> Packing:
