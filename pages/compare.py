@@ -21,8 +21,8 @@ ui.configure_page()
 PARAMS_KEY = "cmp_params"
 JOB_KEY = "cmp_job"
 POLL_S = 0.1
-NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "limit_us", "limit_pct", "formula_us",
-           "synth_time_s")
+NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "limit_us", "limit_pct",
+           "no_switch_sums_us", "formula_us", "synth_time_s")
 # what each number is, in its header's tooltip (a researcher read "limit_pct" as a share of the limit's time)
 COLUMN_HELP = {
     "finish_us": "finish time in the simulator (us)",
@@ -32,6 +32,8 @@ COLUMN_HELP = {
     "bound_ratio": "finish time / bound (1 = at the bound)",
     "limit_us": "the fabric's limit: bandwidth only, alpha ignored (us)",
     "limit_pct": "limit / finish time, in %: the share of the limit's speed the schedule reaches (100 = at the limit)",
+    "no_switch_sums_us": "AllReduce on switches that add (NVLS, SHARP): the limit for schedules that sum at GPUs, "
+                         "ReduceScatter then AllGather (us); empty elsewhere",
     "formula_us": "the textbook alpha-beta formula (us); empty where the algorithm has none",
     "synth_time_s": "synthesis time (s)",
 }
@@ -149,13 +151,15 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         shown = table.assign(status=table["status"].map(ui.status_words), finish_us=table["finish_time_s"] * 1e6,
                              bound_us=bound_s * 1e6, bound_ratio=table["finish_time_s"] / bound_s,
                              formula_us=table["formula_time_s"] * 1e6, limit_us=table["limit_s"] * 1e6,
-                             limit_pct=table["limit_fraction"] * 100)
+                             limit_pct=table["limit_fraction"] * 100,
+                             no_switch_sums_us=table["limit_without_switch_sums_s"] * 1e6)
+        sums = ["no_switch_sums_us"] if shown["no_switch_sums_us"].notna().any() else []
         st.dataframe(shown[["algorithm", "size", "finish_us", "algbw_GBps", "busbw_GBps", "bound_us",
-                            "bound_ratio", "limit_us", "limit_pct", "formula_us", "verified", "status",
+                            "bound_ratio", "limit_us", "limit_pct", *sums, "formula_us", "verified", "status",
                             "synth_time_s", "error"]],
                      width="stretch", hide_index=True,
                      column_config={c: st.column_config.NumberColumn(c, format="%.4g", help=COLUMN_HELP[c])
-                                    for c in NUMERIC})
+                                    for c in NUMERIC if c != "no_switch_sums_us" or sums})
         st.download_button("table as CSV", data=ui.comparison_export(table, topology).to_csv(index=False),
                            file_name="comparison.csv",
                            mime="text/csv", on_click="ignore")

@@ -150,3 +150,19 @@ def test_a_schedule_faster_than_its_textbook_formula_is_named_so_the_formula_is_
     assert direct["finish_time_s"] < direct["formula_time_s"] and beaten.get("direct") == [1e6]
     names = {trace.name for trace in comparison_figure(table).data}
     assert not any("ideal" in name for name in names), names
+
+
+def test_allreduce_on_switches_that_add_shows_the_limit_without_switch_sums() -> None:
+    """On dgxh100 (NVLS) the fabric's AllReduce limit counts sums made in the switch; ring and forestcoll sum
+    at GPUs and can only reach the limit without them, which Compare draws as a second line and lists."""
+    from ccviz.viz.comparison import SUMS_NAME, comparison_figure, finish_bars
+
+    table = compare(build("dgxh100"), "allreduce", ["ring"], [1e6])
+    row = table.iloc[0]
+    assert row["limit_without_switch_sums_s"] > row["limit_s"]
+    assert row["finish_time_s"] >= row["limit_without_switch_sums_s"] * (1 - 1e-9)
+    assert SUMS_NAME in {trace.name for trace in comparison_figure(table).data}
+    assert any("without switch sums" in (shape.text or "") for shape in finish_bars(table, 1e6).layout.annotations)
+    plain = compare(build("dgx1"), "allreduce", ["ring"], [1e6])
+    assert plain["limit_without_switch_sums_s"].isna().all()
+    assert SUMS_NAME not in {trace.name for trace in comparison_figure(plain).data}

@@ -46,7 +46,7 @@ from ccviz.synth.registry import Progress, SynthOptions
 COLUMNS = (
     "algorithm", "size_bytes", "size", "finish_time_s", "algbw_GBps", "busbw_GBps", "lower_bound_s",
     "bound_algbw_GBps", "bound_ratio", "formula_time_s", "formula_algbw_GBps", "verified", "status",
-    "synth_time_s", "error", "limit_s", "limit_fraction",
+    "synth_time_s", "error", "limit_s", "limit_fraction", "limit_without_switch_sums_s",
 )
 
 
@@ -310,6 +310,9 @@ def _base(topology, collective, algorithm, size, bound_s, root: int | None = Non
         limit = None
     return {
         "limit_s": math.nan if limit is None else limit.limit_s,
+        # AllReduce on switches that add: the limit for schedules that sum at GPUs (ReduceScatter then AllGather)
+        "limit_without_switch_sums_s": math.nan if limit is None or limit.without_switch_sums_s is None
+        else limit.without_switch_sums_s,
         "algorithm": algorithm, "size_bytes": size, "size": format_size(size), "lower_bound_s": bound_s,
         "bound_algbw_GBps": size / bound_s / 1e9 if bound_s and bound_s > 0 else math.nan,
         "formula_time_s": formula_s,

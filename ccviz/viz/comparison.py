@@ -18,12 +18,14 @@ from ccviz.viz.style import algorithm_colors, time_unit
 BOUND_COLOR = "#111111"
 LIMIT_COLOR = "#E45756"
 LIMIT_NAME = "fabric's limit (bandwidth only, alpha ignored)"
+SUMS_NAME = "limit without switch sums (ReduceScatter then AllGather, summed at GPUs)"
 
 
 def comparison_figure(table: pd.DataFrame) -> go.Figure:
     """Left: algbw vs size (bound = best possible); right: finish time vs size (bound = fastest possible).
 
-    The fabric's limit (``ccviz.bounds.limit``) is drawn as its own line where the collective has one.
+    The fabric's limit (``ccviz.bounds.limit``) is drawn as its own line where the collective has one, and,
+    for AllReduce on switches that add, the limit without switch sums (what trees summing at GPUs can reach).
     """
     scale, unit = time_unit(float(table[["finish_time_s", "lower_bound_s"]].max().max()))
     fig = make_subplots(rows=1, cols=2, subplot_titles=("algorithm bandwidth (GB/s)", f"finish time ({unit})"))
@@ -65,6 +67,14 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
                 x=bound["size_bytes"], y=y, mode="lines", name=LIMIT_NAME, legendgroup="limit",
                 showlegend=col == 1, line={"color": LIMIT_COLOR, "dash": "dashdot", "width": 2},
                 hovertemplate="limit: %{y:.4g}<extra></extra>",
+            ), row=1, col=col)
+    if "limit_without_switch_sums_s" in bound and bound["limit_without_switch_sums_s"].notna().any():
+        sums = bound["limit_without_switch_sums_s"]
+        for col, y in ((1, bound["size_bytes"] / sums / 1e9), (2, sums * scale)):
+            fig.add_trace(go.Scatter(
+                x=bound["size_bytes"], y=y, mode="lines", name=SUMS_NAME, legendgroup="sums",
+                showlegend=col == 1, line={"color": LIMIT_COLOR, "dash": "dot", "width": 2},
+                hovertemplate="limit without switch sums: %{y:.4g}<extra></extra>",
             ), row=1, col=col)
     ticks = sorted(table["size_bytes"].unique())
     for col in (1, 2):
@@ -161,6 +171,12 @@ def finish_bars(table: pd.DataFrame, size_bytes: float) -> go.Figure:
         fig.add_hline(y=limit.iloc[0] * scale, line_dash="dashdot", line_color=LIMIT_COLOR,
                       annotation_text=f"fabric's limit {limit.iloc[0] * scale:.4g} {unit}",
                       annotation_position="top right", annotation_bgcolor="white")
+    sums = table.loc[table["size_bytes"] == size_bytes, "limit_without_switch_sums_s"] \
+        if "limit_without_switch_sums_s" in table else []
+    if len(sums) and not math.isnan(sums.iloc[0]):
+        fig.add_hline(y=sums.iloc[0] * scale, line_dash="dot", line_color=LIMIT_COLOR,
+                      annotation_text=f"without switch sums {sums.iloc[0] * scale:.4g} {unit}",
+                      annotation_position="bottom right", annotation_bgcolor="white")
     fig.update_layout(title=f"Finish time at {format_size(size_bytes)}", yaxis_title=unit, height=360,
                       margin={"l": 10, "r": 10, "t": 40, "b": 40})
     return fig
