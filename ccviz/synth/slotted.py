@@ -42,7 +42,7 @@ STOP_EVERY = 8  # slots between two questions whether to stop
 CANDIDATES = 48  # waiting edges of one up-link a slot considers: the most urgent to each receiver
 WAVE_CANDIDATES = 56  # ... in piece waves (a measured choice, 2026-11-27: 64-GPU dragonfly ReduceScatters,
 # groups=8,routers=4,gpus=2 / groups=4,routers=4,gpus=4: 48 1.092 / 1.055 x the limit, 56 1.083 / 1.040,
-# 64 1.082 / 1.063; it only matters beyond 49 GPUs, as an up-link has one head per receiver)
+# 64 1.082 / 1.063; an up-link has one head per link into a receiver: with one link per GPU, only beyond 49 GPUs)
 AUGMENT_DEPTH = 4  # senders one augmenting path may move
 DETOURS = 8  # other switch paths of the same length a slot may send an edge along
 _EPS = 1e-12  # s: parts of a slot that only touch do not overlap
