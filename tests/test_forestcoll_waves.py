@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ccviz
+from ccviz.synth import slotted
 from ccviz.synth.registry import SynthOptions
 from ccviz.synth.slotted import _scrambled
 
@@ -30,3 +31,22 @@ def test_scrambled_order_keeps_urgency_first_and_is_fixed() -> None:
     assert [e[2] for e in order[2:]] != [0, 1, 2, 3, 4]  # release order is not kept among the ties
     assert order == sorted(reversed(edges), key=_scrambled)
 
+
+
+def test_piece_waves_consider_wave_candidates_and_chunk_order_candidates(monkeypatch) -> None:
+    """Each booking cuts an up-link's waiting edges at its own cap (``WAVE_CANDIDATES`` in piece waves,
+    ``CANDIDATES`` in chunk order): the two caps were measured apart on the 64-GPU dragonflies."""
+    monkeypatch.setattr(slotted, "CANDIDATES", 3)
+    monkeypatch.setattr(slotted, "WAVE_CANDIDATES", 2)
+    widest = {False: 0, True: 0}  # piece waves -> most edges one up-link offered in a slot
+    real = slotted.SlotBooking._fitting
+
+    def fitting(self, items, k, free):
+        widest[self.piece_waves] = max(widest[self.piece_waves], len(items))
+        return real(self, items, k, free)
+
+    monkeypatch.setattr(slotted.SlotBooking, "_fitting", fitting)
+    result = ccviz.run(ccviz.load_topology("dragonfly:groups=6,routers=3,gpus=1"), "reducescatter", "forestcoll",
+                       1e9, options=GRID_ONLY)
+    assert result.timeline.verified
+    assert widest == {False: 3, True: 2}

@@ -40,6 +40,9 @@ from ccviz.model.topology import Topology
 
 STOP_EVERY = 8  # slots between two questions whether to stop
 CANDIDATES = 48  # waiting edges of one up-link a slot considers: the most urgent to each receiver
+WAVE_CANDIDATES = 56  # ... in piece waves (a measured choice, 2026-11-27: 64-GPU dragonfly ReduceScatters,
+# groups=8,routers=4,gpus=2 / groups=4,routers=4,gpus=4: 48 1.092 / 1.055 x the limit, 56 1.083 / 1.040,
+# 64 1.082 / 1.063; an up-link has one head per link into a receiver: with one link per GPU, only beyond 49 GPUs)
 AUGMENT_DEPTH = 4  # senders one augmenting path may move
 DETOURS = 8  # other switch paths of the same length a slot may send an edge along
 _EPS = 1e-12  # s: parts of a slot that only touch do not overlap
@@ -250,6 +253,7 @@ class SlotBooking:
         # with ``piece_waves``: piece index (every tree's piece p alike) less the levels below, and a sender's
         # equally urgent edges in a fixed scrambled order, not release order
         self.piece_waves = piece_waves
+        self.candidates = WAVE_CANDIDATES if piece_waves else CANDIDATES  # waiting edges per up-link considered
         self.trees_per_root = plan.packing.k if piece_waves else 1  # chunk index // this = the piece's index
         self.topology = topology
         self.collective = collective
@@ -518,7 +522,7 @@ class SlotBooking:
             if len(self.used.get((lid, k), ())) >= self.lanes[lid]:
                 continue  # no lane of this up-link is free in the slot: nothing to match
             heads = self.heads[lid]  # each receiver's most urgent edge; in piece waves, ties scrambled
-            fits = Fitting(self._fitting((sorted(heads, key=_scrambled) if self.piece_waves else heads)[:CANDIDATES],
+            fits = Fitting(self._fitting((sorted(heads, key=_scrambled) if self.piece_waves else heads)[:self.candidates],
                                          k, free))
             if fits.get(0) is not None:
                 out[lid] = fits
