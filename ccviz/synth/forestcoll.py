@@ -169,6 +169,14 @@ class Packing:
     spared: bool = False  # packed for ``crossing_shares`` of the links between bufferless switches
     stars: bool = False  # one star per root (``TreePacker.stars``)
 
+    def link_load(self, n_links: int) -> np.ndarray:
+        """Per link id, the shards crossing it: each tree edge carries 1/k of its root's shard."""
+        load = np.zeros(n_links)
+        for trees in self.trees.values():
+            for tree in trees:
+                np.add.at(load, tree.links, 1.0 / self.k)
+        return load
+
 
 def bandwidths(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:
     """GB/s of each link, all lanes together: the capacities a packing aims at."""
@@ -205,8 +213,17 @@ class TreePacker:
         self.index = {g: i for i, g in enumerate(self.closure.gpus)}
 
     def lengths(self, load: np.ndarray, steepness: float = STEEPNESS) -> np.ndarray:
-        exponent = np.minimum(steepness * load / self.capacity * self.unit_s, 600.0)
+        exponent = self._exponent(load, steepness, self.capacity)
         return np.exp(exponent - exponent.max()) / self.capacity
+
+    def _exponent(self, load: np.ndarray, steepness: float, capacity: np.ndarray) -> np.ndarray:
+        """A link length's exponent: steepness x the load's time over the limit (capped against overflow)."""
+        return np.minimum(steepness * load / capacity * self.unit_s, 600.0)
+
+    def _length(self, load: np.ndarray, steepness: float, capacity: np.ndarray, top: float) -> np.ndarray:
+        """``lengths`` of some links (or of one link at several loads), shifted by ``top``, the exponent that
+        ``lengths`` took as its largest, so that they compare with lengths made before."""
+        return np.exp(self._exponent(load, steepness, capacity) - top) / capacity
 
     def cheapest_tree(self, root: int, load: np.ndarray, steepness: float = STEEPNESS, share: float = 1.0) -> Tree:
         cost, info = self.closure.costs(self.lengths(load, steepness))
@@ -229,9 +246,8 @@ class TreePacker:
         (the ReduceScatter's mirror, where no switch copies). Spread, each link carries 3-4 of them.
         """
         closure = self.closure
-        exponent = np.minimum(steepness * load / self.capacity * self.unit_s, 600.0)
-        top = exponent.max()
-        length = np.exp(exponent - top) / self.capacity
+        top = float(self._exponent(load, steepness, self.capacity).max())
+        length = self._length(load, steepness, self.capacity, top)
         local = np.array(load, dtype=float)
         routes = closure.tree_routes(parent, info)
         between = info["between"]
@@ -245,8 +261,7 @@ class TreePacker:
             slots = -(-len(kids) // len(a_sw)) + 1  # edges an up-link may take in this tree
             steps = np.arange(slots)[None, :]
             # the j-th edge's length on each up-link, and per child the cheapest way on from each entry
-            up = np.exp(np.minimum(steepness * (local[a_link][:, None] + steps * share) / self.capacity[a_link][:, None]
-                                   * self.unit_s, 600.0) - top) / self.capacity[a_link][:, None]
+            up = self._length(local[a_link][:, None] + steps * share, steepness, self.capacity[a_link][:, None], top)
             on = np.empty((len(kids), len(a_sw)))
             exits = np.empty((len(kids), len(a_sw)), dtype=int)
             for i, x in enumerate(kids):
@@ -264,8 +279,7 @@ class TreePacker:
             touched = [link for x in kids for link in routes[x]]
             np.add.at(local, touched, share)  # the lengths as this tree loads them, for the parents assigned next
             touched = np.unique(touched)
-            length[touched] = np.exp(np.minimum(steepness * local[touched] / self.capacity[touched] * self.unit_s,
-                                                600.0) - top) / self.capacity[touched]
+            length[touched] = self._length(local[touched], steepness, self.capacity[touched], top)
         return routes
 
     def stars(self) -> Packing | None:
@@ -309,10 +323,13 @@ class TreePacker:
                 ups[g].append((sw, k))
             for sw, g, k in self.closure.sg:
                 downs[g].append((sw, k))
-            self._ups = [tuple(np.array(col, dtype=int) for col in zip(*pairs, strict=True)) if pairs else
-                         (np.zeros(0, dtype=int), np.zeros(0, dtype=int)) for pairs in ups]
-            self._downs = [tuple(np.array(col, dtype=int) for col in zip(*pairs, strict=True)) if pairs else
-                           (np.zeros(0, dtype=int), np.zeros(0, dtype=int)) for pairs in downs]
+
+            def as_arrays(pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+                switches, links = zip(*pairs, strict=True) if pairs else ((), ())
+                return np.array(switches, dtype=int), np.array(links, dtype=int)
+
+            self._ups = [as_arrays(pairs) for pairs in ups]
+            self._downs = [as_arrays(pairs) for pairs in downs]
         return self._ups, self._downs
 
     def tree(self, root: int, parent: np.ndarray, info: dict, routes: list[list[int] | None] | None = None) -> Tree:
@@ -335,10 +352,7 @@ class TreePacker:
 
     def true_congestion(self, packing: Packing) -> Packing:
         """The packing with its congestion over the links' real bandwidths (not the shares packed for)."""
-        load = np.zeros(len(self.bandwidth))
-        for trees in packing.trees.values():
-            for tree in trees:
-                np.add.at(load, tree.links, 1.0 / packing.k)
+        load = packing.link_load(len(self.bandwidth))
         return replace(packing, congestion=float(np.max(load / self.bandwidth) * self.unit_s),
                        spared=self.capacity is not self.bandwidth)
 
@@ -401,10 +415,7 @@ class TreePacker:
         n = len(self.closure.gpus)
         trees = {r: [Tree(t.root, {u: list(ch) for u, ch in t.children.items()}, list(t.links)) for t in ts]
                  for r, ts in packing.trees.items()}
-        load = np.zeros(len(self.capacity))
-        for ts in trees.values():
-            for t in ts:
-                np.add.at(load, t.links, share)
+        load = packing.link_load(len(self.capacity))
         scale = self.unit_s / self.capacity  # load -> time over the limit
         for _ in range(BALANCE_MOVES):
             ratio = load * scale
@@ -523,10 +534,7 @@ def crossing_load(topology: Topology, packing: Packing, unit_s: float) -> float:
     """The busiest link between two bufferless switches: its load under ``packing`` over what the limit allows
     (0 where there is none). Sparing such links changes nothing where no packed tree loads one above its share."""
     links = sorted(topology.links)
-    load = np.zeros(len(links))
-    for trees in packing.trees.values():
-        for tree in trees:
-            np.add.at(load, tree.links, 1.0 / packing.k)
+    load = packing.link_load(len(links))
     between = crossing_shares(topology, links) < 1.0
     return float(np.max(load[between] / bandwidths(topology, links)[between] * unit_s, initial=0.0))
 
