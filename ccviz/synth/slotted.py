@@ -394,21 +394,20 @@ class SlotBooking:
         """Per hop: its start, seconds after the route's, and the parts of slots it keeps its link busy,
         (slot after the route's first, start, end in seconds into that slot); a hop on a link slower
         than the up-links spans two slots or more."""
-        kept = self.timings.get(id(route))  # (route, timing): the route kept alive, so its id stays its own
-        if kept is not None and kept[0] is route:
-            return kept[1]
-        timing, t = [], 0.0
-        for lid in route:
-            parts, a, end = [], t, t + self.hold[lid]
-            while a < end - _EPS:
-                slot = math.floor(a / self.slot + 1e-9)
-                b = min(end, (slot + 1) * self.slot)
-                parts.append((slot, a - slot * self.slot, b - slot * self.slot))
-                a = b
-            timing.append((t, parts))
-            t += self.delay[lid]
-        self.timings[id(route)] = (route, timing)
-        return timing
+        def work_out() -> list:
+            timing, t = [], 0.0
+            for lid in route:
+                parts, a, end = [], t, t + self.hold[lid]
+                while a < end - _EPS:
+                    slot = math.floor(a / self.slot + 1e-9)
+                    b = min(end, (slot + 1) * self.slot)
+                    parts.append((slot, a - slot * self.slot, b - slot * self.slot))
+                    a = b
+                timing.append((t, parts))
+                t += self.delay[lid]
+            return timing
+
+        return _per_route(self.timings, id(route), route, work_out)
 
     def _resources(self, item: tuple, k: int, first_hop: int = 1) -> list[tuple]:
         """What a route started in slot ``k`` holds from hop ``first_hop`` on (beyond its up-link): the
@@ -416,12 +415,9 @@ class SlotBooking:
         chunk (two partials of one chunk must not pass a copy switch together)."""
         route, cid = item[5], item[3]
         if not self.copy_pass:  # the parts of slots per hop, worked out once per route and hop
-            kept = self.hop_parts.get((id(route), first_hop))
-            if kept is None or kept[0] is not route:
-                timing = self._timing(route)
-                kept = self.hop_parts[(id(route), first_hop)] = (route, [
-                    (route[i], slot, a, b) for i in range(first_hop, len(route)) for slot, a, b in timing[i][1]])
-            return [((lid, k + slot), a, b) for lid, slot, a, b in kept[1]]
+            parts = _per_route(self.hop_parts, (id(route), first_hop), route, lambda: [
+                (route[i], slot, a, b) for i in range(first_hop, len(route)) for slot, a, b in self._timing(route)[i][1]])
+            return [((lid, k + slot), a, b) for lid, slot, a, b in parts]
         timing = self._timing(route)
         out: list[tuple] = []
         for i in range(first_hop, len(route)):
@@ -436,12 +432,9 @@ class SlotBooking:
         ``free`` remembers, for this slot, whether a link has room for a hop starting at a given offset:
         bookings do not change while a slot's candidates are gathered, and most routes fail on a
         receiver's in-link, which every sender to that receiver asks about. The last hop goes first."""
-        kept = self.later_hops.get(id(route))
-        if kept is None or kept[0] is not route:
-            timing = self._timing(route)
-            kept = self.later_hops[id(route)] = (route, [(route[i], *timing[i], self.links[route[i]][0])
-                                                         for i in range(len(route) - 1, 0, -1)])
-        for lid, offset, parts, switch in kept[1]:
+        later = _per_route(self.later_hops, id(route), route, lambda: [
+            (route[i], *self._timing(route)[i], self.links[route[i]][0]) for i in range(len(route) - 1, 0, -1)])
+        for lid, offset, parts, switch in later:
             room = free.get((lid, offset))
             if room is None:
                 room = self._room(lid, offset, parts, k, free)
@@ -595,6 +588,15 @@ class SlotBooking:
             self._take(item)
             self.slotted_waiting -= 1
             self._arrive(cid, item[4], self.t0 + k * self.slot + self._timing(other)[-1][0] + self.delay[other[-1]])
+
+
+def _per_route(cache: dict, key, route: list[int], work_out: Callable[[], list]) -> list:
+    """``work_out()`` for ``route``, once: keyed by the route's id (routes are lists, shared by the edges that
+    take them), with the route kept beside the answer, so it stays alive and no other list takes its id."""
+    kept = cache.get(key)
+    if kept is None or kept[0] is not route:
+        kept = cache[key] = (route, work_out())
+    return kept[1]
 
 
 def _scrambled(item: tuple) -> tuple:
