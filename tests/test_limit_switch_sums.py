@@ -15,7 +15,9 @@ import sys
 import pytest
 
 import ccviz
+from ccviz import CcvizError, SynthOptions
 from ccviz.bounds.limit import switch_sums_sentence
+from ccviz.model.schedule import COMBINE
 
 SIZE = 1e9
 
@@ -37,15 +39,55 @@ def test_no_limit_without_switch_sums_where_no_switch_sums(spec: str, collective
     assert switch_sums_sentence(1.0, limit.without_switch_sums_s) is None
 
 
-def test_forestcoll_allreduce_is_bounded_by_it_and_says_inc() -> None:
+def test_forestcoll_allreduce_summing_at_gpus_is_bounded_by_it_and_says_inc() -> None:
     topology = ccviz.load_topology("railclos:boxes=4,gpus=2")
-    result = ccviz.run(topology, "allreduce", "forestcoll", SIZE)
+    result = ccviz.run(topology, "allreduce", "forestcoll", SIZE, options=SynthOptions(extra={"switch_sums": False}))
     summary = result.summary()
     assert result.timeline.verified
+    assert not any(t.op == COMBINE for t in result.schedule.transfers)
     assert summary["limit_s"] < summary["limit_without_switch_sums_s"] <= result.finish_time_s * (1 + 1e-9)
     assert any("`-a inc`" in note for note in summary["notes"])
     assert "`-a inc` sums in the switches" in switch_sums_sentence(result.finish_time_s,
                                                                    summary["limit_without_switch_sums_s"])
+
+
+def test_forestcoll_allreduce_sums_in_the_switches_and_beats_that_bound() -> None:
+    """By default forestcoll books the in-switch schedule where switches reduce, and keeps it where it is faster:
+    here faster than any schedule summing at GPUs can be, so no trees are packed (1.56 x the fabric's limit
+    summed at GPUs on ``railclos``, 1.02 x in the switches)."""
+    topology = ccviz.load_topology("railclos:boxes=4,gpus=2")
+    result = ccviz.run(topology, "allreduce", "forestcoll", SIZE)
+    summary = result.summary()
+    assert result.timeline.verified and result.schedule.algorithm == "forestcoll"
+    assert any(t.op == COMBINE for t in result.schedule.transfers)
+    assert result.schedule.options["switch_sums"] is True
+    assert summary["limit_s"] <= result.finish_time_s < summary["limit_without_switch_sums_s"]
+    assert result.finish_time_s <= 1.05 * summary["limit_s"]
+    assert any("no trees were packed" in note for note in summary["notes"])
+    assert not any("does not use the switches" in note for note in summary["notes"])
+    assert "this schedule sums in the switches" in switch_sums_sentence(result.finish_time_s,
+                                                                        summary["limit_without_switch_sums_s"])
+
+
+def test_forestcoll_reducescatter_keeps_the_faster_of_switch_sums_and_trees() -> None:
+    topology = ccviz.load_topology("railclos:boxes=4,gpus=2")
+    finish = {}
+    for choice in (True, False, None):
+        extra = {} if choice is None else {"switch_sums": choice}
+        result = ccviz.run(topology, "reducescatter", "forestcoll", 1e6, options=SynthOptions(extra=extra))
+        assert result.timeline.verified
+        assert any(t.op == COMBINE for t in result.schedule.transfers) is (choice is True or (
+            choice is None and finish[True] < finish[False]))
+        finish[choice] = result.finish_time_s
+    assert finish[True] != finish[False]
+    assert finish[None] == min(finish[True], finish[False])
+
+
+def test_forestcoll_switch_sums_asked_where_no_switch_reduces_is_refused() -> None:
+    topology = ccviz.load_topology("dgx1")
+    with pytest.raises(CcvizError, match="switch_sums: no switch of this fabric reduces"):
+        ccviz.synthesize(topology, ccviz.make_collective("allreduce", topology, 1e6), "forestcoll",
+                         SynthOptions(extra={"switch_sums": True}))
 
 
 def test_cli_limit_json_and_text_report_it() -> None:

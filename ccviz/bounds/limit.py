@@ -436,6 +436,8 @@ def switch_sums_sentence(finish_s: float | None, without_s: float | None) -> str
         return None
     text = (f"without sums made in the switches (ReduceScatter then AllGather, summed at GPUs) the limit is "
             f"{format_time(without_s)}")
+    if finish_s and finish_s < without_s * (1 - 1e-9):  # no schedule summing at GPUs gets there
+        return text + f"; this schedule sums in the switches and takes {finish_s / without_s:.1%} of it"
     if finish_s:
         text += f": {without_s / finish_s:.1%} of it"
     return text + "; `-a inc` sums in the switches"

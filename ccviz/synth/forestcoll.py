@@ -71,6 +71,7 @@ from ccviz.synth.arborescence import RouteClosure, greedy_arborescence, min_arbo
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import ForestcollOptions
 from ccviz.synth.common import dispatch
+from ccviz.synth.inc import synthesize_inc
 from ccviz.synth.registry import SynthOptions
 from ccviz.synth.reversal import (
     concatenate,
@@ -377,30 +378,43 @@ class TreePacker:
         branching cannot promise. Routes are chosen edge by edge under load-aware lengths (plus a hop
         cost, so a lightly loaded detour is not taken for free) and re-laid while a link is over the limit.
         """
-        n = len(order)
-        at = [self.index[g] for g in order]
-        edges = [(at[i], at[(i + 1) % n]) for i in range(n)]
-        share = float(n - 1)  # every edge but the one into the root carries each root's whole share
+        tour = [self.index[g] for g in order]
+        share = float(len(tour) - 1)  # every edge but the one into the root carries each root's whole share
         load = np.zeros(len(self.capacity))
-        routes: list[list[int]] = [[] for _ in edges]
+        routes: list[list[int]] = [[] for _ in tour]
         for rerun in range(RING_PASSES):
-            for i, (u, v) in enumerate(edges):
-                np.add.at(load, routes[i], -share)
-                cost, info = self.closure.costs(self.lengths(load, STEEPNESS * STEEPER ** rerun)
-                                                + RING_HOP_COST / self.capacity)
-                parent = np.full(n, -1)
-                parent[v] = u
-                routes[i] = self.closure.tree_routes(parent, info)[v]
-                np.add.at(load, routes[i], share)
+            self._lay_ring(tour, routes, load, share, STEEPNESS * STEEPER ** rerun)
             if self.congestion(load) <= 1.0 + 1e-9:
                 break
+        return self._ring_packing([tour], [routes], load, "one ring through every GPU (a path per root)")
+
+    def _lay_ring(self, tour: list[int], routes: list[list[int]], load: np.ndarray, share: float,
+                  steepness: float) -> None:
+        """Route each edge of a ring (GPU indices ``tour``, cyclic) under the load so far, updating ``routes``
+        (one per edge, the edge from ``tour[i]``) and ``load`` in place."""
+        n = len(tour)
+        for i in range(n):
+            u, v = tour[i], tour[(i + 1) % n]
+            np.add.at(load, routes[i], -share)
+            cost, info = self.closure.costs(self.lengths(load, steepness) + RING_HOP_COST / self.capacity)
+            parent = np.full(n, -1)
+            parent[v] = u
+            routes[i] = self.closure.tree_routes(parent, info)[v]
+            np.add.at(load, routes[i], share)
+
+    def _ring_packing(self, tours: list[list[int]], routes: list[list[list[int]]], load: np.ndarray,
+                      note: str) -> Packing:
+        """Every root's path along each ring: the ring edges from the root on, all but the last."""
         gpus = self.closure.gpus
-        trees: dict[int, list[Tree]] = {}
-        for p, root in enumerate(order):
-            path = [(p + s) % n for s in range(n - 1)]  # the ring edges from the root on, all but the last
-            trees[root] = [Tree(root, {gpus[edges[i][0]]: [(gpus[edges[i][1]], routes[i])] for i in path},
-                                [link for i in path for link in routes[i]])]
-        return Packing(trees, 1, self.congestion(load), ["one ring through every GPU (a path per root)"])
+        n = len(gpus)
+        trees: dict[int, list[Tree]] = {gpus[i]: [] for i in tours[0]}  # roots in the first ring's order
+        for tour, ring_routes in zip(tours, routes, strict=True):
+            for p, root in enumerate(tour):
+                path = [(p + s) % n for s in range(n - 1)]
+                trees[gpus[root]].append(Tree(gpus[root], {gpus[tour[i]]: [(gpus[tour[(i + 1) % n]], ring_routes[i])]
+                                                           for i in path},
+                                              [link for i in path for link in ring_routes[i]]))
+        return Packing(trees, len(tours), self.congestion(load), [note])
 
     def balance(self, packing: Packing, budget: Budget | None = None) -> Packing:
         """The packing with tree edges moved off its busiest links one at a time, down to the limit.
@@ -1587,5 +1601,52 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
         return schedule
 
-    return dispatch(collective, lambda: copy_schedule(topology, collective, options, budget)[0],
-                    lambda: reduction_schedule(topology, collective, options, budget), allreduce)
+    def reduction() -> Schedule:
+        return reduction_schedule(topology, collective, options, budget)
+
+    if collective.is_reducing:
+        return _with_switch_sums(topology, collective, options, allreduce if collective.name == "allreduce"
+                                 else reduction)
+    return dispatch(collective, lambda: copy_schedule(topology, collective, options, budget)[0], reduction, allreduce)
+
+
+def _with_switch_sums(topology: Topology, collective: Collective, options: SynthOptions,
+                      trees: Callable[[], Schedule]) -> Schedule:
+    """A reduction where the fabric's switches may sum (``switch_sums``): the in-switch schedule ``-a inc``
+    books, the trees summing at GPUs (``trees``), or the faster of the two.
+
+    Why: where switches reduce (NVLS, SHARP), the fabric's AllReduce limit counts sums made in them, which
+    ReduceScatter then AllGather at GPUs cannot reach (``nvl72`` 2.09 x, ``dgxh100`` 1.80 x that limit;
+    in the switches 1.02 x). The trees are skipped where the in-switch schedule already ends below
+    ``limit_without_switch_sums_s``, a bound on every schedule summing at GPUs."""
+    switch_sums = options.settings(ForestcollOptions).switch_sums
+    if switch_sums is False or (switch_sums is None and not topology.reducing_switches):
+        return trees()
+    if not topology.reducing_switches:
+        raise CcvizError("switch_sums: no switch of this fabric reduces (Node.reduce); set switch_sums to auto or "
+                         "false", "switch_sums")
+    try:
+        in_switch = synthesize_inc(topology, collective, replace(options, extra={}, algorithm_options=None))
+    except CcvizError as err:
+        if switch_sums:
+            raise CcvizError(f"switch_sums: {err}", "switch_sums") from err
+        return trees()
+    in_switch = replace(in_switch, algorithm="forestcoll",
+                        options={"switch_sums": True, "chunks_per_rank": in_switch.collective.chunks_per_rank},
+                        notes=["summed in the fabric's reducing switches and multicast back (the schedule -a inc "
+                               "books)", *in_switch.notes])
+    options.offer(in_switch)
+    if switch_sums:
+        return in_switch
+    limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root)
+    at_gpus = limit.without_switch_sums_s
+    if at_gpus is not None and in_switch.estimated_finish_s < at_gpus:
+        in_switch.notes.append(f"no schedule summing at GPUs can beat it (their bound is {us_text(at_gpus)}), "
+                               "so no trees were packed")
+        return in_switch
+    summed_at_gpus = trees()
+    if summed_at_gpus.estimated_finish_s <= in_switch.estimated_finish_s:
+        return summed_at_gpus
+    in_switch.notes.append(f"trees summing at GPUs were booked too and ended later "
+                           f"({us_text(summed_at_gpus.estimated_finish_s)})")
+    return in_switch

@@ -200,8 +200,8 @@ def synthesize(
 
 # Why a synthesizer leaves a fabric's reducing switches unused (``-a inc`` uses them).
 WHY_NOT_IN_NETWORK = {
-    "forestcoll": "its reductions are its copy trees reversed, summed at GPUs, and its AllReduce is ReduceScatter "
-                  "then AllGather, whose limits adding in a switch does not lower (only fusing the halves does)",
+    "forestcoll": "its trees summing at GPUs ended sooner than the in-switch schedule it booked beside them, or "
+                  "that schedule does not fit this fabric, or --opt switch_sums=false",
     "tacos": "its reductions are copy matchings reversed, summed at GPUs, and its AllReduce is ReduceScatter then "
              "AllGather, whose limits adding in a switch does not lower (only fusing the halves does)",
     "teccl": "its in-switch reduction model found no schedule the judge accepts within the time limit, so this is "
