@@ -131,6 +131,8 @@ GRID_FEW_TREES_MAX_GPUS = 64  # beyond SLOTS_AUTO_MAX_GPUS and up to this, the a
 # balanced few trees on the grid, and only where routes cross two switches or more (a dragonfly), not the packed ones
 GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the packed trees are not put on the grid
 # (and, further from it, the balanced trees are booked again in piece waves, the faster kept)
+GRID_HOP_COST = 0.5  # where the grid goes first, the balanced trees are packed with this price per link crossed
+# first (over the bandwidth, against 1 for the busiest link): a measured setting, 0.3-2 gave the same routes
 GRID_FIRST_ENOUGH = 1.15  # where the balanced few trees go on the grid first (``_few_trees_grid_only``), ending this
 # close to the limit they are kept without packing 8 trees for first-come booking (64-GPU dragonflies, 2026-11-27:
 # first come 1.12-1.37 x the limit, the grid 1.04-1.13 x; the packing and its booking were a third of the time)
@@ -201,9 +203,10 @@ class TreePacker:
     """Multiplicative-weights packing of cheapest arborescences on the switch-free route closure."""
 
     def __init__(self, topology: Topology, roots: list[int], unit_s: float, slotted: bool = False,
-                 spare_crossings: bool = False, spread: bool = False) -> None:
+                 spare_crossings: bool = False, spread: bool = False, hop_cost: float = 0.0) -> None:
         self.topology = topology
         self.spread = spread  # a tree's own edges spread over parallel switch routes (``spread_routes``)
+        self.hop_cost = hop_cost  # a link's length also counts this much over its bandwidth (``GRID_HOP_COST``)
         self.closure = RouteClosure(topology)
         self.roots = roots
         links = self.closure.links
@@ -215,7 +218,7 @@ class TreePacker:
 
     def lengths(self, load: np.ndarray, steepness: float = STEEPNESS) -> np.ndarray:
         exponent = self._exponent(load, steepness, self.capacity)
-        return np.exp(exponent - exponent.max()) / self.capacity
+        return (np.exp(exponent - exponent.max()) + self.hop_cost) / self.capacity
 
     def _exponent(self, load: np.ndarray, steepness: float, capacity: np.ndarray) -> np.ndarray:
         """A link length's exponent: steepness x the load's time over the limit (capped against overflow)."""
@@ -571,22 +574,23 @@ def tree_counts(n_roots: int) -> tuple[int, ...]:
 
 def best_packing(topology: Topology, roots: list[int], unit_s: float, trees: int | None,
                  budget: Budget, slotted: bool = False, packed: dict | None = None,
-                 spare_crossings: bool = False) -> Packing:
+                 spare_crossings: bool = False, hop_cost: float = 0.0) -> Packing:
     """The least congested packing over the tree counts tried (``trees`` fixes k).
 
     ``packed`` keeps the packings made, keyed by everything a packing depends on (the links' capacities
     included, so slot-grid packings keep their own), so that the two halves of an AllReduce on a fabric
     that equals its reversal (every link as fast both ways) pack once. ``spare_crossings``: pack for
-    ``crossing_shares`` of the bufferless switch -> switch links.
+    ``crossing_shares`` of the bufferless switch -> switch links. ``hop_cost``: ``TreePacker``'s.
     """
-    packer = TreePacker(topology, roots, unit_s, slotted, spare_crossings)
+    packer = TreePacker(topology, roots, unit_s, slotted, spare_crossings, hop_cost=hop_cost)
     counts = (trees,) if trees else tree_counts(len(roots)) if len(roots) > 1 else ROOTED_TREE_COUNTS
     fabric = tuple(sorted((key, float(c)) for key, c in zip(packer.closure.links, packer.capacity, strict=True)))
     best: Packing | None = None
     for i, k in enumerate(counts):
         if best is not None and budget.expired():
             break
-        key = (fabric, tuple(topology.gpus), tuple(topology.switches), tuple(roots), unit_s, k)
+        key = (fabric, tuple(topology.gpus), tuple(topology.switches), tuple(roots), unit_s, k) + \
+            ((("hop_cost", hop_cost),) if hop_cost else ())
         packing = packed.get(key) if packed is not None else None
         if packing is None:
             packing = packer.pack(k, budget)
@@ -1214,12 +1218,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     early = None
     if grid_first:
         budget.report("ForestColl: booking balanced few trees per root on a slot grid first", 0.3)
-        early = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, settings.pieces,
-                                   start_s, packed, settings.trees or GRID_TREES,
-                                   _slot_capacities_differ(fabric), _plan_maker(topology, collective), reuse=True,
-                                   limit_s=limit_s)
-        if early is not None:
-            _offer(budget.options, topology, *early, False)
+        early = _grid_first(topology, collective, fabric, roots, unit_s, budget, refine, settings.pieces, start_s,
+                            packed, settings.trees or GRID_TREES, limit_s)
     if early is not None and early[2].finish_s - start_s <= GRID_FIRST_ENOUGH * limit_s:
         packing = None  # close enough: the packed trees' first-come booking is not run (nor their packing)
     else:
@@ -1404,14 +1404,45 @@ def _plan_maker(topology: Topology, collective: Collective) -> Callable[[Collect
     return plan_of
 
 
+def _grid_first(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
+                budget: Budget, refine: bool, pieces: int | None, start_s: float, packed: dict | None, k: int,
+                limit_s: float) -> tuple[Packing, Collective, Pipelined] | None:
+    """The balanced few trees on the slot grid where it goes first (``_few_trees_grid_only``): packed with a
+    price per hop (``GRID_HOP_COST``) and booked by chunk index first, then, where that ends over ``GRID_ENOUGH``
+    x the limit, packed without it and booked in piece waves, the faster kept; each complete schedule offered
+    as it is found. Two bookings, not four: the priced trees gained nothing in piece waves, and unpriced
+    trees by chunk index won on one dragonfly of six measured, where the priced ones were faster still.
+
+    Why: among equally loaded links the packing took any route, and on a dragonfly a GPU -> GPU route may
+    cross five links where three do (3.0 links per tree edge on average, 2.5 priced). Every link a route
+    crosses must be free in the same slots, so long routes collide at the grid's receivers and global cables
+    (64-GPU dragonfly ReduceScatter, groups=8,routers=4,gpus=2: 1.083 x the limit unpriced, 1.044 priced, and
+    the shorter routes book in half the time)."""
+    slotted, plan_of = _slot_capacities_differ(fabric), _plan_maker(topology, collective)
+    best = None
+    for hop_cost, piece_waves in ((GRID_HOP_COST, False), (0.0, True)):
+        booked = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
+                                    packed, k, slotted, plan_of, reuse=True, limit_s=limit_s, hop_cost=hop_cost,
+                                    orders=(piece_waves,))
+        if booked is not None:
+            _offer(budget.options, topology, *booked, False)
+            if best is None or booked[2].finish_s < best[2].finish_s:
+                best = booked
+        if budget.expired() or (best is not None and best[2].finish_s - start_s <= GRID_ENOUGH * limit_s):
+            break
+    return best
+
+
 def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topology, roots: list[int],
                        unit_s: float, budget: Budget, refine: bool, pieces: int | None, start_s: float,
                        packed: dict | None, k: int, slotted: bool,
                        plan_of, tight: bool = False, reuse: bool = False,
-                       limit_s: float = math.inf) -> tuple[Packing, Collective, Pipelined] | None:
+                       limit_s: float = math.inf, hop_cost: float = 0.0,
+                       orders: tuple[bool, ...] = (False, True)) -> tuple[Packing, Collective, Pipelined] | None:
     """``k`` trees per root balanced to the limit (``TreePacker.balance``), ``_grid_pieces`` pieces each, on
-    the slot grid with deep trees first; None where pieces would be too small for the grid. Where that ends
-    over ``GRID_ENOUGH`` x ``limit_s``, the same trees are booked again
+    the slot grid with deep trees first; None where pieces would be too small for the grid. ``orders``: the
+    bookings tried, in turn while the best so far ends over ``GRID_ENOUGH`` x ``limit_s`` (False: by chunk
+    index, True: in piece waves). By default, where chunk order ends over it, the same trees are booked again
     in piece waves (``slotted_pipeline(piece_waves=True)``: every tree's piece p equally urgent, ties scrambled)
     and the faster kept (64-GPU dragonfly ReduceScatter, groups=8,routers=4,gpus=2: 1.128 -> 1.092 x the limit;
     groups=4,routers=4,gpus=4: 1.070 -> 1.055). Chunk order stays first: it is the setting measured on every
@@ -1428,33 +1459,39 @@ def _few_trees_slotted(topology: Topology, collective: Collective, fabric: Topol
     chunk_bytes = collective.chunk_bytes if fixed or p is None else per_rank_bytes / (k * p)
     if chunk_bytes < MIN_CHUNK_BYTES or slot_overhead(topology, chunk_bytes) > SLOT_MAX_OVERHEAD:
         return None  # alpha would outweigh a piece's bytes (small sizes): first-come booking serves them
-    packing = best_packing(fabric, roots, unit_s, k, budget, slotted=slotted, packed=packed)
+    packing = best_packing(fabric, roots, unit_s, k, budget, slotted=slotted, packed=packed, hop_cost=hop_cost)
     key = ("balanced", id(packing))
     balanced = packing if packing.stars else packed.get(key) if packed is not None else None  # stars stay stars
     if balanced is None:
         budget.report(f"ForestColl: moving tree edges of {k} trees per root off the busiest links "
                       f"(congestion {packing.congestion:.4f} x the limit)", 0.8)
-        balanced = TreePacker(fabric, roots, unit_s, slotted).balance(packing, budget)
+        balanced = TreePacker(fabric, roots, unit_s, slotted, hop_cost=hop_cost).balance(packing, budget)
         if packed is not None:
             packed[key] = balanced
     refined = _refined(topology, collective, balanced, p) if refine else collective
     if slot_overhead(topology, refined.chunk_bytes) > SLOT_MAX_OVERHEAD:
         return None  # the transfer budget's pieces (tight slots) would be mostly alpha
-    budget.report(f"ForestColl: booking {balanced.k} balanced trees per root on a slot grid "
-                  f"(congestion {balanced.congestion:.4f} x the limit)", 0.85)
-    booked = _deep_first_grid(topology, refined, balanced, plan_of, start_s, budget, tight, packed, reuse)
-    if booked is None:
-        return None
     note = STARS_NOTE if balanced.stars else \
-        f"{balanced.k} trees per root with edges moved off the busiest links to the limit, deep trees first"
-    if booked[1] - start_s > GRID_ENOUGH * limit_s and not budget.expired():
-        budget.report(f"ForestColl: booking the {balanced.k} balanced trees per root again in piece waves", 0.9)
-        waves = _deep_first_grid(topology, refined, balanced, plan_of, start_s, budget, tight, packed, reuse,
-                                 piece_waves=True)
-        if waves is not None and waves[1] < booked[1]:
-            booked = waves
-            note += (", every tree's piece p equally urgent (piece waves), a sender's equally urgent edges in a "
-                     "scrambled order")
+        f"{balanced.k} trees per root with edges moved off the busiest links to the limit, deep trees first" + \
+        (", packed with a price per hop (the shortest routes among equally loaded ones)" if hop_cost else "")
+    booked = None
+    for piece_waves in orders:
+        if booked is not None and (booked[1] - start_s <= GRID_ENOUGH * limit_s or budget.expired()):
+            break
+        budget.report(f"ForestColl: booking {balanced.k} balanced trees per root on a slot grid"
+                      + (" in piece waves" if piece_waves else "")
+                      + f" (congestion {balanced.congestion:.4f} x the limit)", 0.9 if booked else 0.85)
+        again = _deep_first_grid(topology, refined, balanced, plan_of, start_s, budget, tight, packed, reuse,
+                                 piece_waves=piece_waves)
+        if again is None:
+            if booked is None:
+                return None
+            continue
+        if booked is None or again[1] < booked[1]:
+            booked = again
+            if piece_waves:
+                note += (", every tree's piece p equally urgent (piece waves), a sender's equally urgent edges in a "
+                         "scrambled order")
     return replace(balanced, notes=[note]), refined, Pipelined(*booked)
 
 
