@@ -70,3 +70,20 @@ def test_switch_sums_true_without_reducing_switches_is_one_error_in_the_apps_wor
     assert at.selectbox(key="syn_opt_forestcoll_switch_sums").value == "true"
     assert at.selectbox(key="syn_algorithm").value == "forestcoll"
     assert at.selectbox(key="syn_collective").value == "reducescatter"
+
+
+def test_step_by_step_shows_sums_made_in_the_switches():
+    # Playback's steps drew a contribution into a switch's sum (op "combine") as a copy, and no sum filling
+    from ccviz.viz.steps import OP_COLORS, steps_figure
+
+    result = ccviz.run(ccviz.load_topology("star:n=4,reduce=true"), "allreduce", "forestcoll", SIZE)
+    assert result.schedule.sums_in_switches and result.timeline.verified
+    fig = steps_figure(result.timeline)
+
+    def reducing_segments(frame) -> int:
+        trace = next(t for t in frame.data if t.line and t.line.color == OP_COLORS["reduce"])
+        return sum(1 for x in trace.x if x is None or x != x)
+
+    assert max(reducing_segments(f) for f in fig.frames) > 1
+    sums = [t for f in fig.frames for t in f.data if t.name == "partial sums in switches"]
+    assert len(sums) == len(fig.frames) and any(any(sums_text) for sums_text in (t.text for t in sums))
