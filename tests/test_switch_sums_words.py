@@ -40,9 +40,11 @@ def test_forestcoll_told_to_sum_at_gpus_says_so_in_one_note():
     result = ccviz.run(topology, "reducescatter", "forestcoll", SIZE, options=SynthOptions(extra={"switch_sums": False}))
     notes = [n for n in result.summary()["notes"] if "reducing switches" in n or "in-network" in n]
     assert not result.schedule.sums_in_switches
-    assert notes == ["forestcoll sums at GPUs only, as asked (--opt switch_sums=false); `-a inc` or --opt "
-                     "switch_sums=auto sums in the fabric's reducing switches"], notes
-    assert "the algorithm inc" in for_app(notes[0]) and "-a" not in for_app(notes[0])
+    assert notes == ["forestcoll sums at GPUs only, as --opt switch_sums=false asks; `-a inc`, or --opt "
+                     "switch_sums=auto, sums in the fabric's reducing switches"], notes
+    assert for_app(notes[0]) == ("forestcoll sums at GPUs only, as the option 'switch sums' set to false (algorithm "
+                                 "options) asks; the algorithm inc, or the option 'switch sums' set to auto "
+                                 "(algorithm options), sums in the fabric's reducing switches")
 
 
 def test_the_fastest_names_every_algorithm_that_ties():

@@ -216,7 +216,7 @@ def unused_reduction_note(algorithm: str, schedule: Schedule) -> list[str]:
     if not schedule.collective.is_reducing or schedule.sums_in_switches:
         return []
     if schedule.options.get("switch_sums") is False:  # the user's choice, not a finding: say that alone
-        return [f"{algorithm} sums at GPUs only, as asked (--opt switch_sums=false); `-a inc` or --opt "
-                "switch_sums=auto sums in the fabric's reducing switches"]
+        return [f"{algorithm} sums at GPUs only, as --opt switch_sums=false asks; `-a inc`, or --opt "
+                "switch_sums=auto, sums in the fabric's reducing switches"]
     why = WHY_NOT_IN_NETWORK.get(algorithm, "it adds at GPUs only")
     return [f"{algorithm} does not use the switches' in-network reduction: {why}; `-a inc` does"]
