@@ -22,7 +22,9 @@ SIZE = 1 << 20
 def test_the_sentence_says_how_far_a_schedule_summing_at_gpus_is_from_that_limit():
     # ring on dgxh100 read "the limit is 3.889 ms: 13.9% of it" (13.9% of what?)
     text = switch_sums_sentence(28e-3, 3.889e-3, sums_in_switches=False)
-    assert "ends at 7.200 x that limit (13.9% of its speed), summing at GPUs" in text
+    assert text.startswith("that limit counts sums made in the fabric's switches (NVLS, SHARP); without them "
+                           "(ReduceScatter then AllGather, summed at GPUs) the limit is 3.889 ms; ")
+    assert "ends at 7.200 x it (13.9% of its speed), summing at GPUs" in text
     assert text.endswith("`-a inc` sums in the switches")
 
 

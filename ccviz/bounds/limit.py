@@ -438,15 +438,14 @@ def switch_sums_sentence(finish_s: float | None, without_s: float | None,
     then only a finish before that limit shows it (no schedule summing at GPUs gets there)."""
     if not without_s:
         return None
-    text = (f"without sums made in the switches (ReduceScatter then AllGather, summed at GPUs) the limit is "
-            f"{format_time(without_s)}")
+    text = (f"that limit counts sums made in the fabric's switches (NVLS, SHARP); without them (ReduceScatter then "
+            f"AllGather, summed at GPUs) the limit is {format_time(without_s)}")
     if not finish_s:
         return text + "; `-a inc` sums in the switches"
     if finish_s < without_s * (1 - 1e-9):  # no schedule summing at GPUs gets there
         return (text + f"; this schedule sums in the switches and beats it: it ends in {finish_s / without_s:.1%} "
                 f"of that time")
-    ratio = (f"this schedule ends at {finish_s / without_s:.3f} x that limit ({without_s / finish_s:.1%} of its "
-             "speed)")
+    ratio = f"this schedule ends at {finish_s / without_s:.3f} x it ({without_s / finish_s:.1%} of its speed)"
     if sums_in_switches:
         return text + f"; {ratio}, though it sums in the switches"
     if sums_in_switches is False:
