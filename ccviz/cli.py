@@ -146,7 +146,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(summary))
     else:
-        _print_summary(summary, result.bound.explanation)
+        _print_summary(summary, result.bound.explanation, result.schedule.sums_in_switches)
     if not result.timeline.verified:
         from ccviz.runs.pipeline import synthesizer_bug
 
@@ -155,7 +155,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_summary(s: dict[str, Any], bound_text: str) -> None:
+def _print_summary(s: dict[str, Any], bound_text: str, sums_in_switches: bool | None = None) -> None:
     from ccviz.bounds.limit import limit_sentence, switch_sums_sentence
 
     ok = "verified" if s["verified"] else f"INVALID ({len(s['violations'])} violations)"
@@ -166,8 +166,8 @@ def _print_summary(s: dict[str, Any], bound_text: str) -> None:
         f"  algbw/busbw   {s['algbw_GBps'] or 0:.3f} / {s['busbw_GBps'] or 0:.3f} GB/s",
         f"  lower bound   {format_time(s['lower_bound_s'])}  ({bound_text})",
         f"  fabric limit  {limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'], s['collective'])}",
-        *([f"                {sums}"] if (sums := switch_sums_sentence(s['finish_time_s'],
-                                                                    s.get('limit_without_switch_sums_s'))) else []),
+        *([f"                {sums}"] if (sums := switch_sums_sentence(
+            s['finish_time_s'], s.get('limit_without_switch_sums_s'), sums_in_switches)) else []),
         f"  synthesis     {format_time(s['synth_time_s'])}, status {s['status']}"
         + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else ""),
         f"  transfers     {s['transfers']}" + (f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"

@@ -110,8 +110,15 @@ APP_WORDS = (
     (re.compile(r"give it a longer time limit"), "raise 'time limit (s)' under algorithm options"),
     (re.compile(r"(pass|give|use|choose) --topology"), r"\1 the topology (Topology designer)"),
     (re.compile(r"--topology"), "the topology (Topology designer)"),
-    (re.compile(r"--opt ([a-z_]+)=([^\s;,)]+)"), r"the option '\1' set to \2 (algorithm options)"),
+    # an option by its widget's label (underscores read as spaces, as the options expander draws them)
+    (re.compile(r"--opt ([a-z_]+)=([^\s;,)]+)"),
+     lambda m: f"the option '{m[1].replace('_', ' ')}' set to {m[2]} (algorithm options)"),
     (re.compile(r"--opt"), "the algorithm options"),
+    # an algorithm named the CLI's way (`-a inc`): the app has an algorithm box
+    (re.compile(r"`-a ([\w-]+)`|(?<![\w-])-a ([\w-]+)"), lambda m: f"the algorithm {m[1] or m[2]}"),
+    (re.compile(r"\bset ([a-z]+(?:_[a-z]+)+) to\b"), lambda m: f"set '{m[1].replace('_', ' ')}' (algorithm options) to"),
+    (re.compile(r" \(Node\.reduce\)"), " (tick 'reduce' on a switch in the Topology designer, or pick a fabric "
+     "whose switches add: NVLS, SHARP)"),
     (re.compile(r"--collective"), "the collective box"),
     (re.compile(r"--chunks"), "chunks per rank"),
     (re.compile(r"drop --ranks"), "empty the process group box"),

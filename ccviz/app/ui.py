@@ -226,7 +226,8 @@ def limit_lines(entry: CachedRun) -> None:
     bind (a lecturer's question on any page that shows a run: Synthesize and Playback)."""
     s = entry.result.summary()
     st.markdown(f"**{for_app(limit_sentence(s['finish_time_s'], s['limit_s'], s['n_gpus'], s['collective']))}**")
-    sums = switch_sums_sentence(s["finish_time_s"], s.get("limit_without_switch_sums_s"))
+    sums = switch_sums_sentence(s["finish_time_s"], s.get("limit_without_switch_sums_s"),
+                                entry.result.schedule.sums_in_switches)
     if sums:  # AllReduce on switches that add: the limit a schedule summing at GPUs can reach
         st.caption(for_app(sums[0].upper() + sums[1:] + "."))
     if entry.result.limit is not None:

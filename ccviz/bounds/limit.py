@@ -429,18 +429,28 @@ def limit_or_none(topology: Topology, collective: str, size_bytes: float, root: 
     return bandwidth_limit(topology, collective, size_bytes, root)
 
 
-def switch_sums_sentence(finish_s: float | None, without_s: float | None) -> str | None:
+def switch_sums_sentence(finish_s: float | None, without_s: float | None,
+                         sums_in_switches: bool | None = None) -> str | None:
     """Where the limit counts sums made in reducing switches (AllReduce on NVLS / SHARP fabrics), the limit a
-    schedule summing at GPUs can reach, and how this one compares with it (None where it does not apply)."""
+    schedule summing at GPUs can reach, and how this one compares with it (None where it does not apply).
+
+    ``sums_in_switches``: whether the schedule adds in a switch (a ``combine`` transfer); None where unknown,
+    then only a finish before that limit shows it (no schedule summing at GPUs gets there)."""
     if not without_s:
         return None
-    text = (f"without sums made in the switches (ReduceScatter then AllGather, summed at GPUs) the limit is "
-            f"{format_time(without_s)}")
-    if finish_s and finish_s < without_s * (1 - 1e-9):  # no schedule summing at GPUs gets there
-        return text + f"; this schedule sums in the switches and takes {finish_s / without_s:.1%} of it"
-    if finish_s:
-        text += f": {without_s / finish_s:.1%} of it"
-    return text + "; `-a inc` sums in the switches"
+    text = (f"that limit counts sums made in the fabric's switches (NVLS, SHARP); without them (ReduceScatter then "
+            f"AllGather, summed at GPUs) the limit is {format_time(without_s)}")
+    if not finish_s:
+        return text + "; `-a inc` sums in the switches"
+    if finish_s < without_s * (1 - 1e-9):  # no schedule summing at GPUs gets there
+        return (text + f"; this schedule sums in the switches and beats it: it ends in {finish_s / without_s:.1%} "
+                f"of that time")
+    ratio = f"this schedule ends at {finish_s / without_s:.3f} x it ({without_s / finish_s:.1%} of its speed)"
+    if sums_in_switches:
+        return text + f"; {ratio}, though it sums in the switches"
+    if sums_in_switches is False:
+        return text + f"; {ratio}, summing at GPUs; `-a inc` sums in the switches"
+    return text + f"; {ratio}; `-a inc` sums in the switches"
 
 
 def limit_sentence(finish_s: float | None, limit_s: float | None, n_gpus: int | None = None,

@@ -89,6 +89,12 @@ class Schedule:
         return None not in map(itemgetter(3), self.transfers)  # start_s; C-speed on a million transfers
 
     @property
+    def sums_in_switches(self) -> bool:
+        """Whether a reducing switch adds any of its data (a ``combine`` transfer): the pages and the CLI say so
+        beside the limit without switch sums."""
+        return any(t.op == COMBINE for t in self.transfers)
+
+    @property
     def chunk_bytes(self) -> float:
         return self.collective.chunk_bytes
 

@@ -72,11 +72,12 @@ class ForestcollOptions(AlgorithmOptions):
                                           "the full-bandwidth packing where that ends over 1.05 x the limit and "
                                           "loads such a link above 0.9, the faster kept); true: only those trees; "
                                           "false: never")
-    switch_sums: bool | None = option(None, "where the fabric's switches reduce (NVLS, SHARP), sum in them as "
-                                      "-a inc does (auto: for reducescatter, allreduce and reduce, beside the "
-                                      "trees summing at GPUs, the faster kept; the trees are skipped where the "
-                                      "in-switch schedule beats every schedule summing at GPUs); true: only the "
-                                      "in-switch schedule; false: never")
+    switch_sums: bool | None = option(None, "where the fabric's switches reduce (NVLS, SHARP), reductions "
+                                      "(reducescatter, allreduce, reduce) may sum in them, as the inc algorithm "
+                                      "does. auto: book that schedule beside the trees summing at GPUs and keep "
+                                      "the faster (the trees are skipped where it beats every schedule summing at "
+                                      "GPUs); true: only the in-switch schedule (an error where no switch "
+                                      "reduces); false: only trees summing at GPUs")
 
 
 # ----------------------------------------------------------------------------------------- TE-CCL

@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
 from ccviz.model.progress import Progress
-from ccviz.model.schedule import COMBINE, Schedule
+from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.options import AlgorithmOptions
 from ccviz.synth.solver_output import solver_output_to_stderr
@@ -200,8 +200,8 @@ def synthesize(
 
 # Why a synthesizer leaves a fabric's reducing switches unused (``-a inc`` uses them).
 WHY_NOT_IN_NETWORK = {
-    "forestcoll": "its trees summing at GPUs ended sooner than the in-switch schedule it booked beside them, or "
-                  "that schedule does not fit this fabric, or --opt switch_sums=false",
+    "forestcoll": "its trees summing at GPUs ended sooner than the in-switch schedule it booked beside them (or "
+                  "that schedule does not fit this fabric)",
     "tacos": "its reductions are copy matchings reversed, summed at GPUs, and its AllReduce is ReduceScatter then "
              "AllGather, whose limits adding in a switch does not lower (only fusing the halves does)",
     "teccl": "its in-switch reduction model found no schedule the judge accepts within the time limit, so this is "
@@ -213,7 +213,10 @@ WHY_NOT_IN_NETWORK = {
 
 def unused_reduction_note(algorithm: str, schedule: Schedule) -> list[str]:
     """One line saying why a schedule on a fabric with reducing switches does not use them (none if it does)."""
-    if not schedule.collective.is_reducing or any(t.op == COMBINE for t in schedule.transfers):
+    if not schedule.collective.is_reducing or schedule.sums_in_switches:
         return []
+    if schedule.options.get("switch_sums") is False:  # the user's choice, not a finding: say that alone
+        return [f"{algorithm} sums at GPUs only, as --opt switch_sums=false asks; `-a inc`, or --opt "
+                "switch_sums=auto, sums in the fabric's reducing switches"]
     why = WHY_NOT_IN_NETWORK.get(algorithm, "it adds at GPUs only")
     return [f"{algorithm} does not use the switches' in-network reduction: {why}; `-a inc` does"]

@@ -280,16 +280,23 @@ def frame_snapshot(timeline: Timeline, k: int, windows: list[FrameWindow] | None
 SUM_COLOR = "#B279A2"  # a reducing switch while partial sums combine inside it
 
 
-def in_switch_sums_trace(timeline: Timeline, positions: dict[int, Position], window: FrameWindow) -> dict:
+def in_switch_sums_trace(timeline: Timeline, positions: dict[int, Position], window: FrameWindow,
+                         by_step: bool = False) -> dict:
     """Reducing switches in one frame: a ring that fills while contributions combine inside the switch,
-    labelled with the contributions added in the frame and how complete the fullest sum is."""
+    labelled with the contributions added in the frame and how complete the fullest sum is. ``by_step``: the
+    frame is a dependency step (``ccviz.viz.steps``), whose transfers are its own (steps overlap in time)."""
     topology, transfers = timeline.topology, timeline.schedule.transfers
     chunks = timeline.collective.chunks
     switches = topology.reducing_switches
     added = {s: 0 for s in switches}
     fullest = {s: 0.0 for s in switches}
-    for i, t in enumerate(transfers):
-        if t.op == "combine" and t.dst in added and window.start_s <= timeline.arrival_s[i] <= window.end_s:
+    if by_step:
+        picked = window.transfers
+    else:
+        picked = [i for i in range(len(transfers)) if window.start_s <= timeline.arrival_s[i] <= window.end_s]
+    for i in picked:
+        t = transfers[i]
+        if t.op == "combine" and t.dst in added:
             added[t.dst] += 1
             fullest[t.dst] = max(fullest[t.dst], float(timeline.held_fraction[i]))
     hover = [f"{topology.nodes[s].label}: {added[s]} contribution(s) added in this frame; the fullest sum holds "

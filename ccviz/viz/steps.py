@@ -7,7 +7,8 @@ sender (a hop out of a switch stays in the step of the hop into it). A
 textbook schedule already labels its rounds (``Schedule.rounds``), and those
 are used as they are, so Playback and Learn count the same steps. In each
 frame a link is coloured by what it does in that step (copies, reduces, or
-nothing), GPUs by how much of what they need they hold once the step's
+nothing; adding into a reducing switch's sum is reducing, and the switch's
+sum fills), GPUs by how much of what they need they hold once the step's
 transfers have landed (the simulator's completion times). Play, the slider
 and the frames live in the plotly figure: stepping needs no server.
 """
@@ -28,6 +29,7 @@ from ccviz.viz.animation import (
     _Scene,
     _static_traces,
     add_player,
+    in_switch_sums_trace,
 )
 from ccviz.viz.layout import Position
 from ccviz.viz.topology_fig import segment_xy, style_network_layout
@@ -116,7 +118,8 @@ def _op_link_traces(scene: _Scene, window: FrameWindow) -> list[dict]:
     for i in window.transfers:
         t = transfers[i]
         key = (t.src, t.dst)
-        doing[key] = "reduce" if t.op == "reduce" or doing.get(key) == "reduce" else "copy"
+        # a contribution into a reducing switch's sum (op "combine") reduces too: it is added, not copied
+        doing[key] = "reduce" if t.op in ("reduce", "combine") or doing.get(key) == "reduce" else "copy"
     drawn: dict[str, list] = {"idle": [], "copy": [], "reduce": []}
     seen_cables: set[tuple[int, int]] = set()
     for key in sorted(scene.topology.links):
@@ -141,7 +144,9 @@ def _frame_traces(scene: _Scene, window: FrameWindow) -> list[dict]:
 
     fills, hover = scene.gpu_fill(window)
     gpus = node_traces(scene.topology, scene.positions, gpu_colors=fills, gpu_hover=hover)[0]
-    return [*_op_link_traces(scene, window), scene.chunk_trace(window), gpus]
+    sums = ([in_switch_sums_trace(scene.timeline, scene.positions, window, by_step=True)]
+            if scene.topology.reducing_switches else [])  # where switches add (NVLS, SHARP): their sums fill
+    return [*_op_link_traces(scene, window), scene.chunk_trace(window), gpus, *sums]
 
 
 def steps_figure(timeline: Timeline, positions: dict[int, Position] | None = None, frame_ms: int = 1000,
