@@ -65,7 +65,7 @@ from ccviz.model.physics import link_costs
 from ccviz.model.routing import ring_order
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
-from ccviz.model.units import us_text
+from ccviz.model.units import format_time, us_text
 from ccviz.model.validate import MIN_CHUNK_BYTES
 from ccviz.synth.arborescence import RouteClosure, greedy_arborescence, min_arborescence, shortest_path_tree
 from ccviz.synth.budget import Budget
@@ -1678,12 +1678,12 @@ def _with_switch_sums(topology: Topology, collective: Collective, options: Synth
     limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root)
     at_gpus = limit.without_switch_sums_s
     if at_gpus is not None and in_switch.estimated_finish_s < at_gpus:
-        in_switch.notes.append(f"no schedule summing at GPUs can beat it (their bound is {us_text(at_gpus)}), "
+        in_switch.notes.append(f"no schedule summing at GPUs can beat it (their bound is {format_time(at_gpus)}), "
                                "so no trees were packed")
         return in_switch
     summed_at_gpus = trees()
     if summed_at_gpus.estimated_finish_s <= in_switch.estimated_finish_s:
         return summed_at_gpus
     in_switch.notes.append(f"trees summing at GPUs were booked too and ended later "
-                           f"({us_text(summed_at_gpus.estimated_finish_s)})")
+                           f"({format_time(summed_at_gpus.estimated_finish_s)})")
     return in_switch
