@@ -49,7 +49,8 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_topologies"
 
 ODD = ["rfs3d:dims=2x4x4", "amd:chassis=2,as_published=false", "torus2d:dims=3x5", "mesh2d:dims=2x6,bw=50/25",
        "multidim:dims=3x5,kinds=ring/switch,bw=100/50", "hypercube:n=16,bw=50/25/12.5/50", "a100:boxes=3",
-       "dragonfly:groups=3,routers=2,gpus=3"]
+       "dragonfly:groups=3,routers=2,gpus=3", "dragonfly:groups=6,routers=3,gpus=2", "dragonfly:groups=9,routers=4,gpus=1",
+       "dragonfly:groups=4,routers=2,gpus=6", "dragonfly:groups=5,routers=4,gpus=3"]
 RANDOM_SEEDS = (1, 2, 3, 4)
 LINK_CLASSES = (25.0, 50.0, 100.0, 200.0)  # GB/s inside a box
 NIC_CLASSES = (12.5, 25.0)  # GB/s from a NIC to the switch between boxes
@@ -94,7 +95,8 @@ SCALE_LIMIT = ["torus2d:dims=8x8", "dgx2:chassis=4", "rfs3d:dims=2x4x8", "torus2
 SCALE_SYNTH = ["torus2d:dims=8x8", "torus2d:dims=16x16", "leafspine:leaves=16,hosts=16,spines=4"]
 FLOAT_PATH_MAX_GPUS = 256  # the networkx path takes minutes above
 SYNTH_64 = ["torus2d:dims=8x8", "rfs3d:dims=2x4x8", "dgx2:chassis=4", "hypercube:n=64",
-            "leafspine:leaves=8,hosts=8,spines=4"]
+            "leafspine:leaves=8,hosts=8,spines=4", "dragonfly:groups=4,routers=4,gpus=4",
+            "dragonfly:groups=8,routers=4,gpus=2"]
 SYNTH_TARGET_S = 30.0  # issue 17: forestcoll synthesis at 64 GPUs
 
 
