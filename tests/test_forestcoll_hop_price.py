@@ -13,7 +13,7 @@ import numpy as np
 
 import ccviz
 from ccviz.synth import forestcoll
-from ccviz.synth.forestcoll import GRID_HOP_COST, TreePacker
+from ccviz.synth.forestcoll import GRID_FEWER_TREES, GRID_HOP_COST, GRID_TREES, TreePacker
 from ccviz.synth.reversal import mirror_fabric
 
 SIZE = 1e9
@@ -44,19 +44,21 @@ def test_dragonfly_reducescatter_comes_within_five_percent_with_priced_trees() -
     assert any("price per hop" in note for note in result.schedule.notes)
 
 
-def test_unpriced_trees_are_booked_where_priced_ones_end_over_the_mark(monkeypatch) -> None:
-    # GRID_ENOUGH below any schedule: both packings go on the grid and the faster is kept
+def test_every_candidate_is_booked_where_none_ends_within_the_mark(monkeypatch) -> None:
+    # GRID_ENOUGH below any schedule: priced trees by chunk index, unpriced in piece waves, fewer priced trees;
+    # the fastest kept
     booked = []
     original = forestcoll._few_trees_slotted
 
     def spy(*args, **kwargs):
         result = original(*args, **kwargs)
-        booked.append((kwargs["hop_cost"], result[2].finish_s))
+        booked.append(((kwargs["hop_cost"], args[10], kwargs["orders"]), result[2].finish_s))
         return result
 
     monkeypatch.setattr(forestcoll, "_few_trees_slotted", spy)
     monkeypatch.setattr(forestcoll, "GRID_ENOUGH", 0.5)
     topology = ccviz.load_topology(DRAGONFLY)
     result = ccviz.run(topology, "allgather", "forestcoll", SIZE)
-    assert [hop for hop, _ in booked] == [GRID_HOP_COST, 0.0]
+    assert [how for how, _ in booked] == [(GRID_HOP_COST, GRID_TREES, (False,)), (0.0, GRID_TREES, (True,)),
+                                          (GRID_HOP_COST, GRID_FEWER_TREES, (False,))]
     assert result.schedule.estimated_finish_s == min(finish for _, finish in booked)

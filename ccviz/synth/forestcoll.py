@@ -133,6 +133,7 @@ GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the pac
 # (and, further from it, the balanced trees are booked again in piece waves, the faster kept)
 GRID_HOP_COST = 0.5  # where the grid goes first, the balanced trees are packed with this price per link crossed
 # first (over the bandwidth, against 1 for the busiest link): a measured setting, 0.3-2 gave the same routes
+GRID_FEWER_TREES = 2  # ... and, where neither 4 priced trees nor 4 unpriced in piece waves end within GRID_ENOUGH, 2
 GRID_FIRST_ENOUGH = 1.15  # where the balanced few trees go on the grid first (``_few_trees_grid_only``), ending this
 # close to the limit they are kept without packing 8 trees for first-come booking (64-GPU dragonflies, 2026-11-27:
 # first come 1.12-1.37 x the limit, the grid 1.04-1.13 x; the packing and its booking were a third of the time)
@@ -1219,7 +1220,7 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
     if grid_first:
         budget.report("ForestColl: booking balanced few trees per root on a slot grid first", 0.3)
         early = _grid_first(topology, collective, fabric, roots, unit_s, budget, refine, settings.pieces, start_s,
-                            packed, settings.trees or GRID_TREES, limit_s)
+                            packed, settings.trees, limit_s)
     if early is not None and early[2].finish_s - start_s <= GRID_FIRST_ENOUGH * limit_s:
         packing = None  # close enough: the packed trees' first-come booking is not run (nor their packing)
     else:
@@ -1405,13 +1406,16 @@ def _plan_maker(topology: Topology, collective: Collective) -> Callable[[Collect
 
 
 def _grid_first(topology: Topology, collective: Collective, fabric: Topology, roots: list[int], unit_s: float,
-                budget: Budget, refine: bool, pieces: int | None, start_s: float, packed: dict | None, k: int,
-                limit_s: float) -> tuple[Packing, Collective, Pipelined] | None:
-    """The balanced few trees on the slot grid where it goes first (``_few_trees_grid_only``): packed with a
-    price per hop (``GRID_HOP_COST``) and booked by chunk index first, then, where that ends over ``GRID_ENOUGH``
-    x the limit, packed without it and booked in piece waves, the faster kept; each complete schedule offered
-    as it is found. Two bookings, not four: the priced trees gained nothing in piece waves, and unpriced
-    trees by chunk index won on one dragonfly of six measured, where the priced ones were faster still.
+                budget: Budget, refine: bool, pieces: int | None, start_s: float, packed: dict | None,
+                trees: int | None, limit_s: float) -> tuple[Packing, Collective, Pipelined] | None:
+    """The balanced few trees on the slot grid where it goes first (``_few_trees_grid_only``), candidates in
+    turn while the fastest so far ends over ``GRID_ENOUGH`` x the limit, each complete schedule offered as it is
+    found: ``GRID_TREES`` trees per root packed with a price per hop (``GRID_HOP_COST``) booked by chunk index;
+    the same count unpriced booked in piece waves; ``GRID_FEWER_TREES`` priced by chunk index (unless ``trees``
+    fixes the count). The order keeps the best of each 64-GPU dragonfly measured (2026-11-27) and runs the
+    third only where the first two miss: the priced trees gained nothing in piece waves, unpriced trees by
+    chunk index won on one dragonfly of six, where priced ones were faster still, and 2 priced trees end
+    within 1.05 x where 4 do not on a 36-GPU dragonfly of one GPU a router (1.058 -> 1.049).
 
     Why: among equally loaded links the packing took any route, and on a dragonfly a GPU -> GPU route may
     cross five links where three do (3.0 links per tree edge on average, 2.5 priced). Every link a route
@@ -1419,8 +1423,11 @@ def _grid_first(topology: Topology, collective: Collective, fabric: Topology, ro
     (64-GPU dragonfly ReduceScatter, groups=8,routers=4,gpus=2: 1.083 x the limit unpriced, 1.044 priced, and
     the shorter routes book in half the time)."""
     slotted, plan_of = _slot_capacities_differ(fabric), _plan_maker(topology, collective)
+    candidates = [(GRID_HOP_COST, trees or GRID_TREES, False), (0.0, trees or GRID_TREES, True)]
+    if trees is None:
+        candidates.append((GRID_HOP_COST, GRID_FEWER_TREES, False))
     best = None
-    for hop_cost, piece_waves in ((GRID_HOP_COST, False), (0.0, True)):
+    for hop_cost, k, piece_waves in candidates:
         booked = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, pieces, start_s,
                                     packed, k, slotted, plan_of, reuse=True, limit_s=limit_s, hop_cost=hop_cost,
                                     orders=(piece_waves,))
