@@ -35,8 +35,12 @@ limit allows. This module packs them and schedules them:
   root with tree edges moved off the busiest links down to the limit: a reduction's mirror saturates
   every GPU link, and one up-link a few edges over holds the whole grid back. Between 33 and 64 GPUs,
   where routes cross two switches (a dragonfly), these are the only trees put on the grid by default, and
-  they go first: the packed trees' first-come booking runs only where the grid ends over
-  ``GRID_FIRST_ENOUGH`` x the limit or is refused.
+  they go first (``_grid_first``: packed with a price per link crossed, so routes take the fewest links
+  among equally loaded ones, then unpriced in piece waves, then two priced trees per root, while the
+  fastest ends over ``GRID_ENOUGH`` x the limit): the packed trees' first-come booking runs only where the
+  grid ends over ``GRID_FIRST_ENOUGH`` x the limit or is refused.
+* Switch sums (``_with_switch_sums``). Where the fabric's switches reduce (NVLS, SHARP), a ReduceScatter,
+  AllReduce or Reduce also books the in-switch schedule ``-a inc`` makes, the faster kept.
 
 ReduceScatter schedules the mirrored AllGather on the reversed fabric and turns it around in time
 (``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror
