@@ -386,43 +386,30 @@ class TreePacker:
         branching cannot promise. Routes are chosen edge by edge under load-aware lengths (plus a hop
         cost, so a lightly loaded detour is not taken for free) and re-laid while a link is over the limit.
         """
-        tour = [self.index[g] for g in order]
-        share = float(len(tour) - 1)  # every edge but the one into the root carries each root's whole share
+        n = len(order)
+        at = [self.index[g] for g in order]
+        edges = [(at[i], at[(i + 1) % n]) for i in range(n)]
+        share = float(n - 1)  # every edge but the one into the root carries each root's whole share
         load = np.zeros(len(self.capacity))
-        routes: list[list[int]] = [[] for _ in tour]
+        routes: list[list[int]] = [[] for _ in edges]
         for rerun in range(RING_PASSES):
-            self._lay_ring(tour, routes, load, share, STEEPNESS * STEEPER ** rerun)
+            for i, (u, v) in enumerate(edges):
+                np.add.at(load, routes[i], -share)
+                cost, info = self.closure.costs(self.lengths(load, STEEPNESS * STEEPER ** rerun)
+                                                + RING_HOP_COST / self.capacity)
+                parent = np.full(n, -1)
+                parent[v] = u
+                routes[i] = self.closure.tree_routes(parent, info)[v]
+                np.add.at(load, routes[i], share)
             if self.congestion(load) <= 1.0 + 1e-9:
                 break
-        return self._ring_packing([tour], [routes], load, "one ring through every GPU (a path per root)")
-
-    def _lay_ring(self, tour: list[int], routes: list[list[int]], load: np.ndarray, share: float,
-                  steepness: float) -> None:
-        """Route each edge of a ring (GPU indices ``tour``, cyclic) under the load so far, updating ``routes``
-        (one per edge, the edge from ``tour[i]``) and ``load`` in place."""
-        n = len(tour)
-        for i in range(n):
-            u, v = tour[i], tour[(i + 1) % n]
-            np.add.at(load, routes[i], -share)
-            cost, info = self.closure.costs(self.lengths(load, steepness) + RING_HOP_COST / self.capacity)
-            parent = np.full(n, -1)
-            parent[v] = u
-            routes[i] = self.closure.tree_routes(parent, info)[v]
-            np.add.at(load, routes[i], share)
-
-    def _ring_packing(self, tours: list[list[int]], routes: list[list[list[int]]], load: np.ndarray,
-                      note: str) -> Packing:
-        """Every root's path along each ring: the ring edges from the root on, all but the last."""
         gpus = self.closure.gpus
-        n = len(gpus)
-        trees: dict[int, list[Tree]] = {gpus[i]: [] for i in tours[0]}  # roots in the first ring's order
-        for tour, ring_routes in zip(tours, routes, strict=True):
-            for p, root in enumerate(tour):
-                path = [(p + s) % n for s in range(n - 1)]
-                trees[gpus[root]].append(Tree(gpus[root], {gpus[tour[i]]: [(gpus[tour[(i + 1) % n]], ring_routes[i])]
-                                                           for i in path},
-                                              [link for i in path for link in ring_routes[i]]))
-        return Packing(trees, len(tours), self.congestion(load), [note])
+        trees: dict[int, list[Tree]] = {}
+        for p, root in enumerate(order):
+            path = [(p + s) % n for s in range(n - 1)]  # the ring edges from the root on, all but the last
+            trees[root] = [Tree(root, {gpus[edges[i][0]]: [(gpus[edges[i][1]], routes[i])] for i in path},
+                                [link for i in path for link in routes[i]])]
+        return Packing(trees, 1, self.congestion(load), ["one ring through every GPU (a path per root)"])
 
     def balance(self, packing: Packing, budget: Budget | None = None) -> Packing:
         """The packing with tree edges moved off its busiest links one at a time, down to the limit.
