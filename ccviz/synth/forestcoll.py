@@ -1675,13 +1675,13 @@ def _with_switch_sums(topology: Topology, collective: Collective, options: Synth
         return in_switch
     limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root)
     at_gpus = limit.without_switch_sums_s
-    if at_gpus is not None and in_switch.estimated_finish_s < at_gpus:
+    if at_gpus is not None and schedule_end(in_switch) < at_gpus:
         in_switch.notes.append(f"no schedule summing at GPUs can beat it (their bound is {format_time(at_gpus)}), "
                                "so no trees were packed")
         return in_switch
     summed_at_gpus = trees()
-    if summed_at_gpus.estimated_finish_s <= in_switch.estimated_finish_s:
+    at_gpus_end, in_switch_end = schedule_end(summed_at_gpus), schedule_end(in_switch)
+    if at_gpus_end <= in_switch_end:
         return summed_at_gpus
-    in_switch.notes.append(f"trees summing at GPUs were booked too and ended later "
-                           f"({format_time(summed_at_gpus.estimated_finish_s)})")
+    in_switch.notes.append(f"trees summing at GPUs were booked too and ended later ({format_time(at_gpus_end)})")
     return in_switch
