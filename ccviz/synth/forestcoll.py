@@ -138,6 +138,12 @@ GRID_ENOUGH = 1.05  # balanced few trees ending this close to the limit: the pac
 GRID_HOP_COST = 0.5  # where the grid goes first, the balanced trees are packed with this price per link crossed
 # first (over the bandwidth, against 1 for the busiest link): a measured setting, 0.3-2 gave the same routes
 GRID_FEWER_TREES = 2  # ... and, where neither 4 priced trees nor 4 unpriced in piece waves end within GRID_ENOUGH, 2
+PACKED_GRID_MAX_GPUS = 64  # beyond SLOTS_AUTO_MAX_GPUS and up to this, where every route crosses one switch and
+# first-come booking ends over GRID_ENOUGH x the limit, the packed trees' count goes on the tight grid balanced
+# (``_packed_trees_tight_grid``; rfs3d:dims=2x4x8 ReduceScatter: first come 1.057 x, 8 balanced trees 1.041 x)
+TIGHT_GRID_BOOKING = ("routes through switches booked cut-through on a slot grid of an up-link's bytes' time (every "
+                      "route crosses one switch, so hops stay aligned and no slot pays alpha), each slot's senders "
+                      "matched together")
 GRID_FIRST_ENOUGH = 1.15  # where the balanced few trees go on the grid first (``_few_trees_grid_only``), ending this
 # close to the limit they are kept without packing 8 trees for first-come booking (64-GPU dragonflies, 2026-11-27:
 # first come 1.12-1.37 x the limit, the grid 1.04-1.13 x; the packing and its booking were a third of the time)
@@ -1242,6 +1248,17 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
             if spared.finish_s < run.finish_s:
                 packing, refined, run = spare, spare_refined, spared
                 first_come = booking = first_come + spared_note
+    if (settings.slots is None and not switch_queue and packing is not None and run is not None
+            and not packing.stars and _packed_trees_tight_grid(topology) and not budget.expired()
+            and run.finish_s - start_s > GRID_ENOUGH * limit_s):
+        budget.report(f"ForestColl: booking {packing.k} balanced trees per root on the tight slot grid", 0.75)
+        balanced = _few_trees_slotted(topology, collective, fabric, roots, unit_s, budget, refine, settings.pieces,
+                                      start_s, packed, packing.k, _slot_capacities_differ(fabric),
+                                      _plan_maker(topology, collective), tight=True, reuse=True, limit_s=limit_s,
+                                      orders=(False,))
+        if balanced is not None and balanced[2].finish_s < run.finish_s:
+            packing, refined, run = balanced
+            booking = "; ".join([TIGHT_GRID_BOOKING, *packing.notes])
     # auto: the grid is tried where first-come booking ends well over the limit, and the faster kept
     try_grid = settings.slots or (settings.slots is None and not switch_queue
                                   and _slot_grid_fits(topology)
@@ -1318,6 +1335,15 @@ def _few_trees_grid_only(topology: Topology) -> bool:
     first come 1.123 x the limit, balanced 4 trees x 4 pieces on the grid 1.042 x, about 20 s of CPU), but
     not the packed trees, whose matching over 64 senders costs minutes."""
     return topology.n_gpus <= GRID_FEW_TREES_MAX_GPUS and not one_switch_routes(topology)
+
+
+def _packed_trees_tight_grid(topology: Topology) -> bool:
+    """Beyond ``SLOTS_AUTO_MAX_GPUS``, up to ``PACKED_GRID_MAX_GPUS``, where every route crosses one switch and
+    the slot grid fits: there, where first-come booking ends over ``GRID_ENOUGH`` x the limit, the packed trees'
+    count is balanced to the limit and booked on the tight grid, the faster kept. Balancing is what helps:
+    rfs3d:dims=2x4x8's 8 packed trees reach congestion 1.000 balanced, 4 stay at 1.036 (1.071 x the limit)."""
+    return (SLOTS_AUTO_MAX_GPUS < topology.n_gpus <= PACKED_GRID_MAX_GPUS and one_switch_routes(topology)
+            and _slot_grid_fits(topology))
 
 
 def _stars_grid(topology: Topology, packing: Packing) -> bool:
@@ -1616,6 +1642,12 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         # (and after stars, which a fabric whose switches copy does not need, the AllGather half chooses again)
         same_trees = options if rs.options.get("ring") or rs.options.get("stars") else options.with_extra(trees=int(rs.options["trees"]),
                                                                                 ring=False, **spared)
+        # (and where the ReduceScatter's packed trees won balanced on the tight grid beyond 32 GPUs, the half goes
+        # there at once: first-come booking, which lost, and the grid again would take a 64-GPU AllReduce past 30 s)
+        grid_half = (_packed_trees_tight_grid(topology) and options.settings(ForestcollOptions).slots is None
+                     and any(note.startswith(TIGHT_GRID_BOOKING) for note in rs.notes))
+        if grid_half:
+            same_trees = same_trees.with_extra(slots=True)
         # the AllGather half is booked from time 0 and shifted after the ReduceScatter (``concatenate``), and,
         # where that ends over DEEP_FIRST_ABOVE x its limit, from the ReduceScatter's end too, the faster kept:
         # at another time origin float ties in the bookings fall otherwise, and the same trees and chunks
@@ -1626,7 +1658,7 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
             ag, run = copy_schedule(topology, gather_part, same_trees, phase, start_s=0.0, refine=False,
                                     packed=packed)
             ag_limit = bandwidth_limit(topology, gather_part.name, gather_part.size_bytes, gather_part.root).limit_s
-            if run.finish_s > DEEP_FIRST_ABOVE * ag_limit and not phase.expired():
+            if run.finish_s > DEEP_FIRST_ABOVE * ag_limit and not phase.expired() and not grid_half:
                 rs_end = schedule_end(rs)
                 later, other = copy_schedule(topology, gather_part, same_trees, phase, start_s=rs_end,
                                              refine=False, packed=packed)
