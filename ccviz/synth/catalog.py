@@ -62,7 +62,9 @@ class ForestcollOptions(AlgorithmOptions):
     slots: bool | None = option(None, "book cut-through routes on a slot grid, each slot's senders matched together "
                                 "(auto: up to 32 GPUs, tried beside first-come booking where that ends over 1.03 x "
                                 "the limit and the GPUs' up-links are alike, 4 trees per root balanced to the limit "
-                                "first, the faster kept); false: first come, first served")
+                                "first, the faster kept; 33-64 GPUs where every route crosses one switch and first "
+                                "come ends over 1.05 x, the packed trees' count balanced on the tight grid); false: "
+                                "first come, first served")
     ring: bool | None = option(None, "one ring through every GPU, each GPU streaming to one successor (auto: tried "
                                "first for allgather/reducescatter/allreduce where a ring is at most 1.01 x as "
                                "congested as the limit allows, kept alone where it ends within 1.01 x the limit, "
