@@ -12,6 +12,8 @@ the grid's automatic range ending at 8 GPUs, and "enough" at the limit itself (f
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import ccviz
@@ -66,3 +68,15 @@ def test_the_allreduce_half_goes_on_the_grid_without_first_come(beyond_the_autom
     assert first_come_alone >= 1
     assert len(booked) - first_come_alone == first_come_alone
     assert sum(note.startswith(forestcoll.TIGHT_GRID_BOOKING) for note in result.schedule.notes) >= 1
+
+
+def test_an_allreduce_that_queues_in_switches_keeps_its_half_off_the_grid(
+        beyond_the_automatic_grid: pytest.MonkeyPatch) -> None:
+    """Buffered switches: the ReduceScatter's mirror is booked cut-through (and may win on the grid), but the
+    AllGather half queues chunks in the switches, where the grid cannot be asked for."""
+    topology = ccviz.load_topology(SPEC)
+    topology = topology.with_changes(nodes=[replace(n, buffer=True) if n.kind == "switch" else n
+                                            for n in topology.nodes.values()])
+    result = ccviz.run(topology, "allreduce", "forestcoll", SIZE)
+    assert result.timeline.verified
+    assert any(note.startswith("chunks may wait in a switch's queue") for note in result.schedule.notes)  # the half

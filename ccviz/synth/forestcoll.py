@@ -1644,7 +1644,11 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
                                                                                 ring=False, **spared)
         # (and where the ReduceScatter's packed trees won balanced on the tight grid beyond 32 GPUs, the half goes
         # there at once: first-come booking, which lost, and the grid again would take a 64-GPU AllReduce past 30 s)
-        grid_half = (_packed_trees_tight_grid(topology) and options.settings(ForestcollOptions).slots is None
+        # (not where the half would queue chunks in switches: the ReduceScatter's mirror is booked cut-through there)
+        asked = options.settings(ForestcollOptions)
+        queues = all(topology.nodes[s].buffer for s in topology.switches) if asked.switch_queue is None \
+            else asked.switch_queue
+        grid_half = (_packed_trees_tight_grid(topology) and asked.slots is None and not queues
                      and any(note.startswith(TIGHT_GRID_BOOKING) for note in rs.notes))
         if grid_half:
             same_trees = same_trees.with_extra(slots=True)
