@@ -3,11 +3,12 @@
 Beyond ``SLOTS_AUTO_MAX_GPUS`` the grid is not tried automatically on such fabrics, so rfs3d:dims=2x4x8 (64
 GPUs) stayed at first-come booking, 1.057 x the limit for AllGather, ReduceScatter and AllReduce. Where
 first-come ends over ``GRID_ENOUGH`` x the limit, the packed trees' count (8 there) is now balanced and booked
-on the tight grid, the faster kept (measured 1.041 / 1.025 / 1.033 x), and an AllReduce whose ReduceScatter won
+on the tight grid, the faster kept (measured 1.025 / 1.041 / 1.033 x), and an AllReduce whose ReduceScatter won
 that way books its AllGather half on the grid at once (not first come, then the grid again).
 
-The 64-GPU run takes tens of seconds, so the mechanism is tested on a 16-GPU rfs3d with the thresholds lowered:
-the grid's automatic range ending at 8 GPUs, and "enough" at the limit itself (first come ends at 1.011 x there).
+The 64-GPU run takes tens of seconds: a 40-GPU rfs3d's AllGather shows the gain (1.075 -> 1.026 x), and the
+mechanism is tested on a 16-GPU rfs3d with the thresholds lowered: the grid's automatic range ending at 8 GPUs,
+and "enough" at the limit itself (first come ends at 1.011 x there).
 """
 
 from __future__ import annotations
@@ -28,26 +29,20 @@ def _ratio(result: ccviz.RunResult, collective: str) -> float:
     return result.finish_time_s / bandwidth_limit(result.schedule.topology, collective, SIZE).limit_s
 
 
+def test_a_40_gpu_rfs3d_allgather_within_1_05_x() -> None:
+    """rfs3d:dims=2x4x5 (40 GPUs, untuned): first come 1.075 x the limit, 8 balanced trees on the tight grid 1.026 x."""
+    topology = ccviz.load_topology("rfs3d:dims=2x4x5")
+    result = ccviz.run(topology, "allgather", "forestcoll", SIZE)
+    assert result.timeline.verified
+    assert any(note.startswith(forestcoll.TIGHT_GRID_BOOKING) for note in result.schedule.notes)
+    assert _ratio(result, "allgather") <= 1.05
+
+
 @pytest.fixture
 def beyond_the_automatic_grid(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     monkeypatch.setattr(forestcoll, "SLOTS_AUTO_MAX_GPUS", 8)
     monkeypatch.setattr(forestcoll, "GRID_ENOUGH", 1.0)
     return monkeypatch
-
-
-@pytest.mark.parametrize("collective", ["reducescatter"])
-def test_packed_trees_on_the_tight_grid_beat_first_come(beyond_the_automatic_grid: pytest.MonkeyPatch,
-                                                        collective: str) -> None:
-    topology = ccviz.load_topology(SPEC)
-    beyond_the_automatic_grid.setattr(forestcoll, "PACKED_GRID_MAX_GPUS", 8, raising=False)  # off: first come
-    first_come = ccviz.run(topology, collective, "forestcoll", SIZE)
-    beyond_the_automatic_grid.setattr(forestcoll, "PACKED_GRID_MAX_GPUS", 64, raising=False)
-    gridded = ccviz.run(topology, collective, "forestcoll", SIZE)
-    assert first_come.timeline.verified and gridded.timeline.verified
-    assert not any(note.startswith(forestcoll.TIGHT_GRID_BOOKING) for note in first_come.schedule.notes)
-    assert any(note.startswith(forestcoll.TIGHT_GRID_BOOKING) for note in gridded.schedule.notes)
-    assert _ratio(gridded, collective) < _ratio(first_come, collective)
-    assert gridded.schedule.options["trees"] == first_come.schedule.options["trees"]  # the packing's count, balanced
 
 
 def test_the_allreduce_half_goes_on_the_grid_without_first_come(beyond_the_automatic_grid: pytest.MonkeyPatch) -> None:
