@@ -8,8 +8,6 @@ app drops: a 64-GPU dragonfly AllReduce ended at the app's default 30 s with not
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 import ccviz
@@ -31,15 +29,9 @@ def test_every_offer_is_the_collective_asked_for_and_verifies(collective: str) -
     assert min(ccviz.simulate(o).finish_time_s for o in offers) >= result.timeline.finish_time_s * (1 - 1e-9)
 
 
-def test_stop_at_the_first_allreduce_offer_returns_a_verified_allreduce() -> None:
+def test_stop_at_the_first_allreduce_offer_returns_a_verified_allreduce(stop_at_first_offer) -> None:
     topology = ccviz.load_topology(FABRIC)
-    stop = threading.Event()
-    offers: list[ccviz.Schedule] = []
-
-    def offered(schedule: ccviz.Schedule) -> None:
-        offers.append(schedule)
-        stop.set()
-
-    result = ccviz.run(topology, "allreduce", "forestcoll", 1e8, options=SynthOptions(stop=stop, best=offered))
+    options, offers = stop_at_first_offer
+    result = ccviz.run(topology, "allreduce", "forestcoll", 1e8, options=options)
     assert offers and offers[0].collective.name == "allreduce"
     assert result.timeline.verified

@@ -9,7 +9,6 @@ takes that path in a second or two (a 36-GPU one takes it as it is, in about ten
 from __future__ import annotations
 
 import heapq
-import threading
 
 import numpy as np
 import pytest
@@ -68,18 +67,11 @@ def test_first_come_booking_runs_where_the_grid_is_refused(monkeypatch) -> None:
     assert "first come first served" in result.schedule.notes[1]
 
 
-def test_stop_after_the_grid_first_offer_keeps_a_complete_schedule() -> None:
+def test_stop_after_the_grid_first_offer_keeps_a_complete_schedule(stop_at_first_offer) -> None:
     """The grid's schedule is offered the moment it is booked (the app's Stop then has an answer), and a
     Stop right after it ends the synthesis with a complete, verified schedule and a note saying so."""
     topology = ccviz.load_topology(GRID_FIRST)
-    stop = threading.Event()
-    offers: list[ccviz.Schedule] = []
-
-    def offered(schedule: ccviz.Schedule) -> None:
-        offers.append(schedule)
-        stop.set()
-
-    options = SynthOptions(stop=stop, best=offered)
+    options, offers = stop_at_first_offer
     result = ccviz.run(topology, "allgather", "forestcoll", SIZE, options=options)
     assert offers and ccviz.simulate(offers[0]).verified
     assert offers[0].options["trees"] == forestcoll.GRID_TREES  # the grid's, the first complete schedule

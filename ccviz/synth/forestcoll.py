@@ -1104,7 +1104,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     settings = options.settings(ForestcollOptions)
     trees, pieces = settings.trees, settings.pieces
     buffered = all(topology.nodes[s].buffer for s in topology.switches)
-    switch_queue = buffered if settings.switch_queue is None else settings.switch_queue
+    switch_queue = _switch_queue(topology, settings)
     if switch_queue and not buffered:
         raise CcvizError("switch_queue: this fabric's switches have no buffer, so a chunk cannot wait in one; "
                          "drop --opt switch_queue=true or declare the switches' buffer", "switch_queue")
@@ -1165,6 +1165,14 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
                          "ring": on_ring, "spare_crossings": packing.spared, "stars": packing.stars},
                         "heuristic", estimated_finish_s=run.finish_s, notes=notes)
     return schedule, run
+
+
+def _switch_queue(topology: Topology, settings: ForestcollOptions) -> bool:
+    """Whether chunks may wait in switch queues: as asked (``switch_queue``), by default where every switch has a
+    buffer."""
+    if settings.switch_queue is not None:
+        return settings.switch_queue
+    return all(topology.nodes[s].buffer for s in topology.switches)
 
 
 def _offer(options: SynthOptions, topology: Topology, packing: Packing, refined: Collective, run: Pipelined,
@@ -1273,10 +1281,9 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
                                start_s, limit_s, packed, settings.trees, few_only=few_only)
         if slotted is not None and (run is None or slotted[2].finish_s < run.finish_s):
             packing, refined, run = slotted
-            grid = ("a slot grid of an up-link's bytes' time (every route crosses one switch, so hops stay "
-                    "aligned and no slot pays alpha)" if one_switch_routes(topology) else "a slot grid")
-            booking = "; ".join([f"routes through switches booked cut-through on {grid}, each slot's senders "
-                                 "matched together", *packing.notes])
+            grid = TIGHT_GRID_BOOKING if one_switch_routes(topology) else \
+                "routes through switches booked cut-through on a slot grid, each slot's senders matched together"
+            booking = "; ".join([grid, *packing.notes])
     if run is not None and settings.trees in (None, 1) and run.finish_s - start_s > LATENCY_ABOVE * limit_s:
         fastest = _fastest_trees(topology, collective, fabric, roots, unit_s, refine, settings.pieces, start_s, switch_queue)
         if fastest[2].finish_s < run.finish_s:
@@ -1646,9 +1653,7 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         # there at once: first-come booking, which lost, and the grid again would take a 64-GPU AllReduce past 30 s)
         # (not where the half would queue chunks in switches: the ReduceScatter's mirror is booked cut-through there)
         asked = options.settings(ForestcollOptions)
-        queues = all(topology.nodes[s].buffer for s in topology.switches) if asked.switch_queue is None \
-            else asked.switch_queue
-        grid_half = (_packed_trees_tight_grid(topology) and asked.slots is None and not queues
+        grid_half = (_packed_trees_tight_grid(topology) and asked.slots is None and not _switch_queue(topology, asked)
                      and any(note.startswith(TIGHT_GRID_BOOKING) for note in rs.notes))
         if grid_half:
             same_trees = same_trees.with_extra(slots=True)
