@@ -779,3 +779,17 @@ def test_a_process_group_run_is_shared_by_its_link_and_the_link_remakes_the_same
     bad.run()
     assert not bad.exception
     assert any("ranks" in e.value and "99" in e.value for e in bad.error), [e.value for e in bad.error]
+
+
+def test_playback_says_how_the_schedule_was_made_beside_how_far_it_is_from_the_limit():
+    # a lecturer playing back a forestcoll run read how far it was from the limit, but not what forestcoll built
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "playback", "topology": "torus2d:dims=3x3", "collective": "reducescatter",
+                            "algorithm": "forestcoll", "size": "1MB"})
+    at.run()
+    assert_clean(at)
+    notes = last_schedule(at).notes
+    assert notes, "forestcoll's schedule carries no notes to show"
+    captions = [c.value for c in at.caption]
+    assert all(note in captions for note in notes), (notes, captions)
+    assert any("x the fabric's limit" in m.value for m in at.markdown)

@@ -214,11 +214,17 @@ def results_summary(entry: CachedRun) -> None:
     st.caption(f"Status: {s['status_meaning']}.")
     if entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")
-    for note in s.get("notes") or []:
-        st.caption(for_app(note))
+    schedule_notes(entry)
     if not s["verified"]:
         st.error(f"The simulator found {len(s['violations'])} violation(s); the schedule is not valid.")
         st.dataframe(s["violations"], width="stretch")
+
+
+def schedule_notes(entry: CachedRun) -> None:
+    """How the algorithm made this schedule, in its own notes (Synthesize and Playback: a lecturer on Playback
+    saw how far a forestcoll run was from the limit but not what forestcoll had built)."""
+    for note in entry.result.schedule.notes or []:
+        st.caption(for_app(note))
 
 
 def limit_lines(entry: CachedRun) -> None:
