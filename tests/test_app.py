@@ -793,3 +793,16 @@ def test_playback_says_how_the_schedule_was_made_beside_how_far_it_is_from_the_l
     captions = [c.value for c in at.caption]
     assert all(note in captions for note in notes), (notes, captions)
     assert any("x the fabric's limit" in m.value for m in at.markdown)
+
+
+def test_a_builder_asked_for_too_many_gpus_names_the_box_and_keeps_what_was_entered():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "topology", "topology": "dragonfly:groups=4,routers=2,gpus=6"})
+    at.run()
+    at.text_input(key="topo_b_dragonfly_gpus").set_value("10000").run()
+    at.button(key="topo_build").click().run()
+    assert not at.exception
+    assert len(at.error) == 1 and "gpus:" in at.error[0].value and "make gpus smaller" in at.error[0].value, \
+        [e.value for e in at.error]
+    assert at.text_input(key="topo_b_dragonfly_gpus").value == "10000"  # what was typed stays to be fixed
+    assert at.subheader[0].value == "dragonfly_4x2x6"  # the fabric on screen is kept
