@@ -806,3 +806,17 @@ def test_a_builder_asked_for_too_many_gpus_names_the_box_and_keeps_what_was_ente
         [e.value for e in at.error]
     assert at.text_input(key="topo_b_dragonfly_gpus").value == "10000"  # what was typed stays to be fixed
     assert at.subheader[0].value == "dragonfly_4x2x6"  # the fabric on screen is kept
+
+
+def test_learns_bound_on_an_alltoall_is_the_flow_limit_and_its_help_calls_it_no_cut():
+    # a lecturer on AllToAll: the bound's help called the maximum concurrent flow LP's limit a "bottleneck cut"
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "learn", "lesson": "torus2d:dims=4x4", "collective": "alltoall",
+                            "algorithm": "direct", "size": "1GB"})
+    at.run()
+    assert_clean(at)
+    limit = ccviz.bandwidth_limit(ccviz.load_topology("torus2d:dims=4x4"), "alltoall", 1e9)
+    bound = next(m for m in at.metric if m.label == "bound")
+    assert bound.value == format_time(limit.limit_s)  # what `ccviz limit ... -c alltoall -s 1GB` says
+    assert "bandwidth only, alpha ignored" in bound.proto.help and "bottleneck cut" not in bound.proto.help, \
+        bound.proto.help

@@ -283,7 +283,7 @@ def tightest_bound(lower_bound_s: float | None, limit_s: float | None, topology)
     and a help text naming both, so the page never shows a weaker bound beside a stronger one."""
     candidates = {"lower bound (cut and latency arguments)": lower_bound_s}
     if limit_s and limit_bounds(topology):
-        candidates["fabric's limit (bottleneck cut, bandwidth only)"] = limit_s
+        candidates["fabric's limit (bandwidth only, alpha ignored)"] = limit_s  # AllToAll's is a flow LP, not a cut
     known = {name: value for name, value in candidates.items() if value}
     if not known:
         return None, "no bound is known for this collective"
