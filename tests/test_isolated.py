@@ -191,3 +191,23 @@ def test_the_solver_threads_can_be_set_and_a_bad_value_names_the_variable(monkey
     monkeypatch.setenv("CCVIZ_SOLVER_THREADS", "0")
     with pytest.raises(CcvizError, match="CCVIZ_SOLVER_THREADS: need a whole number"):
         highs_threads()
+
+
+def test_figures_drawn_from_a_cached_run_keep_the_run_cache_within_its_bytes(monkeypatch):
+    # the Compare page read "Kept for reuse on this server: 2 runs (77 MB of 64 MB, figures included)": figures
+    # drawn after a run was cached grew the total, and nothing was dropped until the next run
+    from ccviz.app import runs
+
+    topology = ccviz.load_topology("ring:n=4")
+    entries = []
+    for algorithm in ("ring", "direct"):
+        job = SynthesisJob(RunRequest.make(topology, "allgather", algorithm, 1e6), topology, isolated=False)
+        assert job.wait(30) and job.error is None
+        entries.append(job.entry)
+    cache = LruCache(sum(e.nbytes for e in entries) + 50_000, lambda e: e.nbytes, live=True)
+    monkeypatch.setattr(runs, "_RUNS", cache)
+    cache.put("old", entries[0])
+    cache.put("new", entries[1])
+    entries[1].figure("big", lambda: list(range(100_000)))  # ~300 kB: over the cache's bytes
+    assert cache.nbytes <= cache.max_bytes or len(cache) == 1
+    assert cache.get("old") is None and cache.get("new") is entries[1]  # the least recently used went first

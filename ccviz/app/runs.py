@@ -111,6 +111,7 @@ class CachedRun:
         if name not in self.figures:
             self.figures[name] = build()
             self.nbytes += size_of(self.figures[name])
+            _RUNS.trim()  # the run grew in the cache: keep the cache within its bytes (it read "77 MB of 64 MB")
         return self.figures[name]
 
 
@@ -127,7 +128,7 @@ class LruCache:
 
     ``weigh(value)`` is a value's size in bytes, asked once on ``put``, or every time the total is needed
     when ``live`` (a cached run grows as figures are drawn from it, and says so cheaply); on each ``put``
-    the least recently used entries are dropped until the total fits ``max_bytes``.
+    (and ``trim``) the least recently used entries are dropped until the total fits ``max_bytes``.
     """
 
     def __init__(self, max_bytes: float, weigh: Callable[[Any], int] = size_of, live: bool = False) -> None:
@@ -149,6 +150,12 @@ class LruCache:
         with self._lock:
             self._items[key] = (value, nbytes)
             self._items.move_to_end(key)
+        self.trim()
+
+    def trim(self) -> None:
+        """Drop the least recently used entries until the total fits ``max_bytes`` (the last one stays): on
+        ``put``, and when a live entry has grown (figures drawn from a cached run)."""
+        with self._lock:
             while len(self._items) > 1 and self._total() > self.max_bytes:
                 self._items.popitem(last=False)
 
