@@ -103,6 +103,7 @@ class CachedRun:
     result: RunResult
     server_time_s: float
     stopped: bool = False
+    stopped_at_limit: bool = False  # stopped by the time limit (from outside the solver), not by the user's Stop
     figures: dict[str, Any] = field(default_factory=dict)
     nbytes: int = 0  # the result's size (pickled, as it came from its worker); figures add theirs
 
@@ -296,7 +297,8 @@ class SynthesisJob(BackgroundJob):
         if self.isolated and (shared := shared_note(self.ticket, result.schedule.status, pool().cores)):
             result.schedule.notes.append(shared)
         entry = CachedRun(r, result, time.perf_counter() - self.started,
-                          stopped=self.stop_event.is_set() or stopped, nbytes=nbytes or size_of(result))
+                          stopped=self.stop_event.is_set() or stopped,
+                          stopped_at_limit=stopped and not self.stop_event.is_set(), nbytes=nbytes or size_of(result))
         if not entry.stopped:  # a stopped solve is not the answer to this request
             _RUNS.put(r, entry)
         self.entry = entry

@@ -212,7 +212,10 @@ def results_summary(entry: CachedRun) -> None:
                 "worker process, the simulator and the bound included)")
     limit_lines(entry)
     st.caption(f"Status: {s['status_meaning']}.")
-    if entry.stopped:
+    if entry.stopped_at_limit:  # nobody pressed Stop: the page must not say so
+        st.warning("Stopped at the time limit: this is the best schedule the solver had when its time limit ran "
+                   "out; raise 'time limit (s)' under algorithm options to let it go on.")
+    elif entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")
     schedule_notes(entry)
     if not s["verified"]:
