@@ -141,10 +141,12 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                     "at once, so here the formula is not an ideal.")
         if handover := handover_sentence(table):
             st.markdown(handover)
-        for alg, at_sizes in formulas_above_limit(table).items():
+        # "no schedule reaches it" only where the limit bounds (switch hops paid in full, or no switches)
+        for alg, at_sizes in (formulas_above_limit(table) if ui.limit_bounds(topology) else {}).items():
             st.warning(f"{alg}'s textbook formula is faster than this fabric's limit at "
-                       f"{', '.join(format_size(s) for s in at_sizes)}: it assumes every link at full speed, "
-                       "which this fabric's bottleneck cut cannot give; no schedule reaches it here.")
+                       f"{', '.join(format_size(s) for s in at_sizes)}: it assumes every link at full speed and "
+                       "no link shared, which this fabric's bottleneck links cannot give; no schedule reaches it "
+                       "here.")
         at = st.select_slider("finish times at", options=list(sizes), value=sizes[-1], format_func=format_size,
                               key="cmp_bar_size")
         ui.plot(finish_bars(table, at), key="cmp_bars")

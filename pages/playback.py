@@ -36,6 +36,7 @@ st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_
            f"on {topology.name} · finish {format_time(timeline.finish_time_s)} · {ui.plural(len(steps), 'step')} · "
            + note)
 ui.limit_lines(entry)  # how far from the fabric's limit, and which links bind
+ui.schedule_notes(entry)  # how the algorithm made it
 
 
 def transfers_table(rows: pd.DataFrame, first: list[str] | None = None) -> None:

@@ -27,6 +27,15 @@ def silent(topology, collective, options):
     return REGISTRY["ring"].synthesize(topology, collective, options)
 
 
+def finishing(topology, collective, options):
+    """Works until its time limit, then takes a second more to hand back its result whatever Stop says
+    (forestcoll keeping the best schedule complete at its limit, then mirroring and judging it)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < options.time_limit + 1.0:
+        sum(range(10_000))
+    return REGISTRY["ring"].synthesize(topology, collective, options)
+
+
 def crash(topology, collective, options):
     """Dies the way a solver's segfault does: the process is gone, nothing is sent back."""
     os._exit(3)

@@ -779,3 +779,44 @@ def test_a_process_group_run_is_shared_by_its_link_and_the_link_remakes_the_same
     bad.run()
     assert not bad.exception
     assert any("ranks" in e.value and "99" in e.value for e in bad.error), [e.value for e in bad.error]
+
+
+def test_playback_says_how_the_schedule_was_made_beside_how_far_it_is_from_the_limit():
+    # a lecturer playing back a forestcoll run read how far it was from the limit, but not what forestcoll built
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "playback", "topology": "torus2d:dims=3x3", "collective": "reducescatter",
+                            "algorithm": "forestcoll", "size": "1MB"})
+    at.run()
+    assert_clean(at)
+    notes = last_schedule(at).notes
+    assert notes, "forestcoll's schedule carries no notes to show"
+    captions = [c.value for c in at.caption]
+    assert all(note in captions for note in notes), (notes, captions)
+    assert any("x the fabric's limit" in m.value for m in at.markdown)
+
+
+def test_a_builder_asked_for_too_many_gpus_names_the_box_and_keeps_what_was_entered():
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "topology", "topology": "dragonfly:groups=4,routers=2,gpus=6"})
+    at.run()
+    at.text_input(key="topo_b_dragonfly_gpus").set_value("10000").run()
+    at.button(key="topo_build").click().run()
+    assert not at.exception
+    assert len(at.error) == 1 and "gpus:" in at.error[0].value and "make gpus smaller" in at.error[0].value, \
+        [e.value for e in at.error]
+    assert at.text_input(key="topo_b_dragonfly_gpus").value == "10000"  # what was typed stays to be fixed
+    assert at.subheader[0].value == "dragonfly_4x2x6"  # the fabric on screen is kept
+
+
+def test_learns_bound_on_an_alltoall_is_the_flow_limit_and_its_help_calls_it_no_cut():
+    # a lecturer on AllToAll: the bound's help called the maximum concurrent flow LP's limit a "bottleneck cut"
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update({"page": "learn", "lesson": "torus2d:dims=4x4", "collective": "alltoall",
+                            "algorithm": "direct", "size": "1GB"})
+    at.run()
+    assert_clean(at)
+    limit = ccviz.bandwidth_limit(ccviz.load_topology("torus2d:dims=4x4"), "alltoall", 1e9)
+    bound = next(m for m in at.metric if m.label == "bound")
+    assert bound.value == format_time(limit.limit_s)  # what `ccviz limit ... -c alltoall -s 1GB` says
+    assert "bandwidth only, alpha ignored" in bound.proto.help and "bottleneck cut" not in bound.proto.help, \
+        bound.proto.help

@@ -387,3 +387,15 @@ def test_layout_functions_draw_every_node_where_the_builders_did(spec: str) -> N
 
 def test_the_snapshot_covers_every_builder() -> None:
     assert {spec.partition(":")[0] for spec in POSITIONS} == set(BUILDERS)
+
+
+@pytest.mark.parametrize(("spec", "field"), [("dragonfly:groups=4,routers=2,gpus=10000", "gpus"),
+                                             ("torus2d:dims=200x80", "dims"), ("fattree:k=40", "k")])
+def test_a_spec_too_big_to_build_names_the_size_to_make_smaller(spec: str, field: str) -> None:
+    # a designer typing gpus=10000 read "topology: this would create up to ~1.5e+05 nodes; the limit is 10000"
+    with pytest.raises(CcvizError) as err:
+        build(spec)
+    assert err.value.field == field
+    message = str(err.value)
+    assert message.startswith(f"{field}: ") and f"make {field} smaller" in message and "10,000" in message
+    assert "e+" not in message

@@ -36,7 +36,7 @@ def test_three_concurrent_teccl_solves_through_the_app_jobs_all_verify():
 def registered(monkeypatch):
     ring = REGISTRY["ring"]
     for name, function in (("stuck-test", isolated_tasks.stuck), ("crash-test", isolated_tasks.crash),
-                           ("silent-test", isolated_tasks.silent)):
+                           ("silent-test", isolated_tasks.silent), ("finishing-test", isolated_tasks.finishing)):
         monkeypatch.setitem(REGISTRY, name, Algorithm(name, function, ring.collectives, "test", "heuristic"))
 
 
@@ -51,7 +51,7 @@ def test_stop_ends_a_solver_that_ignores_it_and_the_best_it_offered_comes_back(r
     job.stop()
     assert job.wait(30) and job.error is None, job.error
     entry = job.entry
-    assert entry.stopped and entry.result.timeline.verified
+    assert entry.stopped and not entry.stopped_at_limit and entry.result.timeline.verified
     assert any("its process was ended" in note for note in entry.result.schedule.notes)
 
 
@@ -191,3 +191,40 @@ def test_the_solver_threads_can_be_set_and_a_bad_value_names_the_variable(monkey
     monkeypatch.setenv("CCVIZ_SOLVER_THREADS", "0")
     with pytest.raises(CcvizError, match="CCVIZ_SOLVER_THREADS: need a whole number"):
         highs_threads()
+
+
+def test_figures_drawn_from_a_cached_run_keep_the_run_cache_within_its_bytes(monkeypatch):
+    # the Compare page read "Kept for reuse on this server: 2 runs (77 MB of 64 MB, figures included)": figures
+    # drawn after a run was cached grew the total, and nothing was dropped until the next run
+    from ccviz.app import runs
+
+    topology = ccviz.load_topology("ring:n=4")
+    entries = []
+    for algorithm in ("ring", "direct"):
+        job = SynthesisJob(RunRequest.make(topology, "allgather", algorithm, 1e6), topology, isolated=False)
+        assert job.wait(30) and job.error is None
+        entries.append(job.entry)
+    cache = LruCache(sum(e.nbytes for e in entries) + 50_000, lambda e: e.nbytes, live=True)
+    monkeypatch.setattr(runs, "_RUNS", cache)
+    cache.put("old", entries[0])
+    cache.put("new", entries[1])
+    entries[1].figure("big", lambda: list(range(100_000)))  # ~300 kB: over the cache's bytes
+    assert cache.nbytes <= cache.max_bytes or len(cache) == 1
+    assert cache.get("old") is None and cache.get("new") is entries[1]  # the least recently used went first
+
+
+def test_a_solver_stopped_at_its_time_limit_may_finish_the_schedule_it_kept(registered, monkeypatch):
+    # forestcoll AllReduce on a 60-GPU dragonfly with the app's time limit at 8 s: the CLI returned a verified
+    # schedule at 14.4 s ("time limit of 8 s reached ... the best schedule complete by then is kept"); the app
+    # stopped it at 13 s, ended its process 1.5 s later and said "nothing to show"
+    from ccviz.runs import isolated
+
+    monkeypatch.setattr(isolated, "LIMIT_GRACE_S", 0.3)  # stopped from outside at 4.3 s, the answer due at 5 s
+    monkeypatch.setattr(isolated, "GRACE_S", 0.3)  # ended at 4.6 s before the change, at 6.3 s after it
+    topology = ccviz.load_topology("ring:n=4")
+    job = SynthesisJob(RunRequest.make(topology, "allgather", "finishing-test", 1e6, time_limit=4.0), topology)
+    assert job.isolated
+    assert job.wait(60) and job.error is None, job.error
+    assert job.entry.result.timeline.verified
+    # the page then says the time limit stopped it ("... before you pressed Stop" when nobody had)
+    assert job.entry.stopped and job.entry.stopped_at_limit

@@ -321,3 +321,20 @@ def test_relays_outside_a_process_group_are_not_drawn_as_gpus_that_hold_everythi
         assert all("relay" in gpus.hovertext[r] for r in range(4, 16))
         assert not any("relay" in gpus.hovertext[r] for r in range(4))
     assert all(fills[r] == 1.0 for r in range(4))  # the last frame: the group holds what it needs
+
+
+def _network_px(fig) -> float:
+    """Pixels of height the network (y axis) gets: the figure less its margins, times the axis's domain."""
+    layout = fig.layout
+    domain = layout.yaxis.domain or (0.0, 1.0)
+    return (layout.height - layout.margin.t - layout.margin.b) * (domain[1] - domain[0])
+
+
+def test_the_animation_draws_a_48_gpu_network_as_large_as_the_step_view():
+    # Playback of a 48-GPU dragonfly: the animation drew its network at two thirds of the step view's size,
+    # and the GPUs' labels around each router ran into each other ("3938", "4445")
+    from ccviz.runs.pipeline import run
+    from ccviz.viz.steps import steps_figure
+
+    timeline = run(ccviz.load_topology("dragonfly:groups=4,routers=2,gpus=6"), "allgather", "ring", 1e6).timeline
+    assert _network_px(schedule_animation(timeline)) >= 0.95 * _network_px(steps_figure(timeline))

@@ -103,6 +103,7 @@ class CachedRun:
     result: RunResult
     server_time_s: float
     stopped: bool = False
+    stopped_at_limit: bool = False  # stopped by the time limit (from outside the solver), not by the user's Stop
     figures: dict[str, Any] = field(default_factory=dict)
     nbytes: int = 0  # the result's size (pickled, as it came from its worker); figures add theirs
 
@@ -111,6 +112,7 @@ class CachedRun:
         if name not in self.figures:
             self.figures[name] = build()
             self.nbytes += size_of(self.figures[name])
+            _RUNS.trim()  # the run grew in the cache: keep the cache within its bytes (it read "77 MB of 64 MB")
         return self.figures[name]
 
 
@@ -127,7 +129,7 @@ class LruCache:
 
     ``weigh(value)`` is a value's size in bytes, asked once on ``put``, or every time the total is needed
     when ``live`` (a cached run grows as figures are drawn from it, and says so cheaply); on each ``put``
-    the least recently used entries are dropped until the total fits ``max_bytes``.
+    (and ``trim``) the least recently used entries are dropped until the total fits ``max_bytes``.
     """
 
     def __init__(self, max_bytes: float, weigh: Callable[[Any], int] = size_of, live: bool = False) -> None:
@@ -149,6 +151,12 @@ class LruCache:
         with self._lock:
             self._items[key] = (value, nbytes)
             self._items.move_to_end(key)
+        self.trim()
+
+    def trim(self) -> None:
+        """Drop the least recently used entries until the total fits ``max_bytes`` (the last one stays): on
+        ``put``, and when a live entry has grown (figures drawn from a cached run)."""
+        with self._lock:
             while len(self._items) > 1 and self._total() > self.max_bytes:
                 self._items.popitem(last=False)
 
@@ -289,7 +297,8 @@ class SynthesisJob(BackgroundJob):
         if self.isolated and (shared := shared_note(self.ticket, result.schedule.status, pool().cores)):
             result.schedule.notes.append(shared)
         entry = CachedRun(r, result, time.perf_counter() - self.started,
-                          stopped=self.stop_event.is_set() or stopped, nbytes=nbytes or size_of(result))
+                          stopped=self.stop_event.is_set() or stopped,
+                          stopped_at_limit=stopped and not self.stop_event.is_set(), nbytes=nbytes or size_of(result))
         if not entry.stopped:  # a stopped solve is not the answer to this request
             _RUNS.put(r, entry)
         self.entry = entry

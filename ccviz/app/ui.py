@@ -212,13 +212,22 @@ def results_summary(entry: CachedRun) -> None:
                 "worker process, the simulator and the bound included)")
     limit_lines(entry)
     st.caption(f"Status: {s['status_meaning']}.")
-    if entry.stopped:
+    if entry.stopped_at_limit:  # nobody pressed Stop: the page must not say so
+        st.warning("Stopped at the time limit: this is the best schedule the solver had when its time limit ran "
+                   "out; raise 'time limit (s)' under algorithm options to let it go on.")
+    elif entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")
-    for note in s.get("notes") or []:
-        st.caption(for_app(note))
+    schedule_notes(entry)
     if not s["verified"]:
         st.error(f"The simulator found {len(s['violations'])} violation(s); the schedule is not valid.")
         st.dataframe(s["violations"], width="stretch")
+
+
+def schedule_notes(entry: CachedRun) -> None:
+    """How the algorithm made this schedule, in its own notes (Synthesize and Playback: a lecturer on Playback
+    saw how far a forestcoll run was from the limit but not what forestcoll had built)."""
+    for note in entry.result.schedule.notes or []:
+        st.caption(for_app(note))
 
 
 def limit_lines(entry: CachedRun) -> None:
@@ -277,7 +286,7 @@ def tightest_bound(lower_bound_s: float | None, limit_s: float | None, topology)
     and a help text naming both, so the page never shows a weaker bound beside a stronger one."""
     candidates = {"lower bound (cut and latency arguments)": lower_bound_s}
     if limit_s and limit_bounds(topology):
-        candidates["fabric's limit (bottleneck cut, bandwidth only)"] = limit_s
+        candidates["fabric's limit (bandwidth only, alpha ignored)"] = limit_s  # AllToAll's is a flow LP, not a cut
     known = {name: value for name, value in candidates.items() if value}
     if not known:
         return None, "no bound is known for this collective"

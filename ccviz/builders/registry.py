@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ccviz.errors import CcvizError
 from ccviz.model.topology import Topology
-from ccviz.model.validate import check_node_count
+from ccviz.model.validate import MAX_NODES, check_node_count
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def build(spec: str) -> Topology:
         if key in kwargs:
             raise CcvizError(f"{key}: given twice in {spec!r}; keep one value", key)
         kwargs[key] = _convert(value.strip(), hints.get(key, str), key, b.name)
-    check_node_count(_node_estimate({**{k: p.default for k, p in params.items()}, **kwargs}), "topology")
+    _check_size(spec, kwargs, _node_estimate({**{k: p.default for k, p in params.items()}, **kwargs}))
     try:
         topology = b.function(**kwargs)
     except CcvizError:
@@ -146,6 +146,21 @@ def _scalar(kind: type, value: str) -> object:
     if kind is float and not math.isfinite(out):
         raise ValueError(value)
     return out
+
+
+def _check_size(spec: str, given: dict[str, object], estimate: float) -> None:
+    """Refuse a spec that would build too many nodes, naming the size parameter to make smaller (the largest
+    one given), so a designer who typed gpus=10000 is pointed at gpus, not at "topology"."""
+    if estimate <= MAX_NODES:
+        return
+    sizes = {k: max(v) if isinstance(v, tuple) else v for k, v in given.items()
+             if all(isinstance(x, int) and not isinstance(x, bool) for x in (v if isinstance(v, tuple) else (v,)))
+             and v != ()}
+    if not sizes:
+        check_node_count(estimate, "topology")
+    field = max(sizes, key=sizes.get)
+    raise CcvizError(f"{field}: {spec!r} would build up to about {estimate:,.0f} nodes (an estimate from its "
+                     f"sizes); the limit is {MAX_NODES:,} nodes: make {field} smaller", field)
 
 
 def _node_estimate(kwargs: dict[str, object]) -> float:

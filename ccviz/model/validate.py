@@ -96,7 +96,7 @@ def known_keys(d: dict, allowed: tuple[str, ...], where: str) -> None:
 
 def check_node_count(count: float, field: str = "nodes") -> None:
     if count > MAX_NODES:
-        raise CcvizError(f"{field}: this would create up to ~{count:.3g} nodes; the limit is {MAX_NODES}", short(field))
+        raise CcvizError(f"{field}: this would create up to about {count:,.0f} nodes; the limit is {MAX_NODES:,}", short(field))
 
 
 def short(field: str) -> str:

@@ -36,6 +36,9 @@ from ccviz.viz.utilization import busy_fraction
 
 CHUNKS_UP_TO = 64  # GPUs; beyond this the animation shows utilization only
 BIG_FABRIC_FRAMES = 24  # frames of a utilization-only animation (each frame redraws every link)
+# Figure heights (px): the time strip and controls take the bottom, so above CROWDED_NODES nodes the figure grows
+# until its network is drawn as large as the step-by-step view's (48 GPUs' labels ran into each other: "3938")
+HEIGHT, CROWDED_HEIGHT, CROWDED_NODES = 640, 860, 24
 LEGEND_SOURCES_UP_TO = QUALITATIVE_SOURCES_UP_TO  # beyond: a colourbar, never a scrolling legend
 STRIP_COLOR = "#9AA0A6"
 NOW_COLOR = "#D62728"
@@ -242,7 +245,8 @@ def schedule_animation(
                                          f"(more than {CHUNKS_UP_TO} GPUs)")
     style_network_layout(
         fig, f"{schedule.algorithm} · {timeline.collective.name} on {timeline.topology.name} · "
-        f"finish {format_time(timeline.finish_time_s)}{mode}", height=640,
+        f"finish {format_time(timeline.finish_time_s)}{mode}",
+        height=CROWDED_HEIGHT if len(timeline.topology.nodes) > CROWDED_NODES else HEIGHT,
     )
     _add_time_strip(fig, scene)
     fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 150}, legend={"y": 1.0, "x": 1.0, "xanchor": "left",
