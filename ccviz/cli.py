@@ -169,7 +169,9 @@ def _print_summary(s: dict[str, Any], bound_text: str, sums_in_switches: bool | 
         *([f"                {sums}"] if (sums := switch_sums_sentence(
             s['finish_time_s'], s.get('limit_without_switch_sums_s'), sums_in_switches)) else []),
         f"  synthesis     {format_time(s['synth_time_s'])}, status {s['status']}"
-        + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else ""),
+        + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else "")
+        + {"time_limit": ", cut short by the time limit (the best schedule so far)",
+           "stopped": ", cut short by Stop (the best schedule so far)"}.get(s.get("cut_short") or "", ""),
         f"  transfers     {s['transfers']}" + (f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"
                                               if s["epochs"] else ""),
     ]

@@ -150,7 +150,13 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         at = st.select_slider("finish times at", options=list(sizes), value=sizes[-1], format_func=format_size,
                               key="cmp_bar_size")
         ui.plot(finish_bars(table, at), key="cmp_bars")
-        shown = table.assign(status=table["status"].map(ui.status_words), finish_us=table["finish_time_s"] * 1e6,
+        cut = table[table["cut_short"] == "time_limit"]
+        if len(cut):  # a row cut by its own time limit is its algorithm's best so far, not its best
+            st.warning(f"{len(cut)} run(s) reached the time limit per run ({time_limit:g} s) before their search was "
+                       f"over: {', '.join(f'{a} at {s}' for a, s in zip(cut['algorithm'], cut['size'], strict=True))}. "
+                       "Each shows the best schedule complete by then; raise 'time limit per run (s)' to let them go on.")
+        shown = table.assign(status=[ui.row_status(s, c) for s, c in zip(table["status"], table["cut_short"], strict=True)],
+                             finish_us=table["finish_time_s"] * 1e6,
                              bound_us=bound_s * 1e6, bound_ratio=table["finish_time_s"] / bound_s,
                              formula_us=table["formula_time_s"] * 1e6, limit_us=table["limit_s"] * 1e6,
                              limit_pct=table["limit_fraction"] * 100,

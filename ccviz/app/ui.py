@@ -217,6 +217,8 @@ def results_summary(entry: CachedRun) -> None:
                    "out; raise 'time limit (s)' under algorithm options to let it go on.")
     elif entry.stopped:
         st.warning("Stopped early: this is the best schedule found before you pressed Stop.")
+    elif s.get("cut_short"):  # the solver honoured its limit (or Stop) itself and handed back its best so far
+        st.info(cut_short_words(s["cut_short"], "'time limit (s)' under algorithm options"))
     schedule_notes(entry)
     if not s["verified"]:
         st.error(f"The simulator found {len(s['violations'])} violation(s); the schedule is not valid.")
@@ -247,9 +249,26 @@ def limit_lines(entry: CachedRun) -> None:
 STATUS_WORDS = {"optimal": "optimal in TE-CCL's epoch model", "time_limit": "stopped (not proven optimal)"}
 
 
+def cut_short_words(cut_short: str, where: str) -> str:
+    """What a schedule handed back before its search was over means, and the knob (``where``) that lets it go on."""
+    if cut_short == "stopped":
+        return "Cut short by Stop: the best schedule complete when you pressed Stop; the search was not over."
+    return (f"Cut short by its time limit: the best schedule complete when the limit ran out; the search was not "
+            f"over, and a larger {where} may find a faster one.")
+
+
 def status_words(status: str | None) -> str | None:
     """A run's status as the app shows it: 'optimal' always with the model it holds in."""
     return STATUS_WORDS.get(status, status) if status else status
+
+
+CUT_SHORT_WORDS = {"time_limit": ", cut short by its time limit", "stopped": ", cut short by Stop"}
+
+
+def row_status(status, cut_short) -> str | None:
+    """A Compare row's status in words, with whether its search was cut short (a closer schedule may exist)."""
+    words = status_words(status) if isinstance(status, str) else None
+    return words + CUT_SHORT_WORDS.get(cut_short, "") if words and isinstance(cut_short, str) else words
 
 
 def limit_bounds(topology) -> bool:

@@ -28,6 +28,10 @@ from ccviz.model.topology import Topology
 Op = Literal["copy", "reduce", "relay", "combine"]  # relay: in transit, see ccviz.judge.simulate.relay_continuations
 Status = Literal["optimal", "feasible", "time_limit", "heuristic", "infeasible"]
 Release = Literal["asap", "epoch"]
+# Why a synthesizer handed back its best complete schedule before its search was over (a closer one may
+# exist within a longer time limit): its time limit ran out, or Stop was pressed.
+CutShort = Literal["time_limit", "stopped"]
+CUT_SHORT = ("time_limit", "stopped")
 STATUSES = ("optimal", "feasible", "time_limit", "heuristic", "infeasible")
 FORMAT_TAG = "ccviz-schedule/1"
 
@@ -76,6 +80,7 @@ class Schedule:
     # share one round), and one label per round ("reduce-scatter, distance 2"). None for other schedules.
     rounds: list[int] | None = None
     round_labels: list[str] = field(default_factory=list)
+    cut_short: CutShort | None = None  # see ``CutShort``; None: the search ran to its end
 
     @property
     def n_rounds(self) -> int:
@@ -105,7 +110,7 @@ class Schedule:
             self.mip_gap, self.synth_time_s, self.epoch_s, self.epochs, self.estimated_finish_s, list(self.notes),
             self.release, self.bound_epochs,
             list(self.rounds) if self.rounds and len(self.rounds) == len(transfers) else None,
-            list(self.round_labels),
+            list(self.round_labels), self.cut_short,
         )
 
     # ------------------------------------------------------------ serialization
@@ -124,6 +129,7 @@ class Schedule:
             "notes": self.notes,
             "release": self.release,
             "bound_epochs": self.bound_epochs,
+            "cut_short": self.cut_short,
             "topology": self.topology.to_dict(),
             "collective": self.collective.to_dict(),
             "transfer_fields": list(Transfer._fields),
@@ -164,6 +170,10 @@ class Schedule:
         if release == "epoch" and epoch_s is None:
             raise CcvizError("epoch_s: an epoch-released schedule needs a positive epoch_s", "epoch_s")
         epochs = d.get("epochs")
+        cut_short = d.get("cut_short")
+        if cut_short is not None and cut_short not in CUT_SHORT:
+            raise CcvizError(f"cut_short: {cut_short!r} is not one of {', '.join(CUT_SHORT)} (or null: the search "
+                             "ran to its end)", "cut_short")
         topology = Topology.from_dict(v.mapping(d["topology"], "topology"))
         return cls(
             topology,
@@ -182,6 +192,7 @@ class Schedule:
             None if bound_epochs is None else v.integer(bound_epochs, "bound_epochs", lo=0),
             rounds,
             [str(label) for label in v.sequence(d.get("round_labels") or [], "round_labels")],
+            cut_short,
         )
 
     def to_json(self) -> str:

@@ -46,7 +46,7 @@ from ccviz.synth.registry import Progress, SynthOptions
 COLUMNS = (
     "algorithm", "size_bytes", "size", "finish_time_s", "algbw_GBps", "busbw_GBps", "lower_bound_s",
     "bound_algbw_GBps", "bound_ratio", "formula_time_s", "formula_algbw_GBps", "verified", "status",
-    "synth_time_s", "error", "limit_s", "limit_fraction", "limit_without_switch_sums_s",
+    "synth_time_s", "error", "limit_s", "limit_fraction", "limit_without_switch_sums_s", "cut_short",
 )
 
 
@@ -317,7 +317,7 @@ def _base(topology, collective, algorithm, size, bound_s, root: int | None = Non
         "bound_algbw_GBps": size / bound_s / 1e9 if bound_s and bound_s > 0 else math.nan,
         "formula_time_s": formula_s,
         "formula_algbw_GBps": size / formula_s / 1e9 if formula_s and formula_s > 0 else math.nan,
-        "error": None,
+        "error": None, "cut_short": None,
     }
 
 
@@ -335,5 +335,5 @@ def table_row(topology: Topology, collective: str, algorithm: str, size: float, 
         "bound_ratio": finish / bound_s if bound_s and bound_s > 0 else math.nan,
         "limit_fraction": row["limit_s"] / finish if finish > 0 else math.nan,
         "verified": bool(summary["verified"]), "status": summary["status"], "synth_time_s": summary["synth_time_s"],
-        "error": error,
+        "error": error, "cut_short": summary.get("cut_short"),
     }

@@ -23,7 +23,7 @@ from ccviz.synth.registry import SynthOptions, synthesize
 SUMMARY_KEYS = (
     "algorithm", "topology", "collective", "size_bytes", "chunk_bytes", "n_gpus", "finish_time_s", "algbw_GBps",
     "busbw_GBps", "lower_bound_s", "synth_time_s", "status", "mip_gap", "epochs", "epoch_s", "transfers",
-    "verified", "violations", "limit_s",
+    "verified", "violations", "limit_s", "cut_short",
 )
 
 
@@ -95,6 +95,7 @@ class RunResult:
             "model_finish_s": model_finish_s(s),
             "bound_epochs": s.bound_epochs,
             "status_meaning": status_meaning(s, t.finish_time_s),
+            "cut_short": s.cut_short,
         }
 
 

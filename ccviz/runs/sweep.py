@@ -161,11 +161,13 @@ def run_point(point: Point, topology_json: str | Topology, sweep_id: str, keep_s
         summary = result.summary()
         row.update({("solver_status" if k == "status" else k): v for k, v in summary.items()
                     if k not in KEY_COLUMNS})
+        if hit_limit.is_set() and summary["cut_short"]:  # the row's timer stops the solver at its limit
+            row["cut_short"] = "time_limit"
         if not summary["verified"]:
             first = summary["violations"][0]["message"] if summary["violations"] else "no detail"
             row.update(status="error", error=f"the simulator rejects the schedule "
                                              f"({len(summary['violations'])} violations; first: {first})")
-        elif summary["status"] == "time_limit" or hit_limit.is_set():
+        elif summary["status"] == "time_limit" or summary["cut_short"] == "time_limit" or hit_limit.is_set():
             row.update(status="time_limit", error=None)
         else:
             row.update(status="ok", error=None)

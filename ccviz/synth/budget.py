@@ -57,11 +57,12 @@ class Budget:
         return self
 
     def reason(self) -> str | None:
-        """'stopped' or 'time_limit' once the work should end, else None."""
-        if self.options.stopped():
-            return "stopped"
+        """'stopped' or 'time_limit' once the work should end, else None. The time limit first: a front end
+        that stops a solve from outside does so after its limit has passed (the app, 5 s later)."""
         if time.perf_counter() >= self.deadline:
             return "time_limit"
+        if self.options.stopped():
+            return "stopped"
         return None
 
     def expired(self) -> bool:
@@ -95,7 +96,7 @@ class Budget:
         """The schedule note when restarts were cut short, else None."""
         if done >= restarts and not self.overran:
             return None
-        why = "stopped" if self.options.stopped() else f"time limit of {self.options.time_limit:g} s reached"
+        why = "stopped" if self.reason() == "stopped" else f"time limit of {self.options.time_limit:g} s reached"
         if self.overran:
             return (f"{why}; the {algorithm} run of this half was completed anyway (the other half already had "
                     f"a schedule), {done} of {restarts} restarts")

@@ -1163,7 +1163,7 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     schedule = Schedule(topology, refined, run.transfers, "forestcoll",
                         {"trees": packing.k, "chunks_per_rank": refined.chunks_per_rank, "switch_queue": switch_queue,
                          "ring": on_ring, "spare_crossings": packing.spared, "stars": packing.stars},
-                        "heuristic", estimated_finish_s=run.finish_s, notes=notes)
+                        "heuristic", estimated_finish_s=run.finish_s, notes=notes, cut_short=cut)
     return schedule, run
 
 

@@ -598,7 +598,7 @@ def mteg_schedule(
         notes.append(cut)
     return Schedule(
         topology, collective, transfers, "mteg", status="heuristic", epoch_s=slot_s, epochs=slots,
-        estimated_finish_s=slots * slot_s, notes=notes,
+        estimated_finish_s=slots * slot_s, notes=notes, cut_short=budget.reason() if cut else None,
     )
 
 

@@ -193,6 +193,9 @@ def synthesize(
         schedule.synth_time_s = elapsed
     schedule.algorithm = alg.name
     schedule.options = {**options.public(), **schedule.options}
+    if schedule.status == "time_limit" and schedule.cut_short is None:  # a solver stopped early (TE-CCL's MILP)
+        past = options.time_limit is not None and elapsed >= options.time_limit  # stopped from outside after it
+        schedule.cut_short = "stopped" if options.stopped() and not past else "time_limit"
     if topology.reducing_switches:  # say in one line why the switches' adders go unused (ccviz.synth.inc)
         schedule.notes.extend(unused_reduction_note(alg.name, schedule))
     return schedule

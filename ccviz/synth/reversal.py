@@ -313,7 +313,8 @@ def _replayed(forward: Schedule, topology: Topology, target: Collective, tree: _
     finish = max(map(itemgetter(4), transfers), default=0.0)
     return Schedule(topology, target, transfers, forward.algorithm, dict(forward.options), forward.status,
                     estimated_finish_s=finish,
-                    notes=[*forward.notes, "reduction = time-reversed copy schedule on the reversed topology"])
+                    notes=[*forward.notes, "reduction = time-reversed copy schedule on the reversed topology"],
+                    cut_short=forward.cut_short)
 
 
 def costs_alike_both_ways(topology: Topology) -> bool:
@@ -339,7 +340,8 @@ def _mirrored_in_time(forward: Schedule, topology: Topology, target: Collective,
     finish = max(map(itemgetter(4), transfers))
     return Schedule(topology, target, transfers, forward.algorithm, dict(forward.options), forward.status,
                     estimated_finish_s=finish,
-                    notes=[*forward.notes, "reduction = copy schedule on the reversed topology, mirrored in time"])
+                    notes=[*forward.notes, "reduction = copy schedule on the reversed topology, mirrored in time"],
+                    cut_short=forward.cut_short)
 
 
 def _chunk_map(forward: Collective, target: Collective) -> dict[int, int]:
@@ -431,7 +433,8 @@ def concatenate(first: Schedule, second: Schedule, target: Collective) -> Schedu
     est = (second.estimated_finish_s or schedule_end(second)) + offset
     return Schedule(first.topology, target, transfers, first.algorithm, dict(first.options), first.status,
                     estimated_finish_s=est, notes=[*first.notes, f"then {second.collective.name} from "
-                                                   f"{us_text(first_end)}"])
+                                                   f"{us_text(first_end)}"],
+                    cut_short=first.cut_short or second.cut_short)
 
 
 def onto(part: Schedule, target: Collective) -> Schedule:

@@ -472,7 +472,8 @@ def as_schedule(topology: Topology, collective: Collective, run: Run, options: S
     if cut:
         notes.append(cut)
     return Schedule(topology, collective, run.transfers, "tacos", {"link_hold": hold, "patience": patience, "pick": pick},
-                    "heuristic", estimated_finish_s=run.finish_s, notes=notes)
+                    "heuristic", estimated_finish_s=run.finish_s, notes=notes,
+                    cut_short=budget.reason() if cut and budget is not None else None)
 
 
 def copy_schedule(topology: Topology, collective: Collective, options: SynthOptions,
