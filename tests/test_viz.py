@@ -338,3 +338,15 @@ def test_the_animation_draws_a_48_gpu_network_as_large_as_the_step_view():
 
     timeline = run(ccviz.load_topology("dragonfly:groups=4,routers=2,gpus=6"), "allgather", "ring", 1e6).timeline
     assert _network_px(schedule_animation(timeline)) >= 0.95 * _network_px(steps_figure(timeline))
+
+
+def test_utilization_names_a_switch_by_its_label_and_the_number_the_graph_shows() -> None:
+    # a walkthrough read 'R0.0→GPU3' in the utilization bars where the graph and the limit's words said 48
+    from ccviz.viz.utilization import link_name
+
+    result = ccviz.run(ccviz.load_topology("dragonfly:groups=4,routers=2,gpus=6"), "allgather", "ring", 1e6)
+    topology = result.topology
+    router = topology.switches[0]
+    gpu = next(u for u, v in topology.links if v == router and not topology.is_switch(u))
+    assert topology.nodes[router].label == "R0.0" and router == 48
+    assert link_name(result.timeline, (gpu, router)) == f"GPU{gpu}→R0.0 (48)"

@@ -36,9 +36,16 @@ def busy_fraction(timeline: Timeline, edges_s: np.ndarray) -> tuple[list[LinkKey
     return keys, np.clip(out, 0.0, 1.0)
 
 
+def node_name(topology, node: int) -> str:
+    """A node as the utilization and Gantt views name it: its label, and the number the graph and the limit's
+    words show it by where the label does not say it ('R0.0 (48)'; 'GPU3' as it is)."""
+    label = topology.nodes[node].label
+    return label if label.removeprefix("GPU").removeprefix("S") == str(node) else f"{label} ({node})"
+
+
 def link_name(timeline: Timeline, key: LinkKey) -> str:
-    nodes = timeline.topology.nodes
-    return f"{nodes[key[0]].label}→{nodes[key[1]].label}"
+    """'R0.0 (48)→GPU3': a walkthrough read 'R0.0→GPU3' here where the graph and the limit's words said 48."""
+    return f"{node_name(timeline.topology, key[0])}→{node_name(timeline.topology, key[1])}"
 
 
 def bottleneck_links(timeline: Timeline, tolerance: float = 0.01) -> list[LinkKey]:
