@@ -157,6 +157,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 def _print_summary(s: dict[str, Any], bound_text: str, sums_in_switches: bool | None = None) -> None:
     from ccviz.bounds.limit import limit_sentence, switch_sums_sentence
+    from ccviz.runs.pipeline import CUT_SHORT_WORDS
 
     ok = "verified" if s["verified"] else f"INVALID ({len(s['violations'])} violations)"
     lines = [
@@ -170,8 +171,7 @@ def _print_summary(s: dict[str, Any], bound_text: str, sums_in_switches: bool | 
             s['finish_time_s'], s.get('limit_without_switch_sums_s'), sums_in_switches)) else []),
         f"  synthesis     {format_time(s['synth_time_s'])}, status {s['status']}"
         + (f", gap {s['mip_gap']:.2%}" if s["mip_gap"] is not None else "")
-        + {"time_limit": ", cut short by the time limit (the best schedule so far)",
-           "stopped": ", cut short by Stop (the best schedule so far)"}.get(s.get("cut_short") or "", ""),
+        + (f", {CUT_SHORT_WORDS[cut]} (the best schedule so far)" if (cut := s.get("cut_short")) else ""),
         f"  transfers     {s['transfers']}" + (f", {s['epochs']} epochs of {format_time(s['epoch_s'])}"
                                               if s["epochs"] else ""),
     ]

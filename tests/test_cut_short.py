@@ -88,7 +88,7 @@ def test_the_cli_says_it_beside_the_status() -> None:
     out = subprocess.run([sys.executable, "-m", "ccviz.cli", "synth", CUT_FABRIC, "-c", "allgather", "-a",
                           "forestcoll", "-s", "1GB", "--time-limit", "0.5"], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout
-    assert "status heuristic, cut short by the time limit (the best schedule so far)" in out, out
+    assert "status heuristic, cut short by its time limit (the best schedule so far)" in out, out
 
 
 def test_synthesize_says_the_time_limit_cut_the_search_and_which_box_lets_it_go_on() -> None:

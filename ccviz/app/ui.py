@@ -14,6 +14,7 @@ from ccviz.bounds.limit import limit_sentence, switch_sums_sentence
 from ccviz.errors import CcvizError
 from ccviz.interop import export
 from ccviz.model.units import format_size, format_time, size_sweep
+from ccviz.runs.pipeline import CUT_SHORT_WORDS
 from ccviz.synth.options import OptionSpec
 from ccviz.synth.registry import Algorithm, Progress
 from ccviz.viz import schedule_animation
@@ -251,10 +252,11 @@ STATUS_WORDS = {"optimal": "optimal in TE-CCL's epoch model", "time_limit": "sto
 
 def cut_short_words(cut_short: str, where: str) -> str:
     """What a schedule handed back before its search was over means, and the knob (``where``) that lets it go on."""
+    phrase = CUT_SHORT_WORDS[cut_short][0].upper() + CUT_SHORT_WORDS[cut_short][1:]
     if cut_short == "stopped":
-        return "Cut short by Stop: the best schedule complete when you pressed Stop; the search was not over."
-    return (f"Cut short by its time limit: the best schedule complete when the limit ran out; the search was not "
-            f"over, and a larger {where} may find a faster one.")
+        return f"{phrase}: the best schedule complete when you pressed Stop; the search was not over."
+    return (f"{phrase}: the best schedule complete when the limit ran out; the search was not over, and a larger "
+            f"{where} may find a faster one.")
 
 
 def status_words(status: str | None) -> str | None:
@@ -262,13 +264,10 @@ def status_words(status: str | None) -> str | None:
     return STATUS_WORDS.get(status, status) if status else status
 
 
-CUT_SHORT_WORDS = {"time_limit": ", cut short by its time limit", "stopped": ", cut short by Stop"}
-
-
 def row_status(status, cut_short) -> str | None:
     """A Compare row's status in words, with whether its search was cut short (a closer schedule may exist)."""
     words = status_words(status) if isinstance(status, str) else None
-    return words + CUT_SHORT_WORDS.get(cut_short, "") if words and isinstance(cut_short, str) else words
+    return f"{words}, {CUT_SHORT_WORDS[cut_short]}" if words and isinstance(cut_short, str) else words
 
 
 def limit_bounds(topology) -> bool:

@@ -106,6 +106,10 @@ def model_finish_s(schedule: Schedule) -> float | None:
     return schedule.epochs * schedule.epoch_s
 
 
+# ``Schedule.cut_short`` in words, one phrase for the CLI's status line and the app's pages
+CUT_SHORT_WORDS = {"time_limit": "cut short by its time limit", "stopped": "cut short by Stop"}
+
+
 def status_meaning(schedule: Schedule, simulated_s: float) -> str:
     """The status in words: what a claim of optimality covers and what it does not."""
     model = model_finish_s(schedule)
