@@ -328,6 +328,33 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fabric(args: argparse.Namespace) -> int:
+    from ccviz.builders.loading import load_topology
+    from ccviz.interop.fabric_io import write_fabric
+
+    check_output_path("out", args.out)
+    if args.from_nvidia_smi:
+        from ccviz.interop.nvidia_smi import topo_to_fabric
+        from ccviz.model.files import check_readable_file, read_text_file
+
+        if args.spec:
+            raise CcvizError("fabric: give either a topology SPEC or --from-nvidia-smi FILE, not both", "fabric")
+        source = Path(args.from_nvidia_smi)
+        check_readable_file(source, "nvidia-smi")
+        topology = topo_to_fabric(read_text_file(source, "nvidia-smi"), args.gpu, name=source.stem)
+    elif args.spec:
+        if args.gpu:
+            raise CcvizError("gpu: --gpu applies to --from-nvidia-smi only", "gpu")
+        topology = load_topology(args.spec)
+    else:
+        raise CcvizError("fabric: give a topology SPEC (e.g. dgx1) or --from-nvidia-smi FILE", "fabric")
+    write_fabric(topology, args.out, args.format)
+    for line in topology.meta.get("assumptions", []):
+        print(f"assumed: {line}", file=sys.stderr)
+    print(f"wrote {args.out} ({topology.summary()})", file=sys.stderr)
+    return 0
+
+
 def cmd_reproduce_explainer(args: argparse.Namespace) -> int:
     from ccviz.runs import explainer
 
@@ -617,6 +644,16 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--format", choices=["json", "msccl"], default="msccl")
     e.add_argument("--out", required=True)
     e.set_defaults(func=cmd_export)
+
+    fb = sub.add_parser("fabric", help="write a fabric (a builder, a file, or an nvidia-smi topo -m matrix) to a file")
+    fb.add_argument("spec", nargs="?", default=None, help="a builder spec or a topology file (omit with --from-nvidia-smi)")
+    fb.add_argument("--from-nvidia-smi", default=None, metavar="TOPO.TXT",
+                    help="the saved output of `nvidia-smi topo -m`")
+    fb.add_argument("--gpu", default=None, help="v100 | a100 | h100 | b200: the GPU generation whose NVLink rate to use "
+                                               "(default: inferred from the NVLink counts)")
+    fb.add_argument("--format", choices=["json", "infragraph"], default="json")
+    fb.add_argument("--out", required=True)
+    fb.set_defaults(func=cmd_fabric)
 
     im = sub.add_parser("import", help="import an MSCCL XML or TE-CCL output as a schedule and verify it")
     im.add_argument("file", help="MSCCL XML (msccl-tools, SCCL, ccviz export) or TE-CCL output JSON")
