@@ -322,6 +322,15 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CcvizError(f"schedule: {args.schedule} does not verify; run `ccviz verify {args.schedule}`", "schedule")
     if args.format == "msccl":
         write_msccl_xml(timeline, args.out)
+    elif args.format == "chakra":
+        from ccviz.interop.chakra import trace_prefix, write_chakra
+
+        paths, notes = write_chakra(timeline, args.out, trace_prefix(args.schedule))
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"wrote {len(paths)} Chakra ET files {paths[0].parent}/{paths[0].name.rsplit('.', 2)[0]}.RANK.et",
+              file=sys.stderr)
+        return 0
     else:
         write_schedule(timeline, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
@@ -398,12 +407,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from ccviz.interop.chakra import import_chakra, is_chakra_path
     from ccviz.interop.importers import import_schedule
     from ccviz.interop.msccl import check
     from ccviz.judge.simulate import simulate
 
     size = parse_size(args.size) if args.size else None
-    schedule = import_schedule(args.file, args.topology, size, args.collective)
+    if is_chakra_path(args.file):
+        schedule = import_chakra(args.file, args.topology, size, args.collective)
+    else:
+        schedule = import_schedule(args.file, args.topology, size, args.collective)
     timeline = simulate(schedule)
     runs = check(args.file) if schedule.options.get("format") == "msccl" else []
     if args.out:
@@ -641,7 +654,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     e = sub.add_parser("export", help="convert a schedule file (json, msccl xml)")
     e.add_argument("schedule")
-    e.add_argument("--format", choices=["json", "msccl"], default="msccl")
+    e.add_argument("--format", choices=["json", "msccl", "chakra"], default="msccl",
+                   help="chakra: a directory of PREFIX.RANK.et Chakra execution traces (ASTRA-sim's input)")
     e.add_argument("--out", required=True)
     e.set_defaults(func=cmd_export)
 
@@ -655,8 +669,9 @@ def build_parser() -> argparse.ArgumentParser:
     fb.add_argument("--out", required=True)
     fb.set_defaults(func=cmd_fabric)
 
-    im = sub.add_parser("import", help="import an MSCCL XML or TE-CCL output as a schedule and verify it")
-    im.add_argument("file", help="MSCCL XML (msccl-tools, SCCL, ccviz export) or TE-CCL output JSON")
+    im = sub.add_parser("import", help="import an MSCCL XML, TE-CCL output or Chakra ET as a schedule and verify it")
+    im.add_argument("file", help="MSCCL XML (msccl-tools, SCCL, ccviz export), TE-CCL output JSON, or a directory "
+                                 "(or DIR/PREFIX) of Chakra ET files PREFIX.RANK.et")
     im.add_argument("--topology", default=None,
                     help="fabric to run on (MSCCL default: fully connected; TE-CCL: the fabric it was solved on)")
     im.add_argument("--size", default=None, help="per-rank buffer, e.g. 1MB (MSCCL default 1MB; TE-CCL required)")
