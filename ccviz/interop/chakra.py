@@ -61,9 +61,7 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
                          "ASTRA-sim cannot express; synthesize one that sums at the GPUs (e.g. -a ring)", "chakra")
     hops, copies = _collapse(timeline)
     covered = {i for h in hops for i in h.path}
-    if len(covered) != len(schedule.transfers):
-        raise CcvizError(f"chakra: {len(schedule.transfers) - len(covered)} transfer(s) end in a switch and reach no "
-                         "GPU; only a valid schedule exports (run `ccviz verify`)", "chakra")
+    stranded = [i for i in range(len(schedule.transfers)) if i not in covered]  # into a switch, forwarded by none
     rank_of = {g: r for r, g in enumerate(topo.gpus)}
     chunk_bytes = int(round(schedule.chunk_bytes))
     Node = messages()["Node"]
@@ -101,6 +99,7 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
     meta = schedule.to_dict()
     meta["transfers"] = []
     meta["n_transfers"] = len(schedule.transfers)
+    meta["stranded_transfers"] = [rows[i] for i in stranded]
     for gpu, rank in rank_of.items():
         nodes = [e[3] for e in sorted(events[rank], key=lambda e: e[:3])]
         ids = {id(node): i for i, node in enumerate(nodes)}
@@ -115,6 +114,9 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
         files[rank] = encode_stream([header, *nodes])
     notes = [f"{len(hops)} messages over {len(rank_of)} ranks; sums at GPUs are COMP_NODEs of {GPU_SUM_US} us "
              "(the fabric model charges a GPU's sum nothing)"]
+    if stranded:
+        notes.append(f"{len(stranded)} transfer(s) into a switch that no GPU receives (a copying switch forwards "
+                     "another arrival of the same chunk) have no ASTRA-sim message; they are kept for ccviz's import")
     extra = sum(c - 1 for _, _, c in copies)
     if extra:
         notes.append(f"switch copies mapped to one send per receiver (ASTRA-sim has no multicast): {extra} extra "
@@ -268,7 +270,7 @@ def _own_schedule(text: str, traces: list, name: str) -> Schedule:
         raise CcvizError(f"chakra: {name}: its ccviz_schedule attribute is not JSON ({exc.msg})", "chakra") from None
     if not isinstance(d, dict):
         raise CcvizError(f"chakra: {name}: its ccviz_schedule attribute is not a schedule object", "chakra")
-    rows: dict[int, list] = {}
+    rows: dict[int, list] = {int(row[0]): row[1:] for row in d.pop("stranded_transfers", [])}
     for _, nodes in traces:
         for node in nodes:
             if node.type == SEND:
@@ -412,3 +414,16 @@ def is_chakra_path(path: str | Path) -> bool:
 def trace_prefix(schedule_path: str | Path) -> str:
     """The file-name prefix of a schedule's traces: its file name without extension, made file-name safe."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", Path(schedule_path).stem) or "ccviz"
+
+
+def chakra_zip(timeline: Timeline, prefix: str = "ccviz") -> tuple[bytes, list[str]]:
+    """The traces as one zip (``PREFIX/PREFIX.RANK.et``) for a download button, and the export's notes."""
+    import io
+    import zipfile
+
+    files, notes = chakra_traces(timeline)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for rank, data in sorted(files.items()):
+            archive.writestr(f"{prefix}/{prefix}.{rank}.et", data)
+    return buffer.getvalue(), notes

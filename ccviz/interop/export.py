@@ -95,12 +95,12 @@ def _collapse(timeline: Timeline) -> tuple[list[GpuHop], list[tuple[int, int, in
 
 
 def _feed(feeds: list[list], time_s: float, copies: bool) -> list | None:
-    """The arrival at a switch that a departure at ``time_s`` forwards."""
+    """The arrival at a switch that a departure at ``time_s`` forwards: the latest not yet forwarded."""
     ready = [f for f in feeds if f[0] <= time_s * (1 + 1e-9) + 1e-15] or feeds
     if not ready:
         return None
-    if copies:
-        return max(ready, key=lambda f: f[0])
+    if copies:  # a copy only where no arrival is left unforwarded (two unicasts through it are not a copy)
+        return max([f for f in ready if f[3] == 0] or ready, key=lambda f: f[0])
     unused = [f for f in sorted(ready, key=lambda f: f[0]) if f[3] == 0]
     return unused[0] if unused else ready[-1]
 
