@@ -11,7 +11,13 @@ from ccviz import load_topology, make_collective, simulate, synthesize
 from ccviz.cli import main
 from ccviz.errors import CcvizError
 from ccviz.interop.chakra import import_chakra, write_chakra
-from ccviz.interop.chakra_schema import decode_stream, encode_stream, file_descriptor_proto, varint
+from ccviz.interop.chakra_schema import (
+    decode_stream,
+    encode_stream,
+    file_descriptor_proto,
+    split_stream,
+    varint,
+)
 from ccviz.synth import REGISTRY, SynthOptions
 
 PROTO = Path(__file__).parents[1] / "ccviz" / "data" / "chakra" / "et_def.proto"
@@ -95,22 +101,6 @@ def _generated_module(tmp_path):
         sys.modules.pop("et_def_pb2", None)
 
 
-def _split(data: bytes) -> list[bytes]:
-    records, pos = [], 0
-    while pos < len(data):
-        length, shift = 0, 0
-        while True:
-            byte = data[pos]
-            pos += 1
-            length |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        records.append(data[pos:pos + length])
-        pos += length
-    return records
-
-
 def test_every_file_decodes_with_the_protoc_generated_module(tmp_path):
     pb = _generated_module(tmp_path / "gen")
     ours = file_descriptor_proto()
@@ -124,7 +114,7 @@ def test_every_file_decodes_with_the_protoc_generated_module(tmp_path):
             [(f.name, f.number, f.type, f.label) for f in twin.field]
     paths, _, _ = _round_trip(_judged("dgx1", "allreduce", "ring"), tmp_path / "et")
     for path in paths:
-        records = _split(path.read_bytes())
+        records = split_stream(path.read_bytes(), path.name)  # the varint framing
         meta = pb.GlobalMetadata.FromString(records[0])
         assert meta.version == "0.0.4"
         nodes = [pb.Node.FromString(r) for r in records[1:]]

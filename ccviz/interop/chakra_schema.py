@@ -111,13 +111,10 @@ def encode_stream(records: list) -> bytes:
     return b"".join(parts)
 
 
-def decode_stream(data: bytes, name: str) -> tuple[Any, list]:
-    """``(GlobalMetadata, [Node, ...])`` from a Chakra ET file's bytes; a malformed file is one line naming
-    the byte where it goes wrong."""
-    from google.protobuf.message import DecodeError
-
-    classes = messages()
-    records: list = []
+def split_stream(data: bytes, name: str) -> list[bytes]:
+    """The records of a length-delimited stream, each as its bytes; a broken prefix or length is one line
+    naming the byte where it goes wrong."""
+    records: list[bytes] = []
     pos = 0
     while pos < len(data):
         start, length, shift = pos, 0, 0
@@ -136,19 +133,28 @@ def decode_stream(data: bytes, name: str) -> tuple[Any, list]:
         if length > MAX_RECORD_BYTES or pos + length > len(data):
             raise CcvizError(f"chakra: {name}: record {len(records)} at byte {start} claims {length} bytes but the file "
                              f"has {len(data) - pos} left (truncated, or not a Chakra ET)", "chakra")
-        cls = classes["GlobalMetadata"] if not records else classes["Node"]
-        record = cls()
-        try:
-            record.ParseFromString(data[pos:pos + length])
-        except DecodeError as exc:
-            what = "GlobalMetadata" if not records else "Node"
-            raise CcvizError(f"chakra: {name}: record {len(records)} at byte {start} is not a Chakra {what} ({exc})",
-                             "chakra") from None
-        records.append(record)
+        records.append(data[pos:pos + length])
         pos += length
     if not records:
         raise CcvizError(f"chakra: {name} is empty; a Chakra ET starts with its GlobalMetadata", "chakra")
-    return records[0], records[1:]
+    return records
+
+
+def decode_stream(data: bytes, name: str) -> tuple[Any, list]:
+    """``(GlobalMetadata, [Node, ...])`` from a Chakra ET file's bytes; a malformed file is one line."""
+    from google.protobuf.message import DecodeError
+
+    classes = messages()
+    out = []
+    for i, raw in enumerate(split_stream(data, name)):
+        record = (classes["GlobalMetadata"] if i == 0 else classes["Node"])()
+        try:
+            record.ParseFromString(raw)
+        except DecodeError as exc:
+            what = "GlobalMetadata" if i == 0 else "Node"
+            raise CcvizError(f"chakra: {name}: record {i} is not a Chakra {what} ({exc})", "chakra") from None
+        out.append(record)
+    return out[0], out[1:]
 
 
 def attribute(name: str, value: Any, kind: str | None = None):
