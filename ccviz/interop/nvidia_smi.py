@@ -190,7 +190,8 @@ def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi") 
         else:
             gen = next((g for g, spec in GENERATIONS.items() if per_gpu <= spec["links"]), "h100")
         how = f"NV{k} between every GPU pair" if switched else f"up to {per_gpu} NVLinks per GPU"
-        assumptions.append(f"GPU generation inferred as {gen} from the NVLink counts ({how}); give --gpu to change it"
+        assumptions.append(f"GPU generation inferred as {gen} from the NVLink counts ({how}); name the GPU "
+                           "generation (--gpu) to change it"
                            + (" (B200 boxes also read NV18)" if gen == "h100" else ""))
     spec = GENERATIONS[gen]
     if per_gpu > spec["links"] and not switched:
