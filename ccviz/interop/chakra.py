@@ -177,8 +177,9 @@ def find_traces(path: str | Path) -> tuple[str, list[Path]]:
     if wanted is not None:
         found = {k: v for k, v in found.items() if k == wanted}
     if not found:
-        raise CcvizError(f"chakra: no PREFIX.RANK.et files in {folder}" + (f" with prefix {wanted!r}" if wanted else ""),
-                         "chakra")
+        raise CcvizError(f"chakra: the directory {folder} holds no Chakra traces (PREFIX.RANK.et files"
+                         + (f" with prefix {wanted!r}" if wanted else "") + "); give a directory of them, or an "
+                         "MSCCL XML / TE-CCL JSON file", "chakra")
     if len(found) > 1:
         raise CcvizError(f"chakra: {folder} holds traces of several prefixes ({', '.join(sorted(found))}); give "
                          "DIR/PREFIX", "chakra")
