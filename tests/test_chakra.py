@@ -20,7 +20,6 @@ from ccviz.interop.chakra_schema import (
 )
 from ccviz.synth import REGISTRY, SynthOptions
 
-SOLVERS = ("forestcoll", "teccl")
 PROTO = Path(__file__).parents[1] / "ccviz" / "data" / "chakra" / "et_def.proto"
 
 
@@ -65,28 +64,23 @@ def test_unicasts_through_a_copying_switch_are_not_taken_for_a_copy(tmp_path):
 
 
 @pytest.mark.slow
-def test_round_trip_of_every_algorithm_on_the_acceptance_fabrics(tmp_path):
-    kept, refused = 0, []
-    for fabric in ("dgx1", "ring:n=8", "torus2d:dims=4x4", "dgxh100:boxes=2"):
+def test_round_trip_of_every_algorithm_on_the_8_gpu_fabrics(tmp_path):
+    """Every algorithm x AllGather, ReduceScatter, AllReduce, AllToAll on dgx1 and ring:n=8 (the 16-GPU
+    torus and the two DGX H100 boxes take minutes of solving: bench/chakra_round_trip.py runs them)."""
+    kept = 0
+    for fabric in ("dgx1", "ring:n=8"):
         for collective in ("allgather", "reducescatter", "allreduce", "alltoall"):
             for algorithm, entry in REGISTRY.items():
-                if collective not in entry.collectives or (fabric.startswith("dgxh100") and algorithm in SOLVERS):
-                    continue  # minutes of solving on 16 GPUs and 10 switches: bench/chakra_round_trip.py has them
+                if collective not in entry.collectives:
+                    continue
                 try:
                     timeline = _judged(fabric, collective, algorithm, time_limit=5)
                 except CcvizError:
                     continue  # the algorithm does not take this fabric
-                out = tmp_path / f"{len(refused)}_{kept}"
-                try:
-                    _, _, again = _round_trip(timeline, out)
-                except CcvizError as exc:
-                    assert "sums chunks inside a switch" in str(exc)
-                    refused.append((fabric, collective, algorithm))
-                    continue
+                _, _, again = _round_trip(timeline, tmp_path / f"{kept}")
                 assert again.verified and again.finish_time_s == timeline.finish_time_s, (fabric, collective, algorithm)
                 kept += 1
-    assert kept > 150
-    assert all(fabric == "dgxh100:boxes=2" for fabric, _, _ in refused)
+    assert kept >= 80
 
 
 def _generated_module(tmp_path):
