@@ -211,8 +211,8 @@ def _cut_nodes(topology: Topology, mix, cut_sets) -> list[frozenset[int]]:
 def _steps(scorer: Scorer, order: Sequence[int]) -> list[Step]:
     steps, total = [], 0.0
     for k, index in enumerate(order):
-        before = scorer.exact(order[:k])
-        after = scorer.exact(order[:k + 1])
+        before = scorer.exact(order[:k], own=True)
+        after = scorer.exact(order[:k + 1], own=True)
         heaviest = max(range(len(scorer.mix)), key=lambda j: (scorer.mix[j].weight * (before.limits_s[j]
                                                                                  - after.limits_s[j]),
                                                               scorer.mix[j].weight * before.limits_s[j]))

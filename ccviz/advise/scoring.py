@@ -12,7 +12,7 @@ whose bound could still beat the best exact answer, so its choices are those of 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +37,7 @@ class Score:
     limits_s: tuple[float, ...]
     cut_words: tuple[str, ...]
     cut_links: tuple[tuple[tuple[int, int], ...], ...]
+    own: bool = True  # False: some limits were pinned without a solve (their cut words are blank)
 
 
 @dataclass
@@ -70,24 +71,50 @@ class Scorer:
         return apply_upgrades(self.base, [self.candidates[i] for i in sorted(chosen)])
 
     # -------------------------------------------------------------------- exact
-    def exact(self, chosen: Iterable[int]) -> Score:
-        """The weighted time at the fabric's exact limits (and every certificate kept for bounds)."""
+    def exact(self, chosen: Iterable[int], own: bool = False) -> Score:
+        """The weighted time at the fabric's exact limits (and every certificate kept for bounds).
+
+        ``own``: every item's cut words must be this fabric's (not skipped by ``_known_limits``)."""
         key = frozenset(chosen)
-        if key not in self._cache:
-            self.exact_evaluations += 1
-            self._cache[key] = self._solve(self.fabric(key))
+        cached = self._cache.get(key)
+        if cached is not None and (cached.own or not own):
+            return cached
+        topology = self.fabric(key)
+        self.exact_evaluations += 1
+        self._cache[key] = self._solve(topology, () if own else self._known_limits(key, topology))
         return self._cache[key]
 
-    def _solve(self, topology: Topology) -> Score:
+    def _known_limits(self, key: frozenset[int], topology: Topology) -> list[float | None]:
+        """Items whose limit is known without a solve: an upgrade never slows a fabric, so a subset's limit
+        bounds it from above, and where a certificate's bound meets that, the limit is exactly it."""
+        parents = [self._cache[key - {i}] for i in key if key - {i} in self._cache]
+        known: list[float | None] = []
+        capacity = {k: link.bandwidth_GBps * link.lanes for k, link in topology.links.items()}
+        for j, item in enumerate(self.mix):
+            above = min((p.limits_s[j] for p in parents), default=None)
+            if above is None or item.collective == "alltoall":
+                known.append(None)
+                continue
+            below = item.size_bytes * self._lower_per_byte(topology, capacity, item.collective)
+            known.append(above if below >= above * (1 - 1e-12) else None)
+        return known
+
+    def _solve(self, topology: Topology, known: Sequence[float | None] = ()) -> Score:
         limits, words, links = [], [], []
-        for item in self.mix:
+        known = list(known) or [None] * len(self.mix)
+        for item, limit_s in zip(self.mix, known, strict=True):
+            if limit_s is not None:  # pinned between a subset's limit and a certificate: no solve needed
+                limits.append(limit_s)
+                words.append("")
+                links.append(())
+                continue
             lim = bandwidth_limit(topology, item.collective, item.size_bytes)
             limits.append(lim.limit_s)
             words.append(lim.cut.words)
             links.append(tuple(lim.cut.links))
             self._keep_certificates(topology, item, lim)
         weighted = float(sum(item.weight * t for item, t in zip(self.mix, limits, strict=True)))
-        return Score(weighted, tuple(limits), tuple(words), tuple(links))
+        return Score(weighted, tuple(limits), tuple(words), tuple(links), own=all(k is None for k in known))
 
     def _keep_certificates(self, topology: Topology, item: MixItem, lim) -> None:
         if item.collective == "alltoall":
