@@ -142,8 +142,7 @@ def advise(topology: Topology, mix: Sequence[MixItem], *, budget: float | None =
     probe = Scorer(topology, mix, [])
     start = probe.exact(())
     if candidates is None:
-        cut_sets = [frozenset(n for link in links for n in link[:1]) for links in start.cut_links]
-        candidates = candidate_list.generate(topology, costs, _cut_nodes(topology, mix, cut_sets),
+        candidates = candidate_list.generate(topology, costs, _cut_nodes(topology, mix),
                                              max_candidates, reducing=any(m.collective == "allreduce" for m in mix))
     candidates = list(candidates)
     scorer = Scorer(topology, mix, candidates)
@@ -195,7 +194,7 @@ def _check(topology: Topology, budget: float | None, max_steps: int) -> None:
         raise CcvizError(f"max-steps: a whole number from 1 to {MAX_STEPS}, got {max_steps!r}", "max-steps")
 
 
-def _cut_nodes(topology: Topology, mix, cut_sets) -> list[frozenset[int]]:
+def _cut_nodes(topology: Topology, mix) -> list[frozenset[int]]:
     """The node sets of the mix's binding cuts, the heaviest item's first (their crossings are the cables
     that can move a limit)."""
     from ccviz.bounds.limit import bandwidth_limit

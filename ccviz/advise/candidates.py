@@ -128,18 +128,42 @@ def _nics(topology: Topology, costs: CostTable) -> Iterable[Upgrade]:
 
 
 def _new_cables(topology: Topology, costs: CostTable, cut_nodes) -> Iterable[Upgrade]:
-    """A cable of the fabric's commonest class between two nodes: GPU pairs that have none first (across the
-    bottleneck cuts before the rest), then a second cable beside existing ones."""
+    """A cable between two GPUs that have none (across the bottleneck cuts before the rest), then a second
+    cable beside existing ones. GPU-GPU cables are offered only where the fabric already has them (inside a
+    box of directly cabled GPUs such as DGX-1's, or between boxes that are cabled GPU to GPU; not inside an
+    NVSwitch box, whose GPUs' ports all go to the switches), of the class their ends already use: inside a
+    box the box's commonest cable, between boxes the commonest cable that leaves a box."""
     all_cables = cables(topology)
     if not all_cables:
         return
-    classes = Counter(cable_class(topology, k, link) for k, link in all_cables.items())
-    gpu_bw = next((bw for (kinds, bw), _ in classes.most_common() if kinds == "gpu-gpu"), None)
-    bw = gpu_bw if gpu_bw is not None else classes.most_common(1)[0][0][1]
-    pairs = [p for p in combinations(topology.gpus, 2) if p not in all_cables]
+    inside, between = Counter(), Counter()
+    for (u, v), link in all_cables.items():
+        gu, gv = topology.nodes[u].group, topology.nodes[v].group
+        (inside if gu == gv else between)[(gu, link.bandwidth_GBps)] += 1
+    commonest = Counter(link.bandwidth_GBps for link in all_cables.values()).most_common(1)[0][0]
+
+    def rate(u: int, v: int) -> float:
+        gu, gv = topology.nodes[u].group, topology.nodes[v].group
+        if gu == gv:
+            mine = [(n, bw) for (g, bw), n in inside.items() if g == gu]
+            return max(mine)[1] if mine else commonest
+        leaving = [(n, bw) for (_, bw), n in between.items()]
+        return max(leaving)[1] if leaving else commonest
+
+    gpu_gpu_inside = {topology.nodes[u].group for (u, v) in all_cables if topology.nodes[u].kind == "gpu"
+                      and topology.nodes[v].kind == "gpu" and topology.nodes[u].group == topology.nodes[v].group}
+    gpu_gpu_between = any(topology.nodes[u].kind == "gpu" and topology.nodes[v].kind == "gpu"
+                          and topology.nodes[u].group != topology.nodes[v].group for (u, v) in all_cables)
+
+    def offered(u: int, v: int) -> bool:
+        gu, gv = topology.nodes[u].group, topology.nodes[v].group
+        return gu in gpu_gpu_inside if gu == gv else gpu_gpu_between
+
+    pairs = [p for p in combinations(topology.gpus, 2) if p not in all_cables and offered(*p)]
     inside_sets = list(cut_nodes)
     pairs.sort(key=lambda p: (not any((p[0] in s) != (p[1] in s) for s in inside_sets), p))
     for u, v in pairs:
+        bw = rate(u, v)
         yield Upgrade("add_link", round(bw * costs.cable_per_GBps, 2), u, v, bw,
                       label=f"new cable {_name(topology, u)}-{_name(topology, v)}, {bw:g} GB/s")
     for key in _crossing(topology, cut_nodes) + sorted(all_cables):
