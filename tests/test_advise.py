@@ -205,3 +205,12 @@ def test_bad_cost_and_candidate_files_are_named(tmp_path, capsys):
         upgrades_from_list([{"kind": "add_link", "src": 0, "dst": 1, "bw_GBps": 25, "cost": 1, "x": 2}], topology)
     with pytest.raises(CcvizError, match=r"candidates\[0\].kind"):
         upgrades_from_list([{"kind": "buy_gpu", "src": 0, "cost": 1}], topology)
+
+
+def test_a_plan_fabric_does_not_depend_on_the_order_of_purchases():
+    topology = load_topology("dgx1")
+    cable = Upgrade("add_link", 1.0, 0, 3, 25.0)
+    faster = Upgrade("set_bw", 1.0, None, None, 50.0, links=((0, 3), (1, 2)))
+    one, two = apply_upgrades(topology, [cable, faster]), apply_upgrades(topology, [faster, cable])
+    assert one.to_json() == two.to_json()
+    assert one.links[(0, 3)].bandwidth_GBps * one.links[(0, 3)].lanes == 75.0  # 25 raised to 50, then 25 more

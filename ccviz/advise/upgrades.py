@@ -17,6 +17,7 @@ from ccviz.errors import CcvizError
 from ccviz.model.topology import Link, Topology
 
 KINDS = ("add_link", "set_bw", "reduce_switch", "add_nic")
+_APPLY_ORDER = {"set_bw": 0, "reduce_switch": 1, "add_link": 2, "add_nic": 2}
 MAX_CANDIDATES = 2_000
 
 
@@ -48,11 +49,13 @@ class Upgrade:
 
 
 def apply_upgrades(topology: Topology, upgrades: Iterable[Upgrade]) -> Topology:
-    """Every upgrade made, in order: cables add lanes where a link of that bandwidth exists, ``set_bw`` only
-    raises a cable's bandwidth, ``reduce_switch`` turns on a switch's adder."""
+    """Every upgrade made: ``set_bw`` raises existing cables' bandwidth, ``reduce_switch`` turns on a switch's
+    adder, then new cables are added (another lane beside cables of their bandwidth). Made in that order
+    whatever order they are given in, so a plan's fabric does not depend on the order of its purchases (a
+    second cable bought beside a class that is also upgraded keeps the rate it was bought at)."""
     nodes = dict(topology.nodes)
     links = dict(topology.links)
-    for up in upgrades:
+    for up in sorted(upgrades, key=lambda u: _APPLY_ORDER[u.kind]):
         if up.kind in ("add_link", "add_nic"):
             for u, v in ((up.src, up.dst), (up.dst, up.src)):
                 links[(u, v)] = _with_cable(links.get((u, v)), u, v, float(up.bw_GBps), up.alpha_us, topology)
