@@ -92,11 +92,17 @@ def _faster_cut_cables(topology: Topology, costs: CostTable, cut_nodes) -> Itera
 
 
 def _reducing_switches(topology: Topology, costs: CostTable) -> Iterable[Upgrade]:
+    """Every switch summing in the network (NVLS in a box, SHARP across the network), bought together: where
+    only some switches reduce, the fabric's AllReduce limit is a bound that no schedule may reach (an
+    aggregation tree needs adders at every level it crosses), so a lone reducing switch among others would
+    promise what schedules cannot deliver."""
+    todo = [s for s in topology.switches if not topology.nodes[s].reduce]
     gpu_neighbours = Counter(v for (u, v) in topology.links if topology.nodes[u].kind == "gpu")
-    for s in topology.switches:
-        if not topology.nodes[s].reduce and gpu_neighbours[s] >= 2:
-            yield Upgrade("reduce_switch", costs.reduce_switch, s, None, None,
-                          label=f"switch {_name(topology, s)} that reduces (SHARP/NVLS)")
+    if not todo or not any(gpu_neighbours[s] >= 2 for s in topology.switches):
+        return
+    names = _name(topology, todo[0]) if len(todo) == 1 else f"all {len(todo)} switches"
+    yield Upgrade("reduce_switch", costs.reduce_switch * len(todo), todo[0], None, None,
+                  label=f"{names} reducing in the network (SHARP/NVLS)", switches=tuple(todo))
 
 
 def _nics(topology: Topology, costs: CostTable) -> Iterable[Upgrade]:

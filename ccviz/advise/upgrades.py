@@ -33,6 +33,7 @@ class Upgrade:
     alpha_us: float | None = None
     links: tuple[tuple[int, int], ...] = ()
     label: str = ""
+    switches: tuple[int, ...] = ()  # reduce_switch over several switches (a whole network's SHARP)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "src": self.src, "dst": self.dst, "bw_GBps": self.bw_GBps,
@@ -41,6 +42,8 @@ class Upgrade:
             out["alpha_us"] = self.alpha_us
         if self.links:
             out["links"] = [list(link) for link in self.links]
+        if self.switches:
+            out["switches"] = list(self.switches)
         return out
 
     def apply(self, topology: Topology) -> Topology:
@@ -65,7 +68,8 @@ def apply_upgrades(topology: Topology, upgrades: Iterable[Upgrade]) -> Topology:
                     if key in links and links[key].bandwidth_GBps < up.bw_GBps:
                         links[key] = replace(links[key], bandwidth_GBps=float(up.bw_GBps))
         elif up.kind == "reduce_switch":
-            nodes[up.src] = replace(nodes[up.src], reduce=True, copy=True)
+            for switch in up.switches or (up.src,):
+                nodes[switch] = replace(nodes[switch], reduce=True, copy=True)
     return topology.with_changes(nodes=nodes.values(), links=links.values())
 
 
@@ -86,7 +90,7 @@ def _typical_alpha(topology: Topology) -> float:
 
 
 # ------------------------------------------------------------------------------ reading a candidates file
-_KEYS = {"kind", "src", "dst", "bw_GBps", "cost", "label", "alpha_us", "links"}
+_KEYS = {"kind", "src", "dst", "bw_GBps", "cost", "label", "alpha_us", "links", "switches"}
 
 
 def upgrades_from_list(data: Any, topology: Topology) -> list[Upgrade]:
@@ -126,13 +130,15 @@ def _upgrade_from_dict(entry: Any, i: int, topology: Topology) -> Upgrade:
         raise CcvizError(f"candidates: {where} joins node {src} to itself; give two different nodes", "candidates")
     if kind == "add_nic" and not (topology.nodes[src].kind == "gpu" and topology.nodes[dst].is_switch):
         raise CcvizError(f"candidates: {where} add_nic goes from a GPU (src) to a switch (dst)", "candidates")
-    if kind == "reduce_switch" and not topology.nodes[src].is_switch:
-        raise CcvizError(f"candidates: {where} reduce_switch names node {src}, which is a GPU; name a switch",
-                         "candidates")
+    switches = tuple(_node(n, f"{where}.switches", topology, required=True) for n in entry.get("switches") or ())
+    for n in (src, *switches) if kind == "reduce_switch" else ():
+        if not topology.nodes[n].is_switch:
+            raise CcvizError(f"candidates: {where} reduce_switch names node {n}, which is a GPU; name a switch",
+                             "candidates")
     if kind == "set_bw" and not links and (src, dst) not in topology.links:
         raise CcvizError(f"candidates: {where} set_bw names {src}->{dst}, which is not a link of the fabric",
                          "candidates")
-    return Upgrade(kind, cost, src, dst, bw, alpha, links, str(entry.get("label") or ""))
+    return Upgrade(kind, cost, src, dst, bw, alpha, links, str(entry.get("label") or ""), switches)
 
 
 def _number(value: Any, where: str, minimum: float, positive: bool = False) -> float:
