@@ -652,6 +652,10 @@ def build_parser() -> argparse.ArgumentParser:
     lim.add_argument("--json", action="store_true")
     lim.set_defaults(func=cmd_limit)
 
+    from ccviz.advise.command import add_parser as add_advise_parser
+
+    add_advise_parser(sub)
+
     e = sub.add_parser("export", help="convert a schedule file (json, msccl xml)")
     e.add_argument("schedule")
     e.add_argument("--format", choices=["json", "msccl", "chakra"], default="msccl",

@@ -6,6 +6,7 @@ import streamlit as st
 from streamlit_flow import streamlit_flow
 
 from ccviz.app import ui, url
+from ccviz.app.advise_panel import remember_link, suggest_upgrades
 from ccviz.app.canvas import flow_state, structure_changed, topology_from_flow
 from ccviz.app.state import (
     current_topology,
@@ -24,6 +25,7 @@ from ccviz.errors import CcvizError
 from ccviz.model.topology import SWITCH_HOPS, Topology
 from ccviz.viz import cut_figure, topology_figure
 
+remember_link()  # the advisor's mix and budget a link carries, before the URL is rewritten
 ui.configure_page()
 
 st.title("Topology designer")
@@ -195,3 +197,5 @@ with edit_col:
     show_errors("topology_edit")
     st.download_button("Save topology JSON", data=topology.to_json(), file_name=f"{topology.name}.json",
                        mime="application/json", on_click="ignore", key="topo_save")
+
+suggest_upgrades(current_topology())
