@@ -588,7 +588,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "INNER/OUTER, e.g. crossbar/clos:2)")
     c.add_argument("--eta-alpha", default=None, help="alpha inflation >= 1 (hierarchical: IN/OUT)")
     c.add_argument("--eta-beta", default=None, help="bandwidth utilization in (0, 1] (hierarchical: IN/OUT)")
-    c.add_argument("--ports", type=int, default=None, help="pairwise alltoall: links a rank drives at once (default 1)")
+    c.add_argument("--ports", type=int, default=None, help="port budget P: links a rank drives at once (default: what the formula assumes, "
+                   "named in its answer; pairwise alltoall: 1)")
     c.add_argument("--segments", type=int, default=None,
                    help="pipelining depth S of pipelined formulas (a schedule's --chunks); default: the best S")
     c.add_argument("--json", action="store_true")

@@ -70,6 +70,7 @@ class ExplainedCost:
     assumptions: str = ""
     phases: list[dict[str, Any]] = field(default_factory=list)
     reference: dict[str, Any] | None = None
+    port_budget: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -184,9 +185,9 @@ def _plain(collective: str, algorithm: str, n: int, size: float, alpha_us: float
         return na, nb_of(n), f"inc {collective}: {words}", ("one switch domain with SHARP/NVLS-class engines; "
                                                             "alpha is the switch hop's")
     if collective == "alltoall" and algorithm in ("pairwise", "direct"):
-        p = ports or 1
-        if p < 1 or p > n - 1:
-            raise CcvizError(f"ports: the per-rank port budget is between 1 and N-1 = {n - 1}, got {p}", "ports")
+        from ccviz.bounds.ports import check_ports
+
+        p = check_ports(ports, n) or 1
         rounds = math.ceil((n - 1) / p)
         return rounds, rounds / n, (f"pairwise alltoall: ceil((N-1)/P) (a + M/(N BW)), P = {p} port(s) per rank"), (
             f"per-rank port budget P = {p}: each rank sends to {p} partner(s) at once (the reference's model is "
@@ -196,7 +197,7 @@ def _plain(collective: str, algorithm: str, n: int, size: float, alpha_us: float
     from ccviz.bounds.cost import formula
 
     result = formula(collective, algorithm, n, size, alpha_us, bw, segments=segments)
-    return result.n_alpha, result.n_beta, result.text, "abstract fully connected fabric, one port per rank"
+    return result.n_alpha, result.n_beta, result.text, "abstract fully connected fabric"
 
 
 def _dimdecomp(collective: str, dims: list[int], mesh: bool, per_dim: str, size: float, alpha_s: float,
@@ -314,6 +315,7 @@ def explained_cost(collective: str, algorithm: str, size_bytes: float, alpha: st
                   _single(eta_beta, "eta-beta") if eta_beta is not None else None)
     alpha_s, beta_s = alpha_us * 1e-6, size_bytes / (bw_value * 1e9)
     variant = None
+    port_budget = None
     if algorithm == "dimdecomp":
         if not dims:
             raise CcvizError("dims: dimdecomp needs --dims, e.g. 8x8x8", "dims")
@@ -332,12 +334,20 @@ def explained_cost(collective: str, algorithm: str, size_bytes: float, alpha: st
 
         if (collective, algorithm) in FORMULAS:
             variant = reference_variant(collective, algorithm, n, alpha_s, beta_s, segments)
+            from ccviz.bounds.ports import apply_ports
+
+            nb, budget = apply_ports(collective, algorithm, n, nb, ports)
+            port_budget = budget.to_dict()
+            if budget.factor > 1:
+                words = f"{words}; x{budget.factor:g} on M/BW for {budget.ports} port(s) per rank"
+            assumptions = f"{assumptions}; {budget.note}"
     reference = None
     if variant is not None:
         ra, rb, why = variant
         reference = {"time_s": e.apply(ra, rb, alpha_s, beta_s), "n_alpha": ra, "n_beta": rb, "why": why}
     return ExplainedCost(collective, algorithm, e.apply(na, nb, alpha_s, beta_s), float(na), float(nb), words, n,
-                         size_bytes, e.alpha, e.beta, f"{assumptions}; contention: {e.source}", [], reference)
+                         size_bytes, e.alpha, e.beta, f"{assumptions}; contention: {e.source}", [], reference,
+                         port_budget)
 
 
 def _single(value: str | float | None, name: str) -> float:
