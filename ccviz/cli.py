@@ -273,6 +273,31 @@ def cmd_cost(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_crossover(args: argparse.Namespace) -> int:
+    from ccviz.bounds.crossover import formula_crossover, simulated_crossover
+
+    if args.topology:
+        result = simulated_crossover(args.topology, args.collective, args.algorithms, chunks=args.chunks)
+        if args.json:
+            print(dumps(result))
+        else:
+            m = result["crossover_bytes"]
+            print(f"{' vs '.join(result['algorithms'])} on {result['topology']}: "
+                  f"{'no crossover between 1 KB and 1 GB' if m is None else f'crossover at {m:,.0f} B'}")
+        return 0
+    if args.n is None:
+        raise CcvizError("--n: the number of ranks is required for formulas (or give --topology)", "n")
+    c = formula_crossover(args.collective, args.algorithms, args.n, args.alpha, args.bw, c_real=args.c_real,
+                          eta=args.eta, eta_alpha=args.eta_alpha, eta_beta=args.eta_beta)
+    if args.json:
+        print(dumps(c.to_dict()))
+    else:
+        from ccviz.bounds.crossover import format_crossover
+
+        print(format_crossover(c))
+    return 0
+
+
 def cmd_limit(args: argparse.Namespace) -> int:
     from ccviz.bounds.limit import bandwidth_limit
     from ccviz.builders.loading import load_topology
@@ -594,6 +619,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pipelining depth S of pipelined formulas (a schedule's --chunks); default: the best S")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_cost)
+
+    x = sub.add_parser("crossover", help="the size M* where one algorithm overtakes another (formulas or a fabric)")
+    x.add_argument("-c", "--collective", required=True)
+    x.add_argument("--algorithms", required=True, help="two algorithms, e.g. ring,dbt")
+    x.add_argument("--n", type=int, default=None, help="number of ranks (formulas)")
+    x.add_argument("--alpha", type=float, default=0.5, help="per-message latency in microseconds")
+    x.add_argument("--bw", type=float, default=50.0, help="link bandwidth in GB/s")
+    x.add_argument("--c-real", type=float, default=1.0, help="practice factor >= 1 on a pipelined algorithm's M/BW")
+    x.add_argument("--eta", default=None, help="contention profile: crossbar, nvls, torus, clos:S")
+    x.add_argument("--eta-alpha", type=float, default=None, help="alpha inflation >= 1")
+    x.add_argument("--eta-beta", type=float, default=None, help="bandwidth utilization in (0, 1]")
+    x.add_argument("--topology", default=None, help="simulate both schedules on this fabric instead of formulas")
+    x.add_argument("--chunks", type=int, default=1, help="--topology: chunks per GPU of both schedules")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=cmd_crossover)
 
     r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
     r.add_argument("paper", choices=["teccl", "explainer"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, "
