@@ -16,7 +16,7 @@ def test_dbt_one_port_is_not_below_the_one_port_bound():
     floor = 2 * 7 / 8
     assert c.n_beta >= floor
     assert c.time_s >= floor * 16e6 / 50e9  # the star's limit, 560 us
-    assert c.port_budget["ports"] == 1 and c.port_budget["beta_factor"] == 2
+    assert c.port_budget["ports"] == 1 and c.n_beta == pytest.approx(2.0, rel=1e-4)  # 2 M each way through one port
 
 
 def test_default_names_the_port_assumption():
@@ -63,3 +63,9 @@ def test_cli_ports_json():
                           "-s", "16MB", "--ports", "1", "--json"], capture_output=True, text=True, check=True)
     data = json.loads(out.stdout)
     assert data["time_s"] >= 560e-6 and data["port_budget"]["ports"] == 1
+
+
+def test_pipelined_tree_one_port_carries_four_m():
+    """A binary tree's node receives M from each of two children per phase: 4 M each way through one port."""
+    c = explained_cost("allreduce", "pipelined-tree", 16e6, 0.5, 50, n=8, ports=1)
+    assert c.n_beta == pytest.approx(4.0, rel=1e-4)

@@ -644,5 +644,5 @@ def schedule_formula(topology: Topology, collective: Collective, algorithm: str,
         return result
     beta_s = collective.size_bytes / (bw * 1e9)
     return CostResult(result.time_s + (n_beta - result.n_beta) * beta_s, result.n_alpha, n_beta,
-                      f"{result.text}; x{budget.factor:g} on M/BW: the fabric gives each rank {budget.ports} port(s), "
+                      f"{result.text}; M/BW x{budget.factor:.4g}: the fabric gives each rank {budget.ports} port(s), "
                       f"the formula drives {budget.needed} links at once")

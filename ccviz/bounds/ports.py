@@ -4,9 +4,9 @@ A textbook formula silently assumes every rank can drive as many links at once a
 DBT's interior node receives from two children while, as a leaf of the other tree, it sends to a parent; a
 pipelined tree's node feeds two children; the bidirectional ring sends both ways. On a fabric whose GPUs have
 fewer ports (a star: one link per GPU to the switch), those links share one port and the M/BW term grows by
-``links / P``. Without the budget the formula can sit below the fabric's own limit (pipelined DBT on an 8-GPU
+``links / P`` at its steady state (``port_load``). Without the budget the formula can sit below the fabric's own limit (pipelined DBT on an 8-GPU
 star at 16 MB: 372.6 us against the 560 us limit), which no schedule can. ``ports_needed`` says how many links
-the formula drives per direction; ``apply_ports`` scales its M/BW term for a budget of ``P`` ports; the one-port
+the formula drives per direction; ``apply_ports`` raises its M/BW term to the bytes its busiest rank moves through ``P`` ports; the one-port
 floor (``one_port_floor``) is the bandwidth any schedule needs when each rank has a single port, so a formula
 below it names the assumption that puts it there. The validation of ``--ports`` lives here only.
 """
@@ -51,6 +51,17 @@ def ports_needed(collective: str, algorithm: str) -> int:
     return _DRIVEN.get(algorithm, 1)
 
 
+def port_load(collective: str, algorithm: str, n: int) -> float:
+    """Bytes (in units of M) the formula's busiest rank moves each way in all, at its steady state: the links it
+    drives at once times the formula's asymptotic M/BW coefficient (ring-bidir: the ring's, one direction each).
+    Through P ports they need at least ``port_load / P`` M/BW."""
+    from ccviz.bounds.cost import formula
+
+    base = "ring" if algorithm == "ring-bidir" else algorithm
+    steady = formula(collective, base, n, 1.0, 1.0, 1.0, segments=1 << 20).n_beta
+    return steady if algorithm == "ring-bidir" else ports_needed(collective, algorithm) * steady
+
+
 def one_port_floor(collective: str, n: int) -> float | None:
     """The M/BW coefficient no schedule beats when each rank has one port of BW each way (None: none known).
 
@@ -70,7 +81,7 @@ class PortBudget:
     ports: int  # the budget the answer is priced at
     needed: int  # links per direction the formula drives at once
     assumed: bool  # True: no --ports given, the formula's own assumption (ports = needed) was used
-    factor: float  # the M/BW term was multiplied by this (needed / ports, at least 1)
+    factor: float  # the M/BW term was multiplied by this (at least 1)
     one_port_floor: float | None  # M/BW coefficient of the one-port bound, None where none is known
     note: str
 
@@ -86,14 +97,16 @@ def apply_ports(collective: str, algorithm: str, n: int, n_beta: float, ports: i
     floor = one_port_floor(collective, n)
     assumed = ports is None
     p = needed if assumed else ports
-    factor = max(1.0, needed / p)
-    scaled = n_beta * factor
+    scaled = max(n_beta, port_load(collective, algorithm, n) / p) if needed > p else n_beta
+    factor = scaled / n_beta if n_beta > 0 else 1.0
     why = _WHY.get(algorithm, "one partner at a time")
     if assumed and needed > 1:
         note = (f"assumes {needed} ports per rank ({why}); with fewer the links share a port and the M/BW term grows "
                 f"by {needed}/P (--ports 1 prices a one-link GPU, e.g. a star)")
     elif factor > 1:
-        note = f"{p} port(s) per rank for {needed} links driven at once ({why}): M/BW term x{factor:g}"
+        note = (f"{p} port(s) per rank for {needed} links driven at once ({why}): the rank's "
+                f"{port_load(collective, algorithm, n):.4g} M each way through {p} port(s) sets M/BW to "
+                f"{scaled:.4g}")
     else:
         note = f"{p} port(s) per rank suffice ({why})"
     if floor is not None and scaled < floor - 1e-9:
