@@ -355,13 +355,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_reproduce_explainer(args: argparse.Namespace) -> int:
     from ccviz.runs import explainer
+    from ccviz.runs.explainer_conflicts import conflicts, format_conflicts
 
     rows = explainer.reproduce_explainer()
     summary = explainer.summary(rows)
     if args.json:
-        print(dumps({"paper": "explainer", "rows": [r.to_dict() for r in rows], "summary": summary}))
+        print(dumps({"paper": "explainer", "rows": [r.to_dict() for r in rows], "summary": summary,
+                     "inconsistencies": conflicts()}))
     else:
         print(explainer.format_table(rows))
+        print(format_conflicts(conflicts()))
         print(f"{summary['rows']} rows: {summary['within_1pct']} within 1 %, {summary['explained']} differ with the "
               f"reason given, {len(summary['unexplained'])} unexplained; {summary['simulated']} simulated")
     return 0 if not summary["unexplained"] else 1

@@ -20,6 +20,7 @@ from ccviz.viz.lesson import (
 )
 from ccviz.viz.narration import formula_gap
 from ccviz.viz.rounds import rounds_html
+from ccviz.viz.switch_model import other_switch_model, switch_model_time, switch_model_words
 
 ui.configure_page()
 
@@ -103,6 +104,8 @@ url.share("learn", lesson=TEACHING_TOPOLOGIES[topo_label], topology=None, collec
           algorithm=algorithm, size=size, chunks=chunks)
 st.caption("The address bar holds this lesson (fabric, collective, algorithm, size, chunks): copy it to share.")
 st.info(INTROS.get(algorithm, REGISTRY[algorithm].description))
+if any(topology.is_switch(v) for v in topology.nodes):
+    st.caption(f"**Switch model:** {switch_model_words(topology)}")
 if why_not[algorithm]:
     st.warning(f"{algorithm} is unavailable here: it {why_not[algorithm]}. Pick another algorithm or another "
                "fabric.")
@@ -143,6 +146,15 @@ with user_errors("learn"):
             st.markdown(f"**Why they differ:** {gap}")
     if schedule.notes:
         st.caption(" · ".join(schedule.notes))
+    if any(topology.is_switch(v) for v in topology.nodes) and st.toggle(
+            "What would the other switch model cost?", key="learn_switch_toggle",
+            help="the same algorithm on the same fabric, its switch hops charged the other way"):
+        other = other_switch_model(topology)
+        with st.spinner("simulating the other switch model"):
+            other_s = switch_model_time(other, collective, algorithm, size, chunks)
+        st.metric(f"simulated finish, switch_hop={other.switch_hop}", format_time(other_s),
+                  delta=format_time(other_s - timeline.finish_time_s), delta_color="off")
+        st.caption(switch_model_words(other))
 
     html = entry.figure("rounds_html", lambda: rounds_html(timeline))
     frame_height = 560 + 18 * min(n_gpus, 20)  # the coverage table grows with the GPUs

@@ -36,7 +36,8 @@ TEACHING_TOPOLOGIES = {
     "two tiers: 2 NDv2 chassis (NVLink inside, NIC between)": "ndv2:chassis=2",
     "hypercube of 8 GPUs": "hypercube:n=8",
     "8 GPUs fully connected": "fully_connected:n=8",
-    "star of 8 GPUs (one switch)": "star:n=8",
+    "star of 8 GPUs (one switch, one α per traversal: the reference's star)": "star:n=8,switch_hop=free",
+    "star of 8 GPUs (store-and-forward switch: both hops paid)": "star:n=8",
     "NVSwitch box of 8 GPUs, the switch adds (NVLS)": "star:n=8,reduce=true",
     "DGX-1 (8 V100, NVLink)": "dgx1",
 }
