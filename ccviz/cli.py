@@ -265,7 +265,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
                             dims=args.dims, mesh=args.mesh, per_dim=args.per_dim, tiers=args.tiers,
                             oversub=args.oversub, inner=args.inner, outer=args.outer, eta=args.eta,
                             eta_alpha=args.eta_alpha, eta_beta=args.eta_beta, ports=args.ports,
-                            segments=args.segments)
+                            segments=args.segments, pods_per_leaf=args.pods_per_leaf)
     if args.json:
         print(dumps({**result.to_dict(), "alpha_us": _number_or_text(args.alpha), "bw_GBps": _number_or_text(args.bw)}))
     else:
@@ -609,7 +609,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mesh", action="store_true", help="dimdecomp: no wrap-around links")
     c.add_argument("--per-dim", default="ring", help="dimdecomp: ring or rhd in every dimension")
     c.add_argument("--tiers", default=None, help="hierarchical: N_INNERxL, e.g. 72x2 (72 GPUs per group, 2 groups)")
-    c.add_argument("--oversub", type=float, default=1.0, help="hierarchical: oversubscription s of the outer tier")
+    c.add_argument("--oversub", default="1", help="hierarchical: oversubscription s of the outer tier (S1/S2: one "
+                   "per Clos tier, compounded)")
+    c.add_argument("--pods-per-leaf", type=int, default=None, help="hierarchical with --alpha A_IN/A_LEAF/A_SPINE: "
+                   "pods sharing a rail leaf (p)")
     c.add_argument("--inner", default="ring", help="hierarchical: the inner phases' algorithm")
     c.add_argument("--outer", default="ring", help="hierarchical: the outer phase's algorithm")
     c.add_argument("--eta", default=None, help="contention profile: crossbar, nvls, torus, clos:S (hierarchical: "

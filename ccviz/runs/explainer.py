@@ -47,8 +47,8 @@ def table_rows() -> list[dict[str, str]]:
 def _command(r: dict[str, str]) -> str:
     parts = [f"ccviz cost -c {r['collective']} -a {r['algorithm']} -s {r['size']} --alpha {r['alpha']} --bw {r['bw']}"]
     for key, flag in (("n", "--n"), ("dims", "--dims"), ("tiers", "--tiers"), ("eta", "--eta"), ("ports", "--ports"),
-                      ("segments", "--segments")):
-        if r[key]:
+                      ("segments", "--segments"), ("pods_per_leaf", "--pods-per-leaf")):
+        if r.get(key):
             parts.append(f"{flag} {r[key]}")
     if r["per_dim"] and r["per_dim"] != "ring":
         parts.append(f"--per-dim {r['per_dim']}")
@@ -80,7 +80,8 @@ def reproduce_explainer(simulate: bool = True) -> list[ExplainerRow]:
                               n=int(r["n"]) if r["n"] else None, dims=r["dims"] or None, mesh=bool(r["mesh"]),
                               per_dim=r["per_dim"] or "ring", tiers=r["tiers"] or None, eta=r["eta"] or None,
                               ports=int(r["ports"]) if r["ports"] else None,
-                              segments=int(r["segments"]) if r["segments"] else None)
+                              segments=int(r["segments"]) if r["segments"] else None,
+                              pods_per_leaf=int(r["pods_per_leaf"]) if r.get("pods_per_leaf") else None)
         reference = float(r["reference_us"])
         formula_us = cost.time_s * 1e6
         ratio = formula_us / reference
