@@ -3,12 +3,14 @@
 import streamlit as st
 
 from ccviz.app import ui, url
+from ccviz.app.learn_panels import exercise_panel, lesson_panel
 from ccviz.app.runs import RunRequest, SynthesisJob
 from ccviz.app.state import for_app, user_errors
 from ccviz.builders.loading import load_topology
 from ccviz.model.units import format_size, format_time
 from ccviz.runs.composed_formula import composed_unavailable, lesson_formula
 from ccviz.synth.registry import REGISTRY
+from ccviz.viz.explainer_lessons import EXERCISE_KEY, FREE, LESSONS, TOPIC_KEY, apply_preset
 from ccviz.viz.inc_lesson import inc_comparison, inc_cost
 from ccviz.viz.lesson import (
     LESSON_SIZES,
@@ -79,6 +81,13 @@ st.markdown("Pick a textbook algorithm and a small fabric; step through its **ro
 st.markdown("Words: " + " · ".join(f'<abbr title="{text}">{term}</abbr>' for term, text in GLOSSARY.items())
             + " <small>(hover a word)</small>", unsafe_allow_html=True)
 
+st.session_state.setdefault(TOPIC_KEY, FREE)
+topic = st.selectbox(
+    "lesson", [FREE, *LESSONS], key=TOPIC_KEY,
+    format_func=lambda k: "free exploration (pick anything below)" if k == FREE else LESSONS[k].title,
+    on_change=lambda: apply_preset(st.session_state, st.session_state[TOPIC_KEY]),
+    help="A lesson of the Collectives Explainer sets the fabric, collective, algorithm, size and chunks below, "
+         "and adds its own table; the link carries it (topic=...).")
 c1, c2, c3, c4, c5 = st.columns([3, 2, 3, 3, 2])
 topo_label = c1.selectbox("fabric", list(TEACHING_TOPOLOGIES), index=1, key="learn_topology",
                           persist_state="session")
@@ -100,8 +109,11 @@ chunks = c4.select_slider("chunks per GPU (segments)", options=[1, 2, 4, 8], val
 with c5:
     size = ui.size_picker("buffer size", "learn_size", default=1e6)
 
+exercise = st.toggle("Exercise: predict the time before you see it", key=EXERCISE_KEY,
+                     help="The simulated time stays hidden until you type your guess; the page grades it.")
 url.share("learn", lesson=TEACHING_TOPOLOGIES[topo_label], topology=None, collective=collective,
-          algorithm=algorithm, size=size, chunks=chunks)
+          algorithm=algorithm, size=size, chunks=chunks, topic=None if topic == FREE else topic,
+          exercise="1" if exercise else None)
 st.caption("The address bar holds this lesson (fabric, collective, algorithm, size, chunks): copy it to share.")
 st.info(INTROS.get(algorithm, REGISTRY[algorithm].description))
 if any(topology.is_switch(v) for v in topology.nodes):
@@ -128,8 +140,12 @@ with user_errors("learn"):
     if algorithm == "inc" and collective == "allreduce":
         formula = inc_cost(topology, timeline.collective)
 
+    graded = True
+    if exercise:
+        graded = exercise_panel(timeline.finish_time_s, formula, size, n_gpus)
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("simulated finish", format_time(timeline.finish_time_s), help="the simulator's verdict")
+    m1.metric("simulated finish", format_time(timeline.finish_time_s) if graded else "? (your guess first)",
+              help="the simulator's verdict")
     m2.metric("alpha-beta formula", format_time(formula.time_s) if formula else "n/a",
               help="evaluated for this schedule: its chunks and the links it uses")
     bound_s, bound_help = ui.tightest_bound(result.lower_bound_s, result.limit_s, topology)
@@ -141,7 +157,7 @@ with user_errors("learn"):
         st.markdown(f"No closed form for {algorithm} {collective} on {n_gpus} GPUs.")
     else:
         st.markdown(f"Formula: `{formula.text}`")
-        gap = formula_gap(timeline, formula, bound_s or result.lower_bound_s)
+        gap = formula_gap(timeline, formula, bound_s or result.lower_bound_s) if graded else None
         if gap:
             st.markdown(f"**Why they differ:** {gap}")
     if schedule.notes:
@@ -156,9 +172,14 @@ with user_errors("learn"):
                   delta=format_time(other_s - timeline.finish_time_s), delta_color="off")
         st.caption(switch_model_words(other))
 
-    html = entry.figure("rounds_html", lambda: rounds_html(timeline))
-    frame_height = 560 + 18 * min(n_gpus, 20)  # the coverage table grows with the GPUs
-    st.iframe(html, height=frame_height)
+    if topic != FREE:
+        lesson_panel(LESSONS[topic], topology, chunks)
+    if graded:
+        html = entry.figure("rounds_html", lambda: rounds_html(timeline))
+        frame_height = 560 + 18 * min(n_gpus, 20)  # the coverage table grows with the GPUs
+        st.iframe(html, height=frame_height)
+    else:
+        st.caption("The rounds (with their times) appear once you have made your guess.")
 
     st.subheader("Why one wins")
     if st.toggle("Compare every textbook algorithm for this collective and fabric (1 KB to 1 GB)",

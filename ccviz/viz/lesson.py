@@ -36,6 +36,7 @@ TEACHING_TOPOLOGIES = {
     "two tiers: 2 NDv2 chassis (NVLink inside, NIC between)": "ndv2:chassis=2",
     "hypercube of 8 GPUs": "hypercube:n=8",
     "8 GPUs fully connected": "fully_connected:n=8",
+    "leaf-spine: 4 leaves of 4 GPUs, 2:1 oversubscribed": "leafspine:oversub=2",
     "star of 8 GPUs (one switch, one α per traversal: the reference's star)": "star:n=8,switch_hop=free",
     "star of 8 GPUs (store-and-forward switch: both hops paid)": "star:n=8",
     "NVSwitch box of 8 GPUs, the switch adds (NVLS)": "star:n=8,reduce=true",

@@ -1,0 +1,55 @@
+"""Learn's lesson panel and "predict the time" exercise (Streamlit); the numbers come from
+``ccviz.viz.explainer_lessons`` and the run on the page."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ccviz.bounds.cost import CostResult
+from ccviz.model.topology import Topology
+from ccviz.model.units import format_size, format_time
+from ccviz.viz.explainer_lessons import Lesson, cut_figure, grade, lesson_rows
+
+
+def lesson_panel(lesson: Lesson, topology: Topology, chunks: int) -> None:
+    """The lesson's words, then formula, simulation and the fabric's limit side by side for each case."""
+    st.subheader(lesson.title)
+    st.markdown(lesson.text)
+    if lesson.panel == "bisection":
+        key = ("learn_cut", topology.name, lesson.collective, lesson.size)
+        if key not in st.session_state:
+            with st.spinner("finding the fabric's bottleneck cut"):
+                st.session_state[key] = cut_figure(topology, lesson.collective, lesson.size)
+        fig, words = st.session_state[key]
+        st.plotly_chart(fig, key="learn_cut_fig", config={"displaylogo": False})
+        st.caption(f"Red: the cut. {words}")
+    key = ("learn_lesson_rows", lesson.key, chunks)
+    if key not in st.session_state:
+        with st.spinner("simulating the lesson's cases"):
+            st.session_state[key] = lesson_rows(lesson, chunks)
+    rows = st.session_state[key]
+    st.dataframe(rows[["case", "fabric", "algorithm", "chunks", "formula", "simulated", "limit", "verified"]],
+                 hide_index=True)
+    below = rows[(rows["formula_s"].notna()) & (rows["limit_s"].notna()) & (rows["formula_s"] < rows["limit_s"])]
+    for row in below.itertuples():
+        st.caption(f"{row.case}: the formula sits below the fabric's limit — its ideal model is not a bound here.")
+    st.caption("Each row is `ccviz synth FABRIC -c " + lesson.collective + " -a ALGORITHM -s "
+               + format_size(lesson.size) + " --chunks CHUNKS --json` (formula_s, finish_time_s, limit_s).")
+
+
+def exercise_panel(simulated_s: float, formula: CostResult | None, size: float, n_gpus: int) -> bool:
+    """Ask for a guess; once given, grade it against the simulation and explain the formula's terms.
+    Returns whether the simulated time may be shown."""
+    st.markdown(f"**Predict the time.** {n_gpus} GPUs, {format_size(size)}: how long does this run take? "
+                "Use the formula's α and M/BW counts.")
+    guess = st.number_input("your guess (µs)", min_value=0.0, value=None, step=1.0, key="learn_guess",
+                            placeholder="type a number of microseconds")
+    if guess is None or guess <= 0:
+        return False
+    g = grade(float(guess), simulated_s)
+    (st.success if "Right" in g.verdict else st.warning)(
+        f"{g.verdict} You said {format_time(g.guess_s)}; the simulator says {format_time(simulated_s)}.")
+    if formula is not None:
+        st.caption(f"The formula's terms: {formula.n_alpha:g} α + {formula.n_beta:.4g} M/BW = "
+                   f"{format_time(formula.time_s)} — {formula.text}")
+    return True

@@ -1,0 +1,192 @@
+"""Learn's lessons for the Collectives Explainer's sections: each a preset run, its words, and a side panel.
+
+A lesson fixes Learn's fabric, collective, algorithm, size and chunks (so a link ``?page=learn&topic=KEY`` opens
+it, and the rounds step with the keys as any Learn run does) and adds what the section teaches beside the run's
+formula, simulation and the fabric's limit: the port budget's two cases, the two switch models, the pipeline's
+fill and drain over P, an oversubscribed Clos, the bisection cut drawn, Bruck's rotations, the decomposed torus
+AllToAll. Every number is computed here by the formulas (``ccviz.bounds``) and the simulator, as ``ccviz cost`` and
+``ccviz synth`` print them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ccviz.model.topology import Topology
+
+
+@dataclass(frozen=True)
+class Lesson:
+    key: str
+    title: str
+    fabric: str  # a builder spec among Learn's teaching fabrics
+    collective: str
+    algorithm: str
+    size: float
+    chunks: int
+    text: str
+    panel: str  # which side panel: ports | switch | pipeline | oversub | bisection | rounds
+
+
+LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (
+    Lesson("ports", "Port budgets: DBT on a one-port star (Case A) and on a fully connected box (Case B)",
+           "star:n=8,switch_hop=free", "allreduce", "dbt", 16e6, 8,
+           "Pipelined DBT's M/BW floor assumes each rank drives its two trees' links at once: an interior node of "
+           "one tree (two children) is a leaf of the other (its parent). **Case A**, a star, gives each GPU one "
+           "port: the rank's 2 M each way go through it, so the formula is priced at 2 M/BW and the simulated "
+           "DBT is slower than ring. **Case B**, eight GPUs fully connected, gives 7 ports: the floor holds.",
+           "ports"),
+    Lesson("switch", "The star's switch hop: one α per traversal or store-and-forward",
+           "star:n=8,switch_hop=free", "allreduce", "ring", 16e6, 1,
+           "The Collectives Explainer's star charges one α per endpoint-to-endpoint traversal (the switch forwards "
+           "cut-through): ring AllReduce at 16 MB is 2(N-1)α + 2(N-1)/N·M/BW = 567 µs. A store-and-forward "
+           "switch charges both hops of each crossing and doubles it.", "switch"),
+    Lesson("pipeline", "Pipelining: fill, steady state and drain over P segments",
+           "ring:n=8", "broadcast", "ring", 16e6, 4,
+           "A chain of d hops moving M in P segments costs (d + P - 1)(α + M/(P·BW)): d - 1 steps fill the "
+           "pipe, P steps stream, the last segment drains. More segments shrink the bandwidth term toward M/BW "
+           "but add α per step; the best P is about √((d-1)·M/(α·BW)). Move *chunks per GPU* (P) and watch "
+           "the rounds overlap.", "pipeline"),
+    Lesson("oversub", "A Clos with oversubscription: the spine halves what crosses it",
+           "leafspine:oversub=2", "allgather", "ring", 16e6, 1,
+           "Four leaves of four GPUs under two spines; at 2:1 the leaves' uplinks carry half of what their GPUs "
+           "can send. Traffic that stays in a leaf is unaffected; the ring's hops between leaves cross the "
+           "spine at half rate. The table runs the same schedule at 1:1, 2:1 and 4:1.", "oversub"),
+    Lesson("bisection", "The bisection cut: AllToAll on a 4x4 torus",
+           "torus2d:dims=4x4", "alltoall", "dimdecomp", 16e6, 1,
+           "AllToAll must move half of every rank's data across the middle of the torus. The cut drawn red is "
+           "the one the fabric's limit found; its links carry everything that crosses. dimdecomp runs one "
+           "dimension at a time, Σ d_i/8·M/BW, twice the flat bound d_max/8·M/BW that uses both dimensions at "
+           "once.", "bisection"),
+    Lesson("bruck", "Bruck's AllToAll: ⌈log2 N⌉ rotations instead of N-1 sends",
+           "ring:n=8", "alltoall", "bruck", 1e6, 1,
+           "Bruck rotates each rank's blocks so that round k sends every block whose distance has bit k set, "
+           "2^k ranks on: ⌈log2 N⌉ rounds, each moving about half of the buffer. Few α, but log2(N)/2·M/BW "
+           "where pairwise moves (N-1)/N·M/BW: it wins only for small messages. Step the rounds: the blocks "
+           "hop 1, 2, then 4 ranks on.", "rounds"),
+    Lesson("rhd", "Recursive halving-doubling stepped: partners at N/2, N/4, … 1",
+           "hypercube:n=8", "allreduce", "rhd", 1e6, 1,
+           "On a hypercube every rhd partner is a neighbour: halving at distances 4, 2, 1, then doubling back. "
+           "2·log2 N rounds carry the ring's bytes, 2(N-1)/N·M/BW. Its partner changes every round, which is why "
+           "it cannot pipeline on a fabric with few ports (see *Port budgets*).", "rounds"),
+)}
+
+
+def lesson_rows(lesson: Lesson, chunks: int) -> pd.DataFrame:
+    """The lesson's side table: formula, simulation and limit for each case it compares."""
+    cases = _cases(lesson, chunks)
+    rows = []
+    for label, spec, algorithm, n_chunks, ports in cases:
+        rows.append(_row(label, spec, lesson.collective, algorithm, lesson.size, n_chunks, ports))
+    return pd.DataFrame(rows)
+
+
+def _cases(lesson: Lesson, chunks: int) -> list[tuple[str, str, str, int, int | None]]:
+    if lesson.panel == "ports":
+        return [("Case A: star, 1 port per GPU", lesson.fabric, "dbt", chunks, None),
+                ("Case A: ring on the same star", lesson.fabric, "ring", 1, None),
+                ("Case B: fully connected, 7 ports per GPU", "fully_connected:n=8", "dbt", chunks, None)]
+    if lesson.panel == "switch":
+        return [("one α per traversal (switch_hop=free)", "star:n=8,switch_hop=free", "ring", chunks, None),
+                ("store-and-forward (switch_hop=paid)", "star:n=8", "ring", chunks, None)]
+    if lesson.panel == "pipeline":
+        return [(f"P = {p}", lesson.fabric, lesson.algorithm, p, None) for p in (1, 2, 4, 8, 16)]
+    if lesson.panel == "oversub":
+        return [(f"oversubscription {s}:1", f"leafspine:oversub={s}", lesson.algorithm, chunks, None)
+                for s in (1, 2, 4)]
+    return [("this run", lesson.fabric, lesson.algorithm, chunks, None)]
+
+
+def _row(label: str, spec: str, collective: str, algorithm: str, size: float, chunks: int,
+         ports: int | None) -> dict[str, Any]:
+    from ccviz.builders.loading import load_topology
+    from ccviz.model.units import format_time
+    from ccviz.runs.pipeline import run
+
+    result = run(load_topology(spec), collective, algorithm, size, chunks)
+    s = result.summary()
+    formula = s["formula_s"]
+    limit = s["limit_s"]
+    return {"case": label, "fabric": spec, "algorithm": algorithm, "chunks": chunks,
+            "formula": format_time(formula) if formula else "n/a", "simulated": format_time(s["finish_time_s"]),
+            "limit": format_time(limit) if limit else "n/a", "verified": s["verified"],
+            "formula_s": formula, "simulated_s": s["finish_time_s"], "limit_s": limit,
+            "how": (s["formula"] or "")[:160]}
+
+
+def cut_figure(topology: Topology, collective: str, size: float) -> tuple[go.Figure, str]:
+    """The fabric drawn from its node positions, the limit's cut links red; and the cut in words."""
+    from ccviz.bounds.limit import bandwidth_limit
+
+    limit = bandwidth_limit(topology, collective, size)
+    cut = {tuple(x) for x in limit.to_dict().get("cut_links", [])}
+    pos = {n.id: n.pos or (0.0, 0.0) for n in topology.nodes.values()}
+    fig = go.Figure()
+    for (u, v) in topology.links:
+        if u < v or (v, u) not in topology.links:
+            red = (u, v) in cut or (v, u) in cut
+            fig.add_scatter(x=[pos[u][0], pos[v][0]], y=[pos[u][1], pos[v][1]], mode="lines", hoverinfo="skip",
+                            line={"color": "#d62728" if red else "#bbbbbb", "width": 4 if red else 1.5},
+                            showlegend=False)
+    gpus = topology.gpus
+    fig.add_scatter(x=[pos[g][0] for g in gpus], y=[pos[g][1] for g in gpus], mode="markers+text",
+                    text=[str(g) for g in gpus], textposition="middle center", marker={"size": 22, "color": "#9ecae1"},
+                    showlegend=False, hovertemplate="GPU %{text}<extra></extra>")
+    fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis={"visible": False},
+                      yaxis={"visible": False, "scaleanchor": "x"})
+    return fig, limit.cut.words
+
+
+TOPIC_KEY = "learn_topic"  # Learn's lesson choice (a key of LESSONS, or FREE)
+EXERCISE_KEY = "learn_exercise"
+FREE = "free"
+
+
+def restore_topic(state: Any, topic: str, exercise: bool = False) -> None:
+    """A link's ``topic=`` (and ``exercise=1``) into Learn's session state; an unknown topic is one clear line."""
+    from ccviz.errors import CcvizError
+
+    if topic != FREE and topic not in LESSONS:
+        raise CcvizError(f"topic: the link asks for the lesson {topic!r}; choose one of {', '.join(LESSONS)}", "topic")
+    state[TOPIC_KEY] = topic
+    state[EXERCISE_KEY] = exercise
+
+
+def apply_preset(state: Any, topic: str) -> None:
+    """Set Learn's widgets to the lesson's run (called when the lesson box changes, before the widgets exist)."""
+    from ccviz.viz.lesson import TEACHING_TOPOLOGIES
+
+    lesson = LESSONS.get(topic)
+    if lesson is None:
+        return
+    labels = {spec: label for label, spec in TEACHING_TOPOLOGIES.items()}
+    state["learn_topology"] = labels[lesson.fabric]
+    state["learn_collective"] = lesson.collective
+    state["learn_algorithm"] = lesson.algorithm
+    state["learn_size"] = lesson.size
+    state["learn_chunks"] = lesson.chunks
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A student's guess against the simulated time: the error and the formula's terms that explain it."""
+
+    guess_s: float
+    simulated_s: float
+    error: float  # (guess - simulated) / simulated
+    verdict: str
+
+
+def grade(guess_us: float, simulated_s: float, tolerance: float = 0.10) -> Grade:
+    """Within ``tolerance`` (10 %) is right; otherwise how far off, and which way."""
+    guess_s = guess_us * 1e-6
+    error = (guess_s - simulated_s) / simulated_s
+    if abs(error) <= tolerance:
+        verdict = f"Right: within {abs(error):.0%} of the simulation."
+    else:
+        verdict = f"{'Too high' if error > 0 else 'Too low'} by {abs(error):.0%}."
+    return Grade(guess_s, simulated_s, error, verdict)
