@@ -144,7 +144,7 @@ with user_errors("learn"):
     if exercise:
         graded = exercise_panel(timeline.finish_time_s, formula, size, n_gpus)
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("simulated finish", format_time(timeline.finish_time_s) if graded else "? (your guess first)",
+    m1.metric("simulated finish", format_time(timeline.finish_time_s) if graded else "?",
               help="the simulator's verdict")
     m2.metric("alpha-beta formula", format_time(formula.time_s) if formula else "n/a",
               help="evaluated for this schedule: its chunks and the links it uses")
@@ -173,7 +173,7 @@ with user_errors("learn"):
         st.caption(switch_model_words(other))
 
     if topic != FREE:
-        lesson_panel(LESSONS[topic], topology, chunks)
+        lesson_panel(LESSONS[topic], topology, chunks, show_simulated=graded)
     if graded:
         html = entry.figure("rounds_html", lambda: rounds_html(timeline))
         frame_height = 560 + 18 * min(n_gpus, 20)  # the coverage table grows with the GPUs

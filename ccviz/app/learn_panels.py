@@ -11,8 +11,9 @@ from ccviz.model.units import format_size, format_time
 from ccviz.viz.explainer_lessons import Lesson, cut_figure, grade, lesson_rows
 
 
-def lesson_panel(lesson: Lesson, topology: Topology, chunks: int) -> None:
-    """The lesson's words, then formula, simulation and the fabric's limit side by side for each case."""
+def lesson_panel(lesson: Lesson, topology: Topology, chunks: int, show_simulated: bool = True) -> None:
+    """The lesson's words, then formula, simulation and the fabric's limit side by side for each case
+    (the simulated column waits for the student's guess in an exercise)."""
     st.subheader(lesson.title)
     st.markdown(lesson.text)
     if lesson.panel == "bisection":
@@ -22,14 +23,17 @@ def lesson_panel(lesson: Lesson, topology: Topology, chunks: int) -> None:
                 st.session_state[key] = cut_figure(topology, lesson.collective, lesson.size)
         fig, words = st.session_state[key]
         st.plotly_chart(fig, key="learn_cut_fig", config={"displaylogo": False})
-        st.caption(f"Red: the cut. {words}")
+        st.caption(f"Red: the cut, where {words}")
     key = ("learn_lesson_rows", lesson.key, chunks)
     if key not in st.session_state:
         with st.spinner("simulating the lesson's cases"):
             st.session_state[key] = lesson_rows(lesson, chunks)
     rows = st.session_state[key]
-    st.dataframe(rows[["case", "fabric", "algorithm", "chunks", "formula", "simulated", "limit", "verified"]],
-                 hide_index=True)
+    columns = ["case", "fabric", "algorithm", "chunks", "formula", "simulated", "limit", "verified"]
+    if not show_simulated:
+        columns.remove("simulated")
+        st.caption("The simulated column appears once you have made your guess.")
+    st.dataframe(rows[columns], hide_index=True)
     below = rows[(rows["formula_s"].notna()) & (rows["limit_s"].notna()) & (rows["formula_s"] < rows["limit_s"])]
     for row in below.itertuples():
         st.caption(f"{row.case}: the formula sits below the fabric's limit — its ideal model is not a bound here.")

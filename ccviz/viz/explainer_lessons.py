@@ -10,6 +10,7 @@ AllToAll. Every number is computed here by the formulas (``ccviz.bounds``) and t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,19 +127,38 @@ def cut_figure(topology: Topology, collective: str, size: float) -> tuple[go.Fig
     cut = {tuple(x) for x in limit.to_dict().get("cut_links", [])}
     pos = {n.id: n.pos or (0.0, 0.0) for n in topology.nodes.values()}
     fig = go.Figure()
-    for (u, v) in topology.links:
-        if u < v or (v, u) not in topology.links:
-            red = (u, v) in cut or (v, u) in cut
-            fig.add_scatter(x=[pos[u][0], pos[v][0]], y=[pos[u][1], pos[v][1]], mode="lines", hoverinfo="skip",
-                            line={"color": "#d62728" if red else "#bbbbbb", "width": 4 if red else 1.5},
-                            showlegend=False)
+    pairs = [(u, v) for (u, v) in topology.links if u < v or (v, u) not in topology.links]
+    length = {key: math.dist(pos[key[0]], pos[key[1]]) for key in pairs}
+    shortest = min(length.values(), default=1.0) or 1.0
+    for (u, v) in pairs:
+        red = (u, v) in cut or (v, u) in cut
+        xs, ys = _arc(pos[u], pos[v], bend=0.35 * shortest if length[(u, v)] > 1.5 * shortest else 0.0)
+        fig.add_scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                        line={"color": "#d62728" if red else "#bbbbbb", "width": 4 if red else 1.5})
     gpus = topology.gpus
     fig.add_scatter(x=[pos[g][0] for g in gpus], y=[pos[g][1] for g in gpus], mode="markers+text",
-                    text=[str(g) for g in gpus], textposition="middle center", marker={"size": 22, "color": "#9ecae1"},
+                    text=[str(g) for g in gpus], textposition="middle center", textfont={"color": "#08306b"},
+                    marker={"size": 22, "color": "#c6dbef", "line": {"color": "#08306b", "width": 1}},
                     showlegend=False, hovertemplate="GPU %{text}<extra></extra>")
     fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 10, "b": 10}, xaxis={"visible": False},
                       yaxis={"visible": False, "scaleanchor": "x"})
     return fig, limit.cut.words
+
+
+def _arc(a: tuple[float, float], b: tuple[float, float], bend: float, steps: int = 24
+         ) -> tuple[list[float], list[float]]:
+    """A straight segment, or (bend > 0) a curve bulging sideways so a wrap-around link does not hide the
+    links it spans."""
+    if bend <= 0:
+        return [a[0], b[0]], [a[1], b[1]]
+    mx, my = (a[0] + b[0]) / 2, (a[1] + b[1]) / 2
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    norm = math.hypot(dx, dy) or 1.0
+    cx, cy = mx - dy / norm * bend * 2, my + dx / norm * bend * 2  # the control point, off to one side
+    ts = [k / steps for k in range(steps + 1)]
+    xs = [(1 - t) ** 2 * a[0] + 2 * (1 - t) * t * cx + t * t * b[0] for t in ts]
+    ys = [(1 - t) ** 2 * a[1] + 2 * (1 - t) * t * cy + t * t * b[1] for t in ts]
+    return xs, ys
 
 
 TOPIC_KEY = "learn_topic"  # Learn's lesson choice (a key of LESSONS, or FREE)
