@@ -61,3 +61,11 @@ def test_learn_opens_a_lesson_from_its_link_and_hides_the_answer():
     assert metrics(at)["simulated finish"] == "567 us"
     assert any("Right" in s.value for s in at.success)
     assert any("switch_hop=free" in c.value for c in at.caption)
+
+
+def test_crossover_lesson_figure_marks_the_reference_m_star():
+    from ccviz.viz.explainer_lessons import crossover_figure
+
+    fig, c = crossover_figure("allreduce", ["ring", "dbt"], 72, 0.5, 900, 2.0)
+    assert c.crossover_bytes == pytest.approx(2.07e9, rel=0.01)
+    assert len(fig.data) == 2

@@ -8,7 +8,7 @@ import streamlit as st
 from ccviz.bounds.cost import CostResult
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, format_time
-from ccviz.viz.explainer_lessons import Lesson, cut_figure, grade, lesson_rows
+from ccviz.viz.explainer_lessons import Lesson, crossover_figure, cut_figure, grade, lesson_rows
 
 
 def lesson_panel(lesson: Lesson, topology: Topology, chunks: int, show_simulated: bool = True) -> None:
@@ -24,6 +24,8 @@ def lesson_panel(lesson: Lesson, topology: Topology, chunks: int, show_simulated
         fig, words = st.session_state[key]
         st.plotly_chart(fig, key="learn_cut_fig", config={"displaylogo": False})
         st.caption(f"Red: the cut, where {words}")
+    if lesson.panel == "crossover":
+        crossover_panel(topology, lesson.collective)
     key = ("learn_lesson_rows", lesson.key, chunks)
     if key not in st.session_state:
         with st.spinner("simulating the lesson's cases"):
@@ -57,3 +59,34 @@ def exercise_panel(simulated_s: float, formula: CostResult | None, size: float, 
         st.caption(f"The formula's terms: {formula.n_alpha:g} α + {formula.n_beta:.4g} M/BW = "
                    f"{format_time(formula.time_s)} — {formula.text}")
     return True
+
+
+def crossover_panel(topology: Topology, collective: str) -> None:
+    """M* from the formulas for chosen N, α, BW and c_real (as ``ccviz crossover``), and on this fabric simulated."""
+    c1, c2, c3, c4 = st.columns(4)
+    n = c1.select_slider("N (ranks)", options=[8, 16, 72, 128, 512, 1024], value=72, key="learn_x_n")
+    alpha = c2.select_slider("α (µs)", options=[0.1, 0.25, 0.5, 1.0, 2.0], value=0.5, key="learn_x_alpha")
+    bw = c3.select_slider("BW (GB/s)", options=[50, 100, 400, 900], value=900, key="learn_x_bw")
+    c_real = c4.select_slider("c_real", options=[1.0, 1.5, 2.0, 2.5, 3.0], value=2.0, key="learn_x_c",
+                              help="DBT's real M/BW coefficient over its floor (NCCL's tuner behaves as if ~2)")
+    fig, c = crossover_figure(collective, ["ring", "dbt"], int(n), float(alpha), float(bw), float(c_real))
+    st.plotly_chart(fig, key="learn_x_fig", config={"displaylogo": False})
+    m = c.crossover_bytes
+    st.markdown(f"**{c.words.replace('*', chr(92) + '*')}.** "
+                + f"Command: `ccviz crossover -c {collective} --algorithms ring,dbt --n {n} --alpha {alpha} "
+                  f"--bw {bw} --c-real {c_real}`")
+    sens = [f"c_real {x['c_real']:g}: {'none' if x['crossover_bytes'] is None else format_size(x['crossover_bytes'])}"
+            for x in c.sensitivity if "eta_alpha" not in x]
+    st.caption("Sensitivity: " + " · ".join(sens))
+    if st.toggle(f"Simulate ring and DBT on this fabric ({topology.name}) from 1 KB to 1 GB", key="learn_x_sim"):
+        from ccviz.bounds.crossover import simulated_crossover
+
+        key = ("learn_x_sim", topology.name, topology.switch_hop, collective)
+        if key not in st.session_state:
+            with st.spinner("simulating both schedules at 11 sizes"):
+                st.session_state[key] = simulated_crossover(topology, collective, ["ring", "dbt"], chunks=4)
+        r = st.session_state[key]
+        m = r["crossover_bytes"]
+        st.markdown(f"Simulated on {topology.name} (4 chunks per GPU): "
+                    + ("no crossover between 1 KB and 1 GB" if m is None else f"the winner flips near {format_size(m)}")
+                    + f". Command: `ccviz crossover -c {collective} --algorithms ring,dbt --topology SPEC --chunks 4`")

@@ -24,6 +24,7 @@ from typing import Any
 
 from ccviz.bounds.explained import INC_ROWS, Eta, explained_cost, parse_eta
 from ccviz.errors import CcvizError
+from ccviz.model.topology import Topology
 
 SEARCH_BYTES = (1.0, 1e15)  # the numeric search range of finite-pipeline crossovers: 1 B to 1 PB
 
@@ -209,14 +210,14 @@ def _pair(algorithms: list[str] | str) -> list[str]:
     return algs
 
 
-def simulated_crossover(topology_spec: str, collective: str, algorithms: list[str] | str,
+def simulated_crossover(topology_spec: str | Topology, collective: str, algorithms: list[str] | str,
                         sizes: list[float] | None = None, chunks: int = 1, refine: int = 6) -> dict[str, Any]:
     """Where the simulated schedules of two algorithms on a fabric change winner (a ladder, then bisection)."""
     from ccviz.builders.loading import load_topology
     from ccviz.runs.pipeline import run
 
     algs = _pair(algorithms)
-    topology = load_topology(topology_spec)
+    topology = load_topology(topology_spec) if isinstance(topology_spec, str) else topology_spec
     sizes = sorted(sizes or [4.0 ** k * 1024 for k in range(11)])  # 1 KB .. 1 GB
 
     def times(m: float) -> tuple[float, float]:

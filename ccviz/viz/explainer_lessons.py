@@ -69,6 +69,13 @@ LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (
            "2^k ranks on: ⌈log2 N⌉ rounds, each moving about half of the buffer. Few α, but log2(N)/2·M/BW "
            "where pairwise moves (N-1)/N·M/BW: it wins only for small messages. Step the rounds: the blocks "
            "hop 1, 2, then 4 ranks on.", "rounds"),
+    Lesson("crossover", "Crossovers: the size where ring overtakes DBT (and why it needs c_real)",
+           "star:n=8,switch_hop=free", "allreduce", "dbt", 1e6, 4,
+           "In the pure α-β model pipelined DBT (2⌈log2 N⌉α + M/BW) beats ring (2(N-1)α + 2(N-1)/N·M/BW) at "
+           "every size. NCCL still switches to ring for big buffers: DBT's real bandwidth coefficient is "
+           "c_real ≥ 1 times its floor. The crossover M* = 2(N-1-⌈log2 N⌉)α·BW / (c_real - 2(N-1)/N) exists only "
+           "for c_real > 2(N-1)/N: about 2 GB at N = 72 and 116 GB at N = 512 with c_real = 2 (α = 0.5 µs, "
+           "BW = 900 GB/s). The simulated schedules below cross where this fabric makes them.", "crossover"),
     Lesson("rhd", "Recursive halving-doubling stepped: partners at N/2, N/4, … 1",
            "hypercube:n=8", "allreduce", "rhd", 1e6, 1,
            "On a hypercube every rhd partner is a neighbour: halving at distances 4, 2, 1, then doubling back. "
@@ -210,3 +217,23 @@ def grade(guess_us: float, simulated_s: float, tolerance: float = 0.10) -> Grade
     else:
         verdict = f"{'Too high' if error > 0 else 'Too low'} by {abs(error):.0%}."
     return Grade(guess_s, simulated_s, error, verdict)
+
+
+def crossover_figure(collective: str, algorithms: list[str], n: int, alpha_us: float, bw_GBps: float,
+                     c_real: float) -> tuple[go.Figure, Any]:
+    """Both algorithms' straight lines over M (log-log) with M* marked, and the ``Crossover`` answer."""
+    from ccviz.bounds.crossover import formula_crossover
+
+    c = formula_crossover(collective, algorithms, n, alpha_us, bw_GBps, c_real=c_real)
+    sizes = [10 ** (k / 8) for k in range(24, 8 * 13 + 1)]  # 1 KB .. 10 TB
+    fig = go.Figure()
+    for line in c.lines:
+        times = [line["n_alpha"] * alpha_us * 1e-6 + line["n_beta"] * m / (bw_GBps * 1e9) for m in sizes]
+        fig.add_scatter(x=sizes, y=times, mode="lines", name=f"{line['algorithm']}: {line['n_alpha']:g} α + "
+                        f"{line['n_beta']:.3g} M/BW")
+    if c.crossover_bytes:
+        fig.add_vline(x=c.crossover_bytes, line_dash="dot", annotation_text="M*")
+    fig.update_layout(height=340, xaxis={"type": "log", "title": "buffer M (bytes)"},
+                      yaxis={"type": "log", "title": "time (s)"}, margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                      legend={"orientation": "h", "y": 1.12})
+    return fig, c
