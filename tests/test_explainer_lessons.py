@@ -69,3 +69,14 @@ def test_crossover_lesson_figure_marks_the_reference_m_star():
     fig, c = crossover_figure("allreduce", ["ring", "dbt"], 72, 0.5, 900, 2.0)
     assert c.crossover_bytes == pytest.approx(2.07e9, rel=0.01)
     assert len(fig.data) == 2
+
+
+def test_dbt_role_table_swaps_leaves_and_interiors():
+    from ccviz.builders.loading import load_topology
+    from ccviz.viz.explainer_lessons import dbt_roles
+
+    roles, fig = dbt_roles(load_topology("fully_connected:n=8"), 16e6, 8)
+    assert len(roles) == 8 and len(fig.data) >= 4
+    for row in roles.itertuples():  # interior (forwarding) in at most one tree
+        assert not (row[2].startswith("interior") and row[3].startswith("interior"))
+    assert roles["receives from at once (reduce)"].max() <= 2 and roles["sends to at once (reduce)"].max() <= 2

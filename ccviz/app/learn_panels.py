@@ -8,7 +8,7 @@ import streamlit as st
 from ccviz.bounds.cost import CostResult
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, format_time
-from ccviz.viz.explainer_lessons import Lesson, crossover_figure, cut_figure, grade, lesson_rows
+from ccviz.viz.explainer_lessons import Lesson, crossover_figure, cut_figure, dbt_roles, grade, lesson_rows
 
 
 def lesson_panel(lesson: Lesson, topology: Topology, chunks: int, show_simulated: bool = True) -> None:
@@ -24,6 +24,13 @@ def lesson_panel(lesson: Lesson, topology: Topology, chunks: int, show_simulated
         fig, words = st.session_state[key]
         st.plotly_chart(fig, key="learn_cut_fig", config={"displaylogo": False})
         st.caption(f"Red: the cut, where {words}")
+    if lesson.panel == "dbt":
+        roles, fig = dbt_roles(topology, lesson.size, chunks)
+        st.plotly_chart(fig, key="learn_dbt_fig", config={"displaylogo": False})
+        st.dataframe(roles, hide_index=True)
+        st.caption("In the reduce phase a rank receives from its children in both trees and sends to its parent in "
+                   "each; the broadcast phase runs the same links the other way. DBT's M/BW floor needs that many "
+                   "ports each way; the formula above is priced at the ports this fabric gives.")
     if lesson.panel == "crossover":
         crossover_panel(topology, lesson.collective)
     key = ("learn_lesson_rows", lesson.key, chunks)

@@ -76,6 +76,12 @@ LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (
            "c_real ≥ 1 times its floor. The crossover M* = 2(N-1-⌈log2 N⌉)α·BW / (c_real - 2(N-1)/N) exists only "
            "for c_real > 2(N-1)/N: about 2 GB at N = 72 and 116 GB at N = 512 with c_real = 2 (α = 0.5 µs, "
            "BW = 900 GB/s). The simulated schedules below cross where this fabric makes them.", "crossover"),
+    Lesson("dbt", "DBT's two trees and each rank's role in them",
+           "fully_connected:n=8", "allreduce", "dbt", 16e6, 8,
+           "NCCL's double binary tree runs two trees at once, each carrying half the chunks: reduce up to the "
+           "root, then broadcast down. The second tree makes the first one's leaves its interior nodes, so a "
+           "rank forwards (two children) in at most one tree and is a leaf in the other: the role table shows "
+           "it. That is why each rank drives 2 links each way at once (see *Port budgets*).", "dbt"),
     Lesson("rhd", "Recursive halving-doubling stepped: partners at N/2, N/4, … 1",
            "hypercube:n=8", "allreduce", "rhd", 1e6, 1,
            "On a hypercube every rhd partner is a neighbour: halving at distances 4, 2, 1, then doubling back. "
@@ -237,3 +243,40 @@ def crossover_figure(collective: str, algorithms: list[str], n: int, alpha_us: f
                       yaxis={"type": "log", "title": "time (s)"}, margin={"l": 10, "r": 10, "t": 30, "b": 10},
                       legend={"orientation": "h", "y": 1.12})
     return fig, c
+
+
+def dbt_roles(topology: Topology, size: float, chunks: int) -> tuple[pd.DataFrame, go.Figure]:
+    """The two trees DBT builds on this fabric (the synthesizer's own), each rank's role in each, and a drawing."""
+    from ccviz.model.collectives import make_collective
+    from ccviz.synth.classic import DoubleBinaryTree
+
+    coll = make_collective("allreduce", topology, size, chunks)
+    pairs = DoubleBinaryTree.physical_trees(topology, coll)
+    trees = [down for _, down in pairs] if pairs else DoubleBinaryTree.trees(list(coll.ranks), coll.root)
+
+    def role(tree: Any, r: int) -> str:
+        kids = tree.children.get(r, [])
+        kind = "root" if r == tree.root else ("interior" if kids else "leaf")
+        up = "" if r == tree.root else f", parent {tree.parent[r]}"
+        return f"{kind}{up}" + (f", children {', '.join(map(str, kids))}" if kids else "")
+
+    rows = [{"rank": r, "tree 1": role(trees[0], r), "tree 2": role(trees[1], r),
+             "receives from at once (reduce)": sum(len(t.children.get(r, [])) for t in trees),
+             "sends to at once (reduce)": sum(r != t.root for t in trees)} for r in coll.ranks]
+    fig = go.Figure()
+    for k, tree in enumerate(trees):
+        order = tree.top_down()
+        by_depth: dict[int, list[int]] = {}
+        for v in order:
+            by_depth.setdefault(tree.depth[v], []).append(v)
+        pos = {v: (k * 10 + (i + 1) * 8 / (len(level) + 1), -d) for d, level in by_depth.items()
+               for i, v in enumerate(level)}
+        for v, p in tree.parent.items():
+            fig.add_scatter(x=[pos[v][0], pos[p][0]], y=[pos[v][1], pos[p][1]], mode="lines", showlegend=False,
+                            hoverinfo="skip", line={"color": "#1f77b4" if k == 0 else "#ff7f0e", "width": 2})
+        fig.add_scatter(x=[pos[v][0] for v in order], y=[pos[v][1] for v in order], mode="markers+text",
+                        text=[str(v) for v in order], textfont={"color": "#08306b"}, name=f"tree {k + 1}",
+                        marker={"size": 22, "color": "#c6dbef", "line": {"color": "#08306b", "width": 1}})
+    fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis={"visible": False},
+                      yaxis={"visible": False}, legend={"orientation": "h", "y": 1.12})
+    return pd.DataFrame(rows), fig
