@@ -276,7 +276,8 @@ def dbt_roles(topology: Topology, size: float, chunks: int) -> tuple[pd.DataFram
                             hoverinfo="skip", line={"color": "#1f77b4" if k == 0 else "#ff7f0e", "width": 2})
         fig.add_scatter(x=[pos[v][0] for v in order], y=[pos[v][1] for v in order], mode="markers+text",
                         text=[str(v) for v in order], textfont={"color": "#08306b"}, name=f"tree {k + 1}",
-                        marker={"size": 22, "color": "#c6dbef", "line": {"color": "#08306b", "width": 1}})
+                        marker={"size": 22, "color": "#c6dbef",
+                                "line": {"color": "#1f77b4" if k == 0 else "#ff7f0e", "width": 3}})
     fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis={"visible": False},
                       yaxis={"visible": False}, legend={"orientation": "h", "y": 1.12})
     return pd.DataFrame(rows), fig

@@ -143,7 +143,9 @@ def formula_gap(timeline: Timeline, formula: CostResult, lower_bound_s: float | 
     if fast > slow * 1.05 and "hierarchical" not in formula.text:  # a per-tier formula prices each tier itself
         faster.append(f"the formula prices every send at the slowest link used ({slow:g} GB/s) but some links "
                       f"carry {fast:g} GB/s")
-    if most_ports > 1:
+    from ccviz.bounds.ports import ports_needed
+
+    if most_ports > ports_needed(timeline.collective.name, schedule.algorithm):  # beyond the formula's own ports
         faster.append(f"GPUs send on up to {most_ports} links at once, ports the formula (one partner at a time) "
                       "does not count")
     lockstep = any("lockstep" in note for note in schedule.notes)
