@@ -30,3 +30,12 @@ def test_learn_offers_the_reference_star_and_names_its_model():
     paid = other_switch_model(star)
     assert paid.switch_hop == "paid" and "store-and-forward" in switch_model_words(paid)
     assert round(switch_model_time(paid, "allreduce", "ring", 16e6, 1) * 1e6, 1) == 1134.0
+
+
+def test_simulated_rows_carry_the_fabrics_limit_and_flag_a_formula_below_it():
+    rows = [r for r in reproduce_explainer() if r.simulated_us is not None]
+    assert all(r.limit_us is not None for r in rows)
+    star = next(r for r in rows if r.name.startswith("8-GPU star ring AR"))
+    assert round(star.limit_us) == 560 and not star.below_limit
+    for r in rows:
+        assert r.below_limit == (r.formula_us < r.limit_us * (1 - 1e-9))
