@@ -80,3 +80,12 @@ def test_dbt_role_table_swaps_leaves_and_interiors():
     for row in roles.itertuples():  # interior (forwarding) in at most one tree
         assert not (row[2].startswith("interior") and row[3].startswith("interior"))
     assert roles["receives from at once (reduce)"].max() <= 2 and roles["sends to at once (reduce)"].max() <= 2
+
+
+def test_eta_lesson_measures_contention_beside_the_assumed_profile():
+    from ccviz.builders.loading import load_topology
+    from ccviz.viz.explainer_lessons import eta_rows
+
+    rows = eta_rows(load_topology("torus2d:dims=4x4"), 16e6)
+    assert len(rows) == 4 and set(rows["assumed η_β (torus profile)"]) == {0.6}
+    assert all(0 < e <= 1 for e in rows["measured η_β"])

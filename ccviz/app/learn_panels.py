@@ -8,7 +8,15 @@ import streamlit as st
 from ccviz.bounds.cost import CostResult
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, format_time
-from ccviz.viz.explainer_lessons import Lesson, crossover_figure, cut_figure, dbt_roles, grade, lesson_rows
+from ccviz.viz.explainer_lessons import (
+    Lesson,
+    crossover_figure,
+    cut_figure,
+    dbt_roles,
+    eta_rows,
+    grade,
+    lesson_rows,
+)
 
 
 def lesson_panel(lesson: Lesson, topology: Topology, chunks: int, show_simulated: bool = True) -> None:
@@ -31,6 +39,16 @@ def lesson_panel(lesson: Lesson, topology: Topology, chunks: int, show_simulated
         st.caption("In the reduce phase a rank receives from its children in both trees and sends to its parent in "
                    "each; the broadcast phase runs the same links the other way. DBT's M/BW floor needs that many "
                    "ports each way; the formula above is priced at the ports this fabric gives.")
+    if lesson.panel == "eta":
+        key = ("learn_eta", topology.name, lesson.size)
+        if key not in st.session_state:
+            with st.spinner("running both groups alone and together"):
+                st.session_state[key] = eta_rows(topology, lesson.size)
+        st.dataframe(st.session_state[key], hide_index=True)
+        st.caption("measured η_β = finish alone / finish together (1: the other group cost it nothing). The "
+                   "assumed profile prices every run at its worst case; a layout whose groups share few links "
+                   "measures far less contention. Command: `ccviz workload torus2d:dims=4x4 --parallel tp=8,dp=2 "
+                   "--run tp:allreduce:16MB --order random`.")
     if lesson.panel == "crossover":
         crossover_panel(topology, lesson.collective)
     key = ("learn_lesson_rows", lesson.key, chunks)

@@ -82,6 +82,12 @@ LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (
            "root, then broadcast down. The second tree makes the first one's leaves its interior nodes, so a "
            "rank forwards (two children) in at most one tree and is a leaf in the other: the role table shows "
            "it. That is why each rank drives 2 links each way at once (see *Port budgets*).", "dbt"),
+    Lesson("eta", "Contention η: measured by a workload beside the assumed profile",
+           "torus2d:dims=4x4", "allreduce", "ring", 16e6, 1,
+           "The Explainer prices contention with coefficients: η_α ≥ 1 inflates α, η_β ≤ 1 scales bandwidth, "
+           "and assumes a torus profile (1.2, 0.60) for off-prefix layouts with concurrent groups. Here two "
+           "groups of 8 GPUs run ring AllReduce at the same time on the 4x4 torus; the simulator times each "
+           "group alone and together, and alone / together is the η_β this layout really gives.", "eta"),
     Lesson("rhd", "Recursive halving-doubling stepped: partners at N/2, N/4, … 1",
            "hypercube:n=8", "allreduce", "rhd", 1e6, 1,
            "On a hypercube every rhd partner is a neighbour: halving at distances 4, 2, 1, then doubling back. "
@@ -281,3 +287,25 @@ def dbt_roles(topology: Topology, size: float, chunks: int) -> tuple[pd.DataFram
     fig.update_layout(height=300, margin={"l": 10, "r": 10, "t": 30, "b": 10}, xaxis={"visible": False},
                       yaxis={"visible": False}, legend={"orientation": "h", "y": 1.12})
     return pd.DataFrame(rows), fig
+
+
+def eta_rows(topology: Topology, size: float) -> pd.DataFrame:
+    """Two groups of 8 running ring AllReduce at once (consecutive and shuffled layouts): each group's finish
+    alone and together and the measured eta_beta, beside the assumed torus profile's formula."""
+    from ccviz.bounds.explained import ETA_PROFILES, explained_cost
+    from ccviz.model.units import format_time
+    from ccviz.runs.workload import run_workload
+
+    alpha = max(lk.alpha_us for lk in topology.links.values())
+    bw = min(lk.bandwidth_GBps for lk in topology.links.values())
+    ideal = explained_cost("allreduce", "ring", size, alpha, bw, n=8)
+    assumed = explained_cost("allreduce", "ring", size, alpha, bw, n=8, eta="torus")
+    rows = []
+    for order, words in (("tp-dp", "consecutive GPUs"), ("random", "shuffled GPUs (off-prefix)")):
+        result = run_workload(topology, "tp=8,dp=2", f"tp:allreduce:{size:g}", "ring", order=order)
+        for g in result.groups:
+            rows.append({"layout": words, "group": g.label, "alone": format_time(g.finish_alone_s),
+                         "together": format_time(g.finish_together_s), "measured η_β": round(g.eta_beta or 0, 3),
+                         "assumed η_β (torus profile)": ETA_PROFILES["torus"][1],
+                         "formula ideal": format_time(ideal.time_s), "formula with torus η": format_time(assumed.time_s)})
+    return pd.DataFrame(rows)
