@@ -46,7 +46,7 @@ def test_per_tier_oversubscription_compounds():
 
 
 def test_superpod_l32_is_8_leaves_and_4_spines_per_rail():
-    t = load_topology("superpod")
+    t = load_topology("superpod:racks=32")
     assert t.n_gpus == 2304
     assert (t.meta["leaves_per_rail"], t.meta["spines_per_rail"]) == (8, 4)
     leaf_spine = [lk for lk in t.links.values() if "leaf" in t.nodes[lk.src].label and "spine" in
