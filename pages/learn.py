@@ -28,7 +28,7 @@ ui.configure_page()
 
 TEACHING_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather",
                         "scatter")
-TEXTBOOK = ("ring", "ring-bidir", "tree", "dbt", "rhd", "direct", "bruck", "dimdecomp", "hierarchical", "pat")
+TEXTBOOK = ("ring", "ring-bidir", "tree", "dbt", "rhd", "rd", "direct", "bruck", "dimdecomp", "hierarchical", "pat")
 RUN_WAIT_S = 60.0
 
 GLOSSARY = {
@@ -52,6 +52,9 @@ INTROS = {
     "rhd": "Recursive halving-doubling (Rabenseifner): partners at distance N/2, N/4, …, 1 exchange half of "
            "what they hold, then the reverse. It optimises latency — only 2·log2 N rounds — while keeping the "
            "ring's bytes: 2·log2(N)α + 2(N-1)/N·M·β. Partners are not neighbours on a ring, so sends relay.",
+    "rd": "Simple recursive doubling: in round k every GPU swaps its whole partial sum with the GPU 2^k away and "
+          "adds it. log2 N rounds, but the whole buffer each round: log2(N)(α + M·β). Its partner changes every "
+          "round, so it pipelines only where a GPU has a link to each partner (a hypercube), not on a one-port star.",
     "tree": "Binomial tree: reduce up to a root, then broadcast down, log2 N rounds each. Few rounds "
             "(latency), but the whole buffer crosses every level: 2⌈log2 N⌉(α + M·β).",
     "dbt": "Double binary tree (NCCL): two complementary trees, each carrying half the data, pipelined over "

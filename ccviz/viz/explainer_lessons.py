@@ -88,6 +88,13 @@ LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (
            "and assumes a torus profile (1.2, 0.60) for off-prefix layouts with concurrent groups. Here two "
            "groups of 8 GPUs run ring AllReduce at the same time on the 4x4 torus; the simulator times each "
            "group alone and together, and alone / together is the η_β this layout really gives.", "eta"),
+    Lesson("rd", "Recursive doubling stepped: log2 N rounds of the whole buffer",
+           "hypercube:n=8", "allreduce", "rd", 1e6, 1,
+           "Simple recursive doubling (Appendix B.1): round k swaps whole partial sums with the GPU 2^k away, so "
+           "after log2 N rounds everyone has the total: log2(N)(α + M/BW). On the hypercube every partner is a "
+           "neighbour on its own link, so a chunk goes on to the next partner as soon as it lands and the rounds "
+           "overlap; on the one-port star they cannot, and it runs at the formula (Appendix B.3's port budget).",
+           "rd"),
     Lesson("rhd", "Recursive halving-doubling stepped: partners at N/2, N/4, … 1",
            "hypercube:n=8", "allreduce", "rhd", 1e6, 1,
            "On a hypercube every rhd partner is a neighbour: halving at distances 4, 2, 1, then doubling back. "
@@ -115,6 +122,10 @@ def _cases(lesson: Lesson, chunks: int) -> list[tuple[str, str, str, int, int | 
                 ("store-and-forward (switch_hop=paid)", "star:n=8", "ring", chunks, None)]
     if lesson.panel == "pipeline":
         return [(f"P = {p}", lesson.fabric, lesson.algorithm, p, None) for p in (1, 2, 4, 8, 16)]
+    if lesson.panel == "rd":
+        return [("hypercube: a link to each partner", "hypercube:n=8", "rd", chunks, None),
+                ("star: one port per GPU", "star:n=8,switch_hop=free", "rd", chunks, None),
+                ("ring on the same star", "star:n=8,switch_hop=free", "ring", chunks, None)]
     if lesson.panel == "oversub":
         return [(f"oversubscription {s}:1", f"leafspine:oversub={s}", lesson.algorithm, chunks, None)
                 for s in (1, 2, 4)]

@@ -46,7 +46,7 @@ TEACHING_TOPOLOGIES = {
 
 def textbook_unavailable(algorithm: str, n_ranks: int) -> str | None:
     """Why a textbook algorithm cannot run on this many ranks (None when it can)."""
-    if algorithm == "rhd" and n_ranks & (n_ranks - 1):
+    if algorithm in ("rhd", "rd") and n_ranks & (n_ranks - 1):
         return f"needs a power-of-two number of GPUs (this fabric has {n_ranks})"
     return None
 
