@@ -22,7 +22,7 @@ def test_dbt_one_port_is_not_below_the_one_port_bound():
 def test_default_names_the_port_assumption():
     c = explained_cost("allreduce", "dbt", 16e6, 0.5, 50, n=8)
     assert c.port_budget["ports_assumed"] and c.port_budget["ports_needed"] == 2
-    assert "assumes 2 ports per rank" in c.assumptions and "below the one-port bound" in c.assumptions
+    assert "2 ports per rank assumed" in c.assumptions and "below the one-port bound" in c.assumptions
 
 
 def test_one_partner_formulas_are_unchanged_by_one_port():

@@ -101,8 +101,9 @@ def apply_ports(collective: str, algorithm: str, n: int, n_beta: float, ports: i
     factor = scaled / n_beta if n_beta > 0 else 1.0
     why = _WHY.get(algorithm, "one partner at a time")
     if assumed and needed > 1:
-        note = (f"assumes {needed} ports per rank ({why}); with fewer the links share a port and the M/BW term grows "
-                f"by {needed}/P (--ports 1 prices a one-link GPU, e.g. a star)")
+        note = (f"{needed} ports per rank assumed ({why}); with fewer, the rank's "
+                f"{port_load(collective, algorithm, n):.4g} M each way share them (--ports 1 prices a one-link GPU, "
+                "e.g. a star)")
     elif factor > 1:
         note = (f"{p} port(s) per rank for {needed} links driven at once ({why}): the rank's "
                 f"{port_load(collective, algorithm, n):.4g} M each way through {p} port(s) sets M/BW to "
