@@ -52,11 +52,14 @@ LESSONS: dict[str, Lesson] = {lesson.key: lesson for lesson in (
            "pipe, P steps stream, the last segment drains. More segments shrink the bandwidth term toward M/BW "
            "but add α per step; the best P is about √((d-1)·M/(α·BW)). Move *chunks per GPU* (P) and watch "
            "the rounds overlap.", "pipeline"),
-    Lesson("oversub", "A Clos with oversubscription: the spine halves what crosses it",
+    Lesson("oversub", "A Clos with oversubscription: what thinner uplinks cost",
            "leafspine:oversub=2", "allgather", "ring", 16e6, 1,
-           "Four leaves of four GPUs under two spines; at 2:1 the leaves' uplinks carry half of what their GPUs "
-           "can send. Traffic that stays in a leaf is unaffected; the ring's hops between leaves cross the "
-           "spine at half rate. The table runs the same schedule at 1:1, 2:1 and 4:1.", "oversub"),
+           "Four leaves of four GPUs under two spines; at s:1 a leaf's uplinks carry 1/s of what its GPUs can send "
+           "(each of its two uplinks: 4 x 50 / (2 s) GB/s). The ring's hops between leaves cross a spine, so the "
+           "simulated time grows with s. The formula prices the slowest link the schedule uses: at 2:1 an uplink "
+           "still runs at 50 GB/s, so only 4:1 moves it. The fabric's limit stays 300 µs: the switches multicast, "
+           "so a chunk crosses an uplink once, well inside even the 4:1 uplinks. `ccviz cost -a hierarchical "
+           "--oversub S` (or S1/S2 per tier) prices the same thing in a formula.", "oversub"),
     Lesson("bisection", "The bisection cut: AllToAll on a 4x4 torus",
            "torus2d:dims=4x4", "alltoall", "dimdecomp", 16e6, 1,
            "AllToAll must move half of every rank's data across the middle of the torus. The cut drawn red is "
