@@ -72,3 +72,14 @@ def test_leiserson_bandwidth_grows_toward_the_root():
     t_fat = bandwidth_limit(fat, "alltoall", 16e6).limit_s
     assert t_fat == pytest.approx(7 / 8 * 16e6 / 50e9)  # full bisection: each GPU's own link binds
     assert t_thin > 2 * t_fat  # a plain tree's root is the bottleneck
+
+
+def test_three_tier_clos_with_per_tier_oversubscription_compounds():
+    from ccviz.bounds.limit import bandwidth_limit
+
+    full = load_topology("leiserson:levels=3,arity=4,growth=4")
+    top_only = load_topology("leiserson:levels=3,arity=4,growth=4/2")
+    both = load_topology("leiserson:levels=3,arity=4,growth=2/2")
+    assert both.meta["oversubscription_per_tier"] == [2.0, 2.0]
+    t_full, t_top, t_both = (bandwidth_limit(t, "alltoall", 16e6).limit_s for t in (full, top_only, both))
+    assert t_full < t_top < t_both  # each oversubscribed tier adds to what crosses the root

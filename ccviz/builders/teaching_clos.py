@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ccviz.builders.fabric import Fabric, require
+from ccviz.builders.fabric import Fabric, per_dim, require
 from ccviz.builders.layout import spread
 from ccviz.builders.registry import builder
 from ccviz.model.topology import Link, Topology
@@ -99,16 +99,20 @@ def superpod(racks: int = 2, oversub: float = 1.0, nvlink_bw: float = NVLINK5_GP
 
 
 @builder("leiserson", aliases=("fattree_leiserson",))
-def leiserson(levels: int = 3, arity: int = 2, bw: float = 50.0, growth: float = 2.0, alpha: float = 0.5) -> Topology:
+def leiserson(levels: int = 3, arity: int = 2, bw: float = 50.0, growth: tuple[float, ...] = (2.0,),
+              alpha: float = 0.5) -> Topology:
     """Leiserson fat-tree: an arity-ary switch tree over arity^levels GPUs, links thicker by growth per level up.
 
     A GPU's link runs at bw; the links one level up at bw x growth, and so on to the root. growth = arity gives
     every level the same total bandwidth (full bisection); growth = 1 is a plain tree whose root is the bottleneck.
+    One growth per level above the first (growth=4/2 with levels=3, arity=4) makes a Clos whose tiers are
+    oversubscribed arity/growth each (1:1 then 2:1): per-tier oversubscription, compounded toward the root.
     """
     require(levels >= 1, "levels", f"leiserson needs levels >= 1, got {levels}")
     require(arity >= 2, "arity", f"leiserson needs arity >= 2, got {arity}")
     require(arity ** levels <= 4096, "levels", f"arity^levels = {arity ** levels} GPUs; keep it at most 4096")
-    require(0 < bw < math.inf and 1 <= growth < math.inf and 0 <= alpha < math.inf, "growth",
+    growths = per_dim(growth, max(1, levels - 1), "growth", what="levels above the first")
+    require(0 < bw < math.inf and all(1 <= g < math.inf for g in growths) and 0 <= alpha < math.inf, "growth",
             f"bw must be positive, growth >= 1 and alpha >= 0, all finite; got bw={bw}, growth={growth}, alpha={alpha}")
     fabric = Fabric()
     n = arity ** levels
@@ -116,7 +120,7 @@ def leiserson(levels: int = 3, arity: int = 2, bw: float = 50.0, growth: float =
     positions = {g: (float(i), 0.0) for i, g in enumerate(gpus)}
     below = gpus
     for level in range(1, levels + 1):
-        link_bw = bw * growth ** (level - 1)
+        link_bw = bw * math.prod(growths[:level - 1])
         above = []
         for j in range(len(below) // arity):
             sw = fabric.add_switch(group=f"level{level}", label=f"L{level}.{j}")
@@ -127,7 +131,9 @@ def leiserson(levels: int = 3, arity: int = 2, bw: float = 50.0, growth: float =
             above.append(sw)
         below = above
     fabric.place(positions)
+    top = bw * math.prod(growths[:levels - 1])
     return fabric.topology(f"leiserson_{arity}^{levels}", f"Leiserson fat-tree: {n} GPUs, {levels} levels of "
-                           f"{arity}-ary switches, link bandwidth x{growth:g} per level toward the root "
-                           f"({bw:g} .. {bw * growth ** (levels - 1):g} GB/s)", "tree",
-                           meta={"growth": growth, "levels": levels, "arity": arity})
+                           f"{arity}-ary switches, link bandwidth x{'/'.join(f'{g:g}' for g in growths)} per level "
+                           f"toward the root ({bw:g} .. {top:g} GB/s)", "tree",
+                           meta={"growth": list(growths), "levels": levels, "arity": arity,
+                                 "oversubscription_per_tier": [arity / g for g in growths]})
