@@ -39,3 +39,16 @@ def test_simulated_rows_carry_the_fabrics_limit_and_flag_a_formula_below_it():
     assert round(star.limit_us) == 560 and not star.below_limit
     for r in rows:
         assert r.below_limit == (r.formula_us < r.limit_us * (1 - 1e-9))
+
+
+def test_reproduce_explainer_json_carries_limits_and_inconsistencies():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ccviz.cli", "reproduce", "explainer", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["summary"]["unexplained"] == [] and len(data["inconsistencies"]) >= 5
+    assert any(r["limit_us"] for r in data["rows"])

@@ -70,7 +70,7 @@ def _simulate(r: dict[str, str]) -> tuple[float | None, float | None]:
     extra = dict(item.split("=", 1) for item in r["sim_opts"].split(";") if item)
     result = run(load_topology(r["fabric"]), r["collective"], r["sim_algorithm"], parse_size(r["size"]),
                  int(r["sim_chunks"] or 1), options=SynthOptions(extra=extra))
-    limit = None if result.limit_s is None else result.limit_s * 1e6
+    limit = None if result.limit_s is None else float(result.limit_s) * 1e6
     if not result.timeline.verified:
         return None, limit
     return result.finish_time_s * 1e6, limit
@@ -94,7 +94,7 @@ def reproduce_explainer(simulate: bool = True) -> list[ExplainerRow]:
         if cost.reference and not within:
             note = f"{note}; the reference's own formula gives {cost.reference['time_s'] * 1e6:.4g} us".lstrip("; ")
         simulated, limit = _simulate(r) if simulate else (None, None)
-        below = limit is not None and formula_us < limit * (1 - 1e-9)
+        below = bool(limit is not None and formula_us < limit * (1 - 1e-9))  # a plain bool for --json
         if below:
             note = f"{note}; the formula is below this fabric's limit ({limit:.4g} us): not a bound here".lstrip("; ")
         out.append(ExplainerRow(r["table"], r["name"], reference, formula_us, simulated, ratio, note, within,
