@@ -43,7 +43,9 @@ if paper.startswith("Collectives Explainer"):
     with st.expander("Where the reference contradicts itself, and which side ccviz follows"):
         from ccviz.runs.explainer_conflicts import conflicts
 
-        for c in conflicts():
+        if "ccviz_explainer_conflicts" not in st.session_state:  # each computes a number (a few simulations)
+            st.session_state["ccviz_explainer_conflicts"] = conflicts()
+        for c in st.session_state["ccviz_explainer_conflicts"]:
             st.markdown(f"**{c['topic']}.** One place: {c['statement_a']}. Another: {c['statement_b']}. ccviz "
                         f"follows {c['ccviz_follows']}, because {c['why']}. `{c['command']}`: {c['demonstration']}.")
     st.stop()
