@@ -46,8 +46,9 @@ if paper.startswith("Collectives Explainer"):
         if "ccviz_explainer_conflicts" not in st.session_state:  # each computes a number (a few simulations)
             st.session_state["ccviz_explainer_conflicts"] = conflicts()
         for c in st.session_state["ccviz_explainer_conflicts"]:
-            st.markdown(f"**{c['topic']}.** One place: {c['statement_a']}. Another: {c['statement_b']}. ccviz "
-                        f"follows {c['ccviz_follows']}, because {c['why']}. `{c['command']}`: {c['demonstration']}.")
+            text = (f"**{c['topic']}.** One place: {c['statement_a']}. Another: {c['statement_b']}. ccviz "
+                    f"follows {c['ccviz_follows']}, because {c['why']}. `{c['command']}`: {c['demonstration']}.")
+            st.markdown(text.replace("~", r"\~"))  # "~2 a_switch" is not strikethrough
     st.stop()
 
 JOB_KEY = "ccviz_reproduce_job"
