@@ -265,11 +265,36 @@ def cmd_cost(args: argparse.Namespace) -> int:
                             dims=args.dims, mesh=args.mesh, per_dim=args.per_dim, tiers=args.tiers,
                             oversub=args.oversub, inner=args.inner, outer=args.outer, eta=args.eta,
                             eta_alpha=args.eta_alpha, eta_beta=args.eta_beta, ports=args.ports,
-                            segments=args.segments)
+                            segments=args.segments, pods_per_leaf=args.pods_per_leaf)
     if args.json:
         print(dumps({**result.to_dict(), "alpha_us": _number_or_text(args.alpha), "bw_GBps": _number_or_text(args.bw)}))
     else:
         print(format_cost(result))
+    return 0
+
+
+def cmd_crossover(args: argparse.Namespace) -> int:
+    from ccviz.bounds.crossover import formula_crossover, simulated_crossover
+
+    if args.topology:
+        result = simulated_crossover(args.topology, args.collective, args.algorithms, chunks=args.chunks)
+        if args.json:
+            print(dumps(result))
+        else:
+            m = result["crossover_bytes"]
+            print(f"{' vs '.join(result['algorithms'])} on {result['topology']}: "
+                  f"{'no crossover between 1 KB and 1 GB' if m is None else f'crossover at {m:,.0f} B'}")
+        return 0
+    if args.n is None:
+        raise CcvizError("--n: the number of ranks is required for formulas (or give --topology)", "n")
+    c = formula_crossover(args.collective, args.algorithms, args.n, args.alpha, args.bw, c_real=args.c_real,
+                          eta=args.eta, eta_alpha=args.eta_alpha, eta_beta=args.eta_beta)
+    if args.json:
+        print(dumps(c.to_dict()))
+    else:
+        from ccviz.bounds.crossover import format_crossover
+
+        print(format_crossover(c))
     return 0
 
 
@@ -366,13 +391,16 @@ def cmd_fabric(args: argparse.Namespace) -> int:
 
 def cmd_reproduce_explainer(args: argparse.Namespace) -> int:
     from ccviz.runs import explainer
+    from ccviz.runs.explainer_conflicts import conflicts, format_conflicts
 
     rows = explainer.reproduce_explainer()
     summary = explainer.summary(rows)
     if args.json:
-        print(dumps({"paper": "explainer", "rows": [r.to_dict() for r in rows], "summary": summary}))
+        print(dumps({"paper": "explainer", "rows": [r.to_dict() for r in rows], "summary": summary,
+                     "inconsistencies": conflicts()}))
     else:
         print(explainer.format_table(rows))
+        print(format_conflicts(conflicts()))
         print(f"{summary['rows']} rows: {summary['within_1pct']} within 1 %, {summary['explained']} differ with the "
               f"reason given, {len(summary['unexplained'])} unexplained; {summary['simulated']} simulated")
     return 0 if not summary["unexplained"] else 1
@@ -621,18 +649,37 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mesh", action="store_true", help="dimdecomp: no wrap-around links")
     c.add_argument("--per-dim", default="ring", help="dimdecomp: ring or rhd in every dimension")
     c.add_argument("--tiers", default=None, help="hierarchical: N_INNERxL, e.g. 72x2 (72 GPUs per group, 2 groups)")
-    c.add_argument("--oversub", type=float, default=1.0, help="hierarchical: oversubscription s of the outer tier")
+    c.add_argument("--oversub", default="1", help="hierarchical: oversubscription s of the outer tier (S1/S2: one "
+                   "per Clos tier, compounded)")
+    c.add_argument("--pods-per-leaf", type=int, default=None, help="hierarchical with --alpha A_IN/A_LEAF/A_SPINE: "
+                   "pods sharing a rail leaf (p)")
     c.add_argument("--inner", default="ring", help="hierarchical: the inner phases' algorithm")
     c.add_argument("--outer", default="ring", help="hierarchical: the outer phase's algorithm")
     c.add_argument("--eta", default=None, help="contention profile: crossbar, nvls, torus, clos:S (hierarchical: "
                    "INNER/OUTER, e.g. crossbar/clos:2)")
     c.add_argument("--eta-alpha", default=None, help="alpha inflation >= 1 (hierarchical: IN/OUT)")
     c.add_argument("--eta-beta", default=None, help="bandwidth utilization in (0, 1] (hierarchical: IN/OUT)")
-    c.add_argument("--ports", type=int, default=None, help="pairwise alltoall: links a rank drives at once (default 1)")
+    c.add_argument("--ports", type=int, default=None, help="port budget P: links a rank drives at once (default: what the formula assumes, "
+                   "named in its answer; pairwise alltoall: 1)")
     c.add_argument("--segments", type=int, default=None,
                    help="pipelining depth S of pipelined formulas (a schedule's --chunks); default: the best S")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_cost)
+
+    x = sub.add_parser("crossover", help="the size M* where one algorithm overtakes another (formulas or a fabric)")
+    x.add_argument("-c", "--collective", required=True)
+    x.add_argument("--algorithms", required=True, help="two algorithms, e.g. ring,dbt")
+    x.add_argument("--n", type=int, default=None, help="number of ranks (formulas)")
+    x.add_argument("--alpha", type=float, default=0.5, help="per-message latency in microseconds")
+    x.add_argument("--bw", type=float, default=50.0, help="link bandwidth in GB/s")
+    x.add_argument("--c-real", type=float, default=1.0, help="practice factor >= 1 on a pipelined algorithm's M/BW")
+    x.add_argument("--eta", default=None, help="contention profile: crossbar, nvls, torus, clos:S")
+    x.add_argument("--eta-alpha", type=float, default=None, help="alpha inflation >= 1")
+    x.add_argument("--eta-beta", type=float, default=None, help="bandwidth utilization in (0, 1]")
+    x.add_argument("--topology", default=None, help="simulate both schedules on this fabric instead of formulas")
+    x.add_argument("--chunks", type=int, default=1, help="--topology: chunks per GPU of both schedules")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=cmd_crossover)
 
     r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
     r.add_argument("paper", choices=["teccl", "explainer"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, "
