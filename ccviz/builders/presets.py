@@ -129,7 +129,7 @@ def system(spec: SystemSpec, nodes: int, nic: str, model: str, link_GBps: float 
 
 def _nodes(nodes: int | None, boxes: int | None) -> int:
     require(nodes is None or boxes is None or nodes == boxes, "nodes", "give nodes (or its alias boxes), not both")
-    return nodes or boxes or 1
+    return nodes if nodes is not None else boxes if boxes is not None else 1
 
 
 @builder("dgxa100")

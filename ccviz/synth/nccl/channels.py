@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from fractions import Fraction
-from functools import reduce
 from math import gcd
 
 from ccviz.model.placement import Layout
@@ -49,32 +47,43 @@ def scaleup_switches(topology: Topology, gpu: int) -> list[tuple[int, float]]:
             if topology.nodes[link.dst].kind == "switch" and topology.nodes[link.dst].group == group]
 
 
-def plane_slots(topology: Topology, gpu: int) -> list[int]:
-    """Switch ids repeated in proportion to the GPU's bandwidth to each: channel c goes through slot c."""
+def apportion(channels: int, weights: list[float]) -> list[int]:
+    """Channels per switch plane in proportion to the GPU's bandwidth to each (largest remainders)."""
+    total = sum(weights)
+    exact = [channels * w / total for w in weights]
+    counts = [int(x) for x in exact]
+    for i in sorted(range(len(weights)), key=lambda i: counts[i] - exact[i])[:channels - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def plane_slots(topology: Topology, gpu: int, channels: int) -> list[int]:
+    """The switch each of ``channels`` channels crosses from ``gpu`` (its planes apportioned by bandwidth)."""
     switches = scaleup_switches(topology, gpu)
     if not switches:
         return []
-    weights = [Fraction(bw).limit_denominator(1000) for _, bw in switches]
-    unit = reduce(lambda a, b: Fraction(gcd(a.numerator * b.denominator, b.numerator * a.denominator),
-                                        a.denominator * b.denominator), weights)
-    counts = [min(MAX_CHANNELS, int(w / unit)) for w in weights]
-    if sum(counts) > MAX_CHANNELS:  # links of unrelated rates: one slot per switch
-        counts = [1] * len(counts)
-    slots: list[int] = []
-    for (switch, _), k in zip(switches, counts, strict=True):
-        slots.extend([switch] * k)
-    return slots
+    counts = apportion(channels, [bw for _, bw in switches])
+    return [switch for (switch, _), k in zip(switches, counts, strict=True) for _ in range(k)]
 
 
 def channel_count(topology: Topology, boxes: Boxes) -> int:
-    """How many rings NCCL would run: a whole number of rounds over the parallel scale-up links (switch slots,
-    or direct-link strides), at least ``MIN_CHANNELS`` as NCCL runs on NVLink systems, at most 32."""
+    """How many rings NCCL would run: between 16 and 32 (NCCL's counts on NVLink systems), a multiple of the
+    rails across boxes (each NIC carries as many), the count whose slowest switch plane leaves the most
+    bandwidth (the fewest such); on direct-connected boxes one per GPU-walking stride (16 at least)."""
     first = boxes.boxes[0][0]
-    slots = plane_slots(topology, first)
-    peers = [link.dst for link in topology.out_links.get(first, []) if topology.nodes[link.dst].kind == "gpu"]
-    base = len(slots) if slots else len(direct_strides(boxes.per_box)) if len(peers) >= 2 else 1
-    rounds = max(1, -(-MIN_CHANNELS // base))
-    return max(1, min(MAX_CHANNELS, base * rounds) // base * base)
+    switches = scaleup_switches(topology, first)
+    if not switches:
+        base = len(direct_strides(boxes.per_box))
+        return max(1, min(MAX_CHANNELS, -(-MIN_CHANNELS // base) * base))
+    bws = [bw for _, bw in switches]
+    multiple = boxes.per_box if len(boxes.boxes) > 1 else 1
+    counts = [c for c in range(MIN_CHANNELS, MAX_CHANNELS + 1) if c % multiple == 0] or [MIN_CHANNELS]
+
+    def rate(c: int) -> float:
+        return c * min(bw / k for bw, k in zip(bws, apportion(c, bws), strict=True) if k)
+
+    best = max(rate(c) for c in counts)
+    return min(c for c in counts if rate(c) >= best * (1 - 1e-9))
 
 
 def direct_strides(n: int) -> list[int]:
@@ -102,15 +111,16 @@ class ChannelLayout(Layout):
     """A ``Layout`` whose sends go the way their channel's ring does: through the channel's switch plane inside
     a box, over the shared rail leaf between boxes, straight over a direct link where there is one."""
 
-    def __init__(self, topology: Topology, collective, channel_of: dict[int, int]) -> None:
+    def __init__(self, topology: Topology, collective, channel_of: dict[int, int], channels: int) -> None:
         super().__init__(topology, collective)
         self.channel_of = channel_of
+        self.channels = channels
 
     def path(self, src: int, dst: int, channel: int) -> list[int] | None:
         topology = self.topology
         if (src, dst) in topology.links:
             return [src, dst]
-        slots = plane_slots(topology, src)
+        slots = plane_slots(topology, src, self.channels)
         if slots:
             switch = slots[channel % len(slots)]
             if (switch, dst) in topology.links:

@@ -20,7 +20,7 @@ from ccviz.model.link_model import LinkModel, declared
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import DoubleBinaryTree, Ring
-from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, plane_slots, ring_order
+from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
 from ccviz.synth.nccl.options import BUILT, NcclOptions
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
@@ -67,7 +67,7 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
 def _ring_GBps(topology: Topology, boxes: Boxes, model: LinkModel, channels: int) -> float:
     """A GPU's sustained scale-up rate over the links its channels use."""
     first = boxes.boxes[0][0]
-    if plane_slots(topology, first):
+    if scaleup_switches(topology, first):
         used = {link.dst: link.bandwidth_GBps for link in topology.out_links[first]
                 if topology.nodes[link.dst].kind == "switch" and model.medium(topology, first, link.dst) == "scaleup"}
         return sum(used.values()) * model.efficiency["scaleup"]
@@ -90,7 +90,7 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
     while channels > 1 and channels * n * steps * hops > MAX_TRANSFERS:
         channels -= 1
     refined = _refined(topology, collective, channels)
-    layout = ChannelLayout(topology, refined, {c.id: c.index % channels for c in refined.chunks})
+    layout = ChannelLayout(topology, refined, {c.id: c.index % channels for c in refined.chunks}, channels)
     notes = [f"nccl: {algo} over {channels} channel(s)"]
     if algo == "ring":
         ring = Ring()
