@@ -342,9 +342,39 @@ def cmd_reproduce_explainer(args: argparse.Namespace) -> int:
     return 0 if not summary["unexplained"] else 1
 
 
+def cmd_reproduce_measured(args: argparse.Namespace) -> int:
+    from ccviz.runs import measured
+
+    rows = measured.select(measured.measured_rows(), args.filter)
+    stop = threading.Event()
+
+    def report(i: int, c: measured.Comparison) -> None:
+        if not args.json:
+            print(f"[{i + 1}/{len(rows)}] {c.row.label} {c.row.collective} {format_size(c.row.size_bytes)}",
+                  file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: the rows left say "stopped"
+    try:
+        comps = measured.compare(rows, args.algorithm or measured.DEFAULT_ALGORITHM, args.time_limit * len(rows),
+                                 stop, report)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    table = measured.error_table(comps)
+    if args.json:
+        print(dumps({"paper": "measured", "rows": [c.to_dict() for c in comps],
+                     "summary": [e.to_dict() for e in table]}))
+    else:
+        print(measured.format_rows(comps))
+        print()
+        print(measured.format_error_table(table))
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     if args.paper == "explainer":
         return cmd_reproduce_explainer(args)
+    if args.paper == "measured":
+        return cmd_reproduce_measured(args)
     from ccviz.runs import reproduce
 
     _positive("time-limit", args.time_limit)
@@ -633,10 +663,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_cost)
 
     r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
-    r.add_argument("paper", choices=["teccl", "explainer"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, "
-                   "DGX2); explainer: the Collectives Explainer's worked tables (formulas and small fabrics)")
+    r.add_argument("paper", choices=["teccl", "explainer", "measured"], help="teccl: TE-CCL's 66 published AllGather "
+                   "runs (NDv2, DGX2); explainer: the Collectives Explainer's worked tables (formulas and small "
+                   "fabrics); measured: published nccl-tests/rccl-tests numbers against -a nccl on the system presets")
     r.add_argument("--filter", default="", help="only rows whose name has every word, e.g. 'DGX2 Slow' or '1MB'")
     r.add_argument("--time-limit", type=float, default=30.0, help="seconds per row (best so far is kept)")
+    r.add_argument("-a", "--algorithm", default=None, help="measured: the algorithm predicting each row (default nccl)")
     r.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
     r.set_defaults(func=cmd_reproduce)
 
