@@ -15,6 +15,7 @@ from ccviz.bounds.limit import BandwidthLimit, limit_or_none
 from ccviz.judge.simulate import Timeline, simulate
 from ccviz.model.collectives import Collective, check_fits, make_collective
 from ccviz.model.groups import group_ranks, is_whole, relay_fabric
+from ccviz.model.link_model import model_name as link_model_name
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_time
@@ -96,6 +97,7 @@ class RunResult:
             "bound_epochs": s.bound_epochs,
             "status_meaning": status_meaning(s, t.finish_time_s),
             "cut_short": s.cut_short,
+            "link_model": link_model_name(self.topology),
         }
 
 

@@ -1,0 +1,116 @@
+"""``-a nccl``: the schedule NCCL would run here, chosen by NCCL's tuner and judged by the simulator.
+
+The tuner (``ccviz.synth.nccl.tuner``) estimates every algorithm+protocol the way NCCL does and picks the
+fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built as NCCL runs it:
+
+* ``ring``: one ring per channel (``ccviz.synth.nccl.channels``), each on its own switch plane or direct
+  links, crossing boxes rail by rail; the data split evenly over the channels;
+* ``tree``: NCCL's double binary tree (the textbook ``dbt`` laid over the channels' chunks);
+* ``nvls``: NVLink SHARP inside one box (GPUs combine in the reducing NVSwitches, which multicast the sums);
+* ``collnet``: the same with the rail leaves reducing across boxes (SHARP), where the fabric's leaves reduce.
+
+NVLSTree and PAT are in NCCL's menu but not built here: forcing them is one clear error.
+"""
+
+from __future__ import annotations
+
+from ccviz.errors import CcvizError
+from ccviz.model.collectives import Collective, make_collective
+from ccviz.model.link_model import LinkModel, declared
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
+from ccviz.synth.classic import DoubleBinaryTree, Ring
+from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, plane_slots, ring_order
+from ccviz.synth.nccl.options import BUILT, NcclOptions
+from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
+from ccviz.synth.registry import SynthOptions
+
+MAX_TRANSFERS = 400_000  # channels are cut down (never below one per switch plane) to stay under this
+
+
+def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """NCCL's choice for ``collective`` on ``topology``, built and named (see the module docstring)."""
+    settings = options.settings(NcclOptions)
+    model = declared(topology) or LinkModel(name="nccl-constants")
+    ranks = tuple(collective.ranks)
+    boxes = Boxes.of(topology, ranks)
+    channels = settings.channels or channel_count(topology, boxes)
+    fabric = read_fabric(topology, ranks, list(boxes.boxes), channels, model, _ring_GBps(topology, boxes, model,
+                                                                                         channels))
+    menu = estimates(fabric, collective.name, collective.size_bytes, model)
+    forced = settings.algo
+    if forced is not None and forced not in BUILT:
+        raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
+    if forced == "collnet":
+        if not fabric.sharp:
+            raise CcvizError("algo: collnet needs rail leaves that reduce (SHARP), e.g. dgxh100:nodes=2", "algo")
+        pick = Estimate("collnet", "simple", 0.0, 0.0, 0.0)
+    else:
+        pick = choose(menu, forced, settings.proto)
+    if pick is None:
+        raise CcvizError(f"algo: NCCL has no {forced or 'algorithm'}{'/' + settings.proto if settings.proto else ''} "
+                         f"for {collective.name} on {topology.name}; it offers "
+                         f"{', '.join(sorted({e.algo + '/' + e.proto for e in menu}))}", "algo")
+    if pick.algo in ("nvls", "collnet"):
+        schedule = _in_network(topology, collective, options)
+    else:
+        schedule = _channels(topology, collective, boxes, channels, pick.algo)
+    schedule.options.update(protocol=pick.proto, nccl_algo=pick.algo)
+    ranked = sorted(menu, key=lambda e: e.time_s)
+    why = "forced" if forced or settings.proto else "NCCL's tuner picks the fastest estimate"
+    schedule.notes.insert(0, f"nccl: {pick.algo}/{pick.proto} ({why}); "
+                             + "; ".join(e.text() for e in ranked[:4]))
+    schedule.estimated_finish_s = (pick.time_s + model.launch_us * 1e-6) if pick.time_s else None
+    return schedule
+
+
+def _ring_GBps(topology: Topology, boxes: Boxes, model: LinkModel, channels: int) -> float:
+    """A GPU's sustained scale-up rate over the links its channels use."""
+    first = boxes.boxes[0][0]
+    if plane_slots(topology, first):
+        used = {link.dst: link.bandwidth_GBps for link in topology.out_links[first]
+                if topology.nodes[link.dst].kind == "switch" and model.medium(topology, first, link.dst) == "scaleup"}
+        return sum(used.values()) * model.efficiency["scaleup"]
+    peers = sorted(link.bandwidth_GBps for link in topology.out_links.get(first, [])
+                   if topology.nodes[link.dst].kind == "gpu")
+    return sum(peers[-min(channels, len(peers)):]) * model.efficiency["scaleup"] if peers else 1.0
+
+
+def _refined(topology: Topology, collective: Collective, per_rank: int) -> Collective:
+    whole = tuple(collective.ranks) == tuple(topology.gpus)
+    return make_collective(collective.name, topology if whole else list(collective.ranks), collective.size_bytes,
+                           per_rank, collective.root)
+
+
+def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels: int, algo: str) -> Schedule:
+    """Ring or tree over ``channels`` channels: chunk index c of every rank travels on channel c."""
+    n = len(collective.ranks)
+    hops = 4 if len(boxes.boxes) > 1 else 2
+    steps = 2 * (n - 1) if collective.name == "allreduce" else n
+    while channels > 1 and channels * n * steps * hops > MAX_TRANSFERS:
+        channels -= 1
+    refined = _refined(topology, collective, channels)
+    layout = ChannelLayout(topology, refined, {c.id: c.index % channels for c in refined.chunks})
+    notes = [f"nccl: {algo} over {channels} channel(s)"]
+    if algo == "ring":
+        ring = Ring()
+        for c in range(channels):
+            ring.lay_direction(layout, ring_order(boxes, c), [ch for ch in refined.chunks if ch.index == c])
+    else:
+        if collective.name not in DoubleBinaryTree.collectives:
+            raise CcvizError(f"algo: NCCL's tree runs allreduce only, not {collective.name}", "algo")
+        notes += DoubleBinaryTree().plan(layout, topology, refined) or []
+    transfers = layout.transfers()
+    rounds, labels = layout.numbered_rounds()
+    return Schedule(topology, refined, transfers, "nccl", status="heuristic", notes=notes, rounds=rounds,
+                    round_labels=labels)
+
+
+def _in_network(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """NVLS (one box) or NVLS with SHARP leaves (CollNet): the in-network schedule of ``ccviz.synth.inc``."""
+    from ccviz.synth.inc import synthesize_inc
+
+    plain = SynthOptions(time_limit=options.time_limit, stop=options.stop, progress=options.progress)
+    schedule = synthesize_inc(topology, collective, plain)
+    schedule.algorithm = "nccl"
+    return schedule
