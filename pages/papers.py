@@ -41,6 +41,12 @@ if paper.startswith("Collectives Explainer"):
         f"reason in their note, {len(s['unexplained'])} unexplained; {s['simulated']} simulated")
     st.stop()
 
+if paper.startswith("Measured"):
+    from ccviz.app.measured_view import measured_section
+
+    measured_section()
+    st.stop()
+
 JOB_KEY = "ccviz_reproduce_job"
 ROWS_KEY = "ccviz_reproduce_rows"
 POLL_S = 0.2

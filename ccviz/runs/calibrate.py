@@ -1,0 +1,277 @@
+"""Fit a fabric's link-model parameters to a user's own nccl-tests log (``ccviz calibrate``).
+
+Why: a preset is built from spec sheets, and a spec sheet is not the machine a user owns (firmware, NIC
+placement, NCCL version, a noisy neighbour). Given that machine's nccl-tests output, the knobs the fabric
+exposes are moved until the simulator, running the same algorithm family NCCL runs (``-a nccl``), gives the
+times the log printed. The simulator stays the only judge: every prediction below is a synthesized schedule
+replayed by ``ccviz.judge.simulate``; the fit only chooses the fabric's numbers.
+
+The fit minimizes the squared log-ratio of predicted to measured time over the log's sizes (so an 8 B row
+and an 8 GiB row weigh the same), with SciPy's bounded trust-region least squares on the logarithm of each
+knob. The knobs come from the fabric: where it declares a link model (``meta["link_model"]``, a mapping of
+named numbers) those are fitted; otherwise the alpha-beta knobs every fabric has: one bandwidth factor per
+class of links (links built with the same bandwidth and alpha) and one factor on every link's alpha.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ccviz.errors import CcvizError
+from ccviz.judge.simulate import simulate
+from ccviz.model.collectives import make_collective
+from ccviz.model.topology import Link, Topology
+from ccviz.runs.nccl_log import NcclTestsLog
+from ccviz.synth.registry import SynthOptions, synthesize
+
+MiB = 1 << 20
+LARGE_BYTES = 64 * MiB  # the acceptance line: at and above this size the fit must hold within 5 %
+MAX_FIT_ROWS = 16  # rows simulated per evaluation (spread over the sizes); every row is reported after
+COLUMNS = ("both", "out-of-place", "in-place")
+LINK_MODEL_KEY = "link_model"
+KNOB_RANGE = 100.0  # a knob moves at most this factor either way from where the fabric had it
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One fitted number: where it starts, how far it may move, and how it changes a fabric."""
+
+    name: str
+    meaning: str
+    initial: float
+    apply: Callable[[Topology, float], Topology]
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured size and what the fitted fabric predicts for it."""
+
+    collective: str
+    size_bytes: int
+    measured_s: float
+    predicted_s: float | None = None
+
+    @property
+    def error(self) -> float | None:
+        """predicted / measured time - 1 (positive: ccviz is slower than the machine)."""
+        return None if self.predicted_s is None else self.predicted_s / self.measured_s - 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"collective": self.collective, "size_bytes": self.size_bytes, "measured_s": self.measured_s,
+                "predicted_s": self.predicted_s, "error": self.error}
+
+
+@dataclass
+class Calibration:
+    """The fitted fabric, the knobs' values and the error per size."""
+
+    topology: Topology
+    knobs: dict[str, float]
+    points: list[Point]
+    algorithm: str
+    evaluations: int
+    stopped: str | None = None  # "time_limit" | "stopped" when the fit was cut short
+    notes: list[str] = field(default_factory=list)
+
+    def worst_large_error(self) -> float | None:
+        """The largest |error| at or above LARGE_BYTES (None when the log has no such size)."""
+        errs = [abs(p.error) for p in self.points if p.size_bytes >= LARGE_BYTES and p.error is not None]
+        return max(errs) if errs else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topology": self.topology.name, "algorithm": self.algorithm, "knobs": self.knobs,
+                "evaluations": self.evaluations, "stopped": self.stopped, "notes": self.notes,
+                "worst_error_at_64MiB_and_above": self.worst_large_error(),
+                "points": [p.to_dict() for p in self.points]}
+
+
+# ---------------------------------------------------------------- knobs
+def knobs_for(topology: Topology) -> list[Knob]:
+    """The fabric's link-model parameters where it declares them, else its alpha-beta knobs."""
+    model = topology.meta.get(LINK_MODEL_KEY)
+    if isinstance(model, dict) and model:
+        return [_model_knob(name, value) for name, value in model.items()
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0]
+    return alpha_beta_knobs(topology)
+
+
+def _model_knob(name: str, value: float) -> Knob:
+    def apply(t: Topology, v: float) -> Topology:
+        return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: {**t.meta[LINK_MODEL_KEY], name: v}})
+    return Knob(name, f"link model parameter {name}", float(value), apply)
+
+
+def link_classes(topology: Topology) -> dict[tuple[float, float], list[tuple[int, int]]]:
+    """Links grouped by the (bandwidth, alpha) they were built with: NVLink, NIC, PCIe ... of a preset."""
+    classes: dict[tuple[float, float], list[tuple[int, int]]] = {}
+    for key, link in topology.links.items():
+        classes.setdefault((link.bandwidth_GBps, link.alpha_us), []).append(key)
+    return classes
+
+
+def alpha_beta_knobs(topology: Topology) -> list[Knob]:
+    """A bandwidth factor per link class and one factor on every alpha (1.0 = the fabric as built)."""
+    knobs = []
+    for (bw, alpha), keys in sorted(link_classes(topology).items()):
+        members = frozenset(keys)
+
+        def scale_bw(t: Topology, f: float, members: frozenset = members) -> Topology:
+            return t.with_changes(links=[_link(link, bw=link.bandwidth_GBps * f) if k in members else link
+                                         for k, link in t.links.items()])
+        knobs.append(Knob(f"bw_factor[{bw:g} GB/s, {alpha:g} us]",
+                          f"factor on the bandwidth of the {len(keys)} links built at {bw:g} GB/s", 1.0, scale_bw))
+    if any(link.alpha_us > 0 for link in topology.links.values()):
+        def scale_alpha(t: Topology, f: float) -> Topology:
+            return t.with_changes(links=[_link(link, alpha=link.alpha_us * f) for link in t.links.values()])
+        knobs.append(Knob("alpha_factor", "factor on every link's alpha (latency)", 1.0, scale_alpha))
+    return knobs
+
+
+def _link(link: Link, bw: float | None = None, alpha: float | None = None) -> Link:
+    return Link(link.src, link.dst, link.bandwidth_GBps if bw is None else bw,
+                link.alpha_us if alpha is None else alpha, link.lanes)
+
+
+def apply_knobs(topology: Topology, knobs: Sequence[Knob], values: Sequence[float]) -> Topology:
+    """The fabric with every knob set (alpha-beta knobs are factors on the fabric as built)."""
+    for knob, value in zip(knobs, values, strict=True):
+        topology = knob.apply(topology, value)
+    return topology
+
+
+# ---------------------------------------------------------------- prediction
+def predict_s(topology: Topology, collective: str, size_bytes: float, algorithm: str = "nccl",
+              extra: dict[str, Any] | None = None) -> float:
+    """The simulator's finish time of ``algorithm`` for one collective and size on this fabric."""
+    coll = make_collective(collective, topology, float(size_bytes))
+    schedule = synthesize(topology, coll, algorithm, SynthOptions(extra=dict(extra or {})))
+    timeline = simulate(schedule)
+    if not timeline.verified:
+        raise CcvizError(f"calibrate: {algorithm} produced an invalid {collective} schedule at {size_bytes:g} B "
+                         "(a synthesizer bug; report it)", "algorithm")
+    return timeline.finish_time_s
+
+
+def measured_points(log: NcclTestsLog, column: str = "both") -> list[Point]:
+    """One point per (collective, size): the log's time in the chosen column (both: their mean)."""
+    if column not in COLUMNS:
+        raise CcvizError(f"--column: {column!r} is not one of {', '.join(COLUMNS)}", "column")
+    seen: dict[tuple[str, int], list[float]] = {}
+    for collective, row in log.rows:
+        if row.size_bytes <= 0:
+            continue
+        times = {"out-of-place": [row.time_oop_us], "in-place": [row.time_ip_us],
+                 "both": [row.time_oop_us, row.time_ip_us]}[column]
+        seen.setdefault((collective or "", row.size_bytes), []).extend(t for t in times if t > 0)
+    points = [Point(c, s, sum(ts) / len(ts) * 1e-6) for (c, s), ts in seen.items() if ts]
+    if not points:
+        raise CcvizError(f"{log.name}: no row with a positive size and time to fit", "log")
+    return sorted(points, key=lambda p: (p.collective, p.size_bytes))
+
+
+def fit_rows(points: Sequence[Point], limit: int = MAX_FIT_ROWS) -> list[Point]:
+    """At most ``limit`` points spread evenly over the sizes (the largest always kept)."""
+    if len(points) <= limit:
+        return list(points)
+    step = (len(points) - 1) / (limit - 1)
+    return [points[round(i * step)] for i in range(limit)]
+
+
+class _Stop(Exception):
+    """Raised inside the residual function when the fit's time runs out or the user stops it."""
+
+
+def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", column: str = "both",
+              time_limit: float = 300.0, stop: threading.Event | None = None,
+              progress: Callable[[int, float], None] | None = None,
+              extra: dict[str, Any] | None = None) -> Calibration:
+    """Fit the fabric's knobs to the log; the best values found are kept if the time limit cuts it short."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    _check_ranks(log, topology)
+    measured = measured_points(log, column)
+    points = [p for p in measured if p.size_bytes >= topology.n_gpus]  # smaller buffers cannot split into chunks
+    if not points:
+        raise CcvizError(f"{log.name}: every size is below {topology.n_gpus} B, too small to split over "
+                         f"{topology.n_gpus} GPUs", "log")
+    fitted_on = fit_rows(points)
+    knobs = knobs_for(topology)
+    if not knobs:
+        raise CcvizError(f"calibrate: {topology.name} has no knob to fit (no link model, no links)", "system")
+    x0 = np.log([k.initial for k in knobs])
+    lo, hi = x0 - math.log(KNOB_RANGE), x0 + math.log(KNOB_RANGE)
+    started = time.monotonic()
+    best: dict[str, Any] = {"cost": math.inf, "x": x0}
+    evaluations = 0
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        nonlocal evaluations
+        if stop is not None and stop.is_set():
+            raise _Stop("stopped")
+        if time.monotonic() - started > time_limit:
+            raise _Stop("time_limit")
+        fabric = apply_knobs(topology, knobs, np.exp(x))
+        r = np.array([math.log(predict_s(fabric, p.collective, p.size_bytes, algorithm, extra) / p.measured_s)
+                      for p in fitted_on])
+        evaluations += 1
+        cost = float(r @ r)
+        if cost < best["cost"]:
+            best.update(cost=cost, x=np.array(x))
+        if progress is not None:
+            progress(evaluations, math.sqrt(cost / len(r)))
+        return r
+
+    stopped = None
+    try:
+        least_squares(residuals, x0, bounds=(lo, hi), diff_step=0.02, x_scale=1.0, max_nfev=40 * (len(knobs) + 1))
+    except _Stop as why:
+        stopped = str(why)
+    values = np.exp(best["x"])
+    fitted = apply_knobs(topology, knobs, values)
+    knob_values = {k.name: float(v) for k, v in zip(knobs, values, strict=True)}
+    report = [Point(p.collective, p.size_bytes, p.measured_s,
+                    predict_s(fitted, p.collective, p.size_bytes, algorithm, extra)) for p in points]
+    calibration = Calibration(fitted, knob_values, report, algorithm, evaluations, stopped)
+    calibration.topology = fitted.with_changes(
+        name=f"{topology.name}_calibrated",
+        description=f"{topology.description} Calibrated on {log.name} ({algorithm}).".strip(),
+        meta={**fitted.meta, "calibration": {"log": log.name, "from": topology.name, "algorithm": algorithm,
+                                             "knobs": knob_values,
+                                             "worst_error_at_64MiB_and_above": calibration.worst_large_error()}})
+    for knob, v in zip(knobs, values, strict=True):
+        if abs(math.log(v / knob.initial)) > math.log(KNOB_RANGE) * 0.99:
+            calibration.notes.append(f"{knob.name} ended at its bound ({v / knob.initial:.3g} x as built): "
+                                     "the model cannot follow this log with that knob alone")
+    if len(points) < len(measured):
+        calibration.notes.append(f"{len(measured) - len(points)} sizes below {topology.n_gpus} B left out: too "
+                                 f"small to split over {topology.n_gpus} GPUs")
+    if len(fitted_on) < len(points):
+        calibration.notes.append(f"fitted on {len(fitted_on)} of the log's {len(points)} sizes (spread evenly); "
+                                 "the error is reported for every size")
+    return calibration
+
+
+def _check_ranks(log: NcclTestsLog, topology: Topology) -> None:
+    for section in log.sections:
+        if section.ranks is not None and section.ranks != topology.n_gpus:
+            raise CcvizError(f"--system: the log ran on {section.ranks} ranks but {topology.name} has "
+                             f"{topology.n_gpus} GPUs; give a system of that size (e.g. ':nodes=N')", "system")
+
+
+def format_points(points: Sequence[Point]) -> str:
+    """The per-size error table the CLI prints."""
+    from ccviz.model.units import format_size, format_time
+
+    lines = [f"{'collective':<14}{'size':>10}{'measured':>12}{'predicted':>12}{'error':>9}"]
+    for p in points:
+        err = "-" if p.error is None else f"{p.error:+.1%}"
+        pred = "-" if p.predicted_s is None else format_time(p.predicted_s)
+        lines.append(f"{p.collective:<14}{format_size(p.size_bytes):>10}{format_time(p.measured_s):>12}"
+                     f"{pred:>12}{err:>9}")
+    return "\n".join(lines)
