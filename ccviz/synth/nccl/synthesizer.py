@@ -21,7 +21,7 @@ from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import DoubleBinaryTree, Ring
 from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
-from ccviz.synth.nccl.options import BUILT, NcclOptions
+from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
 
@@ -74,6 +74,21 @@ def _ring_GBps(topology: Topology, boxes: Boxes, model: LinkModel, channels: int
     peers = sorted(link.bandwidth_GBps for link in topology.out_links.get(first, [])
                    if topology.nodes[link.dst].kind == "gpu")
     return sum(peers[-min(channels, len(peers)):]) * model.efficiency["scaleup"] if peers else 1.0
+
+
+def ring_over_channels(topology: Topology, collective: Collective, name: str) -> Schedule | None:
+    """The classic ring as a runtime runs it on a box of parallel switch planes: over NCCL's channels, every
+    plane carrying its share (None where the GPUs have one plane or the collective is not NCCL's)."""
+    boxes = Boxes.of(topology, tuple(collective.ranks))
+    if len(scaleup_switches(topology, boxes.boxes[0][0])) < 2 or collective.name not in NCCL_COLLECTIVES:
+        return None
+    channels = channel_count(topology, boxes)
+    schedule = _channels(topology, collective, boxes, channels, "ring")
+    schedule.algorithm = name
+    schedule.notes = [f"{name}: {schedule.collective.chunks_per_rank} rings (channels), one chunk per rank each, "
+                      "spread over every NVSwitch plane as NCCL runs them (one chunk per rank would ride one "
+                      "plane); --chunks 2+ lays the textbook ring as given"]
+    return schedule
 
 
 def _refined(topology: Topology, collective: Collective, per_rank: int) -> Collective:
