@@ -102,8 +102,9 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
     n = len(collective.ranks)
     hops = 4 if len(boxes.boxes) > 1 else 2
     steps = 2 * (n - 1) if collective.name == "allreduce" else n
-    while channels > 1 and channels * n * steps * hops > MAX_TRANSFERS:
-        channels -= 1
+    step = boxes.per_box if len(boxes.boxes) > 1 and channels % boxes.per_box == 0 else 1  # keep NICs even
+    while channels > step and channels * n * steps * hops > MAX_TRANSFERS:
+        channels -= step
     refined = _refined(topology, collective, channels)
     layout = ChannelLayout(topology, refined, {c.id: c.index % channels for c in refined.chunks}, channels)
     notes = [f"nccl: {algo} over {channels} channel(s)"]
