@@ -10,8 +10,10 @@ GPU -> rail leaf -> GPU; channel c starts at local GPU c, so the channels cross 
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from math import gcd
 
 from ccviz.model.placement import Layout
@@ -73,7 +75,7 @@ def channel_count(topology: Topology, boxes: Boxes) -> int:
     first = boxes.boxes[0][0]
     switches = scaleup_switches(topology, first)
     if not switches:
-        base = len(direct_strides(boxes.per_box))
+        base = len(direct_cycles(boxes.per_box))
         return max(1, min(MAX_CHANNELS, -(-MIN_CHANNELS // base) * base))
     bws = [bw for _, bw in switches]
     multiple = boxes.per_box if len(boxes.boxes) > 1 else 1
@@ -86,24 +88,57 @@ def channel_count(topology: Topology, boxes: Boxes) -> int:
     return min(c for c in counts if rate(c) >= best * (1 - 1e-9))
 
 
-def direct_strides(n: int) -> list[int]:
-    """Strides s with gcd(s, n) = 1: each walks all n GPUs of a directly connected box as a ring."""
-    return [s for s in range(1, n) if gcd(s, n) == 1] or [1]
+@lru_cache(maxsize=32)
+def direct_cycles(n: int) -> tuple[tuple[int, ...], ...]:
+    """n - 1 Hamiltonian cycles of the complete directed graph on n GPUs that share no link (every GPU's
+    n - 1 out-links each carry one ring, as RCCL's rings cover an MI300X's 7 Infinity Fabric links; such a
+    decomposition exists for every n but 4 and 6, Tillson 1980). Found by a seeded randomized search; where it
+    fails, the rings that stride through the GPUs (strides coprime with n)."""
+    rng = random.Random(0)
+    for _ in range(2000 if 2 < n <= 16 else 0):
+        used: set[tuple[int, int]] = set()
+        cycles: list[tuple[int, ...]] = []
+        for _ in range(n - 1):
+            cycle = _free_cycle(n, used, rng)
+            if cycle is None:
+                break
+            cycles.append(cycle)
+            used |= {(cycle[i], cycle[(i + 1) % n]) for i in range(n)}
+        if len(cycles) == n - 1:
+            return tuple(cycles)
+    return tuple(tuple((s * i) % n for i in range(n)) for s in range(1, n) if gcd(s, n) == 1) or (tuple(range(n)),)
 
 
-def ring_order(boxes: Boxes, channel: int) -> list[int]:
+def _free_cycle(n: int, used: set[tuple[int, int]], rng: random.Random) -> tuple[int, ...] | None:
+    for _ in range(200):
+        path, seen = [0], {0}
+        while len(path) < n:
+            options = [v for v in range(n) if v not in seen and (path[-1], v) not in used]
+            if not options:
+                break
+            path.append(rng.choice(options))
+            seen.add(path[-1])
+        if len(path) == n and (path[-1], 0) not in used:
+            return tuple(path)
+    return None
+
+
+def ring_order(boxes: Boxes, channel: int, direct: bool = False) -> list[int]:
     """Channel ``channel``'s ring: every box walked from local GPU ``channel`` (alternately backward), so each
-    box is left and entered on the same rail; on direct-connected boxes the walk strides through the box."""
+    box is left and entered on the same rail; on direct-connected boxes the walk follows the channel's own
+    link-disjoint cycle (``direct_cycles``)."""
     n = boxes.per_box
-    strides = direct_strides(n)
-    stride = strides[channel % len(strides)]
-    start = channel % n
+    if direct:
+        cycles = direct_cycles(n)
+        cycle = cycles[channel % len(cycles)]
+    else:
+        cycle = tuple(range(n))
+    at = cycle.index(channel % n)
+    walk_local = list(cycle[at:] + cycle[:at])
     order: list[int] = []
     for k, box in enumerate(boxes.boxes):
-        walk = [box[(start + stride * i) % n] for i in range(n)]
-        if k % 2 == 1:  # walked backward: entered on the rail the previous box left from
-            walk = [box[(start - stride - stride * i) % n] for i in range(n)]
-        order.extend(walk)
+        local = walk_local if k % 2 == 0 else walk_local[::-1]  # backward: in where the last box left
+        order.extend(box[i] for i in local)
     return order
 
 

@@ -110,8 +110,9 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
     notes = [f"nccl: {algo} over {channels} channel(s)"]
     if algo == "ring":
         ring = Ring()
+        direct = not scaleup_switches(topology, boxes.boxes[0][0])
         for c in range(channels):
-            ring.lay_direction(layout, ring_order(boxes, c), [ch for ch in refined.chunks if ch.index == c])
+            ring.lay_direction(layout, ring_order(boxes, c, direct), [ch for ch in refined.chunks if ch.index == c])
     else:
         if collective.name not in DoubleBinaryTree.collectives:
             raise CcvizError(f"algo: NCCL's tree runs allreduce only, not {collective.name}", "algo")
