@@ -25,7 +25,9 @@ of 50 GB/s, NCCL's own per-link bandwidths (``src/graph/topo.h``: SM80/SM90/SM10
 of 50 GB/s (Alibaba SimAI's calbusbw.h, CX7_BW 48.5); Infinity Fabric 0.80 (no published constant: an
 assumption, fit it with ``ccviz calibrate``). The NVLS engine's sum rate (``reduce_GBps`` of each reducing
 NVSwitch) is NCCL's NVLS model: a GPU's sustained NVLink rate x n/(n+1) (NVLS moves M/n more than M each
-way) x 5/6 (NCCL's NVLS algorithm-bandwidth ratio, ``tuning.cc``), shared over the switches by their links.
+way) x 5/6 (NCCL's NVLS algorithm-bandwidth ratio, ``tuning.cc``), shared over the switches by their links;
+on NVL72, whose chips add 72 contributions per sum, a chip rate fitted to one published measurement
+(``NVL72_CHIP_INPUT_GBPS``).
 """
 
 from __future__ import annotations
@@ -75,8 +77,18 @@ def hardware_model(spec: SystemSpec) -> LinkModel:
                      source=f"{spec.title} spec sheet + NCCL tuner constants (see ccviz.builders.presets)")
 
 
+# The NVLink 5 switch chip of a 72-GPU NVL72 domain sums fewer bytes than NCCL's box model gives: its engine
+# adds 72 contributions per output. Fitted once, as the engine's rate of *contributions* summed per chip, to
+# CoreWeave's GB200 NVL72 nccl-tests AllReduce at 8 GiB (846.82 GB/s busbw, 72 GPUs, NCCL 2.26.2; row in
+# ccviz/data/measured_nccl.csv): 846.82 / (2 x 71 / 72) GB/s of sums x 72 contributions / 18 chips.
+NVL72_CHIP_INPUT_GBPS = 846.82 / (2 * 71 / 72) * 72 / 18
+
+
 def nvls_engine_GBps(spec: SystemSpec, links: int) -> float:
-    """One NVSwitch's sum rate under NCCL's NVLS model, its share (``links`` of a GPU's) of the box's."""
+    """One NVSwitch's sum rate under NCCL's NVLS model, its share (``links`` of a GPU's) of the box's (NVL72:
+    the fitted chip rate over its 72 contributions per sum)."""
+    if spec.name == "nvl72":
+        return NVL72_CHIP_INPUT_GBPS / spec.gpus
     per_gpu = sum(spec.links_per_switch) * spec.link_GBps * spec.efficiency
     return per_gpu * spec.gpus / (spec.gpus + 1) * NVLS_RATIO * links / sum(spec.links_per_switch)
 

@@ -68,7 +68,9 @@ def on_declared_hardware(schedule: Schedule) -> tuple[Schedule, float]:
     transfers = list(schedule.transfers)
     if schedule.is_timed:
         transfers = link_model.untimed(transfers)
-    effective = link_model.effective_topology(schedule.topology, protocol)
+    channels = (schedule.options or {}).get("channels")
+    effective = link_model.effective_topology(schedule.topology, protocol, channels if isinstance(channels, int)
+                                              and not isinstance(channels, bool) and channels > 0 else None)
     algorithm = str((schedule.options or {}).get("nccl_algo") or "ring")
     judged = dataclasses.replace(schedule, topology=effective, transfers=transfers, release="asap")
     return judged, model.operation_latency_s(algorithm, protocol)

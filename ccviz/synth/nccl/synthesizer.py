@@ -119,8 +119,8 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
         notes += DoubleBinaryTree().plan(layout, topology, refined) or []
     transfers = layout.transfers()
     rounds, labels = layout.numbered_rounds()
-    return Schedule(topology, refined, transfers, "nccl", status="heuristic", notes=notes, rounds=rounds,
-                    round_labels=labels)
+    return Schedule(topology, refined, transfers, "nccl", {"channels": channels}, status="heuristic", notes=notes,
+                    rounds=rounds, round_labels=labels)
 
 
 def _in_network(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
