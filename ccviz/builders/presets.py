@@ -26,8 +26,7 @@ of 50 GB/s (Alibaba SimAI's calbusbw.h, CX7_BW 48.5); Infinity Fabric 0.80 (no p
 assumption, fit it with ``ccviz calibrate``). The NVLS engine's sum rate (``reduce_GBps`` of each reducing
 NVSwitch) is NCCL's NVLS model: a GPU's sustained NVLink rate x n/(n+1) (NVLS moves M/n more than M each
 way) x 5/6 (NCCL's NVLS algorithm-bandwidth ratio, ``tuning.cc``), shared over the switches by their links;
-on NVL72, whose chips add 72 contributions per sum, a chip rate fitted to one published measurement
-(``NVL72_CHIP_INPUT_GBPS``).
+on NVLink 5 a share fitted to one published NVL72 measurement (``NVLS_SHARE``).
 """
 
 from __future__ import annotations
@@ -77,20 +76,20 @@ def hardware_model(spec: SystemSpec) -> LinkModel:
                      source=f"{spec.title} spec sheet + NCCL tuner constants (see ccviz.builders.presets)")
 
 
-# The NVLink 5 switch chip of a 72-GPU NVL72 domain sums fewer bytes than NCCL's box model gives: its engine
-# adds 72 contributions per output. Fitted once, as the engine's rate of *contributions* summed per chip, to
-# CoreWeave's GB200 NVL72 nccl-tests AllReduce at 8 GiB (846.82 GB/s busbw, 72 GPUs, NCCL 2.26.2; row in
-# ccviz/data/measured_nccl.csv): 846.82 / (2 x 71 / 72) GB/s of sums x 72 contributions / 18 chips.
-NVL72_CHIP_INPUT_GBPS = 846.82 / (2 * 71 / 72) * 72 / 18
+# NVLS's rate of sums (GB/s of AllReduce result per GPU) as a share of a GPU's sustained NVLink rate.
+# NVLink 4 boxes: NCCL's NVLS model, n/(n+1) (NVLS moves M/n more than M each way) x 5/6 (tuning.cc) for n = 8.
+# NVLink 5 (GB200 NVL72, HGX B200): fitted once to CoreWeave's GB200 NVL72 nccl-tests AllReduce at 8 GiB
+# (846.82 GB/s busbw on 72 GPUs, NCCL 2.26.2, a row of ccviz/data/measured_nccl.csv); the same rate then
+# predicts the 4-GPU rows of that table (647 GB/s busbw at 1 GiB) and is used unfitted for HGX B200.
+NVLS_SHARE = {"nvlink4": 8 / 9 * NVLS_RATIO, "nvlink5": 846.82 / (2 * 71 / 72) / (18 * 40.1)}
 
 
 def nvls_engine_GBps(spec: SystemSpec, links: int) -> float:
-    """One NVSwitch's sum rate under NCCL's NVLS model, its share (``links`` of a GPU's) of the box's (NVL72:
-    the fitted chip rate over its 72 contributions per sum)."""
-    if spec.name == "nvl72":
-        return NVL72_CHIP_INPUT_GBPS / spec.gpus
+    """One NVSwitch's sum rate: the box's NVLS rate (``NVLS_SHARE`` of a GPU's sustained NVLink rate) shared
+    over the switches by their links."""
     per_gpu = sum(spec.links_per_switch) * spec.link_GBps * spec.efficiency
-    return per_gpu * spec.gpus / (spec.gpus + 1) * NVLS_RATIO * links / sum(spec.links_per_switch)
+    share = NVLS_SHARE["nvlink5" if spec.link_GBps >= 50 else "nvlink4"]
+    return per_gpu * share * links / sum(spec.links_per_switch)
 
 
 def system(spec: SystemSpec, nodes: int, nic: str, model: str, link_GBps: float | None = None,
@@ -174,10 +173,16 @@ def hgxb200(nodes: int = 1, nic: str = "ndr", model: str = "hardware") -> Topolo
 
 
 @builder("nvl72")
-def nvl72(nodes: int | None = None, racks: int | None = None, nic: str = "ndr", model: str = "hardware",
-          nvlink_bw: float = 50.0, nic_bw: float | None = None, reduce: bool = True) -> Topology:
-    """NVIDIA GB200 NVL72: 72 GPUs on 18 NVSwitch chips with NVLS (18 NVLink 5 x 50 GB/s); nodes=N (alias racks)."""
-    return system(SPECS["nvl72"], _nodes(nodes, racks), nic, model, nvlink_bw, nic_bw, reduce, reduce)
+def nvl72(nodes: int | None = None, racks: int | None = None, gpus: int = 72, nic: str = "ndr",
+          model: str = "hardware", nvlink_bw: float = 50.0, nic_bw: float | None = None, reduce: bool = True
+          ) -> Topology:
+    """NVIDIA GB200 NVL72: 72 GPUs on 18 NVSwitch chips with NVLS (18 NVLink 5 x 50 GB/s); nodes=N (alias racks).
+
+    gpus=G uses G of a domain's GPUs (a job on one compute tray: gpus=4), every one on all 18 chips.
+    """
+    require(2 <= gpus <= 72, "gpus", f"an NVL72 domain has 2 to 72 GPUs in use, got {gpus}")
+    spec = SPECS["nvl72"] if gpus == 72 else replace(SPECS["nvl72"], gpus=gpus, rails=min(4, gpus))
+    return system(spec, _nodes(nodes, racks), nic, model, nvlink_bw, nic_bw, reduce, reduce)
 
 
 @builder("mi300x")
