@@ -151,13 +151,18 @@ def dgxa100(nodes: int = 1, nic: str = "hdr", model: str = "hardware") -> Topolo
 
 @builder("dgxh100")
 def dgxh100(nodes: int | None = None, boxes: int | None = None, nic: str = "ndr", model: str = "hardware",
-            nvlink_bw: float = 25.0, nic_bw: float | None = None, reduce: bool = True, sharp: bool = True) -> Topology:
+            nvlink_bw: float = 25.0, nic_bw: float | None = None, reduce: bool = True, sharp: bool | None = None
+            ) -> Topology:
     """NVIDIA DGX H100: 8 H100 on 4 NVSwitches with NVLS (18 NVLink 4 x 25 GB/s); nodes=N (alias boxes) on rails.
 
-    nvlink_bw is per NVLink link; reduce=false removes the NVSwitches' reduction engines, sharp=false the
-    rail leaves' (SHARP); model=alphabeta judges it with the textbook rule instead of the hardware model.
+    nvlink_bw is per NVLink link; reduce=false removes the NVSwitches' reduction engines; sharp=true gives the
+    rail leaves SHARP reduction engines (default: with boxes=N, as this builder always had; with nodes=N, not,
+    as most InfiniBand clusters run NCCL without its SHARP plugin); model=alphabeta judges it with the textbook
+    rule instead of the hardware model.
     """
-    return system(SPECS["dgxh100"], _nodes(nodes, boxes), nic, model, nvlink_bw, nic_bw, reduce, sharp and reduce)
+    leaves_reduce = (boxes is not None) if sharp is None else sharp
+    return system(SPECS["dgxh100"], _nodes(nodes, boxes), nic, model, nvlink_bw, nic_bw, reduce,
+                  leaves_reduce and reduce)
 
 
 @builder("hgxh200")

@@ -7,16 +7,19 @@ fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built a
   links, crossing boxes rail by rail; the data split evenly over the channels;
 * ``tree``: NCCL's double binary tree (the textbook ``dbt`` laid over the channels' chunks);
 * ``nvls``: NVLink SHARP inside one box (GPUs combine in the reducing NVSwitches, which multicast the sums);
-* ``collnet``: the same with the rail leaves reducing across boxes (SHARP), where the fabric's leaves reduce.
+  across boxes only where the rail leaves reduce too (NCCL enables NVLS across nodes with CollNet/SHARP);
+* ``collnet``: the same schedule forced (NVLS in the box, SHARP at the rail leaves).
 
 NVLSTree and PAT are in NCCL's menu but not built here: forcing them is one clear error.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective, make_collective
-from ccviz.model.link_model import LinkModel, declared
+from ccviz.model.link_model import LinkModel, declared, effective_topology
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import DoubleBinaryTree, Ring
@@ -25,7 +28,7 @@ from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
 
-MAX_TRANSFERS = 400_000  # channels are cut down (never below one per switch plane) to stay under this
+MAX_TRANSFERS = 600_000  # channels are cut down (never below one per switch plane) to stay under this
 
 
 def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
@@ -43,7 +46,8 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
         raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
     if forced == "collnet":
         if not fabric.sharp:
-            raise CcvizError("algo: collnet needs rail leaves that reduce (SHARP), e.g. dgxh100:nodes=2", "algo")
+            raise CcvizError("algo: collnet needs rail leaves that reduce (SHARP), e.g. dgxh100:nodes=2,sharp=true",
+                             "algo")
         pick = Estimate("collnet", "simple", 0.0, 0.0, 0.0)
     else:
         pick = choose(menu, forced, settings.proto)
@@ -128,6 +132,9 @@ def _in_network(topology: Topology, collective: Collective, options: SynthOption
     from ccviz.synth.inc import synthesize_inc
 
     plain = SynthOptions(time_limit=options.time_limit, stop=options.stop, progress=options.progress)
-    schedule = synthesize_inc(topology, collective, plain)
-    schedule.algorithm = "nccl"
+    hardware = declared(topology) is not None
+    planned = synthesize_inc(effective_topology(topology, "simple") if hardware else topology, collective, plain)
+    schedule = dataclasses.replace(planned, topology=topology, algorithm="nccl")
+    if hardware:  # timed on the fabric the judge uses: it verifies these times as they stand
+        schedule.options["planned_on"] = "hardware"
     return schedule

@@ -90,8 +90,12 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkMod
             latency = model.base_us["tree"][proto] + 2 * ((n // nodes - 1) * intra
                                                          + math.log2(nodes) * TREE_HW_US["net"][proto])
             out.append(_estimate("tree", proto, latency, bus * 0.5, size_bytes))
-    if fabric.nvls_GBps and nodes == 1 and collective in ("allreduce", "allgather", "reducescatter"):
-        out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"], fabric.nvls_GBps, size_bytes))
+    if fabric.nvls_GBps and collective in ("allreduce", "allgather", "reducescatter"):
+        if nodes == 1:
+            out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"], fabric.nvls_GBps, size_bytes))
+        elif fabric.sharp:  # NVLS with CollNet: NCCL enables NVLS across boxes only where the network reduces
+            algbw = min(fabric.nvls_GBps, (n // nodes) * (fabric.net_GBps or 0))
+            out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"] + NVLS_HW_US["net"], algbw, size_bytes))
     return out
 
 
