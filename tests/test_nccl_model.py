@@ -41,6 +41,13 @@ def test_busbw_is_within_the_issues_tolerance_of_the_measurement(spec, size, ext
     assert result.summary()["busbw_GBps"] == pytest.approx(measured, rel=tolerance)
 
 
+def test_two_boxes_over_infiniband_run_nvlstree() -> None:
+    # 2 x 8 H100 over NDR InfiniBand, NCCL's default at 8 GiB: 440.6 GB/s busbw (issue 39's table, CoreWeave)
+    result = nccl("dgxh100:nodes=2", 8 * GIB)
+    assert result.schedule.options["nccl_algo"] == "nvlstree" and result.timeline.verified
+    assert result.summary()["busbw_GBps"] == pytest.approx(440.6, rel=0.10)
+
+
 def test_small_sizes_take_the_microseconds_the_hardware_takes() -> None:
     result = nccl("dgxh100", 8 * KIB)
     assert 27e-6 / 2 <= result.finish_time_s <= 27e-6 * 2  # 0.53 GB/s busbw at 8 KiB = 27 us

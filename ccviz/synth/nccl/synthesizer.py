@@ -24,6 +24,7 @@ from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import DoubleBinaryTree, Ring
 from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
+from ccviz.synth.nccl.nvlstree import nvls_tree
 from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
@@ -57,6 +58,8 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
                          f"{', '.join(sorted({e.algo + '/' + e.proto for e in menu}))}", "algo")
     if pick.algo in ("nvls", "collnet"):
         schedule = _in_network(topology, collective, options)
+    elif pick.algo == "nvlstree":
+        schedule = nvls_tree(topology, collective, model, options)
     else:
         schedule = _channels(topology, collective, boxes, channels, pick.algo)
     schedule.options.update(protocol=pick.proto, nccl_algo=pick.algo)
