@@ -18,5 +18,5 @@ class NcclOptions(AlgorithmOptions):
 
     algo: str | None = option(None, "NCCL's algorithm (auto: its tuner's choice for the size)", choices=ALGOS)
     proto: str | None = option(None, "NCCL's protocol (auto: its tuner's choice)", choices=PROTOS)
-    channels: int | None = option(None, "rings (channels) to run (auto: one per parallel scale-up link)",
+    channels: int | None = option(None, "rings (channels) to run (auto: 16-32, spread over the switch planes and NICs)",
                                   minimum=1, maximum=32)

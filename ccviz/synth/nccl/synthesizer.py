@@ -10,7 +10,9 @@ fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built a
   across boxes only where the rail leaves reduce too (NCCL enables NVLS across nodes with CollNet/SHARP);
 * ``collnet``: the same schedule forced (NVLS in the box, SHARP at the rail leaves).
 
-NVLSTree and PAT are in NCCL's menu but not built here: forcing them is one clear error.
+* ``nvlstree``: NVLS in each of two boxes, their rail GPUs exchanging box partials (``nvlstree.py``).
+
+PAT, and NVLSTree or tree over more than two boxes, are not built here: forcing PAT is one clear error.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import dataclasses
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective, make_collective
 from ccviz.model.link_model import LinkModel, declared, effective_topology
+from ccviz.model.routing import ring_order as routing_ring_order
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import DoubleBinaryTree, Ring
@@ -29,6 +32,7 @@ from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
 
+ROOTED_PIECES = 8  # Broadcast / Reduce: pieces per channel, so a chain of n GPUs pipelines
 MAX_TRANSFERS = 600_000  # channels are cut down (never below one per switch plane) to stay under this
 
 
@@ -112,14 +116,21 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
     step = boxes.per_box if len(boxes.boxes) > 1 and channels % boxes.per_box == 0 else 1  # keep NICs even
     while channels > step and channels * n * steps * hops > MAX_TRANSFERS:
         channels -= step
-    refined = _refined(topology, collective, channels)
+    rooted = collective.name in ("broadcast", "reduce")  # a chain per channel: its data pipelined in pieces
+    pieces = ROOTED_PIECES if rooted and channels * ROOTED_PIECES * n * hops <= MAX_TRANSFERS else 1
+    refined = _refined(topology, collective, channels * pieces)
     layout = ChannelLayout(topology, refined, {c.id: c.index % channels for c in refined.chunks}, channels)
-    notes = [f"nccl: {algo} over {channels} channel(s)"]
+    notes = [f"nccl: {algo} over {channels} channel(s)" + (f", {pieces} pieces each" if pieces > 1 else "")]
     if algo == "ring":
         ring = Ring()
-        direct = not scaleup_switches(topology, boxes.boxes[0][0])
+        first = boxes.boxes[0][0]
+        direct = not scaleup_switches(topology, first)
+        complete = all((first, g) in topology.links for g in boxes.boxes[0] if g != first)
+        physical = None if not direct or complete else routing_ring_order(topology, refined.chunk_bytes,
+                                                                          group=list(refined.ranks))[0]
         for c in range(channels):
-            ring.lay_direction(layout, ring_order(boxes, c, direct), [ch for ch in refined.chunks if ch.index == c])
+            order = physical or ring_order(boxes, c, direct)
+            ring.lay_direction(layout, order, [ch for ch in refined.chunks if ch.index % channels == c])
     else:
         if collective.name not in DoubleBinaryTree.collectives:
             raise CcvizError(f"algo: NCCL's tree runs allreduce only, not {collective.name}", "algo")
