@@ -124,3 +124,10 @@ def test_mi300x_rccl_at_8_mib() -> None:
 def test_every_preset_runs_nccl_and_verifies(spec: str) -> None:
     result = nccl(spec, 64 * MIB)
     assert result.timeline.verified and result.summary()["link_model"] == "hardware"
+
+
+def test_the_app_can_draw_every_nccl_option() -> None:
+    # the app draws a choice as a selectbox starting on the default, which must be one of the choices
+    from ccviz.synth.nccl.options import NcclOptions
+
+    assert all(spec.default in spec.choices for spec in NcclOptions.specs() if spec.choices)

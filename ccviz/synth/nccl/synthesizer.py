@@ -39,6 +39,7 @@ MAX_TRANSFERS = 600_000  # channels are cut down (never below one per switch pla
 def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """NCCL's choice for ``collective`` on ``topology``, built and named (see the module docstring)."""
     settings = options.settings(NcclOptions)
+    forced, proto = (None if v == "auto" else v for v in (settings.algo, settings.proto))
     model = declared(topology) or LinkModel(name="nccl-constants")
     ranks = tuple(collective.ranks)
     boxes = Boxes.of(topology, ranks)
@@ -46,7 +47,6 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
     fabric = read_fabric(topology, ranks, list(boxes.boxes), channels, model, _ring_GBps(topology, boxes, model,
                                                                                          channels))
     menu = estimates(fabric, collective.name, collective.size_bytes, model)
-    forced = settings.algo
     if forced is not None and forced not in BUILT:
         raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
     if forced == "collnet":
@@ -55,9 +55,9 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
                              "algo")
         pick = Estimate("collnet", "simple", 0.0, 0.0, 0.0)
     else:
-        pick = choose(menu, forced, settings.proto)
+        pick = choose(menu, forced, proto)
     if pick is None:
-        raise CcvizError(f"algo: NCCL has no {forced or 'algorithm'}{'/' + settings.proto if settings.proto else ''} "
+        raise CcvizError(f"algo: NCCL has no {forced or 'algorithm'}{'/' + proto if proto else ''} "
                          f"for {collective.name} on {topology.name}; it offers "
                          f"{', '.join(sorted({e.algo + '/' + e.proto for e in menu}))}", "algo")
     if pick.algo in ("nvls", "collnet"):
@@ -68,7 +68,7 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
         schedule = _channels(topology, collective, boxes, channels, pick.algo)
     schedule.options.update(protocol=pick.proto, nccl_algo=pick.algo)
     ranked = sorted(menu, key=lambda e: e.time_s)
-    why = "forced" if forced or settings.proto else "NCCL's tuner picks the fastest estimate"
+    why = "forced" if forced or proto else "NCCL's tuner picks the fastest estimate"
     schedule.notes.insert(0, f"nccl: {pick.algo}/{pick.proto} ({why}); "
                              + "; ".join(e.text() for e in ranked[:4]))
     schedule.estimated_finish_s = (pick.time_s + model.launch_us * 1e-6) if pick.time_s else None
