@@ -103,7 +103,7 @@ class LinkModel:
 
     def describe(self) -> str:
         e = self.efficiency
-        return (f"{self.name}: links at {e['scaleup']:.3g} (scale-up) / {e['net']:.3g} (network) of their rate, "
+        return (f"{self.name} link model: links at {e['scaleup']:.3g} (scale-up) / {e['net']:.3g} (network) of their rate, "
                 f"cut-through switches, protocol LL/LL128/Simple, per-op latency {self.launch_us:g} us + base")
 
 

@@ -111,7 +111,7 @@ def _refined(topology: Topology, collective: Collective, per_rank: int) -> Colle
 def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels: int, algo: str) -> Schedule:
     """Ring or tree over ``channels`` channels: chunk index c of every rank travels on channel c."""
     n = len(collective.ranks)
-    hops = 4 if len(boxes.boxes) > 1 else 2
+    hops = 2  # every ring hop crosses one switch (NVSwitch plane or rail leaf): two transfers
     steps = 2 * (n - 1) if collective.name == "allreduce" else n
     step = boxes.per_box if len(boxes.boxes) > 1 and channels % boxes.per_box == 0 else 1  # keep NICs even
     while channels > step and channels * n * steps * hops > MAX_TRANSFERS:
