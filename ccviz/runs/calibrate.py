@@ -41,6 +41,7 @@ MAX_FIT_ROWS = 16  # rows simulated per evaluation (spread over the sizes); ever
 COLUMNS = ("both", "out-of-place", "in-place")
 LINK_MODEL_KEY = "link_model"
 KNOB_RANGE = 100.0  # a knob moves at most this factor either way from where the fabric had it
+RATE_KNOBS = ("efficiency.", "bw_factor", "reduce_factor")  # fitted first, on the large sizes
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
 
     _check_ranks(log, topology)
     measured = measured_points(log, column)
-    points = [p for p in measured if _splits(topology, p, algorithm, extra)]
+    points = [p for p in measured if p.size_bytes >= MiB or _splits(topology, p, algorithm, extra)]
     if not points:
         raise CcvizError(f"{log.name}: every size is too small to split into {algorithm}'s chunks on "
                          f"{topology.n_gpus} GPUs", "log")
@@ -241,34 +242,56 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
     knobs = knobs_for(topology)
     if not knobs:
         raise CcvizError(f"calibrate: {topology.name} has no knob to fit (no link model, no links)", "system")
-    x0 = np.log([k.initial for k in knobs])
+    x = np.log([k.initial for k in knobs])
     lo, hi = np.log([k.bounds[0] for k in knobs]), np.log([k.bounds[1] for k in knobs])
     started = time.monotonic()
-    best: dict[str, Any] = {"cost": math.inf, "x": x0}
+    best: dict[str, Any] = {"cost": math.inf, "x": x}
     evaluations = 0
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        nonlocal evaluations
-        if stop is not None and stop.is_set():
-            raise _Stop("stopped")
-        if time.monotonic() - started > time_limit:
-            raise _Stop("time_limit")
-        fabric = apply_knobs(topology, knobs, np.exp(x))
-        r = np.array([math.log(predict_s(fabric, p.collective, p.size_bytes, algorithm, extra) / p.measured_s)
-                      for p in fitted_on])
-        evaluations += 1
-        cost = float(r @ r)
-        if cost < best["cost"]:
-            best.update(cost=cost, x=np.array(x))
-        if progress is not None:
-            progress(evaluations, math.sqrt(cost / len(r)))
-        return r
+    def fit(which: list[int], rows: list[Point], x: np.ndarray) -> np.ndarray:
+        """Least squares over the knobs ``which`` on ``rows``, the others held at ``x``."""
+        def residuals(sub: np.ndarray) -> np.ndarray:
+            nonlocal evaluations
+            if stop is not None and stop.is_set():
+                raise _Stop("stopped")
+            if time.monotonic() - started > time_limit:
+                raise _Stop("time_limit")
+            full = x.copy()
+            full[which] = sub
+            fabric = apply_knobs(topology, knobs, np.exp(full))
+            r = np.array([math.log(predict_s(fabric, p.collective, p.size_bytes, algorithm, extra) / p.measured_s)
+                          for p in rows])
+            evaluations += 1
+            cost = float(r @ r)
+            if rows is fitted_on and cost < best["cost"]:
+                best.update(cost=cost, x=full)
+            if progress is not None:
+                progress(evaluations, math.sqrt(cost / len(r)))
+            return r
+        if not which or not rows:
+            return x
+        result = least_squares(residuals, x[which], bounds=(lo[which], hi[which]), diff_step=0.05,
+                               max_nfev=12 * (len(which) + 1))
+        out = x.copy()
+        out[which] = result.x
+        return out
 
+    # Stages: the rates on the large sizes (where bandwidth decides), then the latencies on the small ones,
+    # then everything on the spread of sizes; each stage starts where the one before ended.
+    rates = [i for i, k in enumerate(knobs) if k.name.startswith(RATE_KNOBS)]
+    latencies = [i for i in range(len(knobs)) if i not in rates]
+    large = [p for p in points if p.size_bytes >= LARGE_BYTES] or points[-max(1, len(points) // 3):]
+    small = [p for p in points if p.size_bytes <= MiB] or points[:max(1, len(points) // 3)]
     stopped = None
     try:
-        least_squares(residuals, x0, bounds=(lo, hi), diff_step=0.02, x_scale=1.0, max_nfev=40 * (len(knobs) + 1))
+        x = fit(rates, fit_rows(large, MAX_FIT_ROWS // 2), x)
+        x = fit(latencies, fit_rows(small, MAX_FIT_ROWS // 2), x)
+        best.update(cost=math.inf, x=x)
+        fit(list(range(len(knobs))), fitted_on, x)
     except _Stop as why:
         stopped = str(why)
+        if not math.isfinite(best["cost"]):
+            best["x"] = x
     values = np.exp(best["x"])
     fitted = apply_knobs(topology, knobs, values)
     knob_values = {k.name: float(v) for k, v in zip(knobs, values, strict=True)}
