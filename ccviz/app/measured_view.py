@@ -57,12 +57,15 @@ def measured_section() -> None:
         return
     table = measured.error_table(comps)
     st.subheader("Error per machine and size class")
-    st.dataframe(pd.DataFrame([{
-        "machine": e.label, "size class": e.size_class, "rows": e.rows, "predicted": e.predicted,
-        "median error": measured.format_error(e.size_class, e.median_error),
-        "worst error": measured.format_error(e.size_class, e.worst_error),
-        "within tolerance": f"{e.within}/{e.predicted}" if e.tolerance else "", "tolerance": e.tolerance}
-        for e in table]), hide_index=True, width="stretch")
+    if any(e.predicted for e in table):
+        st.dataframe(pd.DataFrame([{
+            "machine": e.label, "size class": e.size_class, "rows": e.rows, "predicted": e.predicted,
+            "median error": measured.format_error(e.size_class, e.median_error),
+            "worst error": measured.format_error(e.size_class, e.worst_error),
+            "within tolerance": f"{e.within}/{e.predicted}" if e.tolerance else "", "tolerance": e.tolerance}
+            for e in table]), hide_index=True, width="stretch")
+    else:
+        st.info("Press **Predict** to simulate these rows: the error table and ccviz's dashed lines appear here.")
     collectives = list(dict.fromkeys(c.row.collective for c in comps))
     collective = st.radio("plot", collectives, horizontal=True, key="measured_plot_collective")
     st.plotly_chart(measured_figure(comps, collective), width="stretch", key="measured_plot")
