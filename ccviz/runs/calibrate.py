@@ -37,7 +37,7 @@ from ccviz.synth.registry import SynthOptions, synthesize
 
 MiB = 1 << 20
 LARGE_BYTES = 64 * MiB  # the acceptance line: at and above this size the fit must hold within 5 %
-MAX_FIT_ROWS = 16  # rows simulated per evaluation (spread over the sizes); every row is reported after
+MAX_FIT_ROWS = 12  # rows simulated per evaluation (spread over the sizes); every row is reported after
 COLUMNS = ("both", "out-of-place", "in-place")
 LINK_MODEL_KEY = "link_model"
 KNOB_RANGE = 100.0  # a knob moves at most this factor either way from where the fabric had it
@@ -246,6 +246,7 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
     lo, hi = np.log([k.bounds[0] for k in knobs]), np.log([k.bounds[1] for k in knobs])
     started = time.monotonic()
     best: dict[str, Any] = {"cost": math.inf, "x": x}
+    stage: dict[str, Any] = {"cost": math.inf, "x": x}  # the best point of the stage running (kept if cut short)
     evaluations = 0
 
     def fit(which: list[int], rows: list[Point], x: np.ndarray) -> np.ndarray:
@@ -265,11 +266,14 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
             cost = float(r @ r)
             if rows is fitted_on and cost < best["cost"]:
                 best.update(cost=cost, x=full)
+            if cost < stage["cost"]:
+                stage.update(cost=cost, x=full)
             if progress is not None:
                 progress(evaluations, math.sqrt(cost / len(r)))
             return r
         if not which or not rows:
             return x
+        stage.update(cost=math.inf, x=x)
         result = least_squares(residuals, x[which], bounds=(lo[which], hi[which]), diff_step=0.05,
                                max_nfev=12 * (len(which) + 1))
         out = x.copy()
@@ -284,14 +288,14 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
     small = [p for p in points if p.size_bytes <= MiB] or points[:max(1, len(points) // 3)]
     stopped = None
     try:
-        x = fit(rates, fit_rows(large, MAX_FIT_ROWS // 2), x)
-        x = fit(latencies, fit_rows(small, MAX_FIT_ROWS // 2), x)
+        x = fit(rates, fit_rows(large, MAX_FIT_ROWS // 4), x)
+        x = fit(latencies, fit_rows(small, MAX_FIT_ROWS // 4), x)
         best.update(cost=math.inf, x=x)
         fit(list(range(len(knobs))), fitted_on, x)
     except _Stop as why:
         stopped = str(why)
-        if not math.isfinite(best["cost"]):
-            best["x"] = x
+        if not math.isfinite(best["cost"]):  # cut short before the last stage: keep the stage's best point
+            best["x"] = stage["x"]
     values = np.exp(best["x"])
     fitted = apply_knobs(topology, knobs, values)
     knob_values = {k.name: float(v) for k, v in zip(knobs, values, strict=True)}
