@@ -112,3 +112,17 @@ def test_cli_writes_the_fitted_fabric_and_refuses_a_system_of_the_wrong_size(tmp
     capsys.readouterr()
     assert main(["calibrate", str(LOGS / "a3mega_h100_2x8_all_reduce.log"), "--system", "ring:n=4"]) == 2
     assert "16 ranks" in capsys.readouterr().err
+
+
+def test_a_fit_stopped_early_keeps_the_best_point_it_had():
+    import threading
+
+    fabric = load_topology("ring:n=4")
+    truth = cal.apply_knobs(fabric, cal.knobs_for(fabric), [0.5, 1.0])
+    log = parse_log(_synthetic_log(truth), "synthetic.log")
+    stop = threading.Event()
+    result = cal.calibrate(log, fabric, algorithm="ring", stop=stop,
+                           progress=lambda i, rms: stop.set() if i >= 6 else None)
+    assert result.stopped == "stopped"
+    factor = result.knobs["bw_factor[50 GB/s, 0.5 us]"]
+    assert abs(factor - 0.5) < abs(1.0 - 0.5)  # moved toward the truth, not left as built
