@@ -25,7 +25,8 @@ of 50 GB/s, NCCL's own per-link bandwidths (``src/graph/topo.h``: SM80/SM90/SM10
 of 50 GB/s (Alibaba SimAI's calbusbw.h, CX7_BW 48.5); Infinity Fabric 0.80 (no published constant: an
 assumption, fit it with ``ccviz calibrate``). The NVLS engine's sum rate (``reduce_GBps`` of each reducing
 NVSwitch) is NCCL's NVLS model: a GPU's sustained NVLink rate x n/(n+1) (NVLS moves M/n more than M each
-way) x 5/6 (NCCL's NVLS algorithm-bandwidth ratio, ``tuning.cc``), shared over the switches by their links.
+way) x 5/6 (NCCL's NVLS algorithm-bandwidth ratio, ``tuning.cc``), shared over the switches by their links;
+on NVLink 5 a share fitted to one published NVL72 measurement (``NVLS_SHARE``).
 """
 
 from __future__ import annotations
@@ -75,10 +76,20 @@ def hardware_model(spec: SystemSpec) -> LinkModel:
                      source=f"{spec.title} spec sheet + NCCL tuner constants (see ccviz.builders.presets)")
 
 
+# NVLS's rate of sums (GB/s of AllReduce result per GPU) as a share of a GPU's sustained NVLink rate.
+# NVLink 4 boxes: NCCL's NVLS model, n/(n+1) (NVLS moves M/n more than M each way) x 5/6 (tuning.cc) for n = 8.
+# NVLink 5 (GB200 NVL72, HGX B200): fitted once to CoreWeave's GB200 NVL72 nccl-tests AllReduce at 8 GiB
+# (846.82 GB/s busbw on 72 GPUs, NCCL 2.26.2, a row of ccviz/data/measured_nccl.csv); the same rate then
+# predicts the 4-GPU rows of that table (647 GB/s busbw at 1 GiB) and is used unfitted for HGX B200.
+NVLS_SHARE = {"nvlink4": 8 / 9 * NVLS_RATIO, "nvlink5": 846.82 / (2 * 71 / 72) / (18 * 40.1)}
+
+
 def nvls_engine_GBps(spec: SystemSpec, links: int) -> float:
-    """One NVSwitch's sum rate under NCCL's NVLS model, its share (``links`` of a GPU's) of the box's."""
+    """One NVSwitch's sum rate: the box's NVLS rate (``NVLS_SHARE`` of a GPU's sustained NVLink rate) shared
+    over the switches by their links."""
     per_gpu = sum(spec.links_per_switch) * spec.link_GBps * spec.efficiency
-    return per_gpu * spec.gpus / (spec.gpus + 1) * NVLS_RATIO * links / sum(spec.links_per_switch)
+    share = NVLS_SHARE["nvlink5" if spec.link_GBps >= 50 else "nvlink4"]
+    return per_gpu * share * links / sum(spec.links_per_switch)
 
 
 def system(spec: SystemSpec, nodes: int, nic: str, model: str, link_GBps: float | None = None,
@@ -129,7 +140,7 @@ def system(spec: SystemSpec, nodes: int, nic: str, model: str, link_GBps: float 
 
 def _nodes(nodes: int | None, boxes: int | None) -> int:
     require(nodes is None or boxes is None or nodes == boxes, "nodes", "give nodes (or its alias boxes), not both")
-    return nodes or boxes or 1
+    return nodes if nodes is not None else boxes if boxes is not None else 1
 
 
 @builder("dgxa100")
@@ -140,13 +151,18 @@ def dgxa100(nodes: int = 1, nic: str = "hdr", model: str = "hardware") -> Topolo
 
 @builder("dgxh100")
 def dgxh100(nodes: int | None = None, boxes: int | None = None, nic: str = "ndr", model: str = "hardware",
-            nvlink_bw: float = 25.0, nic_bw: float | None = None, reduce: bool = True, sharp: bool = True) -> Topology:
+            nvlink_bw: float = 25.0, nic_bw: float | None = None, reduce: bool = True, sharp: bool | None = None
+            ) -> Topology:
     """NVIDIA DGX H100: 8 H100 on 4 NVSwitches with NVLS (18 NVLink 4 x 25 GB/s); nodes=N (alias boxes) on rails.
 
-    nvlink_bw is per NVLink link; reduce=false removes the NVSwitches' reduction engines, sharp=false the
-    rail leaves' (SHARP); model=alphabeta judges it with the textbook rule instead of the hardware model.
+    nvlink_bw is per NVLink link; reduce=false removes the NVSwitches' reduction engines; sharp=true gives the
+    rail leaves SHARP reduction engines (default: with boxes=N, as this builder always had; with nodes=N, not,
+    as most InfiniBand clusters run NCCL without its SHARP plugin); model=alphabeta judges it with the textbook
+    rule instead of the hardware model.
     """
-    return system(SPECS["dgxh100"], _nodes(nodes, boxes), nic, model, nvlink_bw, nic_bw, reduce, sharp and reduce)
+    leaves_reduce = (boxes is not None) if sharp is None else sharp
+    return system(SPECS["dgxh100"], _nodes(nodes, boxes), nic, model, nvlink_bw, nic_bw, reduce,
+                  leaves_reduce and reduce)
 
 
 @builder("hgxh200")
@@ -162,10 +178,16 @@ def hgxb200(nodes: int = 1, nic: str = "ndr", model: str = "hardware") -> Topolo
 
 
 @builder("nvl72")
-def nvl72(nodes: int | None = None, racks: int | None = None, nic: str = "ndr", model: str = "hardware",
-          nvlink_bw: float = 50.0, nic_bw: float | None = None, reduce: bool = True) -> Topology:
-    """NVIDIA GB200 NVL72: 72 GPUs on 18 NVSwitch chips with NVLS (18 NVLink 5 x 50 GB/s); nodes=N (alias racks)."""
-    return system(SPECS["nvl72"], _nodes(nodes, racks), nic, model, nvlink_bw, nic_bw, reduce, reduce)
+def nvl72(nodes: int | None = None, racks: int | None = None, gpus: int = 72, nic: str = "ndr",
+          model: str = "hardware", nvlink_bw: float = 50.0, nic_bw: float | None = None, reduce: bool = True
+          ) -> Topology:
+    """NVIDIA GB200 NVL72: 72 GPUs on 18 NVSwitch chips with NVLS (18 NVLink 5 x 50 GB/s); nodes=N (alias racks).
+
+    gpus=G uses G of a domain's GPUs (a job on one compute tray: gpus=4), every one on all 18 chips.
+    """
+    require(2 <= gpus <= 72, "gpus", f"an NVL72 domain has 2 to 72 GPUs in use, got {gpus}")
+    spec = SPECS["nvl72"] if gpus == 72 else replace(SPECS["nvl72"], gpus=gpus, rails=min(4, gpus))
+    return system(spec, _nodes(nodes, racks), nic, model, nvlink_bw, nic_bw, reduce, reduce)
 
 
 @builder("mi300x")

@@ -59,16 +59,19 @@ def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
 
 def on_declared_hardware(schedule: Schedule) -> tuple[Schedule, float]:
     """A schedule on a fabric that declares a hardware link model (``ccviz.model.link_model``) is judged on the
-    effective fabric for its protocol, in the synthesizer's order, plus the operation's fixed latency (launch
-    and the algorithm's base latency, added to the finish). On textbook fabrics: the schedule itself and 0."""
+    effective fabric for its protocol, in the synthesizer's order (its own times where it was planned on that
+    fabric: ``options['planned_on'] == 'hardware'``), plus the operation's fixed latency (launch and the
+    algorithm's base latency, added to the finish). On textbook fabrics: the schedule itself and 0."""
     model = link_model.declared(schedule.topology)
     if model is None:
         return schedule, 0.0
     protocol = link_model.protocol_of(schedule)
     transfers = list(schedule.transfers)
-    if schedule.is_timed:
-        transfers = link_model.untimed(transfers)
-    effective = link_model.effective_topology(schedule.topology, protocol)
+    if schedule.is_timed and (schedule.options or {}).get("planned_on") != "hardware":
+        transfers = link_model.untimed(transfers)  # planned on spec rates: retimed in its own order
+    channels = (schedule.options or {}).get("channels")
+    effective = link_model.effective_topology(schedule.topology, protocol, channels if isinstance(channels, int)
+                                              and not isinstance(channels, bool) and channels > 0 else None)
     algorithm = str((schedule.options or {}).get("nccl_algo") or "ring")
     judged = dataclasses.replace(schedule, topology=effective, transfers=transfers, release="asap")
     return judged, model.operation_latency_s(algorithm, protocol)

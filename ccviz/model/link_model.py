@@ -103,7 +103,7 @@ class LinkModel:
 
     def describe(self) -> str:
         e = self.efficiency
-        return (f"{self.name}: links at {e['scaleup']:.3g} (scale-up) / {e['net']:.3g} (network) of their rate, "
+        return (f"{self.name} link model: links at {e['scaleup']:.3g} (scale-up) / {e['net']:.3g} (network) of their rate, "
                 f"cut-through switches, protocol LL/LL128/Simple, per-op latency {self.launch_us:g} us + base")
 
 
@@ -161,28 +161,55 @@ def protocol_of(schedule: Any) -> str:
 _EFFECTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def effective_topology(topology: Any, protocol: str = "simple") -> Any:
+def effective_topology(topology: Any, protocol: str = "simple", channels: int | None = None) -> Any:
     """The fabric as the model sees it for ``protocol``: sustained rates x protocol payload share, the
-    protocol's per-step overhead as the alpha of every hop a GPU starts, cut-through switches. Cached."""
+    protocol's per-step overhead as the alpha of every hop a GPU starts, cut-through switches. With
+    ``channels`` (a schedule run as NCCL's channels, each a thread block moving its own share), a link that
+    ``k`` of them share is ``k`` lanes of 1/k of its rate, so one channel's per-step wait is not filled by
+    another's data (NCCL's latency + size / bandwidth). Cached per fabric, protocol and channels."""
     model = declared(topology)
     if model is None:
         return topology
     per_topology = _EFFECTIVE.setdefault(topology, {})
-    if protocol not in per_topology:
+    key = (protocol, channels)
+    if key not in per_topology:
         from ccviz.model.topology import Link  # the topology module imports this one's siblings
 
+        share = _channel_shares(topology, model) if channels else {}
         links = []
         for (src, dst), link in topology.links.items():
             medium = model.medium(topology, src, dst)
             bw = link.bandwidth_GBps * model.efficiency[medium] * model.protocol_efficiency[protocol]
             alpha = model.step_us[medium][protocol] if topology.nodes[src].kind == "gpu" else link.alpha_us
-            links.append(Link(src, dst, bw, alpha, link.lanes))
+            lanes = max(1, round(channels * share[(src, dst)])) if channels and (src, dst) in share else 1
+            links.append(Link(src, dst, bw / lanes, alpha, link.lanes * lanes))
         hop = "teccl" if model.cut_through else topology.switch_hop
         meta = {k: v for k, v in topology.meta.items() if k != "link_model"}
-        per_topology[protocol] = type(topology)(topology.name, topology.nodes.values(), links,
-                                                description=topology.description, switch_hop=hop,
-                                                layout=topology.layout, meta=meta, validate=False)
-    return per_topology[protocol]
+        per_topology[key] = type(topology)(topology.name, topology.nodes.values(), links,
+                                           description=topology.description, switch_hop=hop,
+                                           layout=topology.layout, meta=meta, validate=False)
+    return per_topology[key]
+
+
+def _channel_shares(topology: Any, model: LinkModel) -> dict[tuple[int, int], float]:
+    """Each GPU link's share of the channels at its GPU end: its part of the GPU's scale-up bandwidth (the
+    channels are spread by bandwidth), or, for a NIC, 1 / the GPUs of its box (each NIC carries as many)."""
+    box_size: dict[Any, int] = {}
+    for node in topology.nodes.values():
+        if node.kind == "gpu":
+            box_size[node.group] = box_size.get(node.group, 0) + 1
+    shares: dict[tuple[int, int], float] = {}
+    for gpu in (n.id for n in topology.nodes.values() if n.kind == "gpu"):
+        for links in (topology.out_links.get(gpu, []), topology.in_links.get(gpu, [])):
+            up = [link for link in links if model.medium(topology, link.src, link.dst) == "scaleup"]
+            total = sum(link.bandwidth_GBps for link in up)
+            for link in links:
+                key = (link.src, link.dst)
+                if model.medium(topology, *key) == "net":
+                    shares[key] = 1.0 / box_size[topology.nodes[gpu].group]
+                elif total > 0:
+                    shares[key] = link.bandwidth_GBps / total
+    return shares
 
 
 def untimed(transfers: list) -> list:

@@ -8,7 +8,7 @@ from ccviz.synth.options import AlgorithmOptions, option
 
 ALGOS = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat")  # NCCL's algorithms (NCCL_ALGO)
 PROTOS = ("ll", "ll128", "simple")  # NCCL's protocols (NCCL_PROTO)
-BUILT = ("ring", "tree", "nvls", "collnet")  # the ones ccviz builds as schedules
+BUILT = ("ring", "tree", "nvls", "nvlstree", "collnet")  # the ones ccviz builds as schedules
 NCCL_COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"})
 
 
@@ -16,7 +16,7 @@ NCCL_COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "broadc
 class NcclOptions(AlgorithmOptions):
     """Force NCCL's algorithm or protocol (``NCCL_ALGO`` / ``NCCL_PROTO``); auto = what its tuner picks."""
 
-    algo: str | None = option(None, "NCCL's algorithm (auto: its tuner's choice for the size)", choices=ALGOS)
-    proto: str | None = option(None, "NCCL's protocol (auto: its tuner's choice)", choices=PROTOS)
-    channels: int | None = option(None, "rings (channels) to run (auto: one per parallel scale-up link)",
+    algo: str = option("auto", "NCCL's algorithm (auto: its tuner's choice for the size)", choices=("auto",) + ALGOS)
+    proto: str = option("auto", "NCCL's protocol (auto: its tuner's choice)", choices=("auto",) + PROTOS)
+    channels: int | None = option(None, "rings (channels) to run (auto: 16-32, spread over the switch planes and NICs)",
                                   minimum=1, maximum=32)
