@@ -51,3 +51,21 @@ def test_synthesize_shows_the_nccl_baseline_on_a_preset():
     (vs,) = [m for m in at.metric if m.label == "against NCCL"]
     assert vs.value.endswith("x NCCL") and float(vs.value.split("x")[0]) > 0
     assert any("NCCL here (" in md.value for md in at.markdown)
+
+
+@pytest.mark.slow
+def test_compare_on_a_preset_puts_nccl_first_and_shows_x_nccl():
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params.update({"page": "compare", "topology": "dgxh100", "collective": "allreduce"})
+    at.run()
+    select = at.multiselect(key="cmp_algorithms_allreduce")
+    assert select.value[0] == "nccl"
+    select.set_value(["nccl", "ring"]).run()
+    at.select_slider(key="cmp_sizes").set_range(1e6, 1e6).run()
+    at.button(key="cmp_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    by = dict(zip(table["algorithm"], table["x_nccl"], strict=True))
+    assert by["nccl"] == pytest.approx(1.0)
+    fin = dict(zip(table["algorithm"], table["finish_us"], strict=True))
+    assert by["ring"] == pytest.approx(fin["nccl"] / fin["ring"])
