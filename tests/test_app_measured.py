@@ -14,6 +14,9 @@ def test_measured_view_shows_rows_error_table_and_plot():
     at.query_params.update({"page": "papers", "paper": "measured"})
     at.session_state["measured_filter"] = "dgxh100 1x8 GiB"
     at.run()
+    assert at.dataframe[0].value["why not predicted"].str.startswith("not predicted yet").all()
+    assert any("Press **Predict**" in i.value for i in at.info)
+    at.button(key="measured_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     assert at.radio(key="papers_paper").value.startswith("Measured")

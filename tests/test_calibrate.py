@@ -82,12 +82,22 @@ def test_the_fit_recovers_the_fabric_a_log_was_made_on(tmp_path):
         cal.predict_s(truth, "allreduce", 1 << 30, "ring"), rel=0.01)
 
 
-def test_a_declared_link_model_is_what_gets_fitted():
-    fabric = load_topology("ring:n=4")
-    fabric = fabric.with_changes(meta={"link_model": {"launch_us": 5.0, "efficiency": 0.8, "name": "x"}})
-    assert [k.name for k in cal.knobs_for(fabric)] == ["launch_us", "efficiency"]
-    moved = cal.apply_knobs(fabric, cal.knobs_for(fabric), [7.0, 0.5])
-    assert moved.meta["link_model"] == {"launch_us": 7.0, "efficiency": 0.5, "name": "x"}
+def test_a_preset_with_the_hardware_model_fits_its_parameters():
+    one = cal.knobs_for(load_topology("dgxh100"))
+    assert [k.name for k in one] == ["efficiency.scaleup", "launch_us", "step_us_factor", "reduce_factor"]
+    two = load_topology("dgxh100:nodes=2")
+    knobs = cal.knobs_for(two)
+    assert [k.name for k in knobs][:3] == ["efficiency.scaleup", "efficiency.net", "launch_us"]
+    assert knobs[0].bounds[1] == 1.0  # a share of the link rate never exceeds it
+    moved = cal.apply_knobs(two, knobs, [0.7, 0.5, 30.0, 2.0, 0.5])
+    lm = moved.meta["link_model"]
+    assert (lm["efficiency"], lm["launch_us"]) == ({"scaleup": 0.7, "net": 0.5}, 30.0)
+    assert lm["step_us"]["net"]["simple"] == 2 * two.meta["link_model"]["step_us"]["net"]["simple"]
+    rates = [(n.reduce_GBps, m.reduce_GBps) for n, m in zip(two.nodes.values(), moved.nodes.values(), strict=True)
+             if n.reduce_GBps]
+    assert rates and all(b == pytest.approx(a / 2) for a, b in rates)
+    slower = cal.predict_s(moved, "allreduce", 1 << 30, "nccl", {"algo": "ring"})
+    assert slower > cal.predict_s(two, "allreduce", 1 << 30, "nccl", {"algo": "ring"})  # the knobs reach the judge
 
 
 def test_cli_writes_the_fitted_fabric_and_refuses_a_system_of_the_wrong_size(tmp_path, capsys):
@@ -102,3 +112,17 @@ def test_cli_writes_the_fitted_fabric_and_refuses_a_system_of_the_wrong_size(tmp
     capsys.readouterr()
     assert main(["calibrate", str(LOGS / "a3mega_h100_2x8_all_reduce.log"), "--system", "ring:n=4"]) == 2
     assert "16 ranks" in capsys.readouterr().err
+
+
+def test_a_fit_stopped_early_keeps_the_best_point_it_had():
+    import threading
+
+    fabric = load_topology("ring:n=4")
+    truth = cal.apply_knobs(fabric, cal.knobs_for(fabric), [0.5, 1.0])
+    log = parse_log(_synthetic_log(truth), "synthetic.log")
+    stop = threading.Event()
+    result = cal.calibrate(log, fabric, algorithm="ring", stop=stop,
+                           progress=lambda i, rms: stop.set() if i >= 6 else None)
+    assert result.stopped == "stopped"
+    factor = result.knobs["bw_factor[50 GB/s, 0.5 us]"]
+    assert abs(factor - 0.5) < abs(1.0 - 0.5)  # moved toward the truth, not left as built

@@ -8,9 +8,14 @@ replayed by ``ccviz.judge.simulate``; the fit only chooses the fabric's numbers.
 
 The fit minimizes the squared log-ratio of predicted to measured time over the log's sizes (so an 8 B row
 and an 8 GiB row weigh the same), with SciPy's bounded trust-region least squares on the logarithm of each
-knob. The knobs come from the fabric: where it declares a link model (``meta["link_model"]``, a mapping of
-named numbers) those are fitted; otherwise the alpha-beta knobs every fabric has: one bandwidth factor per
-class of links (links built with the same bandwidth and alpha) and one factor on every link's alpha.
+knob. The knobs come from the fabric. Where it declares the hardware link model (``meta["link_model"]``, see
+docs/link_model.md) they are the parameters that move predictions most: ``efficiency.scaleup`` and
+``efficiency.net`` (sustained share of the link rate, large sizes; net only where the fabric has network
+hops), ``launch_us`` (per-operation latency, small sizes), one factor on every ``step_us`` (per-hop protocol
+latency) and one on the reducing switches' ``reduce_GBps`` (NVLS, SHARP) where it has such switches; the
+protocol shares and NCCL's base latencies are NCCL's constants and stay. Without a declared model: the
+alpha-beta knobs every fabric has, one bandwidth factor per class of links (links built with the same
+bandwidth and alpha) and one factor on every link's alpha.
 """
 
 from __future__ import annotations
@@ -19,22 +24,24 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ccviz.errors import CcvizError
 from ccviz.judge.simulate import simulate
 from ccviz.model.collectives import make_collective
 from ccviz.model.topology import Link, Topology
+from ccviz.model.units import format_size
 from ccviz.runs.nccl_log import NcclTestsLog
 from ccviz.synth.registry import SynthOptions, synthesize
 
 MiB = 1 << 20
 LARGE_BYTES = 64 * MiB  # the acceptance line: at and above this size the fit must hold within 5 %
-MAX_FIT_ROWS = 16  # rows simulated per evaluation (spread over the sizes); every row is reported after
+MAX_FIT_ROWS = 12  # rows simulated per evaluation (spread over the sizes); every row is reported after
 COLUMNS = ("both", "out-of-place", "in-place")
 LINK_MODEL_KEY = "link_model"
 KNOB_RANGE = 100.0  # a knob moves at most this factor either way from where the fabric had it
+RATE_KNOBS = ("efficiency.", "bw_factor", "reduce_factor")  # fitted first, on the large sizes
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,12 @@ class Knob:
     meaning: str
     initial: float
     apply: Callable[[Topology, float], Topology]
+    low: float = 0.0  # 0: initial / KNOB_RANGE
+    high: float = 0.0  # 0: initial * KNOB_RANGE
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return (self.low or self.initial / KNOB_RANGE, self.high or self.initial * KNOB_RANGE)
 
 
 @dataclass(frozen=True)
@@ -92,18 +105,43 @@ class Calibration:
 
 # ---------------------------------------------------------------- knobs
 def knobs_for(topology: Topology) -> list[Knob]:
-    """The fabric's link-model parameters where it declares them, else its alpha-beta knobs."""
-    model = topology.meta.get(LINK_MODEL_KEY)
-    if isinstance(model, dict) and model:
-        return [_model_knob(name, value) for name, value in model.items()
-                if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0]
-    return alpha_beta_knobs(topology)
+    """The fabric's hardware link-model knobs where it declares the model, else its alpha-beta knobs."""
+    from ccviz.model.link_model import declared
+
+    model = declared(topology)
+    if model is None:
+        return alpha_beta_knobs(topology)
+    knobs = [_model_knob(("efficiency", "scaleup"), model.efficiency["scaleup"], "sustained share of the "
+                         "scale-up (NVLink, Infinity Fabric) link rate", high=1.0)]
+    if any(model.medium(topology, u, v) == "net" for u, v in topology.links):
+        knobs.append(_model_knob(("efficiency", "net"), model.efficiency["net"], "sustained share of the network "
+                                 "(NIC, InfiniBand) link rate", high=1.0))
+    knobs.append(_model_knob(("launch_us",), max(model.launch_us, 0.1), "per-operation launch latency (us)"))
+
+    def scale_steps(t: Topology, f: float) -> Topology:
+        lm = t.meta[LINK_MODEL_KEY]
+        steps = {m: {p: v * f for p, v in cells.items()} for m, cells in lm["step_us"].items()}
+        return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: {**lm, "step_us": steps}})
+    knobs.append(Knob("step_us_factor", "factor on every per-hop protocol latency (step_us)", 1.0, scale_steps))
+    if any(n.reduce and n.reduce_GBps for n in topology.nodes.values()):
+        def scale_reduce(t: Topology, f: float) -> Topology:
+            return t.with_changes(nodes=[replace(n, reduce_GBps=n.reduce_GBps * f) if n.reduce and n.reduce_GBps
+                                         else n for n in t.nodes.values()])
+        knobs.append(Knob("reduce_factor", "factor on the reducing switches' engine rate (reduce_GBps)", 1.0,
+                          scale_reduce))
+    return knobs
 
 
-def _model_knob(name: str, value: float) -> Knob:
+def _model_knob(path: tuple[str, ...], value: float, meaning: str, high: float = 0.0) -> Knob:
+    """A number inside meta.link_model, e.g. ('efficiency', 'net')."""
     def apply(t: Topology, v: float) -> Topology:
-        return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: {**t.meta[LINK_MODEL_KEY], name: v}})
-    return Knob(name, f"link model parameter {name}", float(value), apply)
+        lm = dict(t.meta[LINK_MODEL_KEY])
+        if len(path) == 1:
+            lm[path[0]] = v
+        else:
+            lm[path[0]] = {**lm[path[0]], path[1]: v}
+        return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: lm})
+    return Knob(".".join(path), meaning, float(value), apply, high=high)
 
 
 def link_classes(topology: Topology) -> dict[tuple[float, float], list[tuple[int, int]]]:
@@ -196,42 +234,68 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
 
     _check_ranks(log, topology)
     measured = measured_points(log, column)
-    points = [p for p in measured if p.size_bytes >= topology.n_gpus]  # smaller buffers cannot split into chunks
+    points = [p for p in measured if p.size_bytes >= MiB or _splits(topology, p, algorithm, extra)]
     if not points:
-        raise CcvizError(f"{log.name}: every size is below {topology.n_gpus} B, too small to split over "
+        raise CcvizError(f"{log.name}: every size is too small to split into {algorithm}'s chunks on "
                          f"{topology.n_gpus} GPUs", "log")
     fitted_on = fit_rows(points)
     knobs = knobs_for(topology)
     if not knobs:
         raise CcvizError(f"calibrate: {topology.name} has no knob to fit (no link model, no links)", "system")
-    x0 = np.log([k.initial for k in knobs])
-    lo, hi = x0 - math.log(KNOB_RANGE), x0 + math.log(KNOB_RANGE)
+    x = np.log([k.initial for k in knobs])
+    lo, hi = np.log([k.bounds[0] for k in knobs]), np.log([k.bounds[1] for k in knobs])
     started = time.monotonic()
-    best: dict[str, Any] = {"cost": math.inf, "x": x0}
+    best: dict[str, Any] = {"cost": math.inf, "x": x}
+    stage: dict[str, Any] = {"cost": math.inf, "x": x}  # the best point of the stage running (kept if cut short)
     evaluations = 0
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        nonlocal evaluations
-        if stop is not None and stop.is_set():
-            raise _Stop("stopped")
-        if time.monotonic() - started > time_limit:
-            raise _Stop("time_limit")
-        fabric = apply_knobs(topology, knobs, np.exp(x))
-        r = np.array([math.log(predict_s(fabric, p.collective, p.size_bytes, algorithm, extra) / p.measured_s)
-                      for p in fitted_on])
-        evaluations += 1
-        cost = float(r @ r)
-        if cost < best["cost"]:
-            best.update(cost=cost, x=np.array(x))
-        if progress is not None:
-            progress(evaluations, math.sqrt(cost / len(r)))
-        return r
+    def fit(which: list[int], rows: list[Point], x: np.ndarray) -> np.ndarray:
+        """Least squares over the knobs ``which`` on ``rows``, the others held at ``x``."""
+        def residuals(sub: np.ndarray) -> np.ndarray:
+            nonlocal evaluations
+            if stop is not None and stop.is_set():
+                raise _Stop("stopped")
+            if time.monotonic() - started > time_limit:
+                raise _Stop("time_limit")
+            full = x.copy()
+            full[which] = sub
+            fabric = apply_knobs(topology, knobs, np.exp(full))
+            r = np.array([math.log(predict_s(fabric, p.collective, p.size_bytes, algorithm, extra) / p.measured_s)
+                          for p in rows])
+            evaluations += 1
+            cost = float(r @ r)
+            if rows is fitted_on and cost < best["cost"]:
+                best.update(cost=cost, x=full)
+            if cost < stage["cost"]:
+                stage.update(cost=cost, x=full)
+            if progress is not None:
+                progress(evaluations, math.sqrt(cost / len(r)))
+            return r
+        if not which or not rows:
+            return x
+        stage.update(cost=math.inf, x=x)
+        result = least_squares(residuals, x[which], bounds=(lo[which], hi[which]), diff_step=0.05,
+                               max_nfev=12 * (len(which) + 1))
+        out = x.copy()
+        out[which] = result.x
+        return out
 
+    # Stages: the rates on the large sizes (where bandwidth decides), then the latencies on the small ones,
+    # then everything on the spread of sizes; each stage starts where the one before ended.
+    rates = [i for i, k in enumerate(knobs) if k.name.startswith(RATE_KNOBS)]
+    latencies = [i for i in range(len(knobs)) if i not in rates]
+    large = [p for p in points if p.size_bytes >= LARGE_BYTES] or points[-max(1, len(points) // 3):]
+    small = [p for p in points if p.size_bytes <= MiB] or points[:max(1, len(points) // 3)]
     stopped = None
     try:
-        least_squares(residuals, x0, bounds=(lo, hi), diff_step=0.02, x_scale=1.0, max_nfev=40 * (len(knobs) + 1))
+        x = fit(rates, fit_rows(large, MAX_FIT_ROWS // 4), x)
+        x = fit(latencies, fit_rows(small, MAX_FIT_ROWS // 4), x)
+        best.update(cost=math.inf, x=x)
+        fit(list(range(len(knobs))), fitted_on, x)
     except _Stop as why:
         stopped = str(why)
+        if not math.isfinite(best["cost"]):  # cut short before the last stage: keep the stage's best point
+            best["x"] = stage["x"]
     values = np.exp(best["x"])
     fitted = apply_knobs(topology, knobs, values)
     knob_values = {k.name: float(v) for k, v in zip(knobs, values, strict=True)}
@@ -245,16 +309,28 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
                                              "knobs": knob_values,
                                              "worst_error_at_64MiB_and_above": calibration.worst_large_error()}})
     for knob, v in zip(knobs, values, strict=True):
-        if abs(math.log(v / knob.initial)) > math.log(KNOB_RANGE) * 0.99:
-            calibration.notes.append(f"{knob.name} ended at its bound ({v / knob.initial:.3g} x as built): "
+        low, high = knob.bounds
+        if v <= low * 1.01 or v >= high * 0.99:
+            calibration.notes.append(f"{knob.name} ended at its bound ({v:.4g}, {v / knob.initial:.3g} x as built): "
                                      "the model cannot follow this log with that knob alone")
     if len(points) < len(measured):
-        calibration.notes.append(f"{len(measured) - len(points)} sizes below {topology.n_gpus} B left out: too "
-                                 f"small to split over {topology.n_gpus} GPUs")
+        calibration.notes.append(f"{len(measured) - len(points)} sizes up to {format_size(points[0].size_bytes / 2)} "
+                                 f"left out: too small to split into {algorithm}'s chunks on {topology.n_gpus} GPUs")
     if len(fitted_on) < len(points):
         calibration.notes.append(f"fitted on {len(fitted_on)} of the log's {len(points)} sizes (spread evenly); "
                                  "the error is reported for every size")
     return calibration
+
+
+def _splits(topology: Topology, point: Point, algorithm: str, extra: dict[str, Any] | None) -> bool:
+    """Whether the algorithm can cut this size into chunks of at least a byte on this fabric."""
+    try:
+        predict_s(topology, point.collective, point.size_bytes, algorithm, extra)
+    except CcvizError as exc:
+        if exc.field == "size":
+            return False
+        raise
+    return True
 
 
 def _check_ranks(log: NcclTestsLog, topology: Topology) -> None:
@@ -266,7 +342,7 @@ def _check_ranks(log: NcclTestsLog, topology: Topology) -> None:
 
 def format_points(points: Sequence[Point]) -> str:
     """The per-size error table the CLI prints."""
-    from ccviz.model.units import format_size, format_time
+    from ccviz.model.units import format_time
 
     lines = [f"{'collective':<14}{'size':>10}{'measured':>12}{'predicted':>12}{'error':>9}"]
     for p in points:
