@@ -138,3 +138,11 @@ def test_the_app_can_draw_every_nccl_option() -> None:
     from ccviz.synth.nccl.options import NcclOptions
 
     assert all(spec.default in spec.choices for spec in NcclOptions.specs() if spec.choices)
+
+
+def test_every_algorithm_plans_on_the_fabric_the_judge_uses() -> None:
+    # inc's timed plan across two boxes, made on spec rates and retimed under the model, left sums waiting in
+    # the NVSwitch (switch_hold): on a hardware-model fabric every algorithm now plans on the effective links
+    result = run(load_topology("dgxh100:boxes=2"), "allreduce", "inc", 64 * MIB)
+    assert result.timeline.verified and result.schedule.topology.meta.get("link_model")
+    assert result.schedule.options["planned_on"] == "hardware"
