@@ -74,3 +74,35 @@ def test_the_any_chunking_bound_is_below_every_chunking() -> None:
         at = cost.lower_bound(fabric, make_collective("allgather", fabric, 64e6, chunks))
         assert one.time_s <= at.time_s * (1 + 1e-12)
     assert one.any_chunking and one.time_s == pytest.approx(one.limit_s)
+
+
+def test_model_building_stops_at_the_time_limit() -> None:
+    """The in-switch model of NVL72 AllReduce was built for 100 s past a 10 s limit: building is interrupted."""
+    import time
+
+    from ccviz.synth.registry import SynthOptions
+    from ccviz.synth.teccl.solve import Interrupted, stop_interrupts
+
+    started = time.perf_counter()
+    with pytest.raises(Interrupted), stop_interrupts(SynthOptions(), deadline=started + 0.3):
+        while time.perf_counter() - started < 20:
+            sum(range(1000))
+    assert time.perf_counter() - started < 5
+
+
+def test_teccl_gives_up_in_one_line_when_its_first_schedule_misses_the_time_limit() -> None:
+    import time
+
+    from ccviz.model.collectives import make_collective
+    from ccviz.synth.teccl.epochs import EpochGrid
+    from ccviz.synth.teccl.greedy import EpochGreedy
+
+    fabric = load_topology("ring:n=4")
+    coll = make_collective("alltoall", fabric, 1e6)
+    grid = EpochGrid.build(fabric, coll.chunk_bytes, "fastest")
+    greedy = EpochGreedy(fabric, grid, [c.pre for c in coll.chunks], [c.post for c in coll.chunks],
+                         deadline=time.perf_counter() - 1)
+    with pytest.raises(CcvizError, match="no schedule to hand back") as caught:
+        greedy.run()
+    assert caught.value.field == "time_limit"
+    assert EpochGreedy(fabric, grid, [c.pre for c in coll.chunks], [c.post for c in coll.chunks]).run()[1] > 0
