@@ -38,6 +38,7 @@ from typing import Any
 
 import pandas as pd
 
+from ccviz.app import orphans
 from ccviz.errors import CcvizError
 from ccviz.model.groups import group_ranks
 from ccviz.model.topology import Topology
@@ -212,6 +213,7 @@ class BackgroundJob:
     def _start(self, name: str, *args: Any) -> None:
         self._thread = threading.Thread(target=self._work, args=args, daemon=True, name=name)
         self._thread.start()
+        orphans.watch(self)  # closing the tab that started it stops it (its worker process ends too)
 
     def _work(self, *args: Any) -> None:
         raise NotImplementedError

@@ -129,12 +129,11 @@ class EpochSolver(EpochProblem):
 
         The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS); a fresh plan each call
         (callers change its status), the greedy itself runs once per order. ``deadline``: it gives up (a
-        ``CcvizError``) past this ``perf_counter`` time or on Stop."""
+        ``CcvizError``) past this ``perf_counter`` time."""
         if order not in self._greedy:
             demanded = self.chunk_order(order)
-            stopped = self.options.stopped if deadline is not None else None
             sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
-                                          [c.post for c in demanded], deadline=deadline, stopped=stopped).run()
+                                          [c.post for c in demanded], deadline=deadline).run()
             self._greedy[order] = ([(demanded[c].id, i, j, k) for c, i, j, k in sends], makespan)
         hops, makespan = self._greedy[order]
         return EpochPlan(list(hops), makespan, "feasible", None, [f"epoch greedy ({order} order)"])
