@@ -439,6 +439,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(dumps(result.to_dict()))
     else:
         print("\n".join(replay_lines(result)))
+    if not result.complete:  # said on stderr too: `--quiet --json` used to exit 1 with nothing on the screen
+        s = result.summary()
+        print(f"ccviz: the replay is incomplete: {s['bytes_delivered']} of {s['bytes_expected']} bytes delivered"
+              f"{', ' + str(s['bytes_lost']) + ' lost' if s['bytes_lost'] else ''}", file=sys.stderr)
     return 0 if result.complete else 1
 
 
