@@ -19,6 +19,7 @@ from ccviz.model.groups import group_ranks, is_whole, relay_fabric
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_time
+from ccviz.runs.members_only import members_only
 from ccviz.synth.registry import SynthOptions, synthesize
 
 SUMMARY_KEYS = (
@@ -170,6 +171,7 @@ def run(
         collective = schedule.collective
         bound = bound if bound is not None and bound.any_chunking else None  # else bound at its own chunking
     timeline = simulate(schedule)
+    schedule, timeline = members_only(schedule, timeline)  # a group's data only where a member needs it
     if not timeline.verified:  # a synthesizer must never hand the judge an invalid schedule: say whose bug it is
         schedule.notes.append(synthesizer_bug(schedule.algorithm, timeline))
     limit = _or_unknown(lambda: group_limit(topology, collective), "fabric limit", schedule)
