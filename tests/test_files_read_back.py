@@ -109,3 +109,21 @@ def test_random_runs_round_trip_through_their_file(fabric: str, collective: str,
         return  # refused in one line (an algorithm that does not fit this fabric or group)
     assert result.timeline.verified, (algorithm, collective, fabric, ranks)
     reads_back(result.timeline)
+
+
+WORKLOAD_FABRICS = {"ring:n=4": "tp=2,dp=2", "leafspine:leaves=2,hosts=2": "tp=2,dp=2", "dgx1": "tp=4,dp=2"}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fabric=st.sampled_from(sorted(WORKLOAD_FABRICS)), algorithm=st.sampled_from(["ring", "direct", "tacos", "mteg"]),
+       joint=st.booleans(), tp=st.sampled_from(["allgather", "reducescatter", "allreduce"]),
+       dp=st.sampled_from(["allgather", "reducescatter", "allreduce"]))
+def test_random_workloads_round_trip_through_their_file(fabric: str, algorithm: str, joint: bool, tp: str,
+                                                         dp: str) -> None:
+    try:
+        result = run_workload(load_topology(fabric), WORKLOAD_FABRICS[fabric], f"tp:{tp}:2MB,dp:{dp}:2MB", algorithm,
+                              synthesis="joint" if joint else "composed")
+    except CcvizError:
+        return  # refused in one line (an algorithm that cannot synthesize groups together)
+    assert result.timeline.verified
+    reads_back(result.timeline)
