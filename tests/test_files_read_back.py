@@ -127,3 +127,11 @@ def test_random_workloads_round_trip_through_their_file(fabric: str, algorithm: 
         return  # refused in one line (an algorithm that cannot synthesize groups together)
     assert result.timeline.verified
     reads_back(result.timeline)
+
+
+def test_synthesize_page_names_why_a_relaying_group_has_no_msccl_export() -> None:
+    from ccviz.app.ui import msccl_or_reason
+
+    result = run(load_topology("dgx1"), "allgather", "ring", 1e6, ranks="0-3,5")
+    xml, reason = msccl_or_reason(result.timeline)
+    assert xml is None and "not one of its 5 ranks" in reason and "unexpectedly" not in reason
