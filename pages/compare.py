@@ -34,7 +34,8 @@ COLUMN_HELP = {
     "algbw_GBps": "algorithm bandwidth: size per rank / finish time (GB/s)",
     "busbw_GBps": "bus bandwidth: algbw times nccl-tests' factor for the collective (GB/s)",
     "bound_us": "the bound: the tighter of the lower bound and, where it bounds, the fabric's limit (us); one per "
-                "size, met by no schedule whatever its chunking, so every algorithm is measured against the same",
+                "size where the limit bounds (no schedule beats it whatever its chunking), so every algorithm is "
+                "measured against the same",
     "bound_ratio": "finish time / bound (1 = at the bound)",
     "limit_us": "the fabric's limit: bandwidth only, alpha ignored (us)",
     "limit_pct": "limit / finish time, in %: the share of the limit's speed the schedule reaches (100 = at the limit)",
