@@ -135,6 +135,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     summary = result.summary()
+    if args.json:  # the run is printed before any file is written: a refused export never loses it
+        print(dumps(summary), flush=True)
+    else:
+        _print_summary(summary, result.bound.explanation, result.schedule.sums_in_switches)
     if args.out:
         from ccviz.interop.export import write_schedule
 
@@ -143,10 +147,6 @@ def cmd_synth(args: argparse.Namespace) -> int:
         from ccviz.interop.export import write_msccl_xml
 
         write_msccl_xml(result.timeline, args.msccl)
-    if args.json:
-        print(dumps(summary))
-    else:
-        _print_summary(summary, result.bound.explanation, result.schedule.sums_in_switches)
     if not result.timeline.verified:
         from ccviz.runs.pipeline import synthesizer_bug
 
@@ -575,6 +575,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(dumps(result.to_dict()))
     else:
         print("\n".join(replay_lines(result)))
+    if not result.complete:  # said on stderr too: `--quiet --json` used to exit 1 with nothing on the screen
+        s = result.summary()
+        print(f"ccviz: the replay is incomplete: {s['bytes_delivered']} of {s['bytes_expected']} bytes delivered"
+              f"{', ' + str(s['bytes_lost']) + ' lost' if s['bytes_lost'] else ''}", file=sys.stderr)
     return 0 if result.complete else 1
 
 

@@ -47,6 +47,7 @@ class LowerBound:
     limit_s: float | None = None
     chunked_s: float | None = None
     chunks_to_limit: int | None = None
+    any_chunking: bool = False  # holds for every schedule of the collective, however it cuts its buffers
 
 @dataclass(frozen=True)
 class _CutLink:
@@ -380,6 +381,27 @@ def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
                  f"{format_time(limit.limit_s)} (bandwidth only); {advice}")
     return LowerBound(max(bandwidth, latency), bandwidth, latency, text,
                       None if limit is None else limit.limit_s, chunked, hint)
+
+
+def any_chunking_bound(topology: Topology, collective: Collective) -> LowerBound | None:
+    """A bound every schedule of this collective and size meets whatever its chunking, or None where the
+    fabric's limit does not bound time (``limit_bounds_time``).
+
+    Comparisons need it: ``lower_bound`` at each algorithm's own chunking gives each its own bound (ForestColl
+    refines chunks, so on DGX-1 AllGather 64 MB it read 374 us beside TE-CCL's 481 us), and ratios against
+    different bounds rank nothing. Its parts: the fabric's limit (bandwidth alone, any chunking) and the
+    farthest demand's store-and-forward time for the smallest chunk a schedule may have (1 byte).
+    """
+    from ccviz.bounds.limit import bandwidth_limit
+    from ccviz.model.validate import MIN_CHUNK_BYTES
+
+    if not limit_bounds_time(topology, collective):
+        return None
+    limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root)
+    latency, lat_what = _latency_bound(topology, _Demands(collective), MIN_CHUNK_BYTES)
+    text = (f"bound set by bandwidth: the fabric's limit, {limit.cut.words}" if limit.limit_s >= latency
+            else f"bound set by latency: {lat_what}") + " (holds at any chunking)"
+    return LowerBound(max(limit.limit_s, latency), limit.limit_s, latency, text, limit.limit_s, any_chunking=True)
 
 
 # ====================================================================== closed forms
