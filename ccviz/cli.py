@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ccviz.errors import CcvizError
+from ccviz.model.strict_json import dumps  # noqa: F401  (commands and tests print with it)
 from ccviz.model.units import format_size, format_time, parse_epoch, parse_size
 from ccviz.model.validate import MAX_NODES
 
@@ -64,21 +65,6 @@ def check_output_path(flag: str, path: str | None) -> None:
         raise CcvizError(f"--{flag}: directory {str(parent)!r} does not exist; create it first", flag)
     if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise CcvizError(f"--{flag}: cannot write {path!r} (permission denied)", flag)
-
-
-def dumps(obj: Any) -> str:
-    """Strict JSON: a non-finite number (which no valid result holds) is written as null, never Infinity."""
-    return json.dumps(_finite(obj), allow_nan=False)
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 MAX_RESTARTS = 10_000
@@ -274,7 +260,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def cmd_crossover(args: argparse.Namespace) -> int:
-    from ccviz.bounds.crossover import formula_crossover, simulated_crossover
+    from ccviz.runs.crossover import formula_crossover, simulated_crossover
 
     if args.topology:
         result = simulated_crossover(args.topology, args.collective, args.algorithms, chunks=args.chunks)
@@ -292,7 +278,7 @@ def cmd_crossover(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(c.to_dict()))
     else:
-        from ccviz.bounds.crossover import format_crossover
+        from ccviz.runs.crossover import format_crossover
 
         print(format_crossover(c))
     return 0
