@@ -27,6 +27,7 @@ from ccviz.model.topology import Topology
 COLLECTIVES = (
     "allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce", "gather", "scatter", "sendrecv",
 )
+VARIABLE = ("alltoallv",)  # collectives defined by a traffic matrix (ccviz.model.traffic), not a size
 ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter", "sendrecv"})
 _ALIASES = {
     "all-gather": "allgather", "all_gather": "allgather", "ag": "allgather",
@@ -105,6 +106,7 @@ class Collective:
             "chunks_per_rank": self.chunks_per_rank,
             "root": self.root,
             **({"dest": self.dest} if self.dest is not None else {}),
+            **({"matrix": self.meta["matrix"].tolist()} if "matrix" in self.meta else {}),
             "chunks": [
                 {"id": c.id, "pre": sorted(c.pre), "post": sorted(c.post), "reduce": c.reduce,
                  "source": c.source, "index": c.index}
@@ -136,6 +138,11 @@ class Collective:
             v.number(d["chunk_bytes"], "collective.chunk_bytes", positive=True)
         if name == "custom":
             rebuilt = _custom_from_chunks(d, ranks)
+        elif name in VARIABLE:
+            from ccviz.model.traffic import alltoallv_collective
+
+            rebuilt = alltoallv_collective(ranks, d.get("matrix"), v.number(d.get("chunk_bytes"),
+                                                                           "collective.chunk_bytes", positive=True))
         else:
             cpr = v.integer(d.get("chunks_per_rank", 1), "collective.chunks_per_rank", lo=1)
             root = d.get("root")
@@ -241,15 +248,27 @@ def _ranks_of(ranks: Topology | Sequence[int]) -> tuple[int, ...]:
 def make_collective(
     name: str,
     ranks: Topology | Sequence[int],
-    size_bytes: float,
+    size_bytes: float | None = None,
     chunks_per_rank: int = 1,
     root: int | None = None,
     dest: int | None = None,
+    matrix: Any = None,
 ) -> Collective:
     """Build any standard collective over the GPUs of a topology (or an explicit rank list).
 
     ``sendrecv`` is the point-to-point primitive: ``root`` sends its buffer to ``dest`` (defaults: the first
-    rank, and the rank after the root)."""
+    rank, and the rank after the root). ``alltoallv`` takes ``matrix`` (bytes from rank i to rank j) instead
+    of a size: see ``ccviz.model.traffic``."""
+    if str(name).strip().lower() in VARIABLE:
+        from ccviz.model.traffic import alltoallv_collective
+
+        if matrix is None:
+            raise CcvizError("matrix: alltoallv needs a traffic matrix (--matrix FILE or --moe ...)", "matrix")
+        return alltoallv_collective(ranks, matrix)
+    if matrix is not None:
+        raise CcvizError(f"matrix: only alltoallv takes a traffic matrix, not {name}", "matrix")
+    if size_bytes is None:
+        raise CcvizError(f"size: {name} needs a size", "size")
     name = normalize_name(name)
     rank_tuple = _ranks_of(ranks)
     n = len(rank_tuple)
