@@ -202,7 +202,25 @@ def _fastest_paths(topology: Topology, fabric, chunk_bytes: float):
             node = before
         return links[::-1]
 
-    return path
+    out_links: dict[int, dict[int, int]] = {}
+    for (u, v), e in link_of.items():
+        out_links.setdefault(u, {})[v] = e
+    switch = ~fabric.is_gpu
+
+    def candidates(u: int, v: int) -> list[list[int]]:
+        """The fastest path, and where u and v share switches, the two-hop path through each of them (a box's
+        NVSwitches: the load is spread over all of them)."""
+        if u == v:
+            return [[]]
+        found = [path(u, v)]
+        for w, e in out_links.get(u, {}).items():
+            if switch[w] and v in out_links.get(w, {}):
+                two = [e, out_links[w][v]]
+                if two != found[0]:
+                    found.append(two)
+        return found
+
+    return candidates
 
 
 def relay_rails(collective: Collective, boxes: list[list[int]]) -> dict[int, int]:
@@ -251,7 +269,16 @@ def synthesize_twophase(topology: Topology, collective: Collective, options: Syn
     _check(topology, collective, "twophase")
     boxes = boxes_of(topology)
     fabric = fabric_arrays(topology)
-    path = _fastest_paths(topology, fabric, collective.chunk_bytes)
+    candidates = _fastest_paths(topology, fabric, collective.chunk_bytes)
+    load = np.zeros(len(fabric.links))
+    inverse = 1.0 / fabric.capacity
+
+    def path(u: int, v: int) -> list[int]:
+        """The least loaded of the candidate paths (busiest link after this chunk), booked into the load."""
+        best = min(candidates(u, v), key=lambda links: float(((load[links] + 1.0) * inverse[links]).max(initial=0)))
+        load[best] += 1.0
+        return best
+
     where = {g: (b, i) for b, box in enumerate(boxes) for i, g in enumerate(box)}
     rail = relay_rails(collective, boxes)
     pos = fabric.index
