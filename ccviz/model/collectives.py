@@ -139,8 +139,6 @@ class Collective:
         if name == "custom":
             rebuilt = _custom_from_chunks(d, ranks)
         elif name in VARIABLE:
-            from ccviz.model.traffic import alltoallv_collective
-
             rebuilt = alltoallv_collective(ranks, d.get("matrix"), v.number(d.get("chunk_bytes"),
                                                                            "collective.chunk_bytes", positive=True))
         else:
@@ -260,8 +258,6 @@ def make_collective(
     rank, and the rank after the root). ``alltoallv`` takes ``matrix`` (bytes from rank i to rank j) instead
     of a size: see ``ccviz.model.traffic``."""
     if str(name).strip().lower() in VARIABLE:
-        from ccviz.model.traffic import alltoallv_collective
-
         if matrix is None:
             raise CcvizError("matrix: alltoallv needs a traffic matrix (--matrix FILE or --moe ...)", "matrix")
         return alltoallv_collective(ranks, matrix)
@@ -387,6 +383,43 @@ def custom_collective(
         raise CcvizError("demand: the matrix asks for no transfer; put a positive count off the diagonal", "demand")
     total_sent = max(sum(1 for c in chunks if c.source == r) for r in rank_tuple)
     return Collective("custom", rank_tuple, tuple(chunks), float(chunk_bytes), chunk_bytes * total_sent, 1, None)
+
+
+def alltoallv_collective(ranks: Topology | Sequence[int], matrix: object, chunk_bytes: float | None = None,
+                         name: str = "alltoallv") -> Collective:
+    """The matrix as whole chunks per pair (see the module's docstring); ``meta['matrix']`` keeps the bytes.
+
+    ``size_bytes`` is the largest row sum (the biggest send buffer, the diagonal included, as AllToAll's
+    buffer M includes the rank's own M/N): a uniform matrix of M/N gives AllToAll's chunks and size."""
+    import numpy as np
+
+    from ccviz.model.traffic import MAX_CHUNKS, check_matrix, chunk_budget, chunk_size
+
+    rank_tuple = _ranks_of(ranks)
+    n = len(rank_tuple)
+    m = check_matrix(matrix, n)
+    exact = None
+    if chunk_bytes is None:
+        chunk_bytes, exact = chunk_size(m, chunk_budget(n))
+    chunk_bytes = v.number(chunk_bytes, "chunk_bytes", positive=True, hi=v.MAX_SIZE_BYTES)
+    counts = np.ceil(m / chunk_bytes - 1e-9).astype(np.int64)
+    np.fill_diagonal(counts, 0)
+    if counts.sum() > 4 * MAX_CHUNKS:
+        raise CcvizError(f"matrix: {int(counts.sum()):,} chunks of {chunk_bytes:g} B; at most {4 * MAX_CHUNKS:,}",
+                         "matrix")
+    chunks: list[Chunk] = []
+    for i, s in enumerate(rank_tuple):
+        for j, d in enumerate(rank_tuple):
+            for k in range(int(counts[i, j])):
+                chunks.append(Chunk(len(chunks), frozenset([s]), frozenset([d]), False, s, k))
+    off = m.copy()
+    np.fill_diagonal(off, 0.0)
+    moved = float(counts.sum() * chunk_bytes)
+    meta = {"matrix": m, "counts": counts, "exact": bool(exact) if exact is not None else
+            bool(np.allclose(counts * chunk_bytes, off, rtol=1e-12)),
+            "rounding_overhead": moved / float(off.sum()) - 1.0}
+    return Collective(name, rank_tuple, tuple(chunks), float(chunk_bytes), float(m.sum(axis=1).max()), 1, None,
+                      meta=meta)
 
 
 def min_transfers(collective: Collective) -> int:

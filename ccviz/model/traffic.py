@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ccviz.errors import CcvizError
 from ccviz.model import validate as v
-from ccviz.model.collectives import Chunk, Collective
-from ccviz.model.topology import Topology
 
 MAX_MATRIX_RANKS = 4096  # a 4096 x 4096 matrix is 16.8 M cells (134 MB as float64)
 MAX_MATRIX_FILE_BYTES = 400_000_000
@@ -283,42 +281,7 @@ def chunk_budget(n_ranks: int) -> int:
     return min(MAX_CHUNKS, CHUNKS_PER_PAIR * n_ranks * (n_ranks - 1))
 
 
-def alltoallv_collective(ranks: Topology | Sequence[int], matrix: object, chunk_bytes: float | None = None,
-                         name: str = "alltoallv") -> Collective:
-    """The matrix as whole chunks per pair (see the module's docstring); ``meta['matrix']`` keeps the bytes.
-
-    ``size_bytes`` is the largest row sum (the biggest send buffer, the diagonal included, as AllToAll's
-    buffer M includes the rank's own M/N): a uniform matrix of M/N gives AllToAll's chunks and size."""
-    from ccviz.model.collectives import _ranks_of
-
-    rank_tuple = _ranks_of(ranks)
-    n = len(rank_tuple)
-    m = check_matrix(matrix, n)
-    exact = None
-    if chunk_bytes is None:
-        chunk_bytes, exact = chunk_size(m, chunk_budget(n))
-    chunk_bytes = v.number(chunk_bytes, "chunk_bytes", positive=True, hi=v.MAX_SIZE_BYTES)
-    counts = np.ceil(m / chunk_bytes - 1e-9).astype(np.int64)
-    np.fill_diagonal(counts, 0)
-    if counts.sum() > 4 * MAX_CHUNKS:
-        raise CcvizError(f"matrix: {int(counts.sum()):,} chunks of {chunk_bytes:g} B; at most {4 * MAX_CHUNKS:,}",
-                         "matrix")
-    chunks: list[Chunk] = []
-    for i, s in enumerate(rank_tuple):
-        for j, d in enumerate(rank_tuple):
-            for k in range(int(counts[i, j])):
-                chunks.append(Chunk(len(chunks), frozenset([s]), frozenset([d]), False, s, k))
-    off = m.copy()
-    np.fill_diagonal(off, 0.0)
-    moved = float(counts.sum() * chunk_bytes)
-    meta = {"matrix": m, "counts": counts, "exact": bool(exact) if exact is not None else
-            bool(np.allclose(counts * chunk_bytes, off, rtol=1e-12)),
-            "rounding_overhead": moved / float(off.sum()) - 1.0}
-    return Collective(name, rank_tuple, tuple(chunks), float(chunk_bytes), float(m.sum(axis=1).max()), 1, None,
-                      meta=meta)
-
-
-def matrix_of(collective: Collective) -> np.ndarray:
+def matrix_of(collective: Any) -> np.ndarray:
     """The bytes matrix of an AllToAllv, or of a uniform AllToAll (M/N per pair)."""
     if "matrix" in collective.meta:
         return collective.meta["matrix"]
@@ -328,11 +291,11 @@ def matrix_of(collective: Collective) -> np.ndarray:
     raise CcvizError(f"collective: {collective.name} has no traffic matrix", "collective")
 
 
-def is_alltoallv(collective: Collective) -> bool:
+def is_alltoallv(collective: Any) -> bool:
     return "matrix" in collective.meta and collective.name in ("alltoallv", "moe-dispatch", "moe-combine")
 
 
-def rounding_note(collective: Collective) -> str | None:
+def rounding_note(collective: Any) -> str | None:
     """Where the chunks round the matrix up, by how much (the judged bytes exceed the matrix's)."""
     over = collective.meta.get("rounding_overhead", 0.0)
     if collective.meta.get("exact") or over <= 0:

@@ -38,8 +38,8 @@ def traffic_matrix(n_ranks: int, matrix: str | np.ndarray | None = None, moe: st
 def matrix_collective(topology: Topology, matrix: np.ndarray, ranks: Sequence[int] | str | None = None,
                       name: str = "alltoallv") -> Collective:
     """An AllToAllv over the fabric's GPUs, or a process group (``--ranks``: the other GPUs relay)."""
+    from ccviz.model.collectives import alltoallv_collective
     from ccviz.model.groups import group_ranks
-    from ccviz.model.traffic import alltoallv_collective
 
     over = topology if ranks is None else group_ranks(topology, ranks)
     return alltoallv_collective(over, matrix, name=name)

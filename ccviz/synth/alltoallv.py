@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from ccviz.errors import CcvizError
-from ccviz.model.collectives import Collective, make_collective
+from ccviz.model.collectives import Collective, alltoallv_collective, make_collective
 from ccviz.model.physics import link_costs
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
@@ -75,6 +75,15 @@ def _book(topology: Topology, fabric, routes: list[tuple[int, list[int]]], chunk
 
 
 # ------------------------------------------------------------------------------ mcf for a matrix
+def synthesize_mcf_any(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """Registry entry of ``mcf``: AllToAll by ``ccviz.synth.mcf``, a traffic matrix by its own LP here."""
+    from ccviz.synth.mcf import synthesize_mcf
+
+    if collective.name == "alltoallv":
+        return synthesize_mcf_matrix(topology, collective, options)
+    return synthesize_mcf(topology, collective, options)
+
+
 def synthesize_mcf_matrix(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """``mcf`` for an AllToAllv (see the module's docstring)."""
     from ccviz.bounds.demand_flow import alltoallv_flow, uniform_over_fabric
@@ -142,8 +151,6 @@ def _uniform_alltoall(topology: Topology, collective: Collective) -> Collective:
 def _as_alltoallv(schedule: Schedule, collective: Collective) -> Schedule:
     """An AllToAll schedule of a uniform matrix as the AllToAllv's: the same chunks (ids in the same order),
     cut as finely as the AllToAll's were."""
-    from ccviz.model.traffic import alltoallv_collective
-
     refined = schedule.collective
     if refined.chunk_bytes != collective.chunk_bytes:
         collective = alltoallv_collective(collective.ranks, collective.meta["matrix"], refined.chunk_bytes,
@@ -263,7 +270,7 @@ def synthesize_twophase(topology: Topology, collective: Collective, options: Syn
 
     t0 = time.perf_counter()
     if collective.name == "alltoall":
-        from ccviz.model.traffic import alltoallv_collective, matrix_of
+        from ccviz.model.traffic import matrix_of
 
         collective = alltoallv_collective(collective.ranks, matrix_of(collective), collective.chunk_bytes)
     _check(topology, collective, "twophase")

@@ -154,7 +154,7 @@ BUILT_IN = (
         kind="heuristic", options_used=EPOCH_OPTIONS, options=TecclAstarOptions,
     ),
     Algorithm(
-        "mcf", "ccviz.synth.mcf:synthesize_mcf", frozenset({"alltoall", "alltoallv"}),
+        "mcf", "ccviz.synth.alltoallv:synthesize_mcf_any", frozenset({"alltoall", "alltoallv"}),
         "AllToAll along the flows of its exact limit (maximum concurrent flow LP on HiGHS): flows split into "
         "paths, every pair's data cut into chunks on its least loaded paths, booked hop by hop on link calendars",
         kind="heuristic", options_used=("seed", "time_limit", "progress", "stop"),

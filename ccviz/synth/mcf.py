@@ -736,10 +736,6 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
     """Registry entry (AllToAll over every GPU)."""
     from ccviz.bounds.alltoall_limit import alltoall_flow
 
-    if collective.name == "alltoallv":  # a traffic matrix: its own LP (ccviz.synth.alltoallv)
-        from ccviz.synth.alltoallv import synthesize_mcf_matrix
-
-        return synthesize_mcf_matrix(topology, collective, options)
     t0 = time.perf_counter()
     if collective.name != "alltoall":
         raise CcvizError(f"collective: mcf synthesizes alltoall only, not {collective.name}", "collective")
