@@ -258,8 +258,12 @@ def make_collective(
     rank, and the rank after the root). ``alltoallv`` takes ``matrix`` (bytes from rank i to rank j) instead
     of a size: see ``ccviz.model.traffic``."""
     if str(name).strip().lower() in VARIABLE:
-        if matrix is None:
+        if matrix is None and size_bytes is None:
             raise CcvizError("matrix: alltoallv needs a traffic matrix (--matrix FILE or --moe ...)", "matrix")
+        if matrix is None:  # a size and no matrix: the uniform matrix, AllToAll's demand
+            n = len(_ranks_of(ranks))
+            size = v.number(size_bytes, "size", positive=True, hi=v.MAX_SIZE_BYTES)
+            matrix = [[size / n] * n for _ in range(n)]
         return alltoallv_collective(ranks, matrix)
     if matrix is not None:
         raise CcvizError(f"matrix: only alltoallv takes a traffic matrix, not {name}", "matrix")
