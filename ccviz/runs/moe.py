@@ -94,3 +94,43 @@ def run_matrix(topology: Topology, collective: str, algorithm: str, matrix: np.n
     dispatch = run(topology, matrix_collective(topology, matrix, ranks), algorithm, options=options)
     combine = run(topology, matrix_collective(topology, matrix.T.copy(), ranks), algorithm, options=options)
     return MoeResult(dispatch, combine)
+
+
+# ------------------------------------------------------------------------------ in a workload
+def split_run_entries(text: str) -> list[str]:
+    """``ep:moe:experts=64,topk=8,dp:allreduce:1GB`` -> the entries: a piece without ``:`` before its ``=`` (an
+    MoE key) belongs to the entry before it."""
+    entries: list[str] = []
+    for piece in (p.strip() for p in str(text).split(",")):
+        if not piece:
+            continue
+        key = piece.partition("=")[0]
+        if entries and "=" in piece and ":" not in key:
+            entries[-1] += "," + piece
+        else:
+            entries.append(piece)
+    return entries
+
+
+def group_matrix(spec: str, n_ranks: int, group: int) -> np.ndarray:
+    """An expert-parallel group's dispatch matrix: the generator's, each group routed with its own seed."""
+    from ccviz.model.traffic import moe_matrix, parse_moe
+
+    params = parse_moe(spec)
+    params["seed"] = params.get("seed", 0) + group
+    return moe_matrix(n_ranks, **params)
+
+
+def workload_chunk(spec: str, n_ranks: int, others: list[float]) -> float:
+    """The MoE groups' chunk size in a workload: near the matrix's own (``traffic.chunk_size``), and a whole
+    divisor or multiple of the smallest chunk of the other kinds, so every group's chunks cut into one unit
+    (the judge has one chunk size)."""
+    import math
+
+    from ccviz.model.traffic import chunk_budget, chunk_size
+
+    own, _ = chunk_size(group_matrix(spec, n_ranks, 0), chunk_budget(n_ranks))
+    if not others:
+        return own
+    base = min(others)
+    return base / math.ceil(base / own) if own <= base else base * math.floor(own / base)

@@ -33,9 +33,13 @@ def skew_figure(rows: list[dict], algorithms: Sequence[str]) -> go.Figure:
     fig = go.Figure()
     skews = [r["skew"] for r in rows]
     for algorithm in algorithms:
-        fig.add_trace(go.Bar(name=algorithm, x=skews, y=[r.get(f"{algorithm} x limit") for r in rows],
+        values = [r.get(f"{algorithm} x limit") for r in rows]
+        fig.add_trace(go.Bar(name=algorithm, x=skews, y=values, text=[f"{v:.3f}" if v else "" for v in values],
+                             textposition="outside",
                              hovertemplate=f"{algorithm} at %{{x}}: %{{y:.3f}} x the limit<extra></extra>"))
     fig.add_hline(y=1.0, line_dash="dash", annotation_text="the limit (exact LP)")
+    top = max([r.get(f"{a} x limit") or 1.0 for r in rows for a in algorithms], default=1.0)
+    fig.update_yaxes(range=[0.9, max(1.1, top * 1.05)])  # the differences are percent: the axis starts near 1
     fig.update_layout(barmode="group", yaxis_title="finish / limit", xaxis_title="expert popularity", height=360,
                       margin={"t": 30, "l": 50, "r": 10, "b": 40})
     return fig
