@@ -26,8 +26,8 @@ import numpy as np
 from ccviz.bounds.concurrent_flow import (
     BINDING,
     FabricArrays,
+    OPTIMAL_SLACK,
     _incidence,
-    _least_total_flow,
     _solve_lp,
     fabric_arrays,
 )
@@ -102,7 +102,7 @@ def demand_flow(topology: Topology, ranks: tuple[int, ...], demand_GB: np.ndarra
     simplex = k * n_links <= SIMPLEX_VARIABLES
     x, duals, value = _solve_lp(cost, matrix, lower, upper, np.full(k * n_links + 1, np.inf), time_limit, simplex)
     if need_flows:
-        x = _least_total_flow(cost, matrix, lower, upper, value, time_limit, simplex)
+        x = _least_weighted_flow(a, k, matrix, lower, upper, value, time_limit, simplex)
     prices = np.abs(duals[-n_links:])
     total = float((prices * a.capacity).sum())
     if total > 0:
@@ -110,6 +110,24 @@ def demand_flow(topology: Topology, ranks: tuple[int, ...], demand_GB: np.ndarra
         value = min(value, certified_time(a, position, demand, prices))
     return DemandFlow(value, a, prices, tuple(ranks), demand, sources,
                       x[:-1].reshape(k, n_links) if need_flows else None, time.perf_counter() - t0)
+
+
+SPINE_WEIGHT = 1.5  # a switch-to-switch link's weight in the least-flow tie-break (see _least_weighted_flow)
+
+
+def _least_weighted_flow(a: FabricArrays, k: int, matrix, lower: np.ndarray, upper: np.ndarray, value: float,
+                         time_limit: float | None, simplex: bool) -> np.ndarray:
+    """Among the flows at the optimal time, one of least weighted link-bytes: no needless detour, and between
+    two routes of as many links, the one relaying through a GPU (which stores) over the one through a chain
+    of switches (leaf, spine, leaf), whose links must all be free at once: measured on railclos:boxes=4,gpus=8
+    with a zipf:1.2 MoE matrix, mcf's booking ended 1.143 x the limit along the chains."""
+    is_switch = ~a.is_gpu
+    weight = np.where(is_switch[a.tail] & is_switch[a.head], SPINE_WEIGHT, 1.0)
+    cost = np.concatenate([np.tile(weight, k), [0.0]])
+    col_upper = np.full(len(cost), np.inf)
+    col_upper[-1] = value * (1 + OPTIMAL_SLACK)
+    x, _, _ = _solve_lp(cost, matrix, lower, upper, col_upper, time_limit, simplex)
+    return x
 
 
 def certified_time(a: FabricArrays, position: list[int], demand: np.ndarray, prices: np.ndarray) -> float:
