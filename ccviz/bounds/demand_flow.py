@@ -25,8 +25,8 @@ import numpy as np
 
 from ccviz.bounds.concurrent_flow import (
     BINDING,
-    FabricArrays,
     OPTIMAL_SLACK,
+    FabricArrays,
     _incidence,
     _solve_lp,
     fabric_arrays,
