@@ -191,3 +191,17 @@ def test_the_acceptance_case_mcf_within_5_percent_and_twophase_within_15(spec):
         result = run_matrix(topology, "alltoallv", algorithm, matrix)
         assert result.timeline.verified
         assert result.finish_time_s <= most * result.limit_s, (algorithm, result.finish_time_s / result.limit_s)
+
+
+def test_twophase_balances_only_where_a_box_has_fast_links_inside():
+    from ccviz.synth.alltoallv import boxes_of, fast_inside
+
+    dgx, leafspine = load_topology("dgxh100:boxes=2"), load_topology("leafspine:leaves=4,spines=2,hosts=4")
+    assert fast_inside(dgx, boxes_of(dgx)) and not fast_inside(leafspine, boxes_of(leafspine))
+    matrix = moe_matrix(16, experts=16, topk=4, tokens=128, hidden=256, skew="zipf:1.5")
+    result = run_matrix(leafspine, "alltoallv", "twophase", matrix)
+    assert result.timeline.verified and "nothing to balance over" in result.schedule.notes[0]
+    gpus = set(leafspine.gpus)
+    relayed = [t for t in result.timeline.schedule.transfers
+               if t.dst in gpus and t.dst not in result.collective.chunks[t.chunk].post]
+    assert not relayed  # straight to the destination: no GPU relays

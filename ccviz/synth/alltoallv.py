@@ -230,6 +230,27 @@ def _fastest_paths(topology: Topology, fabric, chunk_bytes: float):
     return candidates
 
 
+def fast_inside(topology: Topology, boxes: list[list[int]]) -> bool:
+    """Whether a box has links faster than its way out: every GPU's bandwidth to switches (or GPUs) that reach
+    only its own box exceeds its bandwidth to the rest (a DGX's NVSwitches against its NICs; a leaf of a
+    leaf-spine, cabled to spines as well, is no inside link)."""
+    box_of = {g: b for b, box in enumerate(boxes) for g in box}
+
+    def inside(node: int, box: int) -> bool:
+        if not topology.is_switch(node):
+            return box_of.get(node) == box
+        return all(box_of.get(v) == box for (u, v) in topology.links if u == node)
+
+    for g, box in box_of.items():
+        fast = sum(link.bandwidth_GBps * link.lanes for (u, v), link in topology.links.items()
+                   if u == g and inside(v, box))
+        out = sum(link.bandwidth_GBps * link.lanes for (u, v), link in topology.links.items()
+                  if u == g and not inside(v, box))
+        if fast <= out:
+            return False
+    return True
+
+
 def relay_rails(collective: Collective, boxes: list[list[int]]) -> dict[int, int]:
     """Chunk id -> the local index (rail) of the GPU pair that carries it between boxes: every rail of a box
     pair gets the same number of chunks (give or take one); the source's rail first, then the destination's."""
@@ -287,7 +308,8 @@ def synthesize_twophase(topology: Topology, collective: Collective, options: Syn
         return best
 
     where = {g: (b, i) for b, box in enumerate(boxes) for i, g in enumerate(box)}
-    rail = relay_rails(collective, boxes)
+    balance = fast_inside(topology, boxes)
+    rail = relay_rails(collective, boxes) if balance else {}
     pos = fabric.index
     routes: list[tuple[int, list[int]]] = []
     for cid in progress_order(collective):
@@ -306,7 +328,9 @@ def synthesize_twophase(topology: Topology, collective: Collective, options: Syn
                 != collective.chunks[cid].source)
     notes = [
         f"{len(boxes)} boxes of {len(boxes[0])} GPUs; {len(rail)} chunks cross boxes, {moved} of them first move "
-        "inside their box so that every rail carries the same share of each box pair",
+        "inside their box so that every rail carries the same share of each box pair" if balance else
+        f"{len(boxes)} boxes of {len(boxes[0])} GPUs with no links inside a box faster than its way out: nothing "
+        "to balance over, every chunk goes straight to its destination (FAST's phases need fast in-box links)",
         f"{how}: estimated finish {finish / limit_s:.3f} x the limit ({format_time(limit_s)})",
     ]
     return Schedule(topology, collective, transfers, "twophase", status="heuristic",
