@@ -150,7 +150,12 @@ def _synth_matrix(args: argparse.Namespace, topology: Any, options: Any, stop: t
         from ccviz.model.groups import group_ranks
 
         n = len(group_ranks(topology, args.ranks))
-    matrix = traffic_matrix(n, args.matrix, args.moe)
+    if args.matrix is None and args.moe is None and args.collective == "alltoallv":  # a size: the uniform matrix
+        import numpy as np
+
+        matrix = np.full((n, n), parse_size(args.size) / n)
+    else:
+        matrix = traffic_matrix(n, args.matrix, args.moe)
     if args.collective == "moe" and (args.out or args.msccl):
         raise CcvizError("--out: -c moe is two runs (dispatch, combine); write each with -c alltoallv", "out")
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -248,18 +253,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from ccviz.bounds.cost import formula_table
     from ccviz.builders import BUILDERS, COMMON_KEYS
-    from ccviz.model.collectives import COLLECTIVES
+    from ccviz.model.collectives import COLLECTIVES, VARIABLE
     from ccviz.model.topology import SWITCH_HOPS
     from ccviz.synth import REGISTRY
 
     listing = {
         "algorithms": [
-            {"name": a.name, "kind": a.kind, "collectives": sorted(a.collectives & set(COLLECTIVES)),
+            {"name": a.name, "kind": a.kind, "collectives": sorted(a.collectives & set(COLLECTIVES + VARIABLE)),
              "description": a.description, "options_used": list(a.options_used),
              "options": [spec.as_dict() for spec in a.options.specs()]}
             for a in sorted(REGISTRY.values(), key=lambda a: a.name)
         ],
-        "collectives": list(COLLECTIVES),
+        "collectives": list(COLLECTIVES + VARIABLE),
         "topology_builders": [
             {"name": b.name, "parameters": b.signature_text(), "aliases": list(b.aliases), "description": b.summary}
             for b in sorted(BUILDERS.values(), key=lambda b: b.name)

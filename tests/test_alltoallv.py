@@ -205,3 +205,13 @@ def test_twophase_balances_only_where_a_box_has_fast_links_inside():
     relayed = [t for t in result.timeline.schedule.transfers
                if t.dst in gpus and t.dst not in result.collective.chunks[t.chunk].post]
     assert not relayed  # straight to the destination: no GPU relays
+
+
+def test_msccl_export_refuses_an_alltoallv_in_one_line():
+    from ccviz.interop.export import msccl_xml
+
+    topology = load_topology("ring:n=4")
+    result = run(topology, matrix_collective(topology, np.array([[0, 2e6, 0, 0], [0, 0, 1e6, 0], [0, 0, 0, 1e6],
+                                                                 [3e6, 0, 0, 0]])), "direct")
+    with pytest.raises(CcvizError, match="alltoallv"):
+        msccl_xml(result.timeline)

@@ -155,7 +155,8 @@ BUILT_IN = (
     ),
     Algorithm(
         "mcf", "ccviz.synth.alltoallv:synthesize_mcf_any", frozenset({"alltoall", "alltoallv"}),
-        "AllToAll along the flows of its exact limit (maximum concurrent flow LP on HiGHS): flows split into "
+        "AllToAll (and AllToAllv, a traffic matrix) along the flows of its exact limit (maximum concurrent flow LP "
+        "on HiGHS): flows split into "
         "paths, every pair's data cut into chunks on its least loaded paths, booked hop by hop on link calendars",
         kind="heuristic", options_used=("seed", "time_limit", "progress", "stop"),
     ),
