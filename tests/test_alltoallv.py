@@ -215,3 +215,12 @@ def test_msccl_export_refuses_an_alltoallv_in_one_line():
                                                                  [3e6, 0, 0, 0]])), "direct")
     with pytest.raises(CcvizError, match="alltoallv"):
         msccl_xml(result.timeline)
+
+
+def test_a_flow_lp_too_big_to_solve_is_refused_up_front(monkeypatch):
+    import ccviz.bounds.demand_flow as demand
+
+    monkeypatch.setattr(demand, "MAX_LP_VARIABLES", 100)
+    topology = load_topology("dgxh100:boxes=2")
+    with pytest.raises(CcvizError, match="variables; at most 100"):
+        demand_flow(topology, tuple(topology.gpus), np.ones((16, 16)))

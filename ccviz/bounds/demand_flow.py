@@ -89,6 +89,10 @@ def demand_flow(topology: Topology, ranks: tuple[int, ...], demand_GB: np.ndarra
         b[position[i]] += demand[i].sum()
         supplies.append(b)
     k = len(sources)
+    if k * n_links > MAX_LP_VARIABLES:
+        raise CcvizError(f"matrix: its flow LP would have {k:,} senders x {n_links:,} links = {k * n_links:,} "
+                         f"variables; at most {MAX_LP_VARIABLES:,} are solved here (fewer ranks, or a smaller fabric)",
+                         "matrix")
     incidence = _incidence(a)
     conservation = kron(identity(k, format="csc"), incidence, format="csc")
     capacity = kron(np.ones((1, k)), identity(n_links, format="csc"), format="csc")
@@ -112,6 +116,7 @@ def demand_flow(topology: Topology, ranks: tuple[int, ...], demand_GB: np.ndarra
                       x[:-1].reshape(k, n_links) if need_flows else None, time.perf_counter() - t0)
 
 
+MAX_LP_VARIABLES = 4_000_000  # 512 GPUs of dgxh100 (5,120 links): 2.6 M
 SPINE_WEIGHT = 1.5  # a switch-to-switch link's weight in the least-flow tie-break (see _least_weighted_flow)
 
 
