@@ -330,14 +330,13 @@ def cmd_limit(args: argparse.Namespace) -> int:
 
         fabric = relay_fabric(topology, group_ranks(topology, args.ranks))
     if args.collective in ("alltoallv", "moe") or args.matrix is not None or args.moe is not None:
-        from ccviz.bounds.demand_flow import alltoallv_limit
-        from ccviz.runs.moe import matrix_collective, traffic_matrix
+        from ccviz.runs.moe import matrix_limit, traffic_matrix
 
         if args.collective != "alltoallv":
             raise CcvizError(f"--matrix/--moe: the limit is for -c alltoallv, not -c {args.collective}", "collective")
         group = None if args.ranks is None else fabric.gpus
         matrix = traffic_matrix(len(group or topology.gpus), args.matrix, args.moe)
-        limit = alltoallv_limit(fabric, matrix_collective(fabric, matrix, group))
+        limit = matrix_limit(fabric, matrix, group)
     else:
         limit = bandwidth_limit(fabric, args.collective, parse_size(args.size), args.root)
     out = limit.to_dict()

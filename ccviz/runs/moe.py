@@ -134,3 +134,16 @@ def workload_chunk(spec: str, n_ranks: int, others: list[float]) -> float:
         return own
     base = min(others)
     return base / math.ceil(base / own) if own <= base else base * math.floor(own / base)
+
+
+def matrix_limit(topology: Topology, matrix: np.ndarray, ranks: Sequence[int] | None = None):
+    """The exact limit of a matrix (``ccviz limit -c alltoallv``), without cutting it into chunks: a limit needs
+    only the bytes (512 ranks make over 260,000 pairs, more chunks than a schedule is allowed)."""
+    from ccviz.bounds.demand_flow import alltoallv_limit
+    from ccviz.model.collectives import _ranks_of
+    from ccviz.model.traffic import check_matrix
+
+    members = _ranks_of(topology if ranks is None else list(ranks))
+    m = check_matrix(matrix, len(members))
+    demand = Collective("alltoallv", members, (), float(m.max()), float(m.sum(axis=1).max()), meta={"matrix": m})
+    return alltoallv_limit(topology, demand)
