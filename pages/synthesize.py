@@ -67,7 +67,7 @@ url.share("synthesize", collective=collective, algorithm=algorithm, size=size, c
 st.caption(url.shared_note())
 matrix = None
 if collective in VARIABLE:
-    with user_errors("matrix"):
+    with user_errors():  # the message names the cell ("matrix[1][2]: ...")
         matrix = matrix_ui.matrix_inputs("syn_mx", topology)
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")

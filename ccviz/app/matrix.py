@@ -162,7 +162,7 @@ def skew_section(topology: Topology, plot) -> None:
 def user_errors_here():
     from ccviz.app.state import user_errors
 
-    return user_errors("alltoallv")
+    return user_errors()  # the message names the cell or the field
 
 
 def matrix_table(topology: Topology, matrix: np.ndarray, algorithms: list[str]) -> pd.DataFrame:

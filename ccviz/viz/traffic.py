@@ -24,6 +24,7 @@ def traffic_heatmap(matrix: np.ndarray, ranks: Sequence[int] | None = None, titl
     hot = int(into.argmax())
     fig.update_layout(title=f"{title} (busiest receiver: rank {names[hot]}, {into[hot] / into.mean():.2f} x the mean)",
                       xaxis_title="to rank", yaxis_title="from rank", yaxis_autorange="reversed", height=420,
+                      xaxis_type="category", yaxis_type="category",  # ranks, not a number line (no "0.5" ticks)
                       margin={"t": 50, "l": 50, "r": 10, "b": 40})
     return fig
 
