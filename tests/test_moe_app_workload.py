@@ -34,6 +34,7 @@ def test_synthesize_an_moe_dispatch_shows_the_matrix_beside_the_link_load():
     titles = [c["layout"].get("title", {}).get("text", "") for c in charts]
     assert any(t.startswith("bytes from rank to rank") for t in titles)
     assert any("limit" in m.value for m in at.markdown)
+    clean(at.switch_page("pages/playback.py").run())  # the run plays back like any other
 
 
 def test_compare_across_skews():
