@@ -116,9 +116,9 @@ def synthesize_mcf_matrix(topology: Topology, collective: Collective, options: S
         c = by_id[cid]
         i, j = rank_index[c.source], rank_index[next(iter(c.post))]
         pair = (position[i], position[j])
-        options_ = paths[pair]
-        best, best_score = options_[0][1], np.inf
-        for p, (fraction, links) in enumerate(options_):
+        candidates = paths[pair]
+        best, best_score, chosen = candidates[0][1], np.inf, 0
+        for p, (fraction, links) in enumerate(candidates):
             score = float(((load[links] + 1.0) * inverse[links]).max())
             if used.get((*pair, p), 0) >= fraction * counts[i, j] + 1e-9:
                 score += 1e6  # beyond its LP share: a fallback only
