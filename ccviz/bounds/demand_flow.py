@@ -218,7 +218,9 @@ def alltoallv_limit(topology: Topology, collective: Collective) -> BandwidthLimi
     """The ``BandwidthLimit`` of an AllToAllv: the LP's time, its binding links and the swept cut in words."""
     from ccviz.bounds.alltoall_limit import link_names
     from ccviz.bounds.cut import BandwidthLimit, Cut, leaving
+    from ccviz.bounds.limit import judged_fabric
 
+    topology = judged_fabric(topology)  # sustained rates where the fabric declares the hardware model
     if uniform_over_fabric(topology, collective):  # AllToAll itself: its LP (folded by symmetry where it can)
         from dataclasses import replace
 
