@@ -75,6 +75,7 @@ from ccviz.synth.arborescence import RouteClosure, greedy_arborescence, min_arbo
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import ForestcollOptions
 from ccviz.synth.common import dispatch
+from ccviz.synth.forestcoll_crossbar import chunk_count, crossbar_allgather, crossbar_planes
 from ccviz.synth.inc import synthesize_inc
 from ccviz.synth.registry import SynthOptions
 from ccviz.synth.reversal import (
@@ -159,6 +160,7 @@ SPREAD_NOTE = "each tree's routes spread over parallel switches (the closure alo
 STARS_GRID_MAX_GPUS = 72  # stars go on the tight slot grid up to this many GPUs (``_stars_grid``; NVL72)
 STARS_ENOUGH = 1.02  # stars with spread routes this close to the limit: no spread trees are packed
 SPREAD_ABOVE = 1.05  # a packing this far over the limit where no switch copies: trees with spread routes are tried
+CROSSBAR_ENOUGH = 1.05  # the closed form over crossbar planes is kept where it ends this close to the limit
 EXACT_TREES_UP_TO = 64  # GPUs; beyond, trees are grown Prim's way (within 0.5 % of the cheapest, 10-25 x faster at 256)
 
 
@@ -1124,6 +1126,9 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
         raise CcvizError(f"slots: the slot grid books routes through bufferless switches whose GPU -> switch links "
                          f"are alike (one bandwidth and alpha); this fabric {why}; set slots to auto or false",
                          "slots")
+    crossbar = _crossbar(topology, collective, settings, refine, pack_on, start_s, limit.limit_s)
+    if crossbar is not None:
+        return crossbar
     ring, on_ring = None, False
     if settings.ring or (settings.ring is None and trees is None and not settings.slots and len(roots) > 2):
         budget.report("ForestColl: trying one ring through every GPU", 0.05)
@@ -1165,6 +1170,40 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
                          "ring": on_ring, "spare_crossings": packing.spared, "stars": packing.stars},
                         "heuristic", estimated_finish_s=run.finish_s, notes=notes, cut_short=cut)
     return schedule, run
+
+
+def _crossbar(topology: Topology, collective: Collective, settings: ForestcollOptions, refine: bool,
+              pack_on: Topology | None, start_s: float, limit_s: float) -> tuple[Schedule, Pipelined] | None:
+    """The closed-form schedule over crossbar planes (``forestcoll_crossbar``) where the fabric is nothing but
+    such planes, the collective an AllGather of every GPU (a ReduceScatter's mirror too), no packing or booking
+    option was set, and the closed form ends within ``CROSSBAR_ENOUGH`` x the limit; else None."""
+    if (pack_on is not None or collective.name != "allgather" or sorted(collective.ranks) != sorted(topology.gpus)
+            or settings.switch_queue or any(value is not None for value in (settings.trees, settings.pieces,
+                                                                             settings.ring, settings.slots,
+                                                                             settings.spare_crossings))):
+        return None
+    planes = crossbar_planes(topology)
+    if planes is None:
+        return None
+    per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
+    if refine and collective.chunks_per_rank == 1:
+        chunks = chunk_count(topology, planes, per_rank_bytes, MAX_TRANSFERS)
+        if chunks is None:
+            return None
+        collective = make_collective(collective.name, topology, collective.size_bytes, chunks, collective.root)
+    transfers, finish = crossbar_allgather(topology, planes, collective, start_s)
+    if finish - start_s > CROSSBAR_ENOUGH * limit_s:
+        return None
+    cpr = collective.chunks_per_rank
+    notes = [f"one star per root through {len(planes.planes)} crossbar plane(s) (every switch cabled to every GPU "
+             f"and to nothing else), each GPU's shard split over the planes in proportion to their bandwidths "
+             f"({cpr} chunks per rank); each plane books one shift (GPU i sends to GPU i + r) per slot of a chunk's "
+             "bytes' time, so every GPU link of the plane is busy in every slot: the closed form, no trees packed"]
+    schedule = Schedule(topology, collective, transfers, "forestcoll",
+                        {"trees": 1, "chunks_per_rank": cpr, "switch_queue": False, "ring": False,
+                         "spare_crossings": False, "stars": True, "crossbar": True},
+                        "heuristic", estimated_finish_s=finish, notes=notes)
+    return schedule, Pipelined(transfers, finish)
 
 
 def _switch_queue(topology: Topology, settings: ForestcollOptions) -> bool:
