@@ -11,7 +11,7 @@ import pytest
 
 import ccviz
 from ccviz.builders.fabric import Fabric
-from ccviz.synth.forestcoll_crossbar import CrossbarPlanes, chunk_count, crossbar_planes, predicted_finish
+from ccviz.synth.forestcoll.crossbar import CrossbarPlanes, chunk_count, crossbar_planes, predicted_finish
 from ccviz.synth.registry import SynthOptions
 
 SIZE = 1e9

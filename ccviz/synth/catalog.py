@@ -80,6 +80,8 @@ class ForestcollOptions(AlgorithmOptions):
                                       "the faster (the trees are skipped where it beats every schedule summing at "
                                       "GPUs); true: only the in-switch schedule (an error where no switch "
                                       "reduces); false: only trees summing at GPUs")
+    explain: bool = option(False, "add forestcoll's plan table to the notes: every plan, the fabric traits it needs, "
+                           "which fit this fabric and which was taken (the notes always name the plan taken)")
 
 
 # ----------------------------------------------------------------------------------------- TE-CCL
