@@ -17,7 +17,7 @@ SIZE = 1e9
     ("dgxh100", "crossbar planes"), ("nvl72", "crossbar planes"), ("dgx1", "direct links"),
     ("torus3d", "direct links"), ("a100", "switch queues"), ("dragonfly:groups=3,routers=2,gpus=6", "grid first"),
     ("rfs3d:dims=2x4x8", "trees, then the tight grid"), ("dgx2", "trees, then the grid"),
-    ("railclos", "trees, cut-through"), ("dgxh100:boxes=2", "trees, cut-through"),
+    ("railclos", "trees, cut-through"), ("dgxh100:boxes=2", "boxes on rails"), ("dgxh100:boxes=4", "boxes on rails"),
 ])
 def test_each_fabric_takes_the_plan_its_traits_name(spec: str, plan: str) -> None:
     assert choose_plan(fabric_traits(ccviz.load_topology(spec))).name == plan

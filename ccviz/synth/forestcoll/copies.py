@@ -26,7 +26,7 @@ from ccviz.synth.catalog import ForestcollOptions
 from ccviz.synth.forestcoll import grid as slot_grid
 from ccviz.synth.forestcoll import tuning
 from ccviz.synth.forestcoll.booking import Pipelined, _offer, _refined, _roots, ordered_pipeline, pipeline
-from ccviz.synth.forestcoll.crossbar import chunk_count, crossbar_allgather, crossbar_planes
+from ccviz.synth.forestcoll.crossbar import CrossbarPlanes, chunk_count, crossbar_allgather, crossbar_planes
 from ccviz.synth.forestcoll.grid import (
     _few_trees_grid_only,
     _grid_first,
@@ -39,6 +39,7 @@ from ccviz.synth.forestcoll.grid import (
 )
 from ccviz.synth.forestcoll.packing import Packing, TreePacker, multicast_congestion
 from ccviz.synth.forestcoll.plan import FabricTraits, Plan, choose_plan, explain, fabric_traits, plan_note
+from ccviz.synth.forestcoll.rails import boxes_on_rails, rails_allgather, rails_chunk_count
 from ccviz.synth.forestcoll.routing import best_packing, crossing_load, spared_limit, spares_crossings
 from ccviz.synth.forestcoll.tuning import (
     CROSSBAR_ENOUGH,
@@ -103,13 +104,13 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
                          "slots")
     traits = fabric_traits(topology)
     plan, skipped = choose_plan(traits), ()
-    if plan.name == "crossbar planes":
-        crossbar = _crossbar(topology, collective, settings, refine, pack_on, start_s, limit.limit_s)
+    if plan.name in CLOSED_FORMS:
+        crossbar = _crossbar(topology, collective, settings, refine, pack_on, start_s, limit.limit_s, plan.name)
         if crossbar is not None:
             crossbar[0].notes.extend(_plan_notes(plan, traits, skipped, settings))
             return crossbar
         skipped = (plan.name,) if _crossbar_applies(topology, collective, settings, pack_on) else ()
-        plan = choose_plan(traits, skip=("crossbar planes",))
+        plan = choose_plan(traits, skip=CLOSED_FORMS)
     ring, on_ring = None, False
     if settings.ring or (settings.ring is None and trees is None and not settings.slots and len(roots) > 2):
         budget.report("ForestColl: trying one ring through every GPU", 0.05)
@@ -157,30 +158,43 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     return schedule, run
 
 
+CLOSED_FORMS = ("crossbar planes", "boxes on rails")  # the plans that book a closed form, no trees packed
+
+
 def _crossbar(topology: Topology, collective: Collective, settings: ForestcollOptions, refine: bool,
-              pack_on: Topology | None, start_s: float, limit_s: float) -> tuple[Schedule, Pipelined] | None:
-    """The closed-form schedule over crossbar planes (``forestcoll_crossbar``) where the fabric is nothing but
-    such planes, the collective an AllGather of every GPU (a ReduceScatter's mirror too), no packing or booking
-    option was set, and the closed form ends within ``CROSSBAR_ENOUGH`` x the limit; else None."""
+              pack_on: Topology | None, start_s: float, limit_s: float,
+              form: str = "crossbar planes") -> tuple[Schedule, Pipelined] | None:
+    """The closed-form schedule (``crossbar``: a box of crossbar planes; ``rails``: such boxes joined by rails, as
+    ``form`` names) where the collective is an AllGather of every GPU (a ReduceScatter's mirror too), no packing
+    or booking option was set, and the closed form ends within ``CROSSBAR_ENOUGH`` x the limit; else None."""
     if not _crossbar_applies(topology, collective, settings, pack_on):
         return None
-    planes = crossbar_planes(topology)
-    if planes is None:
+    shape = crossbar_planes(topology) if form == "crossbar planes" else boxes_on_rails(topology)
+    if shape is None:
         return None
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
     if refine and collective.chunks_per_rank == 1:
-        chunks = chunk_count(topology, planes, per_rank_bytes, tuning.MAX_TRANSFERS)
+        chunks = (chunk_count if isinstance(shape, CrossbarPlanes) else rails_chunk_count)(
+            topology, shape, per_rank_bytes, tuning.MAX_TRANSFERS)
         if chunks is None:
             return None
         collective = make_collective(collective.name, topology, collective.size_bytes, chunks, collective.root)
-    transfers, finish = crossbar_allgather(topology, planes, collective, start_s)
+    book = crossbar_allgather if isinstance(shape, CrossbarPlanes) else rails_allgather
+    transfers, finish = book(topology, shape, collective, start_s)
     if finish - start_s > CROSSBAR_ENOUGH * limit_s:
         return None
     cpr = collective.chunks_per_rank
-    notes = [f"one star per root through {len(planes.planes)} crossbar plane(s) (every switch cabled to every GPU "
-             f"and to nothing else), each GPU's shard split over the planes in proportion to their bandwidths "
-             f"({cpr} chunks per rank); each plane books one shift (GPU i sends to GPU i + r) per slot of a chunk's "
-             "bytes' time, so every GPU link of the plane is busy in every slot: the closed form, no trees packed"]
+    if isinstance(shape, CrossbarPlanes):
+        notes = [f"one star per root through {len(shape.planes)} crossbar plane(s) (every switch cabled to every "
+                 f"GPU and to nothing else), each GPU's shard split over the planes in proportion to their "
+                 f"bandwidths ({cpr} chunks per rank); each plane books one shift (GPU i sends to GPU i + r) per slot "
+                 "of a chunk's bytes' time, so every GPU link of the plane is busy in every slot: the closed form, "
+                 "no trees packed"]
+    else:
+        notes = [f"{len(shape.gpus)} boxes of {len(shape.gpus[0])} GPUs on {len(shape.rails)} rails: every shard "
+                 "crosses its rail to GPU j of the other boxes, which relays it over its box's crossbar planes; "
+                 f"rails and planes book one shift per slot ({cpr} chunks per rank), relayed chunks as they land: "
+                 "the closed form, no trees packed"]
     schedule = Schedule(topology, collective, transfers, "forestcoll",
                         {"trees": 1, "chunks_per_rank": cpr, "switch_queue": False, "ring": False,
                          "spare_crossings": False, "stars": True, "crossbar": True},

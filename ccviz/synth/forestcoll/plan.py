@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ccviz.model.topology import Topology
 from ccviz.synth.forestcoll import tuning
 from ccviz.synth.forestcoll.crossbar import crossbar_planes
+from ccviz.synth.forestcoll.rails import boxes_on_rails
 from ccviz.synth.slotted import one_switch_routes, slot_eligible
 
 
@@ -28,6 +29,7 @@ class FabricTraits:
     buffered: bool  # every switch has a buffer: a chunk may wait in its queue (default switch_queue)
     copies: bool  # some switch copies one arriving chunk to several out-links (multicast)
     crossbar_planes: bool  # every switch cabled to every GPU, once each way, and to nothing else
+    boxes_on_rails: bool  # every switch a crossbar plane of one box or a rail joining GPU j of every box
     one_switch_routes: bool  # no switch -> switch link: a route crosses one switch at most
     slot_grid_fits: bool  # bufferless switches whose GPU -> switch links are alike (``slotted.slot_eligible``)
 
@@ -37,6 +39,7 @@ class FabricTraits:
         parts = [f"{self.gpus} GPUs", ("switches with buffers" if self.buffered else "bufferless switches")
                  + (" that copy" if self.copies else " that do not copy"),
                  "every switch a crossbar plane" if self.crossbar_planes else
+                 "boxes of crossbar planes on rails" if self.boxes_on_rails else
                  "routes through one switch" if self.one_switch_routes else "routes through two switches or more"]
         if not self.buffered:
             parts.append("up-links alike (the slot grid fits)" if self.slot_grid_fits else "up-links differ")
@@ -50,6 +53,7 @@ def fabric_traits(topology: Topology) -> FabricTraits:
         gpus=topology.n_gpus, switched=bool(switches), buffered=bool(switches) and buffered,
         copies=any(topology.nodes[s].copy for s in switches),
         crossbar_planes=crossbar_planes(topology) is not None,
+        boxes_on_rails=boxes_on_rails(topology) is not None,
         one_switch_routes=one_switch_routes(topology),
         slot_grid_fits=bool(switches) and slot_eligible(topology))
 
@@ -81,6 +85,12 @@ PLANS: tuple[Plan, ...] = (
          "trees packed (AllGather of every GPU and its mirror; where it ends over "
          f"{tuning.CROSSBAR_ENOUGH:g} x the limit, the next plan that fits)",
          lambda t: t.crossbar_planes),
+    Plan("boxes on rails", "every switch is a crossbar plane of one box or a rail joining GPU j of every box "
+         "(NVSwitch boxes on rails, dgxh100:boxes=N)",
+         "the closed form: every shard over its rail to the other boxes and relayed there over the box's planes, "
+         "one shift per slot on rails and planes, no trees packed (AllGather of every GPU and its mirror; where it "
+         f"ends over {tuning.CROSSBAR_ENOUGH:g} x the limit, the next plan that fits)",
+         lambda t: t.boxes_on_rails),
     Plan("direct links", "no switch: GPUs cabled to GPUs",
          "one ring tried first; packed trees booked first come on the links, deep trees first and a wider "
          "look-ahead where that ends over the limit, twice the pieces where it ends over "
