@@ -52,6 +52,7 @@ The stages, one module each (read them in this order):
 
 * ``plan``: which plan a fabric takes, from a declared table of its traits (``--opt explain=true`` prints it).
 * ``crossbar``: the closed form over crossbar planes (a box whose GPUs are cabled to parallel switches only).
+* ``rails``: the closed form for such boxes joined by rail switches (shards relayed from a rail into a box).
 * ``packing``: the tree packing, the limit's certificate (trees, rings, stars, balancing).
 * ``routing``: which switch paths tree edges take and which packing is kept (``best_packing``).
 * ``booking``: pipelined booking of pieces on link calendars, first come first served.
@@ -132,6 +133,8 @@ from ccviz.synth.forestcoll.packing import (
     crossing_shares,
     move_edge,
 )
+from ccviz.synth.forestcoll.plan import PLANS, FabricTraits, Plan, choose_plan, fabric_traits
+from ccviz.synth.forestcoll.rails import BoxesOnRails, boxes_on_rails, rails_allgather, rails_chunk_count
 from ccviz.synth.forestcoll.routing import (
     _more_trees,
     _spread,
@@ -198,6 +201,8 @@ from ccviz.synth.forestcoll.tuning import (
 )
 
 __all__ = [
+    'PLANS', 'FabricTraits', 'Plan', 'choose_plan', 'fabric_traits', 'BoxesOnRails', 'boxes_on_rails',
+    'rails_allgather', 'rails_chunk_count',
     'BALANCE_MOVES', 'BASE_FRACTION_DENOMINATOR', 'CHUNK_MULTIPLES', 'CROSSBAR_ENOUGH', 'CROSSING_ABOVE',
     'CROSSING_LIMIT_COST', 'CROSSING_SHARE', 'CrossbarPlanes', 'DEEP_FIRST_ABOVE', 'DEEP_FIRST_BELOW',
     'EXACT_TREES_UP_TO', 'FEWER_CHUNKS_SLACK', 'GRID_ENOUGH', 'GRID_FEWER_TREES', 'GRID_FEW_TREES_MAX_GPUS',
