@@ -41,7 +41,7 @@ class FabricTraits:
                  "every switch a crossbar plane" if self.crossbar_planes else
                  "boxes of crossbar planes on rails" if self.boxes_on_rails else
                  "routes through one switch" if self.one_switch_routes else "routes through two switches or more"]
-        if not self.buffered:
+        if not self.buffered and not (self.crossbar_planes or self.boxes_on_rails):
             parts.append("up-links alike (the slot grid fits)" if self.slot_grid_fits else "up-links differ")
         return ", ".join(parts)
 
