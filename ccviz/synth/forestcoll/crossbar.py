@@ -30,9 +30,10 @@ from ccviz.model.schedule import Transfer
 from ccviz.model.topology import Topology
 from ccviz.model.validate import MIN_CHUNK_BYTES
 
-CHUNK_MULTIPLES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # chunk counts tried: these x the planes' base count
-FEWER_CHUNKS_SLACK = 0.005  # the fewest chunks ending within this of the best candidate (dgxh100 1 GB: 144 chunks
-# per rank, 16,128 transfers, 1.004 x the limit, against 1,152 chunks, 129,024 transfers, 1.0007 x)
+CHUNK_MULTIPLES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)  # chunk counts tried:
+# these x the planes' base count, within the transfer budget
+FEWER_CHUNKS_SLACK = 0.001  # the fewest chunks ending within this of the best candidate (at 0.005, the one-switch
+# `star` AllGather 1 GB read 1.006 x the limit against the packed trees' 1.002)
 BASE_FRACTION_DENOMINATOR = 64  # plane bandwidths are matched as ratios of at most this denominator
 
 
