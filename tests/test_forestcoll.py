@@ -225,7 +225,7 @@ def test_large_packings_stop_re_laying_trees_after_passes_without_gain(monkeypat
     topology = ccviz.load_topology("ring:n=4")
     passes = {}
     for exact_up_to in (64, 2):
-        monkeypatch.setattr(forestcoll, "EXACT_TREES_UP_TO", exact_up_to)
+        monkeypatch.setattr(forestcoll.tuning, "EXACT_TREES_UP_TO", exact_up_to)
         packer = forestcoll.TreePacker(topology, list(topology.gpus), 1.0)
         monkeypatch.setattr(packer, "congestion", lambda load: 2.0)  # never at the limit, never better
         calls = []

@@ -23,7 +23,7 @@ def test_railclos_reducescatter_comes_within_five_percent() -> None:
 
 def test_deep_first_is_not_tried_beyond_its_window(monkeypatch) -> None:
     # the window's upper end still holds: far over the limit crossbar conflicts, not the order, hold it back
-    monkeypatch.setattr(forestcoll, "DEEP_FIRST_BELOW", 1.1)
+    monkeypatch.setattr(forestcoll.tuning, "DEEP_FIRST_BELOW", 1.1)
     topology = ccviz.load_topology("railclos:boxes=4,gpus=2")
     result = ccviz.run(topology, "reducescatter", "forestcoll", SIZE, options=TREES_ONLY)
     assert result.finish_time_s > 1.1 * ccviz.bandwidth_limit(topology, "reducescatter", SIZE).limit_s

@@ -55,8 +55,8 @@ def test_every_candidate_is_booked_where_none_ends_within_the_mark(monkeypatch) 
         booked.append(((kwargs["hop_cost"], args[10], kwargs["orders"]), result[2].finish_s))
         return result
 
-    monkeypatch.setattr(forestcoll, "_few_trees_slotted", spy)
-    monkeypatch.setattr(forestcoll, "GRID_ENOUGH", 0.5)
+    monkeypatch.setattr(forestcoll.grid, "_few_trees_slotted", spy)
+    monkeypatch.setattr(forestcoll.tuning, "GRID_ENOUGH", 0.5)
     topology = ccviz.load_topology(DRAGONFLY)
     result = ccviz.run(topology, "allgather", "forestcoll", SIZE)
     assert [how for how, _ in booked] == [(GRID_HOP_COST, GRID_TREES, (False,)), (0.0, GRID_TREES, (True,)),

@@ -19,8 +19,8 @@ ABOVE = forestcoll.MORE_PIECES_ABOVE
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, above: float) -> ccviz.RunResult:
-    monkeypatch.setattr(forestcoll, "MAX_TRANSFERS", 12_200)
-    monkeypatch.setattr(forestcoll, "MORE_PIECES_ABOVE", above)
+    monkeypatch.setattr(forestcoll.tuning, "MAX_TRANSFERS", 12_200)
+    monkeypatch.setattr(forestcoll.tuning, "MORE_PIECES_ABOVE", above)
     return ccviz.run(ccviz.load_topology("railclos:boxes=4,gpus=4"), "allgather", "forestcoll", SIZE)
 
 

@@ -40,8 +40,8 @@ def test_a_40_gpu_rfs3d_allgather_within_1_05_x() -> None:
 
 @pytest.fixture
 def beyond_the_automatic_grid(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    monkeypatch.setattr(forestcoll, "SLOTS_AUTO_MAX_GPUS", 8)
-    monkeypatch.setattr(forestcoll, "GRID_ENOUGH", 1.0)
+    monkeypatch.setattr(forestcoll.tuning, "SLOTS_AUTO_MAX_GPUS", 8)
+    monkeypatch.setattr(forestcoll.tuning, "GRID_ENOUGH", 1.0)
     return monkeypatch
 
 
@@ -55,7 +55,7 @@ def test_the_allreduce_half_goes_on_the_grid_without_first_come(beyond_the_autom
         booked.append(args[1].name)
         return ordered(*args, **kwargs)
 
-    beyond_the_automatic_grid.setattr(forestcoll, "ordered_pipeline", counted)
+    beyond_the_automatic_grid.setattr(forestcoll.copies, "ordered_pipeline", counted)
     alone = ccviz.run(topology, "reducescatter", "forestcoll", SIZE)
     first_come_alone = len(booked)
     result = ccviz.run(topology, "allreduce", "forestcoll", SIZE)

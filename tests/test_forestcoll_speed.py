@@ -26,32 +26,32 @@ FEW = SynthOptions(extra={"trees": forestcoll.GRID_TREES, "spare_crossings": Fal
 
 @pytest.fixture(autouse=True)
 def _grid_first_from_8_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(forestcoll, "SLOTS_AUTO_MAX_GPUS", 8)
+    monkeypatch.setattr(forestcoll.tuning, "SLOTS_AUTO_MAX_GPUS", 8)
 
 
-def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    """Count the calls of ``forestcoll.<name>`` (still calling it)."""
+def _counting(monkeypatch: pytest.MonkeyPatch, module, name: str) -> list[int]:
+    """Count the calls of ``<module>.<name>``, a forestcoll stage's (still calling it)."""
     calls: list[int] = []
-    real = getattr(forestcoll, name)
+    real = getattr(module, name)
 
     def counted(*args, **kwargs):
         calls.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(forestcoll, name, counted)
+    monkeypatch.setattr(module, name, counted)
     return calls
 
 
 def test_the_grid_goes_first_and_first_come_booking_runs_only_over_the_threshold(monkeypatch) -> None:
     topology = ccviz.load_topology(GRID_FIRST)
-    assert forestcoll._few_trees_grid_only(topology) and topology.n_gpus > forestcoll.SLOTS_AUTO_MAX_GPUS
-    first_come = _counting(monkeypatch, "ordered_pipeline")
-    monkeypatch.setattr(forestcoll, "GRID_FIRST_ENOUGH", 10.0)  # any grid schedule is close enough
+    assert forestcoll._few_trees_grid_only(topology) and topology.n_gpus > forestcoll.tuning.SLOTS_AUTO_MAX_GPUS
+    first_come = _counting(monkeypatch, forestcoll.copies, "ordered_pipeline")
+    monkeypatch.setattr(forestcoll.tuning, "GRID_FIRST_ENOUGH", 10.0)  # any grid schedule is close enough
     grid = ccviz.run(topology, "allgather", "forestcoll", SIZE, options=FEW)
     assert grid.timeline.verified
     assert not first_come  # neither the 8-tree packing's booking ...
     assert "slot grid" in grid.schedule.notes[1] and grid.schedule.options["trees"] == forestcoll.GRID_TREES
-    monkeypatch.setattr(forestcoll, "GRID_FIRST_ENOUGH", 0.0)  # no grid schedule is close enough
+    monkeypatch.setattr(forestcoll.tuning, "GRID_FIRST_ENOUGH", 0.0)  # no grid schedule is close enough
     both = ccviz.run(topology, "allgather", "forestcoll", SIZE, options=FEW)
     assert both.timeline.verified
     assert first_come  # ... or only then, and the faster of the two kept
@@ -60,8 +60,8 @@ def test_the_grid_goes_first_and_first_come_booking_runs_only_over_the_threshold
 
 def test_first_come_booking_runs_where_the_grid_is_refused(monkeypatch) -> None:
     topology = ccviz.load_topology(GRID_FIRST)
-    monkeypatch.setattr(forestcoll, "_few_trees_slotted", lambda *args, **kwargs: None)
-    first_come = _counting(monkeypatch, "ordered_pipeline")
+    monkeypatch.setattr(forestcoll.grid, "_few_trees_slotted", lambda *args, **kwargs: None)
+    first_come = _counting(monkeypatch, forestcoll.copies, "ordered_pipeline")
     result = ccviz.run(topology, "allgather", "forestcoll", SIZE, options=FEW)
     assert result.timeline.verified and first_come
     assert "first come first served" in result.schedule.notes[1]
@@ -193,7 +193,7 @@ def test_a_grid_booking_is_kept_and_moved_to_another_start(monkeypatch) -> None:
     again; other trees book anew, and so does every booking without ``reuse``."""
     fabric, collective, roots, unit_s, capacities, packing = _mirror_problem("dragonfly:groups=4,routers=2,gpus=2")
     refined = forestcoll._refined(fabric, collective, packing, 4)
-    calls = _counting(monkeypatch, "slotted_pipeline")
+    calls = _counting(monkeypatch, forestcoll.grid, "slotted_pipeline")
     plan_of = forestcoll._plan_maker(fabric, refined)
     packed: dict = {}
     budget = Budget(SynthOptions())

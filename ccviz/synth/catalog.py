@@ -80,6 +80,8 @@ class ForestcollOptions(AlgorithmOptions):
                                       "the faster (the trees are skipped where it beats every schedule summing at "
                                       "GPUs); true: only the in-switch schedule (an error where no switch "
                                       "reduces); false: only trees summing at GPUs")
+    explain: bool = option(False, "add forestcoll's plan table to the notes: every plan, the fabric traits it needs, "
+                           "which fit this fabric and which was taken (the notes always name the plan taken)")
 
 
 # ----------------------------------------------------------------------------------------- TE-CCL
@@ -139,7 +141,8 @@ BUILT_IN = (
         frozenset({"allgather", "reducescatter", "allreduce", "broadcast", "reduce"}),
         "ForestColl (arXiv 2402.06787): spanning trees packed up to the fabric's limit, switches turned into "
         "routes, each tree pipelined in pieces (one ring through every GPU where that streams better: fat trees, "
-        "leaf-spines); reductions are the copy on the reversed fabric, mirrored in time",
+        "leaf-spines; on NVSwitch boxes, alone or on rails, a closed form without packing); reductions are the copy "
+        "on the reversed fabric, mirrored in time",
         kind="heuristic", options_used=("time_limit", "progress", "stop"), options=ForestcollOptions,
     ),
     Algorithm(

@@ -36,18 +36,22 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ccviz.bounds.limit import bandwidth_limit
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
 from ccviz.model.groups import is_whole, judged_on, needs_relays, relay_fabric
 from ccviz.model.physics import LinkCost, link_costs
 from ccviz.model.routing import earliest_arrivals
-from ccviz.model.schedule import Schedule, Transfer, gc_paused
+from ccviz.model.schedule import COMBINE, Schedule, Transfer, gc_paused
 from ccviz.model.topology import Topology
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import TacosOptions
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
 from ccviz.synth.registry import SynthOptions
+from ccviz.synth.reversal import schedule_end
 
+SWITCHED_NOTE_ABOVE = 1.5  # on a switched fabric, a schedule this far over the limit names a better algorithm
+BANDWIDTH_LIMITED = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce")  # (AllToAll's is an LP)
 SLOW_ROUTE = 2.0  # patience: a route this many times slower than a rank's fastest in-route is "slow"
 # A route is revisited exactly when its later hop's link frees, up to float rounding of the sum of
 # hop delays; this slack (far inside the simulator's tolerance) keeps that revisit from missing it.
@@ -527,4 +531,33 @@ def synthesize_tacos(topology: Topology, collective: Collective, options: SynthO
     """
     if not is_whole(topology, collective.ranks) and needs_relays(topology, collective.ranks):
         return judged_on(topology, Tacos(relay_fabric(topology, collective.ranks), collective, options).synthesize())
-    return Tacos(topology, collective, options).synthesize()
+    schedule = Tacos(topology, collective, options).synthesize()
+    note = switched_fabric_note(topology, collective, schedule)
+    if note:
+        schedule.notes.append(note)
+    return schedule
+
+
+def switched_fabric_note(topology: Topology, collective: Collective, schedule: Schedule) -> str | None:
+    """Where switches carry the traffic and the matching ends over ``SWITCHED_NOTE_ABOVE`` x the limit, why TACOS
+    is the wrong tool there and which algorithm is right; else None.
+
+    Why: TACOS (Won et al., MICRO 2024) matches one chunk to one free route at a time, a greedy made for
+    direct-connect fabrics; through a switch box a route holds a GPU's up-link and one down-link for a whole
+    chunk, and the greedy leaves most of the crossbar idle (``dgxh100`` AllGather 1 GB: 0.22 of the limit).
+    forestcoll books every plane of such a box at once (its closed form) or packs trees through the switches."""
+    if not topology.switches or not is_whole(topology, collective.ranks) or collective.name not in BANDWIDTH_LIMITED:
+        return None
+    try:
+        limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root)
+    except CcvizError:
+        return None
+    summed_in_switches = any(t.op == COMBINE for t in schedule.transfers)
+    reachable = limit.limit_s if summed_in_switches else (limit.without_switch_sums_s or limit.limit_s)
+    ratio = schedule_end(schedule) / reachable
+    if ratio <= SWITCHED_NOTE_ABOVE:
+        return None
+    return (f"TACOS matches one chunk to one free route at a time, a greedy made for direct-connect fabrics; through "
+            f"this fabric's switches it leaves links idle and ends at {ratio:.2f} x the limit. Use forestcoll "
+            "(-a forestcoll): it books a box of crossbar planes (an NVSwitch box) in closed form, at the limit up to "
+            "one route's delay, and packs trees through other switches")

@@ -1,0 +1,226 @@
+"""ForestColl: spanning-tree packing that reaches the fabric's limit, pipelined in pieces.
+
+Zhao et al., "ForestColl: Throughput-Optimal Collective Communications on Heterogeneous Network
+Fabrics" (arXiv 2402.06787). The AllGather limit (``ccviz.bounds.limit``) is reached by k out-trees rooted
+at every GPU, each carrying 1/k of its root's shard, packed so that no link carries more than the
+limit allows. This module packs them and schedules them:
+
+* Packing. Switches are taken out the way ForestColl's edge splitting does: a tree edge u -> x is a
+  GPU-to-GPU route through switches (``RouteClosure``), so a switch never has to copy. Trees are
+  added by multiplicative weights: each new tree is the cheapest arborescence (Chu-Liu/Edmonds; beyond
+  ``EXACT_TREES_UP_TO`` GPUs grown Prim's way, ``greedy_arborescence``) under link lengths that grow exponentially with the link's load relative to the limit; then every tree is
+  ripped up and re-laid eight times with ever steeper lengths. ForestColl builds an exactly optimal
+  packing with integer capacities; this is the practical approximation, reported as the packing's
+  congestion (1.0 = at the limit). ``--opt trees=k`` fixes k; by default k = 8 and 12 are tried up to
+  32 GPUs (fewer beyond) and the less congested kept.
+* Pipelining (``pipeline``). Each tree's share is cut into pieces (the collective's chunks: k x pieces
+  per rank) and sent down its tree as pieces arrive; a GPU's free out-link sends its most urgent
+  waiting piece. A piece reaching a switch whose out-link is busy waits in the switch's queue and
+  leaves once, where switches have a buffer (``Node.buffer``); elsewhere, or with
+  ``--opt switch_queue=false``, routes are booked cut-through, a free link sending the most urgent
+  of its next ``LOOKAHEAD`` waiting pieces that can start soonest, and other tree edges of the same
+  piece riding along where they branch off at a copy switch (the sender's link carries it once).
+  ``--chunks C`` (C > 1) fixes the chunks per rank; by default as many pieces as keep the schedule
+  under ``MAX_TRANSFERS`` (more pieces never hurt in this link model: alpha is paid per hop).
+
+* One ring (``TreePacker.ring``). Where every GPU's one cable is saturated both ways (fat trees,
+  leaf-spines), branching trees make streams meet at a GPU's in-link; one path per root along a ring
+  through every GPU, pipelined level by level, streams each GPU to one successor. Tried first for the
+  collectives of every rank and kept alone where it ends within ``RING_ENOUGH`` x the limit.
+* Spread routes and stars (``TreePacker.spread_routes``, ``TreePacker.stars``). Where no switch copies (a
+  reduction's mirror) and the packing stays over ``SPREAD_ABOVE`` x the limit, each parent's edges are assigned
+  to its parallel switches together instead of all taking the one the closure found cheapest (NVL72: 18 chips),
+  and one star per root is tried first; stars go on the tight slot grid up to ``STARS_GRID_MAX_GPUS``.
+* Balance (``TreePacker.balance``). Wherever the slot grid runs it also tries ``GRID_TREES`` trees per
+  root with tree edges moved off the busiest links down to the limit: a reduction's mirror saturates
+  every GPU link, and one up-link a few edges over holds the whole grid back. Between 33 and 64 GPUs,
+  where routes cross two switches (a dragonfly), these are the only trees put on the grid by default, and
+  they go first (``_grid_first``: packed with a price per link crossed, so routes take the fewest links
+  among equally loaded ones, then unpriced in piece waves, then two priced trees per root, while the
+  fastest ends over ``GRID_ENOUGH`` x the limit): the packed trees' first-come booking runs only where the
+  grid ends over ``GRID_FIRST_ENOUGH`` x the limit or is refused.
+* Switch sums (``_with_switch_sums``). Where the fabric's switches reduce (NVLS, SHARP), a ReduceScatter,
+  AllReduce or Reduce also books the in-switch schedule ``-a inc`` makes, the faster kept.
+
+ReduceScatter schedules the mirrored AllGather on the reversed fabric and turns it around in time
+(``reduction_schedule``; partial sums run up the trees where a switch rule makes that mirror
+acausal); AllReduce is ReduceScatter then AllGather (``concatenate``); Broadcast packs 16 or 32
+trees of one root; Reduce is the mirror of a Broadcast as ReduceScatter is of an AllGather.
+The simulator judges the result like every other algorithm's.
+
+The stages, one module each (read them in this order):
+
+* ``plan``: which plan a fabric takes, from a declared table of its traits (``--opt explain=true`` prints it).
+* ``crossbar``: the closed form over crossbar planes (a box whose GPUs are cabled to parallel switches only).
+* ``rails``: the closed form for such boxes joined by rail switches (shards relayed from a rail into a box).
+* ``packing``: the tree packing, the limit's certificate (trees, rings, stars, balancing).
+* ``routing``: which switch paths tree edges take and which packing is kept (``best_packing``).
+* ``booking``: pipelined booking of pieces on link calendars, first come first served.
+* ``grid``: the slot grid, where every slot's senders are matched together.
+* ``copies``: one copy collective end to end (``copy_schedule``), the notes.
+* ``collectives``: reductions mirrored, AllReduce composed, switch sums (``synthesize_forestcoll``).
+* ``tuning``: every threshold, beside the measurement that set it.
+
+This package keeps the names the single module had, so ``from ccviz.synth.forestcoll import X`` still works.
+"""
+
+from __future__ import annotations
+
+from ccviz.synth.forestcoll.booking import (
+    Pipelined,
+    _as_fabric_ranks,
+    _Calendar,
+    _first_fit,
+    _InTrees,
+    _offer,
+    _OutTrees,
+    _over,
+    _refined,
+    _roots,
+    ordered_pipeline,
+    pipeline,
+)
+from ccviz.synth.forestcoll.collectives import (
+    _offers_turned,
+    _with_switch_sums,
+    reduction_schedule,
+    synthesize_forestcoll,
+)
+from ccviz.synth.forestcoll.copies import (
+    _crossbar,
+    _fastest_trees,
+    _more_pieces,
+    _ring,
+    _switch_queue,
+    _tree_schedule,
+    copy_schedule,
+)
+from ccviz.synth.forestcoll.crossbar import (
+    BASE_FRACTION_DENOMINATOR,
+    CHUNK_MULTIPLES,
+    FEWER_CHUNKS_SLACK,
+    CrossbarPlanes,
+    _assign,
+    _route_delay,
+    chunk_count,
+    crossbar_allgather,
+    crossbar_planes,
+    predicted_finish,
+)
+from ccviz.synth.forestcoll.grid import (
+    _deep_first_grid,
+    _few_trees_grid_only,
+    _few_trees_slotted,
+    _grid_first,
+    _grid_pieces,
+    _packed_trees_tight_grid,
+    _plan_maker,
+    _slot_capacities_differ,
+    _slot_grid_fits,
+    _slotted,
+    _stars_grid,
+)
+from ccviz.synth.forestcoll.packing import (
+    Packing,
+    Tree,
+    TreePacker,
+    _all_routes,
+    _below,
+    _depths,
+    _heights,
+    _top_down,
+    bandwidths,
+    crossing_shares,
+    move_edge,
+)
+from ccviz.synth.forestcoll.plan import PLANS, FabricTraits, Plan, choose_plan, fabric_traits
+from ccviz.synth.forestcoll.rails import BoxesOnRails, boxes_on_rails, rails_allgather, rails_chunk_count
+from ccviz.synth.forestcoll.routing import (
+    _more_trees,
+    _spread,
+    best_packing,
+    crossing_load,
+    spared_limit,
+    spares_crossings,
+    tree_counts,
+)
+from ccviz.synth.forestcoll.tuning import (
+    _SEPARATION,
+    BALANCE_MOVES,
+    CROSSBAR_ENOUGH,
+    CROSSING_ABOVE,
+    CROSSING_LIMIT_COST,
+    CROSSING_SHARE,
+    DEEP_FIRST_ABOVE,
+    DEEP_FIRST_BELOW,
+    EXACT_TREES_UP_TO,
+    GRID_ENOUGH,
+    GRID_FEW_TREES_MAX_GPUS,
+    GRID_FEWER_TREES,
+    GRID_FIRST_ENOUGH,
+    GRID_HOP_COST,
+    GRID_PIECES,
+    GRID_SLOT_ALPHA,
+    GRID_TREES,
+    LATENCY_ABOVE,
+    LOOKAHEAD,
+    MAX_TRANSFERS,
+    MIN_PIECES,
+    MORE_PIECES_ABOVE,
+    MORE_TREES,
+    MORE_TREES_ABOVE,
+    MORE_TREES_UP_TO,
+    PACKED_GRID_MAX_GPUS,
+    PIECE_COUNTS,
+    REROUTE_PASSES,
+    RING_BOOKING,
+    RING_CONGESTION_SLACK,
+    RING_ENOUGH,
+    RING_ENOUGH_LARGE,
+    RING_HOP_COST,
+    RING_MIN_PIECES,
+    RING_PASSES,
+    RING_PIECES,
+    ROOTED_TREE_COUNTS,
+    SLOT_MAX_OVERHEAD,
+    SLOT_PIECES,
+    SLOTS_ABOVE,
+    SLOTS_AUTO_MAX_GPUS,
+    SPREAD_ABOVE,
+    SPREAD_NOTE,
+    STALE_PASSES,
+    STARS_ENOUGH,
+    STARS_GRID_MAX_GPUS,
+    STARS_NOTE,
+    STEEPER,
+    STEEPNESS,
+    TIGHT_GRID_BOOKING,
+    WIDE_ABOVE,
+    WIDE_BELOW,
+    WIDE_LOOKAHEAD,
+)
+
+__all__ = [
+    'PLANS', 'FabricTraits', 'Plan', 'choose_plan', 'fabric_traits', 'BoxesOnRails', 'boxes_on_rails',
+    'rails_allgather', 'rails_chunk_count',
+    'BALANCE_MOVES', 'BASE_FRACTION_DENOMINATOR', 'CHUNK_MULTIPLES', 'CROSSBAR_ENOUGH', 'CROSSING_ABOVE',
+    'CROSSING_LIMIT_COST', 'CROSSING_SHARE', 'CrossbarPlanes', 'DEEP_FIRST_ABOVE', 'DEEP_FIRST_BELOW',
+    'EXACT_TREES_UP_TO', 'FEWER_CHUNKS_SLACK', 'GRID_ENOUGH', 'GRID_FEWER_TREES', 'GRID_FEW_TREES_MAX_GPUS',
+    'GRID_FIRST_ENOUGH', 'GRID_HOP_COST', 'GRID_PIECES', 'GRID_SLOT_ALPHA', 'GRID_TREES', 'LATENCY_ABOVE',
+    'LOOKAHEAD', 'MAX_TRANSFERS', 'MIN_PIECES', 'MORE_PIECES_ABOVE', 'MORE_TREES', 'MORE_TREES_ABOVE',
+    'MORE_TREES_UP_TO', 'PACKED_GRID_MAX_GPUS', 'PIECE_COUNTS', 'Packing', 'Pipelined', 'REROUTE_PASSES',
+    'RING_BOOKING', 'RING_CONGESTION_SLACK', 'RING_ENOUGH', 'RING_ENOUGH_LARGE', 'RING_HOP_COST',
+    'RING_MIN_PIECES', 'RING_PASSES', 'RING_PIECES', 'ROOTED_TREE_COUNTS', 'SLOTS_ABOVE',
+    'SLOTS_AUTO_MAX_GPUS', 'SLOT_MAX_OVERHEAD', 'SLOT_PIECES', 'SPREAD_ABOVE', 'SPREAD_NOTE',
+    'STALE_PASSES', 'STARS_ENOUGH', 'STARS_GRID_MAX_GPUS', 'STARS_NOTE', 'STEEPER', 'STEEPNESS',
+    'TIGHT_GRID_BOOKING', 'Tree', 'TreePacker', 'WIDE_ABOVE', 'WIDE_BELOW', 'WIDE_LOOKAHEAD', '_Calendar',
+    '_InTrees', '_OutTrees', '_SEPARATION', '_all_routes', '_as_fabric_ranks', '_assign', '_below',
+    '_crossbar', '_deep_first_grid', '_depths', '_fastest_trees', '_few_trees_grid_only',
+    '_few_trees_slotted', '_first_fit', '_grid_first', '_grid_pieces', '_heights', '_more_pieces',
+    '_more_trees', '_offer', '_offers_turned', '_over', '_packed_trees_tight_grid', '_plan_maker',
+    '_refined', '_ring', '_roots', '_route_delay', '_slot_capacities_differ', '_slot_grid_fits', '_slotted',
+    '_spread', '_stars_grid', '_switch_queue', '_top_down', '_tree_schedule', '_with_switch_sums',
+    'bandwidths', 'best_packing', 'chunk_count', 'copy_schedule', 'crossbar_allgather', 'crossbar_planes',
+    'crossing_load', 'crossing_shares', 'move_edge', 'ordered_pipeline', 'pipeline', 'predicted_finish',
+    'reduction_schedule', 'spared_limit', 'spares_crossings', 'synthesize_forestcoll', 'tree_counts',
+]

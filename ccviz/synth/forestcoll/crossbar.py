@@ -1,0 +1,146 @@
+"""Crossbar planes: the closed-form schedule for a box of GPUs cabled to parallel single-switch planes.
+
+An NVSwitch box (``dgxh100``: 8 GPUs on 4 NVSwitches, 2 x 125 + 2 x 100 GB/s a GPU; ``nvl72``: 72 GPUs on 18
+switch chips, 50 GB/s each) is one crossbar per switch: every GPU has one cable to every switch and no other.
+The AllGather limit there is the cut "everything but v": (N - 1) / N x M over a GPU's summed in-bandwidth B.
+No tree packing is needed to reach it: every GPU sends its shard to every other GPU directly (one star per
+root), split over the planes in proportion to their bandwidths, and each plane is a complete bipartite
+crossbar whose N - 1 shifts (in round r, GPU i sends to GPU i + r) are perfect matchings. So each plane books
+one shift per slot of one chunk's bytes' time, every up-link and down-link busy in every slot, and ends
+(units on the plane) x (a chunk's bytes' time) + one route's delay after it starts. Alpha is paid once per
+route, not per slot (a link is busy for the bytes' time; a chunk lands alpha later).
+
+Which (shift, chunk) unit goes to which plane is the classic makespan of identical jobs on machines of
+different speeds: each unit to the plane that would end it soonest, which is optimal for unit jobs.
+The chunk count is chosen from a few candidates by the closed form (more chunks: a shorter last route,
+more transfers; kept under the transfer budget). A ReduceScatter is this AllGather's mirror turned around
+in time (``reversal``), an AllReduce the two in a row; neither needs a switch that copies or reduces.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from fractions import Fraction
+from math import gcd, lcm
+
+from ccviz.model.collectives import Collective
+from ccviz.model.physics import arrival_delay, occupancy
+from ccviz.model.schedule import Transfer
+from ccviz.model.topology import Topology
+from ccviz.model.validate import MIN_CHUNK_BYTES
+
+CHUNK_MULTIPLES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)  # chunk counts tried:
+# these x the planes' base count, within the transfer budget
+FEWER_CHUNKS_SLACK = 0.001  # the fewest chunks ending within this of the best candidate (at 0.005, the one-switch
+# `star` AllGather 1 GB read 1.006 x the limit against the packed trees' 1.002)
+BASE_FRACTION_DENOMINATOR = 64  # plane bandwidths are matched as ratios of at most this denominator
+
+
+@dataclass(frozen=True)
+class CrossbarPlanes:
+    """The switches of a fabric that is nothing but crossbar planes, with each plane's GPU link bandwidth."""
+
+    gpus: tuple[int, ...]
+    planes: tuple[int, ...]
+    bandwidths: tuple[float, ...]  # GB/s of every GPU's cable into (and out of) each plane
+
+    def base_chunks(self) -> int:
+        """Chunks per rank that split a shard over the planes in proportion to their bandwidths."""
+        ratios = [Fraction(b / self.bandwidths[0]).limit_denominator(BASE_FRACTION_DENOMINATOR)
+                  for b in self.bandwidths]
+        scale = lcm(*(r.denominator for r in ratios))
+        counts = [int(r * scale) for r in ratios]
+        return sum(counts) // gcd(*counts)
+
+
+def crossbar_planes(topology: Topology) -> CrossbarPlanes | None:
+    """The planes where every link joins a GPU and a switch, every switch has one cable each way to every GPU,
+    one bandwidth and alpha per plane, one lane; else None (direct GPU links, switch tiers, NICs, rails)."""
+    gpus, switches = tuple(topology.gpus), tuple(topology.switches)
+    if len(gpus) < 2 or not switches:
+        return None
+    per_plane: dict[int, set[tuple[float, float]]] = {s: set() for s in switches}
+    touched: dict[int, set[tuple[int, int]]] = {s: set() for s in switches}
+    for (u, v), link in topology.links.items():
+        if topology.is_switch(u) == topology.is_switch(v) or link.lanes != 1:
+            return None
+        switch, gpu = (u, v) if topology.is_switch(u) else (v, u)
+        per_plane[switch].add((link.bandwidth_GBps, link.alpha_us))
+        touched[switch].add((u, v))
+    every = len(gpus)
+    for s in switches:
+        if len(per_plane[s]) != 1 or len(touched[s]) != 2 * every:
+            return None
+    return CrossbarPlanes(gpus, switches, tuple(next(iter(per_plane[s]))[0] for s in switches))
+
+
+def _assign(units: int, slots: list[float]) -> list[int]:
+    """Units per plane: each unit to the plane that would end it soonest (optimal for identical units)."""
+    counts = [0] * len(slots)
+    heap = [(slot, p) for p, slot in enumerate(slots)]
+    heapq.heapify(heap)
+    for _ in range(units):
+        _, p = heapq.heappop(heap)
+        counts[p] += 1
+        heapq.heappush(heap, ((counts[p] + 1) * slots[p], p))
+    return counts
+
+
+def predicted_finish(topology: Topology, planes: CrossbarPlanes, chunk_bytes: float, chunks: int) -> float:
+    """The closed form: the latest plane's units x its slot + one route's delay (from time 0)."""
+    n = len(planes.gpus)
+    slots = [occupancy(topology, planes.gpus[0], s, chunk_bytes) for s in planes.planes]
+    counts = _assign((n - 1) * chunks, slots)
+    return max((c - 1) * slot + _route_delay(topology, planes.gpus[0], s, chunk_bytes)
+               for c, slot, s in zip(counts, slots, planes.planes, strict=True) if c)
+
+
+def _route_delay(topology: Topology, gpu: int, switch: int, chunk_bytes: float) -> float:
+    other = next(v for (u, v) in topology.links if u == switch and v != gpu)
+    return arrival_delay(topology, gpu, switch, chunk_bytes) + arrival_delay(topology, switch, other, chunk_bytes)
+
+
+def chunk_count(topology: Topology, planes: CrossbarPlanes, per_rank_bytes: float, max_transfers: int) -> int | None:
+    """The chunks per rank whose closed-form finish is least, among multiples of the planes' base count that
+    keep 2 (N - 1) N transfers per chunk within ``max_transfers``; None where not even one fits."""
+    n = len(planes.gpus)
+    base = planes.base_chunks()
+    fits = [m * base for m in CHUNK_MULTIPLES
+            if 2 * n * (n - 1) * m * base <= max_transfers and per_rank_bytes / (m * base) >= MIN_CHUNK_BYTES]
+    if not fits:
+        fits = [c for c in (1,) if 2 * n * (n - 1) <= max_transfers]
+    if not fits:
+        return None
+    finish = {c: predicted_finish(topology, planes, per_rank_bytes / c, c) for c in fits}
+    best = min(finish.values())
+    return min(c for c in fits if finish[c] <= (1.0 + FEWER_CHUNKS_SLACK) * best)
+
+
+def crossbar_allgather(topology: Topology, planes: CrossbarPlanes, collective: Collective,
+                       start_s: float = 0.0) -> tuple[list[Transfer], float]:
+    """Every GPU's shard to every other GPU over the planes, one shift per plane per slot; the transfers and
+    the finish. ``collective`` is an AllGather over every GPU (its chunks per rank as given)."""
+    gpus = planes.gpus
+    n, index = len(gpus), {g: i for i, g in enumerate(gpus)}
+    chunk_of = {(next(iter(c.pre)), c.index): c.id for c in collective.chunks}
+    size = collective.chunk_bytes
+    slots = [occupancy(topology, gpus[0], s, size) for s in planes.planes]
+    counts = _assign((n - 1) * collective.chunks_per_rank, slots)
+    units = [(r, c) for c in range(collective.chunks_per_rank) for r in range(1, n)]
+    transfers: list[Transfer] = []
+    finish = start_s
+    taken = 0
+    for switch, slot, count in zip(planes.planes, slots, counts, strict=True):
+        for k, (shift, c) in enumerate(units[taken:taken + count]):
+            t = start_s + k * slot
+            for g in gpus:
+                v = gpus[(index[g] + shift) % n]
+                up_end = t + arrival_delay(topology, g, switch, size)
+                down_end = up_end + arrival_delay(topology, switch, v, size)
+                cid = chunk_of[(g, c)]
+                transfers.append(Transfer(cid, g, switch, t, up_end))
+                transfers.append(Transfer(cid, switch, v, up_end, down_end))
+                finish = max(finish, down_end)
+        taken += count
+    return transfers, finish
