@@ -15,13 +15,13 @@ import heapq
 import math
 from dataclasses import dataclass
 
+import ccviz.synth.forestcoll.tuning as tuning
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective, make_collective
 from ccviz.model.physics import link_costs
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
 from ccviz.model.validate import MIN_CHUNK_BYTES
-from ccviz.synth.forestcoll import tuning
 from ccviz.synth.forestcoll.packing import Packing, _depths, _heights
 from ccviz.synth.forestcoll.tuning import (
     _SEPARATION,

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+import ccviz.synth.forestcoll.grid as slot_grid
+import ccviz.synth.forestcoll.tuning as tuning
 from ccviz.bounds.limit import bandwidth_limit
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective, make_collective
@@ -23,8 +25,6 @@ from ccviz.model.units import us_text
 from ccviz.model.validate import MIN_CHUNK_BYTES
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import ForestcollOptions
-from ccviz.synth.forestcoll import grid as slot_grid
-from ccviz.synth.forestcoll import tuning
 from ccviz.synth.forestcoll.booking import Pipelined, _offer, _refined, _roots, ordered_pipeline, pipeline
 from ccviz.synth.forestcoll.crossbar import CrossbarPlanes, chunk_count, crossbar_allgather, crossbar_planes
 from ccviz.synth.forestcoll.grid import (

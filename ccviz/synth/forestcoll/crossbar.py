@@ -56,23 +56,28 @@ class CrossbarPlanes:
 
 def crossbar_planes(topology: Topology) -> CrossbarPlanes | None:
     """The planes where every link joins a GPU and a switch, every switch has one cable each way to every GPU,
-    one bandwidth and alpha per plane, one lane; else None (direct GPU links, switch tiers, NICs, rails)."""
+    one bandwidth per plane and one alpha per plane and direction (a hardware link model charges a GPU's send
+    its protocol step, a switch's forward the wire's alpha), one lane; else None (direct GPU links, switch
+    tiers, NICs, rails)."""
     gpus, switches = tuple(topology.gpus), tuple(topology.switches)
     if len(gpus) < 2 or not switches:
         return None
-    per_plane: dict[int, set[tuple[float, float]]] = {s: set() for s in switches}
+    rates: dict[int, set[float]] = {s: set() for s in switches}
+    alphas: dict[tuple[int, bool], set[float]] = {(s, up): set() for s in switches for up in (True, False)}
     touched: dict[int, set[tuple[int, int]]] = {s: set() for s in switches}
     for (u, v), link in topology.links.items():
         if topology.is_switch(u) == topology.is_switch(v) or link.lanes != 1:
             return None
         switch, gpu = (u, v) if topology.is_switch(u) else (v, u)
-        per_plane[switch].add((link.bandwidth_GBps, link.alpha_us))
+        rates[switch].add(link.bandwidth_GBps)
+        alphas[(switch, switch == v)].add(link.alpha_us)
         touched[switch].add((u, v))
     every = len(gpus)
     for s in switches:
-        if len(per_plane[s]) != 1 or len(touched[s]) != 2 * every:
+        if len(rates[s]) != 1 or len(alphas[(s, True)]) != 1 or len(alphas[(s, False)]) != 1 \
+                or len(touched[s]) != 2 * every:
             return None
-    return CrossbarPlanes(gpus, switches, tuple(next(iter(per_plane[s]))[0] for s in switches))
+    return CrossbarPlanes(gpus, switches, tuple(next(iter(rates[s])) for s in switches))
 
 
 def _assign(units: int, slots: list[float]) -> list[int]:

@@ -14,12 +14,12 @@ from dataclasses import replace
 
 import numpy as np
 
+import ccviz.synth.forestcoll.tuning as tuning
 from ccviz.model.collectives import Collective
 from ccviz.model.schedule import Transfer
 from ccviz.model.topology import Topology
 from ccviz.model.validate import MIN_CHUNK_BYTES
 from ccviz.synth.budget import Budget
-from ccviz.synth.forestcoll import tuning
 from ccviz.synth.forestcoll.booking import Pipelined, _InTrees, _offer, _OutTrees, _refined
 from ccviz.synth.forestcoll.packing import Packing, TreePacker, bandwidths
 from ccviz.synth.forestcoll.routing import best_packing

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+import ccviz.synth.forestcoll.tuning as tuning
 from ccviz.model.topology import Topology
 from ccviz.synth.arborescence import RouteClosure, greedy_arborescence, min_arborescence, shortest_path_tree
 from ccviz.synth.budget import Budget
-from ccviz.synth.forestcoll import tuning
 from ccviz.synth.forestcoll.tuning import (
     BALANCE_MOVES,
     CROSSING_SHARE,

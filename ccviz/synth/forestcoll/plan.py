@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import ccviz.synth.forestcoll.tuning as tuning
 from ccviz.model.topology import Topology
-from ccviz.synth.forestcoll import tuning
 from ccviz.synth.forestcoll.crossbar import crossbar_planes
 from ccviz.synth.forestcoll.rails import boxes_on_rails
 from ccviz.synth.slotted import one_switch_routes, slot_eligible
