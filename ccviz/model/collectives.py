@@ -229,6 +229,12 @@ def normalize_name(name: str) -> str:
     return key
 
 
+def with_article(name: str) -> str:
+    """'an alltoall', 'a gather': messages name a collective in running text ("in a alltoall" read badly)."""
+    word = str(name).strip("'\"")
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def _ranks_of(ranks: Topology | Sequence[int]) -> tuple[int, ...]:
     out = tuple(ranks.gpus) if isinstance(ranks, Topology) else tuple(int(r) for r in ranks)
     if len(out) < 2:
