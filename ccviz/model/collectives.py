@@ -236,6 +236,8 @@ def with_article(name: str) -> str:
 
 
 def _ranks_of(ranks: Topology | Sequence[int]) -> tuple[int, ...]:
+    if not isinstance(ranks, (Topology, Sequence)) or isinstance(ranks, str):
+        raise CcvizError(f"ranks: expected a Topology or a list of GPU ids, got {type(ranks).__name__}", "ranks")
     out = tuple(ranks.gpus) if isinstance(ranks, Topology) else tuple(int(r) for r in ranks)
     if len(out) < 2:
         raise CcvizError("ranks: a collective needs at least two ranks", "ranks")
