@@ -114,13 +114,14 @@ def rounds(timeline: Timeline) -> list[Round]:
         end = float(timeline.arrival_s[indices].max()) if indices else (out[-1].end_s if out else 0.0)
         label = schedule.round_labels[number - 1] if number <= len(schedule.round_labels) else ""
         demands = sum(len(c.post) for c in chunks)
-        sentence = _sentence(timeline, label, sends, reached, delivered, demands, end)
+        late = sum(1 for i in indices if timeline.arrival_s[i] > timeline.finish_time_s * (1 + 1e-9))
+        sentence = _sentence(timeline, label, sends, reached, delivered, demands, end, late)
         out.append(Round(number, label, tuple(sends), end, coverage, delivered, sentence))
     return out
 
 
 def _sentence(timeline: Timeline, label: str, sends: list[Send], reached: list[int], delivered: int,
-              demands: int, end_s: float) -> str:
+              demands: int, end_s: float, late: int = 0) -> str:
     n_ranks = timeline.collective.n_ranks
     topo = timeline.topology
     gpu_hops = [sum(1 for node in s.path[1:-1] if not topo.is_switch(node)) for s in sends]
@@ -140,7 +141,12 @@ def _sentence(timeline: Timeline, label: str, sends: list[Send], reached: list[i
         span = f"{lo}" if lo == hi else f"{lo} to {hi}"
         parts.append(f"The partial sums just received now cover {span} of {n_ranks} ranks.")
     done = "every GPU holds its result" if delivered == demands else f"{delivered}/{demands} deliveries done"
-    parts.append(f"After this round {done} (in the simulation its last send lands at {format_time(end_s)}).")
+    if late and delivered == demands:  # one finish: the simulator's, when the last demand is met
+        parts.append(f"After this round every GPU holds its result, at {format_time(timeline.finish_time_s)} in the "
+                     f"simulation (its finish); {late} of this round's hops still land after it, up to "
+                     f"{format_time(end_s)}, carrying data the GPUs they reach already hold or do not need.")
+    else:
+        parts.append(f"After this round {done} (in the simulation its last send lands at {format_time(end_s)}).")
     return " ".join(p for p in parts if p)
 
 
