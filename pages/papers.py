@@ -1,6 +1,5 @@
 """Papers: re-run a paper's published table row by row and compare (``ccviz reproduce`` in the app)."""
 
-from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -8,7 +7,6 @@ import streamlit as st
 from ccviz.app import ui, url
 from ccviz.app.runs import CachedRun, ReproduceJob, RunRequest
 from ccviz.app.state import for_app, set_last_run, set_topology, user_errors
-from ccviz.bounds.cost import lower_bound
 from ccviz.model.units import format_time
 from ccviz.runs import reproduce
 from ccviz.runs.isolated import pool
@@ -110,8 +108,7 @@ if opened:
     name = c1.selectbox("open a row in Playback", [r.run.name for r in opened], key="papers_open_row")
     if c2.button("Open in Playback", key="papers_open"):
         row = next(r for r in opened if r.run.name == name)
-        # The table skips the continuous-time lower bound; the other pages show it, so compute it now.
-        result = replace(row.result, bound=lower_bound(row.result.topology, row.result.collective))
+        result = reproduce.completed_result(row)  # with the bound and the limit the table skips
         request = RunRequest.make(result.topology, "allgather", "teccl", row.run.size_bytes,
                                   epoch=row.run.epoch_s, gap=row.run.gap)
         set_topology(result.topology, f"published run {row.run.name}")
