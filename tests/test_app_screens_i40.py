@@ -1,0 +1,41 @@
+"""Screens a person reads (issue 40, items 10-12): what the pages default to and say, under AppTest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+import ccviz
+from ccviz.synth.fabric_fit import fitting, unfit_reason
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+TIMEOUT = 60
+
+
+def _page(**params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_compare_defaults_to_algorithms_that_run_on_the_fabric():
+    at = _page(page="compare", topology="dgx1", collective="allreduce")
+    chosen = at.multiselect(key="cmp_algorithms_allreduce").value
+    assert chosen and "dimdecomp" not in chosen and "hierarchical" not in chosen and "ring" in chosen
+    assert any("do not run on dgx1" in c.value and "dimdecomp" in c.value for c in at.caption)
+
+
+def test_fabric_fit_names_why_an_algorithm_cannot_run():
+    dgx1, torus = ccviz.load_topology("dgx1"), ccviz.load_topology("torus2d:dims=4x4")
+    assert "grid" in unfit_reason(dgx1, "dimdecomp") and unfit_reason(torus, "dimdecomp") is None
+    assert "tiers" in unfit_reason(dgx1, "hierarchical") and unfit_reason(dgx1, "ring") is None
+    assert fitting(dgx1, ["ring", "dimdecomp", "hierarchical", "inc", "rhd"]) == ["ring", "rhd"]
+
+
+def test_a_star_has_one_switch_not_one_switches():
+    assert "1 switch," in ccviz.load_topology("star:n=8").summary()
+    assert "0 switches" in ccviz.load_topology("ring:n=4").summary()
