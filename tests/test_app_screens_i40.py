@@ -39,3 +39,15 @@ def test_fabric_fit_names_why_an_algorithm_cannot_run():
 def test_a_star_has_one_switch_not_one_switches():
     assert "1 switch," in ccviz.load_topology("star:n=8").summary()
     assert "0 switches" in ccviz.load_topology("ring:n=4").summary()
+
+
+def test_the_finish_time_axis_labels_each_decade_with_its_own_unit():
+    # a log axis in ms over 1 KB-64 MB read '100μ' (plotly's SI prefix on a number already in ms)
+    from ccviz.builders import build
+    from ccviz.runs.compare import compare
+    from ccviz.viz.comparison import comparison_figure
+
+    table = compare(build("ring:n=8"), "allgather", ["ring"], [1e3, 64e6])
+    axis = comparison_figure(table).layout.yaxis2
+    assert axis.type == "log" and "us" in " ".join(axis.ticktext) and "ms" in " ".join(axis.ticktext)
+    assert all(text[0].isdigit() for text in axis.ticktext)
