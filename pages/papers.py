@@ -28,11 +28,20 @@ if paper.startswith("Collectives Explainer"):
         with st.spinner("evaluating the formulas and simulating the small fabrics"), user_errors("explainer"):
             st.session_state[EXPLAINER_KEY] = explainer.reproduce_explainer()
     rows = st.session_state.get(EXPLAINER_KEY) or []
+    # the numbers in the grid; each row's note and command below it, wrapped (in the grid they were cut off)
     st.dataframe(pd.DataFrame([{
-        "table": r.table, "row": r.name, "reference (us)": r.reference_us, "formula (us)": round(r.formula_us, 3),
+        "row": r.name, "reference (us)": r.reference_us, "formula (us)": round(r.formula_us, 3),
         "simulated (us)": None if r.simulated_us is None else round(r.simulated_us, 3), "ratio": round(r.ratio, 3),
-        "note": r.note, "ccviz cost": r.command} for r in rows]), width="stretch", hide_index=True,
-        height=640)
+        "note": "yes" if r.note else "", "table": r.table} for r in rows]), width="stretch", hide_index=True,
+        height=640, column_config={"row": st.column_config.TextColumn("row", width="large"),
+                                   "note": st.column_config.TextColumn("note", help="read it below", width="small")})
+    if rows:
+        noted = [r.name for r in rows if r.note]
+        name = st.selectbox("read a row's note and its `ccviz cost` command", [r.name for r in rows],
+                            index=[r.name for r in rows].index(noted[0]) if noted else 0, key="papers_explainer_row")
+        chosen = next(r for r in rows if r.name == name)
+        st.markdown(f"**{chosen.name}** ({chosen.table}): {chosen.note or 'no note: within 1 % of the reference.'}")
+        st.code(chosen.command, language="bash", wrap_lines=True)
     s = explainer.summary(rows)
     (st.success if not s["unexplained"] else st.error)(
         f"{s['rows']} rows: {s['within_1pct']} within 1 % of the reference, {s['explained']} differ with the "

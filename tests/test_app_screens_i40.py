@@ -51,3 +51,10 @@ def test_the_finish_time_axis_labels_each_decade_with_its_own_unit():
     axis = comparison_figure(table).layout.yaxis2
     assert axis.type == "log" and "us" in " ".join(axis.ticktext) and "ms" in " ".join(axis.ticktext)
     assert all(text[0].isdigit() for text in axis.ticktext)
+
+
+def test_the_explainer_table_shows_a_rows_note_and_command_in_full():
+    at = _page(page="papers", paper="explainer")
+    assert at.selectbox(key="papers_explainer_row").value == "Star (crossbar) DBT / RHD AR"  # the first with a note
+    assert any("the reference rounds 44.49 us up to 45" in m.value for m in at.markdown)
+    assert any(c.value.startswith("ccviz cost -c allreduce -a rhd") for c in at.code)
