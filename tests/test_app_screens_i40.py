@@ -58,3 +58,16 @@ def test_the_explainer_table_shows_a_rows_note_and_command_in_full():
     assert at.selectbox(key="papers_explainer_row").value == "Star (crossbar) DBT / RHD AR"  # the first with a note
     assert any("the reference rounds 44.49 us up to 45" in m.value for m in at.markdown)
     assert any(c.value.startswith("ccviz cost -c allreduce -a rhd") for c in at.code)
+
+
+def test_playback_step_titles_are_whole_and_busy_bars_name_their_axes():
+    from ccviz.viz.steps import steps_figure
+    from ccviz.viz.utilization import link_busy_bars
+
+    timeline = ccviz.run(ccviz.load_topology("ring:n=8"), "allreduce", "rhd", size_bytes=1e6).timeline
+    fig = steps_figure(timeline)
+    titles = [frame.layout.title.text for frame in fig.frames]
+    assert not any("…" in t for t in titles)
+    assert any("the half of its partial sums that the partner's side owns" in t.replace("<br>", " ") for t in titles)
+    bars = link_busy_bars(timeline)
+    assert bars.layout.xaxis.title.text.startswith("link") and bars.layout.yaxis.title.text.startswith("busy")
