@@ -71,3 +71,34 @@ def test_playback_step_titles_are_whole_and_busy_bars_name_their_axes():
     assert any("the half of its partial sums that the partner's side owns" in t.replace("<br>", " ") for t in titles)
     bars = link_busy_bars(timeline)
     assert bars.layout.xaxis.title.text.startswith("link") and bars.layout.yaxis.title.text.startswith("busy")
+
+
+def test_why_one_wins_gives_each_algorithm_its_colour_and_names_a_covered_curve():
+    from ccviz.viz.lesson import lesson_figure, lesson_table
+
+    table = lesson_table(ccviz.load_topology("torus2d:dims=4x4"), "allreduce",
+                         ["ring", "rhd", "dbt", "tree", "dimdecomp", "hierarchical", "direct", "ring-bidir"],
+                         (1e3, 1e6), 1)
+    shown = [d for d in lesson_figure(table).data if d.showlegend is not False]
+    colors = [d.line.color for d in shown]
+    assert len(set(colors)) == len(colors)  # dbt and tree shared a colour in a 7-colour cycle
+    names = [d.name for d in shown]
+    assert "hierarchical (= dimdecomp here)" in names, names  # it covered dimdecomp exactly
+
+
+def test_a_round_says_how_many_deliveries_relays_dropped_off():
+    from ccviz.viz.rounds import rounds
+
+    timeline = ccviz.run(ccviz.load_topology("torus2d:dims=4x4"), "allgather", "bruck", size_bytes=1e6).timeline
+    first = rounds(timeline)[0]
+    assert "20/240 deliveries done, 4 of them at GPUs a relayed message passed through" in first.sentence
+
+
+def test_pats_formula_states_its_counts_once():
+    from ccviz.runs.composed_formula import lesson_formula
+
+    topology = ccviz.load_topology("torus2d:dims=4x4")
+    result = ccviz.run(topology, "allgather", "pat", size_bytes=1e6)
+    used = {(t.src, t.dst) for t in result.schedule.transfers}
+    text = lesson_formula(topology, result.collective, "pat", used, result.schedule.options).text
+    assert text.count("M/BW (N=") == 1 and text.count("= 4 a + 0.9375 M/BW") == 1, text

@@ -79,5 +79,7 @@ def lesson_formula(topology: Topology, collective: Collective, algorithm: str, l
                                inner=str(options.get("inner", "ring")), outer=str(options.get("outer", "ring")))
     except CcvizError:
         return None
-    text = f"{c.formula} = {c.n_alpha:g} a + {c.n_beta:.6g} M/BW ({c.assumptions})"
+    evaluated = f"= {c.n_alpha:g} a + {c.n_beta:.6g} M/BW"
+    # pat's words already end in its evaluated counts: said twice they read as a typo
+    text = f"{c.formula} ({c.assumptions})" if evaluated in c.formula else f"{c.formula} {evaluated} ({c.assumptions})"
     return CostResult(c.time_s, c.n_alpha, c.n_beta, text)
