@@ -102,3 +102,12 @@ def test_pats_formula_states_its_counts_once():
     used = {(t.src, t.dst) for t in result.schedule.transfers}
     text = lesson_formula(topology, result.collective, "pat", used, result.schedule.options).text
     assert text.count("M/BW (N=") == 1 and text.count("= 4 a + 0.9375 M/BW") == 1, text
+
+
+def test_teaching_fabric_names_fit_the_fabric_box_and_the_rounds_frame_fits_its_content():
+    from ccviz.viz.lesson import TEACHING_TOPOLOGIES
+    from ccviz.viz.rounds import rounds_frame_height
+
+    assert max(len(label) for label in TEACHING_TOPOLOGIES) <= 32  # 'NVSwitch box of 8 GPUs, th...' was cut
+    small = ccviz.run(ccviz.load_topology("torus2d:dims=4x4"), "allreduce", "ring", size_bytes=1e6).timeline
+    assert rounds_frame_height(small) < 560 + 18 * 16  # the old height left 150-250 px blank below the figure

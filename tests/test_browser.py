@@ -348,7 +348,7 @@ def test_learn_steps_in_network_allreduce_on_the_nvls_box(app_url, tmp_path):
         page.goto(app_url + "/learn")
         page.get_by_role("heading", name="Learn: how collective algorithms move data").wait_for()
         page.get_by_role("combobox", name="fabric").click()
-        page.get_by_role("option", name="NVSwitch box of 8 GPUs, the switch adds (NVLS)").click()
+        page.get_by_role("option", name="NVSwitch box of 8 (adds: NVLS)").click()
         page.wait_for_timeout(1500)
         page.get_by_role("combobox", name="algorithm").click()
         page.get_by_role("option", name="inc", exact=True).click()

@@ -32,12 +32,12 @@ TEACHING_TOPOLOGIES = {
     "3x3 torus": "torus2d:dims=3x3",
     "4x4 torus": "torus2d:dims=4x4",
     "2x2x2 torus": "torus3d:dims=2x2x2",
-    "two tiers: 4 groups of 4 on switches": "multidim:dims=4x4,kinds=switch/switch",
-    "two tiers: 2 NDv2 chassis (NVLink inside, NIC between)": "ndv2:chassis=2",
+    "two tiers: 4x4 on switches": "multidim:dims=4x4,kinds=switch/switch",  # names fit the fabric box (32 chars)
+    "two tiers: 2 NDv2 chassis": "ndv2:chassis=2",
     "hypercube of 8 GPUs": "hypercube:n=8",
     "8 GPUs fully connected": "fully_connected:n=8",
     "star of 8 GPUs (one switch)": "star:n=8",
-    "NVSwitch box of 8 GPUs, the switch adds (NVLS)": "star:n=8,reduce=true",
+    "NVSwitch box of 8 (adds: NVLS)": "star:n=8,reduce=true",
     "DGX-1 (8 V100, NVLink)": "dgx1",
 }
 
@@ -130,7 +130,8 @@ def lesson_summary(table: pd.DataFrame, size: float) -> pd.DataFrame:
     """The table at one size, in words a student reads: rounds, alpha terms, bytes per GPU, times."""
     at = table[(table["size_bytes"] == size) & (table["error"] == "")]
     return pd.DataFrame({
-        "algorithm": at["algorithm"], "rounds": at["rounds"], "α terms": at["alpha_terms"].map("{:g}".format),
+        "algorithm": at["algorithm"], "rounds": at["rounds"],
+        "α terms": at["alpha_terms"].map(lambda a: "n/a" if math.isnan(a) else f"{a:g}"),
         "bytes per GPU": at["bytes_per_gpu"].map(lambda b: "n/a" if math.isnan(b) else format_size(b)),
         "simulated": at["simulated_s"].map(format_time), "formula": at["formula_s"].map(
             lambda s: "n/a" if math.isnan(s) else format_time(s)),

@@ -231,6 +231,16 @@ def _svg(timeline: Timeline, positions: dict[int, tuple[float, float]], rnd: Rou
     return "".join(parts)
 
 
+def rounds_frame_height(timeline: Timeline) -> int:
+    """Pixels the rounds view needs in its frame: the buttons, title and a sentence of up to four lines, then the
+    figure beside the coverage table, or above it where a wide table wraps (a height grown by 18 px per GPU
+    whatever the table left 150-250 px blank below the figure)."""
+    coll = timeline.collective
+    table = 0 if len(coll.chunks) > 32 else 16 + 16 * (len(coll.ranks) + 1)
+    wraps = len(coll.chunks) > 23  # wider than what fits beside the figure's smallest width
+    return 36 + 36 + 100 + (_H + table if wraps else max(_H, table)) + 24
+
+
 def _matrix(timeline: Timeline, coverage: dict[int, dict[int, int]]) -> str:
     """GPU x chunk table: contributions each GPU's copy of each chunk holds (reductions) or ✓ (plain data)."""
     coll = timeline.collective
