@@ -111,3 +111,39 @@ def test_teaching_fabric_names_fit_the_fabric_box_and_the_rounds_frame_fits_its_
     assert max(len(label) for label in TEACHING_TOPOLOGIES) <= 32  # 'NVSwitch box of 8 GPUs, th...' was cut
     small = ccviz.run(ccviz.load_topology("torus2d:dims=4x4"), "allreduce", "ring", size_bytes=1e6).timeline
     assert rounds_frame_height(small) < 560 + 18 * 16  # the old height left 150-250 px blank below the figure
+
+
+def test_designer_defaults_break_a_tie_the_same_way_before_and_after_an_edit():
+    from ccviz.app.tables import fabric_defaults
+
+    dgx1 = ccviz.load_topology("dgx1")  # 16 links at 50 GB/s, 16 at 25: a blank cell gave 50, then 25
+    reordered = dgx1.with_changes(links=list(reversed(list(dgx1.links.values()))))
+    assert fabric_defaults(dgx1) == fabric_defaults(reordered) == (50.0, 0.7)
+
+
+def test_designer_names_a_bandwidth_that_is_not_a_number():
+    import pytest
+
+    from ccviz.app.tables import editable_link_table, node_table, topology_from_tables
+
+    topo = ccviz.load_topology("ring:n=4")
+    links = editable_link_table(topo)
+    assert links.loc[0, "bandwidth_GBps"] == "50"  # text cells, so the grid hands 'abc' on instead of dropping it
+    assert topology_from_tables(topo, node_table(topo), links).to_json() == topo.to_json()
+    links.loc[1, "bandwidth_GBps"] = "abc"
+    with pytest.raises(ccviz.CcvizError, match=r"bandwidth_GBps: link row 2 has bandwidth_GBps 'abc'"):
+        topology_from_tables(topo, node_table(topo), links)
+    dgx1 = ccviz.load_topology("dgx1")
+    links = editable_link_table(dgx1)
+    row = links.index[links["bandwidth_GBps"] == "25"][0]
+    links.loc[row, "bandwidth_GBps"] = " "  # blank: the fabric's default, 50 (the tie's faster side)
+    src, dst = int(links.loc[row, "src"]), int(links.loc[row, "dst"])
+    assert topology_from_tables(dgx1, node_table(dgx1), links).links[(src, dst)].bandwidth_GBps == 50.0
+
+
+def test_designer_says_when_the_fabric_on_screen_is_not_the_builders():
+    at = _page(page="topology", topology="ndv2_2chassis")  # a sample file, not a builder
+    assert "replaces" in at.button(key="topo_build").label
+    assert any("not a builder's" in c.value for c in at.caption)
+    built = _page(page="topology", topology="torus2d:dims=3x3")
+    assert built.button(key="topo_build").label == "Build torus2d:dims=3x3"
