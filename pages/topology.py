@@ -108,7 +108,7 @@ if hop != topology.switch_hop:
         set_topology(topology.with_changes(switch_hop=hop), f"{topology_source()}, switch_hop={hop}")
         st.rerun()
 version = abs(hash(topology.to_json()))
-figure_col, edit_col = st.columns([3, 2])
+figure_col, edit_col = st.container(), st.container()  # the grids below, full width: beside the figure they hid columns
 with figure_col:
     # The canvas is drawn only while its tab is open: the streamlit-flow component reports its state back
     # whenever it is drawn, and a report that landed just after the user clicked another page in the sidebar
