@@ -416,3 +416,16 @@ def test_a_shared_papers_link_opens_the_explainer_in_a_fresh_browser(app_url, tm
         finally:
             browser.close()
     assert "paper=explainer" in shared
+
+
+@needs_chromium
+def test_a_bandwidth_that_is_not_a_number_is_one_line_naming_its_cell(app_url):
+    # the grid's number cell dropped 'abc' without a word (issue 40, item 11)
+    with browser_page() as page:
+        page.goto(f"{app_url}/topology?topology=ring:n%3D4")
+        _main(page).get_by_role("heading", name="ring4").wait_for()
+        links = _main(page).locator("[data-testid=stDataFrame]").nth(1)
+        links.scroll_into_view_if_needed()
+        _edit_cell(page, links, column=4, row=0, text="abc")
+        _main(page).get_by_role("button", name="Apply edits").click()
+        _main(page).get_by_text("link row 1 has bandwidth_GBps 'abc', which is not a number").first.wait_for()
