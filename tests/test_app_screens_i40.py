@@ -147,3 +147,15 @@ def test_designer_says_when_the_fabric_on_screen_is_not_the_builders():
     assert any("not a builder's" in c.value for c in at.caption)
     built = _page(page="topology", topology="torus2d:dims=3x3")
     assert built.button(key="topo_build").label == "Build torus2d:dims=3x3"
+
+
+def test_the_canvas_spreads_a_32_gpu_fabric_so_its_nodes_do_not_overlap():
+    import numpy as np
+
+    from ccviz.app.canvas import NODE_GAP_PX, flow_state
+
+    for spec in ("dragonfly", "railclos:boxes=4,gpus=8", "torus2d:dims=4x8"):
+        state = flow_state(ccviz.load_topology(spec))
+        points = np.array([(n.position["x"], n.position["y"]) for n in state.nodes])
+        gaps = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1)) + np.eye(len(points)) * 1e9
+        assert gaps.min() >= NODE_GAP_PX * 0.999, spec  # a node box is 64 px wide
