@@ -144,7 +144,7 @@ with figure_col:
                 st.session_state["topo_flow_state"] = flow_state(topology)
                 st.session_state["topo_flow_for"] = version
             drawn = streamlit_flow(f"topo_flow_{version}", st.session_state["topo_flow_state"], height=480,
-                                   fit_view=True, allow_new_edges=True, enable_pane_menu=True, enable_node_menu=True,
+                                   fit_view=True, min_zoom=0.05, allow_new_edges=True, enable_pane_menu=True, enable_node_menu=True,
                                    enable_edge_menu=True, hide_watermark=True)
             st.session_state["topo_flow_state"] = drawn  # keep the drawing even when it does not validate
             if structure_changed(topology, drawn):
