@@ -159,3 +159,13 @@ def test_the_canvas_spreads_a_32_gpu_fabric_so_its_nodes_do_not_overlap():
         points = np.array([(n.position["x"], n.position["y"]) for n in state.nodes])
         gaps = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1)) + np.eye(len(points)) * 1e9
         assert gaps.min() >= NODE_GAP_PX * 0.999, spec  # a node box is 64 px wide
+
+
+def test_compare_says_faster_than_the_formula_in_one_box():
+    at = _page(page="compare", topology="torus2d:dims=4x4", collective="alltoall", algorithms="direct,bruck",
+               sizes="256KB-1MB")
+    at.button(key="cmp_run").click()
+    at.run(timeout=180)
+    assert not at.exception, at.exception
+    boxes = [i.value for i in at.info if "textbook formula" in i.value]
+    assert len(boxes) == 1 and boxes[0].startswith("Faster than their textbook formula: **direct** at"), boxes
