@@ -16,6 +16,7 @@ session (``ccviz.app.url``); every page writes its state back into the URL.
 import streamlit as st
 
 from ccviz.app import url
+from ccviz.app.advise_panel import remember_link
 from ccviz.app.state import show_errors
 from ccviz.app.ui import configure_page
 
@@ -32,6 +33,7 @@ PAGES = {
 
 
 def main() -> None:
+    remember_link()  # the designer advisor's mix and budget, before the URL is rewritten (unknown keys dropped)
     configure_page(from_navigation=True)
     wanted = url.wanted_page()
     page = st.navigation(list(PAGES.values()))

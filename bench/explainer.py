@@ -20,7 +20,7 @@ COST_ROWS = [
     ["-c", "allreduce", "-a", "dimdecomp", "--dims", "8x8x8"],
     ["-c", "allreduce", "-a", "dimdecomp", "--dims", "8x8x8", "--mesh", "--per-dim", "rhd"],
     ["-c", "allreduce", "-a", "hierarchical", "--tiers", "72x2", "--alpha", "0.5/2", "--bw", "900/50",
-     "--oversub", "2", "--eta", "crossbar/clos:2"],
+     "--eta", "crossbar/clos:2"],  # clos:2 prices the oversubscription (with --oversub 2 too: refused)
     ["-c", "allgather", "-a", "pat", "--n", "512"],
     ["-c", "allreduce", "-a", "inc", "--n", "512", "--eta", "nvls"],
     ["-c", "alltoall", "-a", "direct", "--n", "16", "--ports", "15"],

@@ -268,11 +268,36 @@ def cmd_cost(args: argparse.Namespace) -> int:
                             dims=args.dims, mesh=args.mesh, per_dim=args.per_dim, tiers=args.tiers,
                             oversub=args.oversub, inner=args.inner, outer=args.outer, eta=args.eta,
                             eta_alpha=args.eta_alpha, eta_beta=args.eta_beta, ports=args.ports,
-                            segments=args.segments)
+                            segments=args.segments, pods_per_leaf=args.pods_per_leaf)
     if args.json:
         print(dumps({**result.to_dict(), "alpha_us": _number_or_text(args.alpha), "bw_GBps": _number_or_text(args.bw)}))
     else:
         print(format_cost(result))
+    return 0
+
+
+def cmd_crossover(args: argparse.Namespace) -> int:
+    from ccviz.bounds.crossover import formula_crossover, simulated_crossover
+
+    if args.topology:
+        result = simulated_crossover(args.topology, args.collective, args.algorithms, chunks=args.chunks)
+        if args.json:
+            print(dumps(result))
+        else:
+            m = result["crossover_bytes"]
+            print(f"{' vs '.join(result['algorithms'])} on {result['topology']}: "
+                  f"{'no crossover between 1 KB and 1 GB' if m is None else f'crossover at {m:,.0f} B'}")
+        return 0
+    if args.n is None:
+        raise CcvizError("--n: the number of ranks is required for formulas (or give --topology)", "n")
+    c = formula_crossover(args.collective, args.algorithms, args.n, args.alpha, args.bw, c_real=args.c_real,
+                          eta=args.eta, eta_alpha=args.eta_alpha, eta_beta=args.eta_beta)
+    if args.json:
+        print(dumps(c.to_dict()))
+    else:
+        from ccviz.bounds.crossover import format_crossover
+
+        print(format_crossover(c))
     return 0
 
 
@@ -325,21 +350,60 @@ def cmd_export(args: argparse.Namespace) -> int:
         raise CcvizError(f"schedule: {args.schedule} does not verify; run `ccviz verify {args.schedule}`", "schedule")
     if args.format == "msccl":
         write_msccl_xml(timeline, args.out)
+    elif args.format == "chakra":
+        from ccviz.interop.chakra import trace_prefix, write_chakra
+
+        paths, notes = write_chakra(timeline, args.out, trace_prefix(args.schedule))
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(f"wrote {len(paths)} Chakra ET files {paths[0].parent}/{paths[0].name.rsplit('.', 2)[0]}.RANK.et",
+              file=sys.stderr)
+        return 0
     else:
         write_schedule(timeline, args.out)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
+def cmd_fabric(args: argparse.Namespace) -> int:
+    from ccviz.builders.loading import load_topology
+    from ccviz.interop.fabric_io import write_fabric
+
+    check_output_path("out", args.out)
+    if args.from_nvidia_smi:
+        from ccviz.interop.nvidia_smi import topo_to_fabric
+        from ccviz.model.files import check_readable_file, read_text_file
+
+        if args.spec:
+            raise CcvizError("fabric: give either a topology SPEC or --from-nvidia-smi FILE, not both", "fabric")
+        source = Path(args.from_nvidia_smi)
+        check_readable_file(source, "nvidia-smi")
+        topology = topo_to_fabric(read_text_file(source, "nvidia-smi"), args.gpu, name=source.stem)
+    elif args.spec:
+        if args.gpu:
+            raise CcvizError("gpu: --gpu applies to --from-nvidia-smi only", "gpu")
+        topology = load_topology(args.spec)
+    else:
+        raise CcvizError("fabric: give a topology SPEC (e.g. dgx1) or --from-nvidia-smi FILE", "fabric")
+    write_fabric(topology, args.out, args.format)
+    for line in topology.meta.get("assumptions", []):
+        print(f"assumed: {line}", file=sys.stderr)
+    print(f"wrote {args.out} ({topology.summary()})", file=sys.stderr)
+    return 0
+
+
 def cmd_reproduce_explainer(args: argparse.Namespace) -> int:
     from ccviz.runs import explainer
+    from ccviz.runs.explainer_conflicts import conflicts, format_conflicts
 
     rows = explainer.reproduce_explainer()
     summary = explainer.summary(rows)
     if args.json:
-        print(dumps({"paper": "explainer", "rows": [r.to_dict() for r in rows], "summary": summary}))
+        print(dumps({"paper": "explainer", "rows": [r.to_dict() for r in rows], "summary": summary,
+                     "inconsistencies": conflicts()}))
     else:
         print(explainer.format_table(rows))
+        print(format_conflicts(conflicts()))
         print(f"{summary['rows']} rows: {summary['within_1pct']} within 1 %, {summary['explained']} differ with the "
               f"reason given, {len(summary['unexplained'])} unexplained; {summary['simulated']} simulated")
     return 0 if not summary["unexplained"] else 1
@@ -379,12 +443,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from ccviz.interop.chakra import import_chakra, is_chakra_path
     from ccviz.interop.importers import import_schedule
     from ccviz.interop.msccl import check
     from ccviz.judge.simulate import simulate
 
     size = parse_size(args.size) if args.size else None
-    schedule = import_schedule(args.file, args.topology, size, args.collective)
+    if is_chakra_path(args.file):
+        schedule = import_chakra(args.file, args.topology, size, args.collective)
+    else:
+        schedule = import_schedule(args.file, args.topology, size, args.collective)
     timeline = simulate(schedule)
     runs = check(args.file) if schedule.options.get("format") == "msccl" else []
     if args.out:
@@ -593,18 +661,37 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mesh", action="store_true", help="dimdecomp: no wrap-around links")
     c.add_argument("--per-dim", default="ring", help="dimdecomp: ring or rhd in every dimension")
     c.add_argument("--tiers", default=None, help="hierarchical: N_INNERxL, e.g. 72x2 (72 GPUs per group, 2 groups)")
-    c.add_argument("--oversub", type=float, default=1.0, help="hierarchical: oversubscription s of the outer tier")
+    c.add_argument("--oversub", default="1", help="hierarchical: oversubscription s of the outer tier (S1/S2: one "
+                   "per Clos tier, compounded)")
+    c.add_argument("--pods-per-leaf", type=int, default=None, help="hierarchical with --alpha A_IN/A_LEAF/A_SPINE: "
+                   "pods sharing a rail leaf (p)")
     c.add_argument("--inner", default="ring", help="hierarchical: the inner phases' algorithm")
     c.add_argument("--outer", default="ring", help="hierarchical: the outer phase's algorithm")
     c.add_argument("--eta", default=None, help="contention profile: crossbar, nvls, torus, clos:S (hierarchical: "
                    "INNER/OUTER, e.g. crossbar/clos:2)")
     c.add_argument("--eta-alpha", default=None, help="alpha inflation >= 1 (hierarchical: IN/OUT)")
     c.add_argument("--eta-beta", default=None, help="bandwidth utilization in (0, 1] (hierarchical: IN/OUT)")
-    c.add_argument("--ports", type=int, default=None, help="pairwise alltoall: links a rank drives at once (default 1)")
+    c.add_argument("--ports", type=int, default=None, help="port budget P: links a rank drives at once (default: what the formula assumes, "
+                   "named in its answer; pairwise alltoall: 1)")
     c.add_argument("--segments", type=int, default=None,
                    help="pipelining depth S of pipelined formulas (a schedule's --chunks); default: the best S")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_cost)
+
+    x = sub.add_parser("crossover", help="the size M* where one algorithm overtakes another (formulas or a fabric)")
+    x.add_argument("-c", "--collective", required=True)
+    x.add_argument("--algorithms", required=True, help="two algorithms, e.g. ring,dbt")
+    x.add_argument("--n", type=int, default=None, help="number of ranks (formulas)")
+    x.add_argument("--alpha", type=float, default=0.5, help="per-message latency in microseconds")
+    x.add_argument("--bw", type=float, default=50.0, help="link bandwidth in GB/s")
+    x.add_argument("--c-real", type=float, default=1.0, help="practice factor >= 1 on a pipelined algorithm's M/BW")
+    x.add_argument("--eta", default=None, help="contention profile: crossbar, nvls, torus, clos:S")
+    x.add_argument("--eta-alpha", type=float, default=None, help="alpha inflation >= 1")
+    x.add_argument("--eta-beta", type=float, default=None, help="bandwidth utilization in (0, 1]")
+    x.add_argument("--topology", default=None, help="simulate both schedules on this fabric instead of formulas")
+    x.add_argument("--chunks", type=int, default=1, help="--topology: chunks per GPU of both schedules")
+    x.add_argument("--json", action="store_true")
+    x.set_defaults(func=cmd_crossover)
 
     r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
     r.add_argument("paper", choices=["teccl", "explainer"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, "
@@ -625,14 +712,30 @@ def build_parser() -> argparse.ArgumentParser:
     lim.add_argument("--json", action="store_true")
     lim.set_defaults(func=cmd_limit)
 
+    from ccviz.advise.command import add_parser as add_advise_parser
+
+    add_advise_parser(sub)
+
     e = sub.add_parser("export", help="convert a schedule file (json, msccl xml)")
     e.add_argument("schedule")
-    e.add_argument("--format", choices=["json", "msccl"], default="msccl")
+    e.add_argument("--format", choices=["json", "msccl", "chakra"], default="msccl",
+                   help="chakra: a directory of PREFIX.RANK.et Chakra execution traces (ASTRA-sim's input)")
     e.add_argument("--out", required=True)
     e.set_defaults(func=cmd_export)
 
-    im = sub.add_parser("import", help="import an MSCCL XML or TE-CCL output as a schedule and verify it")
-    im.add_argument("file", help="MSCCL XML (msccl-tools, SCCL, ccviz export) or TE-CCL output JSON")
+    fb = sub.add_parser("fabric", help="write a fabric (a builder, a file, or an nvidia-smi topo -m matrix) to a file")
+    fb.add_argument("spec", nargs="?", default=None, help="a builder spec or a topology file (omit with --from-nvidia-smi)")
+    fb.add_argument("--from-nvidia-smi", default=None, metavar="TOPO.TXT",
+                    help="the saved output of `nvidia-smi topo -m`")
+    fb.add_argument("--gpu", default=None, help="v100 | a100 | h100 | b200: the GPU generation whose NVLink rate to use "
+                                               "(default: inferred from the NVLink counts)")
+    fb.add_argument("--format", choices=["json", "infragraph"], default="json")
+    fb.add_argument("--out", required=True)
+    fb.set_defaults(func=cmd_fabric)
+
+    im = sub.add_parser("import", help="import an MSCCL XML, TE-CCL output or Chakra ET as a schedule and verify it")
+    im.add_argument("file", help="MSCCL XML (msccl-tools, SCCL, ccviz export), TE-CCL output JSON, or a directory "
+                                 "(or DIR/PREFIX) of Chakra ET files PREFIX.RANK.et")
     im.add_argument("--topology", default=None,
                     help="fabric to run on (MSCCL default: fully connected; TE-CCL: the fabric it was solved on)")
     im.add_argument("--size", default=None, help="per-rank buffer, e.g. 1MB (MSCCL default 1MB; TE-CCL required)")

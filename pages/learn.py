@@ -3,12 +3,14 @@
 import streamlit as st
 
 from ccviz.app import ui, url
+from ccviz.app.learn_panels import exercise_panel, lesson_panel
 from ccviz.app.runs import RunRequest, SynthesisJob
 from ccviz.app.state import for_app, user_errors
 from ccviz.builders.loading import load_topology
 from ccviz.model.units import format_size, format_time
 from ccviz.runs.composed_formula import composed_unavailable, lesson_formula
 from ccviz.synth.registry import REGISTRY
+from ccviz.viz.explainer_lessons import EXERCISE_KEY, FREE, LESSONS, TOPIC_KEY, apply_preset
 from ccviz.viz.inc_lesson import inc_comparison, inc_cost
 from ccviz.viz.lesson import (
     LESSON_SIZES,
@@ -20,12 +22,13 @@ from ccviz.viz.lesson import (
 )
 from ccviz.viz.narration import formula_gap
 from ccviz.viz.rounds import rounds_frame_height, rounds_html
+from ccviz.viz.switch_model import other_switch_model, switch_model_time, switch_model_words
 
 ui.configure_page()
 
 TEACHING_COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "gather",
                         "scatter")
-TEXTBOOK = ("ring", "ring-bidir", "tree", "dbt", "rhd", "direct", "bruck", "dimdecomp", "hierarchical", "pat")
+TEXTBOOK = ("ring", "ring-bidir", "tree", "dbt", "rhd", "rd", "direct", "bruck", "dimdecomp", "hierarchical", "pat")
 RUN_WAIT_S = 60.0
 
 GLOSSARY = {
@@ -49,6 +52,9 @@ INTROS = {
     "rhd": "Recursive halving-doubling (Rabenseifner): partners at distance N/2, N/4, …, 1 exchange half of "
            "what they hold, then the reverse. It optimises latency — only 2·log2 N rounds — while keeping the "
            "ring's bytes: 2·log2(N)α + 2(N-1)/N·M·β. Partners are not neighbours on a ring, so sends relay.",
+    "rd": "Simple recursive doubling: in round k every GPU swaps its whole partial sum with the GPU 2^k away and "
+          "adds it. log2 N rounds, but the whole buffer each round: log2(N)(α + M·β). Its partner changes every "
+          "round, so it pipelines only where a GPU has a link to each partner (a hypercube), not on a one-port star.",
     "tree": "Binomial tree: reduce up to a root, then broadcast down, log2 N rounds each. Few rounds "
             "(latency), but the whole buffer crosses every level: 2⌈log2 N⌉(α + M·β).",
     "dbt": "Double binary tree (NCCL): two complementary trees, each carrying half the data, pipelined over "
@@ -78,6 +84,13 @@ st.markdown("Pick a textbook algorithm and a small fabric; step through its **ro
 st.markdown("Words: " + " · ".join(f'<abbr title="{text}">{term}</abbr>' for term, text in GLOSSARY.items())
             + " <small>(hover a word)</small>", unsafe_allow_html=True)
 
+st.session_state.setdefault(TOPIC_KEY, FREE)
+topic = st.selectbox(
+    "lesson", [FREE, *LESSONS], key=TOPIC_KEY,
+    format_func=lambda k: "free exploration (pick anything below)" if k == FREE else LESSONS[k].title,
+    on_change=lambda: apply_preset(st.session_state, st.session_state[TOPIC_KEY]),
+    help="A lesson of the Collectives Explainer sets the fabric, collective, algorithm, size and chunks below, "
+         "and adds its own table; the link carries it (topic=...).")
 c1, c2, c3, c4, c5 = st.columns([4, 2, 3, 3, 2])  # the fabric's names are the longest
 topo_label = c1.selectbox("fabric", list(TEACHING_TOPOLOGIES), index=1, key="learn_topology",
                           persist_state="session")
@@ -99,10 +112,15 @@ chunks = c4.select_slider("chunks per GPU (segments)", options=[1, 2, 4, 8], val
 with c5:
     size = ui.size_picker("buffer size", "learn_size", default=1e6)
 
+exercise = st.toggle("Exercise: predict the time before you see it", key=EXERCISE_KEY,
+                     help="The simulated time stays hidden until you type your guess; the page grades it.")
 url.share("learn", lesson=TEACHING_TOPOLOGIES[topo_label], topology=None, collective=collective,
-          algorithm=algorithm, size=size, chunks=chunks)
+          algorithm=algorithm, size=size, chunks=chunks, topic=None if topic == FREE else topic,
+          exercise="1" if exercise else None)
 st.caption("The address bar holds this lesson (fabric, collective, algorithm, size, chunks): copy it to share.")
 st.info(INTROS.get(algorithm, REGISTRY[algorithm].description))
+if any(topology.is_switch(v) for v in topology.nodes):
+    st.caption(f"**Switch model:** {switch_model_words(topology)}")
 if why_not[algorithm]:
     st.warning(f"{algorithm} is unavailable here: it {why_not[algorithm]}. Pick another algorithm or another "
                "fabric.")
@@ -125,8 +143,12 @@ with user_errors("learn"):
     if algorithm == "inc" and collective == "allreduce":
         formula = inc_cost(topology, timeline.collective)
 
+    graded = True
+    if exercise:
+        graded = exercise_panel(timeline.finish_time_s, formula, size, n_gpus)
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("simulated finish", format_time(timeline.finish_time_s), help="the simulator's verdict")
+    m1.metric("simulated finish", format_time(timeline.finish_time_s) if graded else "?",
+              help="the simulator's verdict")
     m2.metric("alpha-beta formula", format_time(formula.time_s) if formula else "n/a",
               help="evaluated for this schedule: its chunks and the links it uses")
     bound_s, bound_help = ui.tightest_bound(result.lower_bound_s, result.limit_s, topology)
@@ -138,14 +160,28 @@ with user_errors("learn"):
         st.markdown(f"No closed form for {algorithm} {collective} on {n_gpus} GPUs.")
     else:
         st.markdown(f"Formula: `{formula.text}`")
-        gap = formula_gap(timeline, formula, bound_s or result.lower_bound_s)
+        gap = formula_gap(timeline, formula, bound_s or result.lower_bound_s) if graded else None
         if gap:
             st.markdown(f"**Why they differ:** {gap}")
     if schedule.notes:
         st.caption(" · ".join(schedule.notes))
+    if any(topology.is_switch(v) for v in topology.nodes) and st.toggle(
+            "What would the other switch model cost?", key="learn_switch_toggle",
+            help="the same algorithm on the same fabric, its switch hops charged the other way"):
+        other = other_switch_model(topology)
+        with st.spinner("simulating the other switch model"):
+            other_s = switch_model_time(other, collective, algorithm, size, chunks)
+        st.metric(f"simulated finish, switch_hop={other.switch_hop}", format_time(other_s),
+                  delta=format_time(other_s - timeline.finish_time_s), delta_color="off")
+        st.caption(switch_model_words(other))
 
-    html = entry.figure("rounds_html", lambda: rounds_html(timeline))
-    st.iframe(html, height=rounds_frame_height(timeline))
+    if topic != FREE:
+        lesson_panel(LESSONS[topic], topology, chunks, show_simulated=graded)
+    if graded:
+        html = entry.figure("rounds_html", lambda: rounds_html(timeline))
+        st.iframe(html, height=rounds_frame_height(timeline))
+    else:
+        st.caption("The rounds (with their times) appear once you have made your guess.")
 
     st.subheader("Why one wins")
     if st.toggle("Compare every textbook algorithm for this collective and fabric (1 KB to 1 GB)",

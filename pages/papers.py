@@ -31,7 +31,8 @@ if paper.startswith("Collectives Explainer"):
     # the numbers in the grid; each row's note and command below it, wrapped (in the grid they were cut off)
     st.dataframe(pd.DataFrame([{
         "row": r.name, "reference (us)": r.reference_us, "formula (us)": round(r.formula_us, 3),
-        "simulated (us)": None if r.simulated_us is None else round(r.simulated_us, 3), "ratio": round(r.ratio, 3),
+        "simulated (us)": None if r.simulated_us is None else round(r.simulated_us, 3),
+        "limit (us)": None if r.limit_us is None else round(r.limit_us, 3), "ratio": round(r.ratio, 3),
         "note": "yes" if r.note else "", "table": r.table} for r in rows]), width="stretch", hide_index=True,
         height=640, column_config={"row": st.column_config.TextColumn("row", width="large"),
                                    "note": st.column_config.TextColumn("note", help="read it below", width="small")})
@@ -46,6 +47,15 @@ if paper.startswith("Collectives Explainer"):
     (st.success if not s["unexplained"] else st.error)(
         f"{s['rows']} rows: {s['within_1pct']} within 1 % of the reference, {s['explained']} differ with the "
         f"reason in their note, {len(s['unexplained'])} unexplained; {s['simulated']} simulated")
+    with st.expander("Where the reference contradicts itself, and which side ccviz follows"):
+        from ccviz.runs.explainer_conflicts import conflicts
+
+        if "ccviz_explainer_conflicts" not in st.session_state:  # each computes a number (a few simulations)
+            st.session_state["ccviz_explainer_conflicts"] = conflicts()
+        for c in st.session_state["ccviz_explainer_conflicts"]:
+            text = (f"**{c['topic']}.** One place: {c['statement_a']}. Another: {c['statement_b']}. ccviz "
+                    f"follows {c['ccviz_follows']}, because {c['why']}. `{c['command']}`: {c['demonstration']}.")
+            st.markdown(text.replace("~", r"\~"))  # "~2 a_switch" is not strikethrough
     st.stop()
 
 JOB_KEY = "ccviz_reproduce_job"

@@ -37,6 +37,8 @@ st.caption(f"{entry.request.algorithm} · {coll.name} of {format_size(coll.size_
            + note)
 ui.limit_lines(entry)  # how far from the fabric's limit, and which links bind
 ui.schedule_notes(entry)  # how the algorithm made it
+with st.expander("download this schedule (JSON, MSCCL XML, Chakra ET for ASTRA-sim, animation)"):
+    ui.downloads(entry)
 
 
 def transfers_table(rows: pd.DataFrame, first: list[str] | None = None) -> None:

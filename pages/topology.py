@@ -6,6 +6,7 @@ import streamlit as st
 from streamlit_flow import streamlit_flow
 
 from ccviz.app import ui, url
+from ccviz.app.advise_panel import remember_link, suggest_upgrades
 from ccviz.app.canvas import flow_state, structure_changed, topology_from_flow
 from ccviz.app.state import (
     current_topology,
@@ -30,6 +31,7 @@ from ccviz.errors import CcvizError
 from ccviz.model.topology import SWITCH_HOPS, Topology
 from ccviz.viz import cut_figure, topology_figure
 
+remember_link()  # the advisor's mix and budget a link carries, before the URL is rewritten
 ui.configure_page()
 
 st.title("Topology designer")
@@ -38,7 +40,8 @@ topology = current_topology()
 # Build, Load and Use draw the rest of this run from the new fabric (read again below) and do not call
 # st.rerun(): a click on another page in the sidebar while that rerun was starting was lost (the designer ran
 # again and the user stayed on it).
-source = st.radio("start from", ["builder", "sample file", "upload"], horizontal=True, key="topo_source",
+source = st.radio("start from", ["builder", "sample file", "upload", "nvidia-smi topo -m"], horizontal=True,
+                  key="topo_source",
                   persist_state="session")
 if source == "builder":
     names = sorted(BUILDERS)
@@ -80,8 +83,21 @@ elif source == "sample file":
         if st.button(f"Load {pick}", type="primary", key="topo_load_sample"):
             with user_errors("sample", sticky="topology"):
                 set_topology(*topology_from_name(pick), spec=pick)
+elif source == "nvidia-smi topo -m":
+    from ccviz.interop.nvidia_smi import GENERATIONS, topo_to_fabric
+
+    matrix = st.text_area("paste the output of `nvidia-smi topo -m`", height=220, key="topo_smi_text",
+                          placeholder="        GPU0    GPU1    ...    CPU Affinity\nGPU0     X      NV2     ...")
+    gpu = st.selectbox("GPU generation (sets the NVLink rate)", ["infer from the NVLink counts", *GENERATIONS],
+                       key="topo_smi_gpu")
+    if st.button("Build from the matrix", type="primary", key="topo_smi_build"):
+        with user_errors("nvidia-smi", sticky="topology"):
+            fabric = topo_to_fabric(matrix, None if gpu.startswith("infer") else gpu)
+            set_topology(fabric, "nvidia-smi topo -m")
+    for line in current_topology().meta.get("assumptions", []) if topology_source() == "nvidia-smi topo -m" else []:
+        st.caption(f"assumed: {line}")
 else:
-    upload = st.file_uploader("topology JSON (ccviz format or the papers' reference format)", type=["json"],
+    upload = st.file_uploader("topology JSON (ccviz format, the papers' reference format, or InfraGraph)", type=["json"],
                               key="topo_upload")
     if upload is not None and st.button(f"Use {upload.name}", type="primary", key="topo_use_upload"):
         with user_errors("upload", sticky="topology"):
@@ -89,7 +105,12 @@ else:
                 data = json.loads(upload.getvalue().decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise CcvizError(f"topology: {upload.name} is not valid JSON ({exc})", "topology") from None
-            set_topology(Topology.from_dict(data, name=upload.name.rsplit(".", 1)[0]), f"upload {upload.name}")
+            from ccviz.interop.infragraph import is_infragraph, topology_from_infragraph
+
+            stem = upload.name.rsplit(".", 1)[0]
+            fabric = topology_from_infragraph(data, upload.name) if is_infragraph(data) else \
+                Topology.from_dict(data, name=stem)
+            set_topology(fabric, f"upload {upload.name}")
 
 show_errors("topology")  # kept until the next successful build/load, whatever reruns follow
 
@@ -193,3 +214,5 @@ with edit_col:
     show_errors("topology_edit")
     st.download_button("Save topology JSON", data=topology.to_json(), file_name=f"{topology.name}.json",
                        mime="application/json", on_click="ignore", key="topo_save")
+
+suggest_upgrades(current_topology())

@@ -418,6 +418,20 @@ def test_a_shared_papers_link_opens_the_explainer_in_a_fresh_browser(app_url, tm
     assert "paper=explainer" in shared
 
 
+def test_a_lesson_link_opens_the_lesson_and_its_rounds_step_with_the_keys(app_url, tmp_path):
+    with browser_page(height=1400, timeout_ms=60_000) as page:
+        page.goto(app_url + "/learn?page=learn&topic=bruck&lesson=ring%3An%3D8&collective=alltoall&algorithm=bruck"
+                            "&size=1MB&chunks=1")
+        page.get_by_role("heading", name="Learn: how collective algorithms move data").wait_for()
+        assert page.get_by_role("combobox", name="lesson").input_value().startswith("Bruck's AllToAll")
+        title = page.frame_locator("iframe").first.locator("#title")
+        title.filter(has_text="Before round 1 (of 3)").wait_for()
+        page.locator("h1").first.click()
+        page.keyboard.press("ArrowRight")
+        title.filter(has_text="Round 1 of 3").wait_for()
+        page.screenshot(path=str(tmp_path / "learn_lesson.png"), full_page=True)
+
+
 @needs_chromium
 def test_a_bandwidth_that_is_not_a_number_is_one_line_naming_its_cell(app_url):
     # the grid's number cell dropped 'abc' without a word (issue 40, item 11)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -326,10 +327,10 @@ def animation(entry: CachedRun):
 
 
 def downloads(entry: CachedRun) -> None:
-    """Schedule JSON, MSCCL XML and the animation as a standalone HTML page (built on click)."""
+    """Schedule JSON, MSCCL XML, Chakra ET (ASTRA-sim) and the animation as a standalone HTML page."""
     timeline = entry.result.timeline
     stem = f"{entry.result.topology.name}_{entry.result.collective.name}_{entry.request.algorithm}"
-    cols = st.columns(3)
+    cols = st.columns(4)
     cols[0].download_button("Schedule JSON", data=lambda: export.schedule_json(timeline),
                             file_name=f"{stem}.json", mime="application/json", on_click="ignore")
     xml, why_not = entry.figure("msccl", lambda: msccl_or_reason(timeline))
@@ -338,17 +339,37 @@ def downloads(entry: CachedRun) -> None:
     else:
         cols[1].download_button("MSCCL XML", data=xml, file_name=f"{stem}.xml", mime="application/xml",
                                 on_click="ignore")
-    cols[2].download_button("Animation HTML", data=lambda: animation(entry).to_html(include_plotlyjs=True,
+    chakra, why_not = entry.figure("chakra", lambda: chakra_or_reason(timeline, stem))
+    if chakra is None:
+        cols[2].warning(f"No Chakra ET for this schedule: {why_not}", icon=":material/block:")
+    else:
+        cols[2].download_button("Chakra ET (zip)", data=chakra[0], file_name=f"{stem}_chakra.zip",
+                                mime="application/zip", on_click="ignore",
+                                help="one PREFIX.RANK.et per rank for ASTRA-sim (--workload-configuration=DIR/PREFIX)"
+                                     + "".join(f"; {n}" for n in chakra[1]))
+    cols[3].download_button("Animation HTML", data=lambda: animation(entry).to_html(include_plotlyjs=True,
                                                                                      auto_play=False),
                             file_name=f"{stem}.html", mime="text/html", on_click="ignore")
 
 
+def chakra_or_reason(timeline, stem: str) -> tuple[tuple[bytes, list[str]] | None, str | None]:
+    """((zip of the Chakra ETs, notes), None), or (None, why they cannot be written) for the page."""
+    from ccviz.interop.chakra import chakra_zip, trace_prefix
+
+    return _file_or_reason(lambda: chakra_zip(timeline, trace_prefix(stem)), "chakra")
+
+
 def msccl_or_reason(timeline) -> tuple[str | None, str | None]:
     """(the MSCCL XML, None), or (None, why it cannot be written) in words for the page."""
+    return _file_or_reason(lambda: export.msccl_xml(timeline), "msccl")
+
+
+def _file_or_reason(make: Callable[[], Any], field: str) -> tuple[Any, str | None]:
+    """(what ``make`` builds, None), or (None, why it cannot be built) in words for the page."""
     try:
-        return export.msccl_xml(timeline), None
+        return make(), None
     except CcvizError as exc:
-        return None, str(exc).removeprefix("msccl: ")
+        return None, str(exc).removeprefix(f"{field}: ")
     except Exception as exc:  # noqa: BLE001 - a download must not break the page
         traceback.print_exc()
         return None, f"the export failed unexpectedly ({type(exc).__name__}: {exc}); the JSON schedule still works"

@@ -116,6 +116,10 @@ def restore(sizes: list[float]) -> None:
             st.session_state[PAPER_KEY] = PAPERS[params["paper"]]
         if page == "learn" and params.get("lesson"):
             _restore_lesson(params["lesson"])
+        if page == "learn" and params.get("topic"):
+            from ccviz.viz.explainer_lessons import restore_topic
+
+            restore_topic(st.session_state, params["topic"], params.get("exercise") == "1")
         collective = params.get("collective")
         if collective is not None:
             if collective not in COLLECTIVES:

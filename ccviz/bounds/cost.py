@@ -629,12 +629,23 @@ def used_link_parameters(topology: Topology, links: Iterable[tuple[int, int]]) -
 def schedule_formula(topology: Topology, collective: Collective, algorithm: str,
                      links: Iterable[tuple[int, int]]) -> CostResult | None:
     """The textbook cost evaluated for exactly one schedule: its rank count, buffer, chunks per GPU as the
-    pipelining depth S, and the links it uses. None when the algorithm has no closed form."""
+    pipelining depth S, the links it uses and the ports the fabric gives each rank (``ccviz.bounds.ports``).
+    None when the algorithm has no closed form."""
     if (collective.name, algorithm) not in FORMULAS:
         return None
     alpha_us, bw = used_link_parameters(topology, links)
     try:
-        return formula(collective.name, algorithm, collective.n_ranks, collective.size_bytes, alpha_us, bw,
-                       segments=collective.chunks_per_rank)
+        result = formula(collective.name, algorithm, collective.n_ranks, collective.size_bytes, alpha_us, bw,
+                         segments=collective.chunks_per_rank)
     except CcvizError:  # e.g. a power-of-two formula on another rank count
         return None
+    from ccviz.bounds.ports import apply_ports, fabric_ports
+
+    ports = min(fabric_ports(topology, list(collective.ranks)), max(1, collective.n_ranks - 1))
+    n_beta, budget = apply_ports(collective.name, algorithm, collective.n_ranks, result.n_beta, ports)
+    if budget.factor == 1:
+        return result
+    beta_s = collective.size_bytes / (bw * 1e9)
+    return CostResult(result.time_s + (n_beta - result.n_beta) * beta_s, result.n_alpha, n_beta,
+                      f"{result.text}; M/BW x{budget.factor:.4g}: the fabric gives each rank {budget.ports} port(s), "
+                      f"the formula drives {budget.needed} links at once")

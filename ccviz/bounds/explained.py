@@ -70,6 +70,7 @@ class ExplainedCost:
     assumptions: str = ""
     phases: list[dict[str, Any]] = field(default_factory=list)
     reference: dict[str, Any] | None = None
+    port_budget: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -184,9 +185,9 @@ def _plain(collective: str, algorithm: str, n: int, size: float, alpha_us: float
         return na, nb_of(n), f"inc {collective}: {words}", ("one switch domain with SHARP/NVLS-class engines; "
                                                             "alpha is the switch hop's")
     if collective == "alltoall" and algorithm in ("pairwise", "direct"):
-        p = ports or 1
-        if p < 1 or p > n - 1:
-            raise CcvizError(f"ports: the per-rank port budget is between 1 and N-1 = {n - 1}, got {p}", "ports")
+        from ccviz.bounds.ports import check_ports
+
+        p = check_ports(ports, n) or 1
         rounds = math.ceil((n - 1) / p)
         return rounds, rounds / n, (f"pairwise alltoall: ceil((N-1)/P) (a + M/(N BW)), P = {p} port(s) per rank"), (
             f"per-rank port budget P = {p}: each rank sends to {p} partner(s) at once (the reference's model is "
@@ -196,7 +197,7 @@ def _plain(collective: str, algorithm: str, n: int, size: float, alpha_us: float
     from ccviz.bounds.cost import formula
 
     result = formula(collective, algorithm, n, size, alpha_us, bw, segments=segments)
-    return result.n_alpha, result.n_beta, result.text, "abstract fully connected fabric, one port per rank"
+    return result.n_alpha, result.n_beta, result.text, "abstract fully connected fabric"
 
 
 def _dimdecomp(collective: str, dims: list[int], mesh: bool, per_dim: str, size: float, alpha_s: float,
@@ -220,19 +221,52 @@ def _dimdecomp(collective: str, dims: list[int], mesh: bool, per_dim: str, size:
                  f"{'sum(d_i - 1)' if mesh else 'sum(floor(d_i/2))'} = {depth} (both ways round each ring), S = {s}")
         return depth + s - 1, (depth + s - 1) / s, words, (depth, 1.0, PIPELINE_WHY.format(s=s))
     if collective == "alltoall":
-        depth = sum((d - 1) if mesh else d // 2 for d in dims)
-        share = max(dims) / (4 if mesh else 8)
-        return depth, share, (f"dimdecomp alltoall on a {shape}: diameter a + (d_max/{4 if mesh else 8}) M/BW "
-                              "(bisection bound; ccviz's synthesized schedule is per-dimension pairwise)"), None
+        if mesh:
+            depth = sum(d - 1 for d in dims)
+            return depth, max(dims) / 4, (f"dimdecomp alltoall on a {shape}: diameter a + (d_max/4) M/BW "
+                                          "(the mesh's bisection bound; ccviz's schedule is per-line pairwise)"), None
+        from ccviz.synth.phased import ring_exchange_share
+
+        depth = sum(d // 2 for d in dims if d > 1)
+        share = sum(ring_exchange_share(d) for d in dims if d > 2) + sum(0.5 for d in dims if d == 2)
+        flat = (depth, max(dims) / 8, "the reference's flat form diam a + d_max/8 M/BW routes every block the "
+                "shorter way over all dimensions at once (its ladder rows print it); dimdecomp runs dimension by "
+                "dimension, idling the other dimensions' links in each phase: diam a + sum(d_i)/8 M/BW, the "
+                "reference's own decomposed form (02 section 3), which is what ccviz's schedule costs")
+        return depth, share, (f"dimdecomp alltoall on a {shape}: sum(floor(d_i/2)) a + sum(d_i/8) M/BW, dimension "
+                              "by dimension, every block the shorter way round its ring (d_i odd: "
+                              "(d_i^2-1)/(8 d_i))"), flat
     raise CcvizError(f"collective: dimdecomp has no formula for {collective}", "collective")
 
 
+def _tier_formula(collective: str, algorithm: str, ranks: int, nbytes: float, alpha_us: float, bw: float,
+                  segments: int | None) -> Any:
+    """One tier's phase: any flat formula, the in-network rows (``inc``: SHARP / NVLS as a tier) included."""
+    from ccviz.bounds.cost import CostResult, formula
+
+    if algorithm == "inc":
+        if collective not in INC_ROWS:
+            raise CcvizError(f"inner/outer: no in-network row for the {collective} phase; inc covers "
+                             f"{', '.join(INC_ROWS)}", "algorithm")
+        na, nb_of, words = INC_ROWS[collective]
+        nb = nb_of(ranks)
+        return CostResult(na * alpha_us * 1e-6 + nb * nbytes / (bw * 1e9), na, nb, f"inc {collective}: {words}")
+    return formula(collective, algorithm, ranks, nbytes, alpha_us, bw, segments=segments)
+
+
 def _hierarchical(collective: str, n_inner: int, groups: int, size: float, alphas: list[float], bws: list[float],
-                  oversub: float, inner: str, outer: str, etas: list[Eta], segments: int | None
-                  ) -> tuple[float, float, float, str, list[dict[str, Any]]]:
-    """(time_s, n_alpha, n_beta, words, phases): each phase a flat formula at its tier's alpha, BW and eta."""
+                  oversub: float, inner: str, outer: str, etas: list[Eta], segments: int | None,
+                  pods_per_leaf: int | None = None) -> tuple[float, float, float, str, list[dict[str, Any]]]:
+    """(time_s, n_alpha, n_beta, words, phases): each phase a flat formula at its tier's alpha, BW and eta.
+
+    ``alphas`` may hold three values (inner / leaf / spine, the rail-optimized SuperPOD's latency classes): the
+    outer tier then pays alpha_leaf when every group shares a leaf (``pods_per_leaf`` >= groups), else alpha_spine,
+    and AllToAll itemizes its peers by class (03 section 2.2)."""
     n = n_inner * groups
     bw_out = bws[1] / oversub
+    if len(alphas) == 3 and collective != "alltoall":
+        shared = pods_per_leaf is not None and pods_per_leaf >= groups
+        alphas = [alphas[0], alphas[1] if shared else alphas[2]]
     tiers = {"inner": (n_inner, alphas[0], bws[0], inner, etas[0]), "outer": (groups, alphas[1], bw_out, outer,
                                                                               etas[1])}
     if collective == "allreduce":
@@ -241,6 +275,8 @@ def _hierarchical(collective: str, n_inner: int, groups: int, size: float, alpha
         plan = [("inner", "allgather", size / groups), ("outer", "allgather", size)]
     elif collective == "reducescatter":
         plan = [("outer", "reducescatter", size), ("inner", "reducescatter", size / groups)]
+    elif collective == "alltoall" and len(alphas) == 3:
+        return _alltoall_three_classes(n_inner, groups, size, alphas, bws, oversub, etas, pods_per_leaf)
     elif collective == "alltoall":
         chunk = size / n
         t_a = (n_inner - 1) * alphas[0] * 1e-6 * etas[0].alpha + (n - n_inner) * alphas[1] * 1e-6 * etas[1].alpha
@@ -259,13 +295,11 @@ def _hierarchical(collective: str, n_inner: int, groups: int, size: float, alpha
                 "(pipelined trees at their asymptote, as the reference)", [])
     else:
         raise CcvizError(f"collective: hierarchical has no formula for {collective}", "collective")
-    from ccviz.bounds.cost import formula
-
     total = n_alpha = n_beta = 0.0
     phases = []
     for tier, coll, nbytes in plan:
         ranks, a_us, bw, alg, eta = tiers[tier]
-        res = formula(coll, alg, ranks, nbytes, a_us, bw, segments=segments)
+        res = _tier_formula(coll, alg, ranks, nbytes, a_us, bw, segments)
         t = eta.apply(res.n_alpha, res.n_beta, a_us * 1e-6, nbytes / (bw * 1e9))
         total += t
         n_alpha += res.n_alpha
@@ -277,12 +311,49 @@ def _hierarchical(collective: str, n_inner: int, groups: int, size: float, alpha
     return total, n_alpha, n_beta, f"hierarchical {collective}: {words}", phases
 
 
+def _alltoall_three_classes(n_inner: int, groups: int, size: float, alphas: list[float], bws: list[float],
+                            oversub: float, etas: list[Eta], pods_per_leaf: int | None
+                            ) -> tuple[float, float, float, str, list[dict[str, Any]]]:
+    """Pairwise AllToAll itemized by destination class: same pod, same leaf (p pods share it), through the spine."""
+    if pods_per_leaf is None or not 1 <= pods_per_leaf <= groups:
+        raise CcvizError(f"pods-per-leaf: three alphas (inner/leaf/spine) need --pods-per-leaf p, 1 <= p <= L = "
+                         f"{groups}", "pods-per-leaf")
+    n = n_inner * groups
+    chunk = size / n
+    classes = [("inner", n_inner - 1, alphas[0], bws[0], etas[0]),
+               ("leaf", (pods_per_leaf - 1) * n_inner, alphas[1], bws[1] / oversub, etas[1]),
+               ("spine", (groups - pods_per_leaf) * n_inner, alphas[2], bws[1] / oversub, etas[1])]
+    total, phases = 0.0, []
+    for name, peers, a_us, bw, eta in classes:
+        t = peers * (eta.alpha * a_us * 1e-6 + chunk / (eta.beta * bw * 1e9))
+        total += t
+        phases.append({"tier": name, "collective": "alltoall", "algorithm": "pairwise", "ranks": peers + 1,
+                       "size_bytes": peers * chunk, "alpha_us": a_us, "bw_GBps": bw, "time_s": t, "n_alpha": peers,
+                       "n_beta": peers / n, "eta_alpha": eta.alpha, "eta_beta": eta.beta})
+    return (total, n - 1, (n - 1) / n, "hierarchical alltoall, three latency classes: (n-1)(a_in + M/N/BW_in) + "
+            "(p-1) n (a_leaf + M/N s/BW_out) + (L-p) n (a_spine + M/N s/BW_out) (03 section 2.2)", phases)
+
+
+def _compound_oversub(oversub: float | str) -> tuple[float, str]:
+    """One oversubscription, or one per Clos tier ('2/3': leaf->spine 2:1, spine->core 3:1), compounded: traffic
+    through every tier sees the product (worst case: every cross-group byte crosses the top tier)."""
+    values = parse_list(oversub, "oversub", len(str(oversub).split("/")))
+    if any(not v >= 1 for v in values):
+        raise CcvizError(f"oversub: every tier's oversubscription must be >= 1, got {oversub}", "oversub")
+    total = math.prod(values)
+    words = (f"oversubscription s={total:g} on the outer tier's BW" if len(values) == 1 else
+             f"oversubscription compounded over {len(values)} tiers: {' x '.join(f'{v:g}' for v in values)} = "
+             f"{total:g} on the outer tier's BW (every cross-group byte assumed to cross the top tier)")
+    return total, words
+
+
 def explained_cost(collective: str, algorithm: str, size_bytes: float, alpha: str | float = 0.5,
                    bw: str | float = 50.0, n: int | None = None, dims: str | None = None, mesh: bool = False,
-                   per_dim: str = "ring", tiers: str | None = None, oversub: float = 1.0, inner: str = "ring",
-                   outer: str = "ring", eta: str | None = None, eta_alpha: str | float | None = None,
-                   eta_beta: str | float | None = None, ports: int | None = None,
-                   segments: int | None = None) -> ExplainedCost:
+                   per_dim: str = "ring", tiers: str | None = None, oversub: float | str = 1.0,
+                   inner: str = "ring", outer: str = "ring", eta: str | None = None,
+                   eta_alpha: str | float | None = None, eta_beta: str | float | None = None,
+                   ports: int | None = None, segments: int | None = None,
+                   pods_per_leaf: int | None = None) -> ExplainedCost:
     """Every formula row of ``ccviz cost`` (see the module docstring); counts are in units of alpha and M/BW."""
     from ccviz.bounds.cost_options import check_cost_options
     from ccviz.model.collectives import normalize_name
@@ -297,26 +368,30 @@ def explained_cost(collective: str, algorithm: str, size_bytes: float, alpha: st
         shape = parse_dims(tiers, "tiers")
         if len(shape) != 2 or min(shape) < 2:
             raise CcvizError(f"tiers: two tiers N_INNERxL, both >= 2, e.g. 72x2, got {tiers!r}", "tiers")
-        if not oversub >= 1:
-            raise CcvizError(f"oversub: the oversubscription s must be >= 1, got {oversub}", "oversub")
-        alphas = parse_list(alpha, "alpha", 2)
+        oversub, oversub_words = _compound_oversub(oversub)
+        n_alpha_values = len(str(alpha).split("/"))
+        alphas = parse_list(alpha, "alpha", 3 if n_alpha_values == 3 else 2)
         bws = parse_list(bw, "bw", 2)
-        for a_us, b in zip(alphas, bws, strict=True):
-            _check(a_us, b, size_bytes)
+        for k, a_us in enumerate(alphas):
+            _check(a_us, bws[min(k, 1)], size_bytes)
         etas = _tier_etas(eta, eta_alpha, eta_beta)
+        if oversub > 1 and etas[1].source.startswith("Clos upper tier"):
+            raise CcvizError(f"oversub: --eta clos:S already prices the outer tier's oversubscription (eta_beta = "
+                             f"min({CLOS_HW_ETA_BETA:g}, 1/S)); with --oversub {oversub:g} too it would count twice. "
+                             "Give one of them (or --eta-beta for the hardware's own efficiency)", "oversub")
         n_inner, groups = shape
         t, na, nb, words, phases = _hierarchical(collective, n_inner, groups, size_bytes, alphas, bws, oversub,
-                                                 inner, outer, etas, segments)
+                                                 inner, outer, etas, segments, pods_per_leaf)
         return ExplainedCost(collective, algorithm, t, na, nb, words, n_inner * groups, size_bytes,
                              etas[0].alpha, etas[0].beta,
-                             f"inner {etas[0].source}; outer {etas[1].source}; oversubscription s={oversub:g} on "
-                             "the outer tier's BW", phases)
+                             f"inner {etas[0].source}; outer {etas[1].source}; {oversub_words}", phases)
     alpha_us, bw_value = _single(alpha, "alpha"), _single(bw, "bw")
     _check(alpha_us, bw_value, size_bytes)
     e = parse_eta(eta, _single(eta_alpha, "eta-alpha") if eta_alpha is not None else None,
                   _single(eta_beta, "eta-beta") if eta_beta is not None else None)
     alpha_s, beta_s = alpha_us * 1e-6, size_bytes / (bw_value * 1e9)
     variant = None
+    port_budget = None
     if algorithm == "dimdecomp":
         if not dims:
             raise CcvizError("dims: dimdecomp needs --dims, e.g. 8x8x8", "dims")
@@ -335,12 +410,20 @@ def explained_cost(collective: str, algorithm: str, size_bytes: float, alpha: st
 
         if (collective, algorithm) in FORMULAS:
             variant = reference_variant(collective, algorithm, n, alpha_s, beta_s, segments)
+            from ccviz.bounds.ports import apply_ports
+
+            nb, budget = apply_ports(collective, algorithm, n, nb, ports)
+            port_budget = budget.to_dict()
+            if budget.factor > 1:
+                words = f"{words}; M/BW x{budget.factor:.4g} for {budget.ports} port(s) per rank"
+            assumptions = f"{assumptions}; {budget.note}"
     reference = None
     if variant is not None:
         ra, rb, why = variant
         reference = {"time_s": e.apply(ra, rb, alpha_s, beta_s), "n_alpha": ra, "n_beta": rb, "why": why}
     return ExplainedCost(collective, algorithm, e.apply(na, nb, alpha_s, beta_s), float(na), float(nb), words, n,
-                         size_bytes, e.alpha, e.beta, f"{assumptions}; contention: {e.source}", [], reference)
+                         size_bytes, e.alpha, e.beta, f"{assumptions}; contention: {e.source}", [], reference,
+                         port_budget)
 
 
 def _single(value: str | float | None, name: str) -> float:

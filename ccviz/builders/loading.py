@@ -19,7 +19,7 @@ def load_topology(spec: str | Path | Topology) -> Topology:
         raise CcvizError("topology: empty topology argument; give a file path or a builder such as ring:n=8",
                          "topology")
     path = Path(text)
-    if path.is_file() or path.suffix.lower() in (".json", ".yaml", ".yml"):
+    if path.is_file() or path.suffix.lower() in (".json", ".yaml", ".yml", ".xml"):
         return load_topology_file(path)
     name = text.partition(":")[0].strip().lower()
     if "/" in text and name not in BUILDERS and name not in ALIASES:
@@ -30,7 +30,17 @@ def load_topology(spec: str | Path | Topology) -> Topology:
 def load_topology_file(path: str | Path) -> Topology:
     """Read a topology file in the project's format or the papers' reference format."""
     p = Path(path)
+    if p.suffix.lower() == ".xml":  # hwloc's lstopo output, through InfraGraph's translator
+        from ccviz.interop.infragraph import lstopo_to_fabric
+
+        return lstopo_to_fabric(p)
     data = read_structured(p, "topology")
+    from ccviz.interop.infragraph import is_infragraph
+
+    if is_infragraph(data):  # ASTRA-sim 3.0's infrastructure description
+        from ccviz.interop.infragraph import topology_from_infragraph
+
+        return topology_from_infragraph(data, p.name)
     try:
         return Topology.from_dict(data, name=p.stem)
     except CcvizError as exc:

@@ -56,6 +56,7 @@ class GpuHop:
     op: str
     first: int = -1  # the transfer the hop starts with (a switch path's first transfer)
     last: int = -1  # the transfer that delivers it
+    path: tuple[int, ...] = ()  # every transfer along the way, first to last (one when GPU to GPU)
 
 
 def gpu_hops(timeline: Timeline) -> list[GpuHop]:
@@ -73,33 +74,33 @@ def _collapse(timeline: Timeline) -> tuple[list[GpuHop], list[tuple[int, int, in
     transfers = timeline.schedule.transfers
     start, arrival = timeline.start_s, timeline.arrival_s
     order = sorted(range(len(transfers)), key=lambda i: (float(start[i]), not topo.is_switch(transfers[i].src), i))
-    feeds: dict[tuple[int, int], list[list]] = defaultdict(list)  # [arrival, origin, origin start, uses, first]
+    feeds: dict[tuple[int, int], list[list]] = defaultdict(list)  # [arrival, origin, origin start, uses, first, path]
     hops: list[GpuHop] = []
     for i in order:
         t = transfers[i]
-        src, begin, first = t.src, float(start[i]), i
+        src, begin, first, path = t.src, float(start[i]), i, (i,)
         if topo.is_switch(t.src):
             feed = _feed(feeds[(t.src, t.chunk)], begin, topo.nodes[t.src].copy)
             if feed is None:
                 continue  # the simulator already calls this transfer invalid
             feed[3] += 1
-            src, begin, first = feed[1], feed[2], feed[4]
+            src, begin, first, path = feed[1], feed[2], feed[4], feed[5] + (i,)
         if topo.is_switch(t.dst):
-            feeds[(t.dst, t.chunk)].append([float(arrival[i]), src, begin, 0, first])
+            feeds[(t.dst, t.chunk)].append([float(arrival[i]), src, begin, 0, first, path])
         else:
-            hops.append(GpuHop(t.chunk, src, t.dst, begin, float(arrival[i]), t.op, first, i))
+            hops.append(GpuHop(t.chunk, src, t.dst, begin, float(arrival[i]), t.op, first, i, path))
     hops.sort(key=lambda h: h.start_s)
     copies = [(sw, chunk, f[3]) for (sw, chunk), fs in sorted(feeds.items()) for f in fs if f[3] > 1]
     return hops, copies
 
 
 def _feed(feeds: list[list], time_s: float, copies: bool) -> list | None:
-    """The arrival at a switch that a departure at ``time_s`` forwards."""
+    """The arrival at a switch that a departure at ``time_s`` forwards: the latest not yet forwarded."""
     ready = [f for f in feeds if f[0] <= time_s * (1 + 1e-9) + 1e-15] or feeds
     if not ready:
         return None
-    if copies:
-        return max(ready, key=lambda f: f[0])
+    if copies:  # a copy only where no arrival is left unforwarded (two unicasts through it are not a copy)
+        return max([f for f in ready if f[3] == 0] or ready, key=lambda f: f[0])
     unused = [f for f in sorted(ready, key=lambda f: f[0]) if f[3] == 0]
     return unused[0] if unused else ready[-1]
 

@@ -13,6 +13,7 @@ from ccviz.bounds.cost import CostResult, schedule_formula, used_link_parameters
 from ccviz.bounds.explained import explained_cost
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
+from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 
 COMPOSED = ("dimdecomp", "hierarchical", "pat")
@@ -51,6 +52,13 @@ def lesson_formula(topology: Topology, collective: Collective, algorithm: str, l
                    options: dict[str, Any] | None = None) -> CostResult | None:
     """The formula for exactly this schedule (None when it has none)."""
     links = set(links)
+    if algorithm == "inc":
+        alpha_us, bw = used_link_parameters(topology, links)
+        try:
+            c = explained_cost(collective.name, "inc", collective.size_bytes, alpha_us, bw, n=collective.n_ranks)
+        except CcvizError:
+            return None
+        return CostResult(c.time_s, c.n_alpha, c.n_beta, f"{c.formula} ({c.assumptions})")
     if algorithm not in COMPOSED:
         return schedule_formula(topology, collective, algorithm, links)
     options = options or {}
@@ -79,7 +87,13 @@ def lesson_formula(topology: Topology, collective: Collective, algorithm: str, l
                                inner=str(options.get("inner", "ring")), outer=str(options.get("outer", "ring")))
     except CcvizError:
         return None
-    evaluated = f"= {c.n_alpha:g} a + {c.n_beta:.6g} M/BW"
-    # pat's words already end in its evaluated counts: said twice they read as a typo
-    text = f"{c.formula} ({c.assumptions})" if evaluated in c.formula else f"{c.formula} {evaluated} ({c.assumptions})"
+    words = c.formula if " = " in c.formula else f"{c.formula} = {c.n_alpha:g} a + {c.n_beta:.6g} M/BW"
+    text = f"{words} ({c.assumptions})"
     return CostResult(c.time_s, c.n_alpha, c.n_beta, text)
+
+
+def formula_fields(schedule: Schedule) -> dict[str, Any]:
+    """``formula_s`` and ``formula`` of ``synth --json``: the closed form for the schedule that ran (None: none)."""
+    f = lesson_formula(schedule.topology, schedule.collective, schedule.algorithm,
+                       {(t.src, t.dst) for t in schedule.transfers}, schedule.options)
+    return {"formula_s": None if f is None else f.time_s, "formula": None if f is None else f.text}

@@ -33,6 +33,8 @@ class ExplainerRow:
     within_1pct: bool
     explained: bool  # within 1 % or a reason is given
     command: str  # the ccviz cost call that gives formula_us
+    limit_us: float | None = None  # the simulated fabric's limit (bandwidth alone), where a fabric is built
+    below_limit: bool = False  # the formula sits below that limit: its ideal model is not a bound there
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,8 +49,8 @@ def table_rows() -> list[dict[str, str]]:
 def _command(r: dict[str, str]) -> str:
     parts = [f"ccviz cost -c {r['collective']} -a {r['algorithm']} -s {r['size']} --alpha {r['alpha']} --bw {r['bw']}"]
     for key, flag in (("n", "--n"), ("dims", "--dims"), ("tiers", "--tiers"), ("eta", "--eta"), ("ports", "--ports"),
-                      ("segments", "--segments")):
-        if r[key]:
+                      ("segments", "--segments"), ("pods_per_leaf", "--pods-per-leaf")):
+        if r.get(key):
             parts.append(f"{flag} {r[key]}")
     if r["per_dim"] and r["per_dim"] != "ring":
         parts.append(f"--per-dim {r['per_dim']}")
@@ -57,9 +59,10 @@ def _command(r: dict[str, str]) -> str:
     return " ".join(parts)
 
 
-def _simulate(r: dict[str, str]) -> float | None:
+def _simulate(r: dict[str, str]) -> tuple[float | None, float | None]:
+    """(simulated us, the fabric's limit in us) of the row's fabric, or (None, None) without one."""
     if not r["fabric"]:
-        return None
+        return None, None
     from ccviz.builders.loading import load_topology
     from ccviz.runs.pipeline import run
     from ccviz.synth.registry import SynthOptions
@@ -67,9 +70,10 @@ def _simulate(r: dict[str, str]) -> float | None:
     extra = dict(item.split("=", 1) for item in r["sim_opts"].split(";") if item)
     result = run(load_topology(r["fabric"]), r["collective"], r["sim_algorithm"], parse_size(r["size"]),
                  int(r["sim_chunks"] or 1), options=SynthOptions(extra=extra))
+    limit = None if result.limit_s is None else float(result.limit_s) * 1e6
     if not result.timeline.verified:
-        return None
-    return result.finish_time_s * 1e6
+        return None, limit
+    return result.finish_time_s * 1e6, limit
 
 
 def reproduce_explainer(simulate: bool = True) -> list[ExplainerRow]:
@@ -80,7 +84,8 @@ def reproduce_explainer(simulate: bool = True) -> list[ExplainerRow]:
                               n=int(r["n"]) if r["n"] else None, dims=r["dims"] or None, mesh=bool(r["mesh"]),
                               per_dim=r["per_dim"] or "ring", tiers=r["tiers"] or None, eta=r["eta"] or None,
                               ports=int(r["ports"]) if r["ports"] else None,
-                              segments=int(r["segments"]) if r["segments"] else None)
+                              segments=int(r["segments"]) if r["segments"] else None,
+                              pods_per_leaf=int(r["pods_per_leaf"]) if r.get("pods_per_leaf") else None)
         reference = float(r["reference_us"])
         formula_us = cost.time_s * 1e6
         ratio = formula_us / reference
@@ -88,8 +93,12 @@ def reproduce_explainer(simulate: bool = True) -> list[ExplainerRow]:
         note = r["note"]
         if cost.reference and not within:
             note = f"{note}; the reference's own formula gives {cost.reference['time_s'] * 1e6:.4g} us".lstrip("; ")
-        out.append(ExplainerRow(r["table"], r["name"], reference, formula_us, _simulate(r) if simulate else None,
-                                ratio, note, within, within or bool(r["note"]), _command(r)))
+        simulated, limit = _simulate(r) if simulate else (None, None)
+        below = bool(limit is not None and formula_us < limit * (1 - 1e-9))  # a plain bool for --json
+        if below:
+            note = f"{note}; the formula is below this fabric's limit ({limit:.4g} us): not a bound here".lstrip("; ")
+        out.append(ExplainerRow(r["table"], r["name"], reference, formula_us, simulated, ratio, note, within,
+                                within or bool(r["note"]), _command(r), limit, below))
     return out
 
 
@@ -101,9 +110,11 @@ def summary(rows: list[ExplainerRow]) -> dict[str, Any]:
 
 
 def format_table(rows: list[ExplainerRow]) -> str:
-    lines = [f"{'table':<22} {'row':<58} {'reference':>10} {'formula':>10} {'simulated':>10} {'ratio':>6}  note"]
+    lines = [f"{'table':<22} {'row':<58} {'reference':>10} {'formula':>10} {'simulated':>10} {'limit':>8} "
+             f"{'ratio':>6}  note"]
     for r in rows:
         sim = "-" if r.simulated_us is None else f"{r.simulated_us:.4g}"
+        limit = "-" if r.limit_us is None else f"{r.limit_us:.4g}"
         lines.append(f"{r.table:<22} {r.name[:58]:<58} {r.reference_us:>10.4g} {r.formula_us:>10.4g} {sim:>10} "
-                     f"{r.ratio:>6.3f}  {r.note}")
+                     f"{limit:>8} {r.ratio:>6.3f}  {r.note}")
     return "\n".join(lines)

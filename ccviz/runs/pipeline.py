@@ -97,7 +97,15 @@ class RunResult:
             "bound_epochs": s.bound_epochs,
             "status_meaning": status_meaning(s, t.finish_time_s),
             "cut_short": s.cut_short,
+            **formula_fields(s),
         }
+
+
+def formula_fields(schedule: Schedule) -> dict[str, Any]:
+    """``formula_s``/``formula``: the closed form of the schedule that ran (``ccviz.runs.composed_formula``)."""
+    from ccviz.runs.composed_formula import formula_fields as fields
+
+    return fields(schedule)
 
 
 def model_finish_s(schedule: Schedule) -> float | None:

@@ -5,6 +5,7 @@ from ccviz.synth import (
     catalog,  # noqa: F401
     classic,  # noqa: F401
     composed_catalog,  # noqa: F401
+    recursive_doubling,  # noqa: F401
 )
 from ccviz.synth.registry import (
     REGISTRY,

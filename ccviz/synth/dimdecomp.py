@@ -61,4 +61,9 @@ def synthesize(topology: Topology, collective: Collective, options: SynthOptions
     dims = grid_dimensions(topology, settings.per_dim)
     notes = [f"dimension-decomposed {collective.name}: {' x '.join(str(d.size) for d in dims)} grid, "
              f"{settings.per_dim} in every line"]
+    halves = [d for d in dims if d.method == "ring" and d.size > 2 and d.size % 2 == 0]
+    if collective.name == "alltoall" and halves and collective.chunks_per_rank * collective.n_ranks // \
+            halves[0].size % 2:
+        notes.append("an odd number of blocks goes half-way round each ring: they cannot split evenly between the "
+                     "two directions in lockstep rounds, so this runs above sum(d_i/8) M/BW (--chunks 2 splits them)")
     return phased_schedule(topology, collective, dims, "dimdecomp", notes, synchronous=settings.sync)

@@ -154,8 +154,15 @@ class PhasedPlan:
 
     def exchange_phase(self, a: int, at: dict[int, int], dest: dict[int, int]) -> None:
         """AllToAll along dimension a: a block moves to the rank of its line at the destination's position,
-        partners taken one offset per round (pairwise), so each link carries one group per round."""
+        partners taken one offset per round (pairwise), so each link carries one group per round.
+
+        On a closed ring the blocks travel the shorter arc hop by hop instead (both directions, the half-way
+        blocks split between them), so each directed link carries d/8 M (d even) as the Collectives Explainer
+        decomposes it (02 section 3): see ``ring_exchange``."""
         dim, pos, line_of = self.dims[a], self._positions[a], self._lines[a]
+        if dim.method == "ring" and dim.size > 2:
+            self._ring_exchange(dim, pos, line_of, at, dest)
+            return
         self.layout.label(self.step, f"all-to-all along {dim.name}: each rank sends every block to the rank of its "
                                      f"line at the block's destination coordinate, one partner per round")
         for cid, here in at.items():
@@ -165,6 +172,41 @@ class PhasedPlan:
                 self.layout.send(cid, here, there, self.step + (pos[there] - pos[here]) % len(line) - 1)
                 at[cid] = there
         self.step += dim.size - 1
+
+
+    def _ring_exchange(self, dim: Dimension, pos: dict[int, int], line_of: dict[int, tuple[int, ...]],
+                       at: dict[int, int], dest: dict[int, int]) -> None:
+        d = dim.size
+        far = d // 2
+        self.layout.label(self.step, f"all-to-all along {dim.name}: every block takes the shorter way round its "
+                                     f"ring of {d}, farthest first, half-way blocks split between both directions")
+        for k in range(1, far):
+            self.layout.label(self.step + k, f"all-to-all along {dim.name}, hop {k + 1} of {far}: relays move on, "
+                                             f"blocks {far - k} hop(s) from home start")
+        halfway: dict[tuple[int, int], int] = {}  # (rank, destination position) -> half-way blocks sent so far
+        for cid, here in sorted(at.items()):
+            line = line_of[here]
+            i, j = pos[here], pos[line[pos[dest[cid]]]]
+            offset = (j - i) % d
+            if offset == 0:
+                continue
+            hops = min(offset, d - offset)
+            way = 1 if offset < d - offset else -1
+            if 2 * offset == d:  # half-way: alternate the two directions (by block, and by rank for one block)
+                n = halfway.get((here, j), 0)
+                halfway[(here, j)] = n + 1
+                way = 1 if (n + i) % 2 == 0 else -1
+            for h in range(hops):  # farthest blocks start first so relays do not trail the others
+                self.layout.send(cid, line[(i + way * h) % d], line[(i + way * (h + 1)) % d],
+                                 self.step + far - hops + h)
+            at[cid] = line[j]
+        self.step += far
+
+
+def ring_exchange_share(d: int) -> float:
+    """M/BW coefficient of ``_ring_exchange`` on a ring of d: the bytes on one directed link over M (d/8, d even;
+    (d^2 - 1)/(8 d), d odd), each rank holding M with M/d for each position of the line."""
+    return d / 8 if d % 2 == 0 else (d * d - 1) / (8 * d)
 
 
 def plan_collective(layout: Layout, collective: Collective, dims: Sequence[Dimension],

@@ -36,7 +36,9 @@ TEACHING_TOPOLOGIES = {
     "two tiers: 2 NDv2 chassis": "ndv2:chassis=2",
     "hypercube of 8 GPUs": "hypercube:n=8",
     "8 GPUs fully connected": "fully_connected:n=8",
-    "star of 8 GPUs (one switch)": "star:n=8",
+    "leaf-spine, 2:1 oversubscribed": "leafspine:oversub=2",
+    "star of 8, one α per traversal": "star:n=8,switch_hop=free",  # the reference's star
+    "star of 8, store-and-forward": "star:n=8",  # both hops paid
     "NVSwitch box of 8 (adds: NVLS)": "star:n=8,reduce=true",
     "DGX-1 (8 V100, NVLink)": "dgx1",
 }
@@ -44,7 +46,7 @@ TEACHING_TOPOLOGIES = {
 
 def textbook_unavailable(algorithm: str, n_ranks: int) -> str | None:
     """Why a textbook algorithm cannot run on this many ranks (None when it can)."""
-    if algorithm == "rhd" and n_ranks & (n_ranks - 1):
+    if algorithm in ("rhd", "rd") and n_ranks & (n_ranks - 1):
         return f"needs a power-of-two number of GPUs (this fabric has {n_ranks})"
     return None
 

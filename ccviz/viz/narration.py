@@ -113,7 +113,7 @@ def formula_gap(timeline: Timeline, formula: CostResult, lower_bound_s: float | 
                       f"{max(relayed) + 1} links each) as the partners are not neighbours here, while the "
                       "formula counts one hop per send")
     switched = sum(1 for s in sends if any(topo.is_switch(n) for n in s.path[1:-1]))
-    if switched:
+    if switched and topo.switch_hop != "free":  # under "free" the hop out of a switch costs nothing
         slower.append(f"{switched} of {len(sends)} sends cross a switch and pay alpha and their bytes on the way in "
                       "and again on the way out, where the formula counts one hop")
     worst = (0, None, 0)
@@ -143,7 +143,9 @@ def formula_gap(timeline: Timeline, formula: CostResult, lower_bound_s: float | 
     if fast > slow * 1.05 and "hierarchical" not in formula.text:  # a per-tier formula prices each tier itself
         faster.append(f"the formula prices every send at the slowest link used ({slow:g} GB/s) but some links "
                       f"carry {fast:g} GB/s")
-    if most_ports > 1:
+    from ccviz.bounds.ports import ports_needed
+
+    if most_ports > ports_needed(timeline.collective.name, schedule.algorithm):  # beyond the formula's own ports
         faster.append(f"GPUs send on up to {most_ports} links at once, ports the formula (one partner at a time) "
                       "does not count")
     lockstep = any("lockstep" in note for note in schedule.notes)
