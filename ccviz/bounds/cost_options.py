@@ -14,12 +14,17 @@ PHASED = ("allreduce", "allgather", "reducescatter")  # hierarchical collectives
 
 
 def check_cost_options(collective: str, algorithm: str, *, n: int | None = None, dims: str | None = None,
-                       mesh: bool = False, per_dim: str = "ring", tiers: str | None = None, oversub: float = 1.0,
+                       mesh: bool = False, per_dim: str = "ring", tiers: str | None = None,
+                       oversub: float | str = 1.0,
                        inner: str = "ring", outer: str = "ring", eta: str | None = None,
                        ports: int | None = None) -> None:
     """Refuse an option the chosen formula would ignore, and values no formula takes."""
+    try:  # one oversubscription or one per tier, '2/3' (their own words name a value that is not a number)
+        tiers_oversub = [float(part) for part in str(oversub).split("/")]
+    except ValueError:
+        tiers_oversub = [math.nan]
     given = {"dims": dims is not None, "mesh": bool(mesh), "per-dim": per_dim != "ring", "tiers": tiers is not None,
-             "oversub": oversub != 1.0, "inner": inner != "ring", "outer": outer != "ring"}
+             "oversub": tiers_oversub != [1.0], "inner": inner != "ring", "outer": outer != "ring"}
     for owner, names in (("dimdecomp", DIMDECOMP_ONLY), ("hierarchical", HIERARCHICAL_ONLY)):
         for name in names:
             if given[name] and algorithm != owner:
@@ -33,7 +38,7 @@ def check_cost_options(collective: str, algorithm: str, *, n: int | None = None,
     if n is not None and algorithm in ("dimdecomp", "hierarchical"):
         raise CcvizError(f"n: {algorithm} takes the number of ranks from --{'dims' if algorithm == 'dimdecomp' else 'tiers'}; "
                          "drop --n", "n")
-    if not (isinstance(oversub, (int, float)) and math.isfinite(oversub) and oversub >= 1):
+    if any(v == math.inf for v in tiers_oversub):  # inf made the outer tier's BW 0, refused as 'bw'
         raise CcvizError(f"oversub: the oversubscription s must be a finite number >= 1, got {oversub}", "oversub")
     if eta is not None and not str(eta).strip():
         raise CcvizError("eta: empty; give crossbar, nvls, torus or clos:S (or leave --eta out: ideal links)", "eta")
