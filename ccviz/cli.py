@@ -409,17 +409,48 @@ def cmd_reproduce_explainer(args: argparse.Namespace) -> int:
     return 0 if not summary["unexplained"] else 1
 
 
+def cmd_reproduce_measured(args: argparse.Namespace) -> int:
+    from ccviz.runs import measured
+
+    rows = measured.select(measured.measured_rows(), args.filter)
+    stop = threading.Event()
+
+    def report(i: int, c: measured.Comparison) -> None:
+        if not args.json:
+            print(f"[{i + 1}/{len(rows)}] {c.row.label} {c.row.collective} {format_size(c.row.size_bytes)}",
+                  file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: the rows left say "stopped"
+    try:
+        comps = measured.compare(rows, args.algorithm or measured.DEFAULT_ALGORITHM, args.time_limit * len(rows),
+                                 stop, report)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    table = measured.error_table(comps)
+    if args.json:
+        print(dumps({"paper": "measured", "rows": [c.to_dict() for c in comps],
+                     "summary": [e.to_dict() for e in table]}))
+    else:
+        print(measured.format_rows(comps))
+        print()
+        print(measured.format_error_table(table))
+    return 0
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     _positive("time-limit", args.time_limit)
     if args.paper == "explainer":
-        for flag, given in (("time-limit", args.time_limit is not None), ("filter", bool(args.filter))):
+        for flag, given in (("time-limit", args.time_limit is not None), ("filter", bool(args.filter)),
+                            ("algorithm", args.algorithm is not None)):
             if given:  # its rows are closed forms and small simulations, all of them always
                 raise CcvizError(f"--{flag}: `reproduce explainer` runs every row, without a time limit; drop "
-                                 f"--{flag} (it applies to `reproduce teccl`)", flag.replace("-", "_"))
+                                 f"--{flag} (it applies to `reproduce teccl` or `measured`)", flag.replace("-", "_"))
         return cmd_reproduce_explainer(args)
+    args.time_limit = REPRODUCE_TIME_LIMIT_S if args.time_limit is None else args.time_limit
+    if args.paper == "measured":
+        return cmd_reproduce_measured(args)
     from ccviz.runs import reproduce
 
-    args.time_limit = REPRODUCE_TIME_LIMIT_S if args.time_limit is None else args.time_limit
     runs = reproduce.published_runs(args.filter)
     stop = threading.Event()
 
@@ -440,6 +471,44 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         print(reproduce.format_table(rows))
         print(reproduce.summary_line(summary))
     return 0 if summary["ok"] else 1
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from ccviz.builders.loading import load_topology
+    from ccviz.runs import calibrate
+    from ccviz.runs.nccl_log import read_log
+
+    _positive("time-limit", args.time_limit)
+    check_output_path("out", args.out)
+    log = read_log(args.log, args.collective)
+    topology = load_topology(args.system)
+    stop = threading.Event()
+
+    def show(i: int, rms: float) -> None:
+        if not args.json:
+            print(f"[fit {i}] rms log-error {rms:.3f}", file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: keep the best fit so far
+    try:
+        result = calibrate.calibrate(log, topology, args.algorithm, args.column, args.time_limit, stop, show,
+                                     parse_extra(args.opt))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if args.out:
+        result.topology.save(args.out)
+    if args.json:
+        print(dumps({**result.to_dict(), "log": log.name, "out": args.out}))
+        return 0
+    print(calibrate.format_points(result.points))
+    print("fitted: " + ", ".join(f"{k} = {v:.4g}" for k, v in result.knobs.items()))
+    worst = result.worst_large_error()
+    print(f"worst error at 64 MiB and above: {'-' if worst is None else f'{worst:.1%}'}; "
+          f"{result.evaluations} fit evaluations" + (f", cut short ({result.stopped})" if result.stopped else ""))
+    for note in result.notes:
+        print(f"note: {note}")
+    if args.out:
+        print(f"wrote {args.out} (loads wherever a fabric does: ccviz synth {args.out} ...)", file=sys.stderr)
+    return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -694,11 +763,13 @@ def build_parser() -> argparse.ArgumentParser:
     x.set_defaults(func=cmd_crossover)
 
     r = sub.add_parser("reproduce", help="re-run a paper's published table and compare row by row")
-    r.add_argument("paper", choices=["teccl", "explainer"], help="teccl: TE-CCL's 66 published AllGather runs (NDv2, "
-                   "DGX2); explainer: the Collectives Explainer's worked tables (formulas and small fabrics)")
+    r.add_argument("paper", choices=["teccl", "explainer", "measured"], help="teccl: TE-CCL's 66 published AllGather "
+                   "runs (NDv2, DGX2); explainer: the Collectives Explainer's worked tables (formulas and small "
+                   "fabrics); measured: published nccl-tests/rccl-tests numbers against -a nccl on the system presets")
     r.add_argument("--filter", default="", help="only rows whose name has every word, e.g. 'DGX2 Slow' or '1MB'")
-    r.add_argument("--time-limit", type=float, default=None, help="teccl: seconds per row (best so far is kept; "
-                   f"default {REPRODUCE_TIME_LIMIT_S:g})")
+    r.add_argument("--time-limit", type=float, default=None, help="teccl, measured: seconds per row (best so far is "
+                   f"kept; default {REPRODUCE_TIME_LIMIT_S:g})")
+    r.add_argument("-a", "--algorithm", default=None, help="measured: the algorithm predicting each row (default nccl)")
     r.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
     r.set_defaults(func=cmd_reproduce)
 
@@ -809,6 +880,18 @@ def build_parser() -> argparse.ArgumentParser:
     wl.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="an algorithm's own option")
     wl.add_argument("--json", action="store_true", help="print one JSON object")
     wl.set_defaults(func=cmd_workload)
+    cal = sub.add_parser("calibrate", help="fit a fabric's link model to an nccl-tests/rccl-tests log")
+    cal.add_argument("log", help="nccl-tests output (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf)")
+    cal.add_argument("--system", required=True, help="the fabric it ran on: a preset (dgxh100, dgxh100:nodes=2) or a file")
+    cal.add_argument("-a", "--algorithm", default="nccl", help="the algorithm the simulator runs (default nccl)")
+    cal.add_argument("--collective", default=None, help="the log's collective where it does not name its test")
+    cal.add_argument("--column", default="both", choices=["both", "out-of-place", "in-place"],
+                     help="which time the fit matches (both: their mean)")
+    cal.add_argument("--time-limit", type=float, default=300.0, help="seconds for the fit (the best so far is kept)")
+    cal.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="the algorithm's own option")
+    cal.add_argument("--out", default=None, help="write the fitted fabric here (JSON; loads wherever a fabric does)")
+    cal.add_argument("--json", action="store_true", help="one JSON object: knobs, points (error per size)")
+    cal.set_defaults(func=cmd_calibrate)
     return p
 
 

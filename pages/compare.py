@@ -12,6 +12,7 @@ from ccviz.app.runs import SweepJob, SweepRequest, cache_line
 from ccviz.app.state import current_topology, for_app, user_errors
 from ccviz.model.collectives import COLLECTIVES, ROOTED
 from ccviz.model.units import format_size, format_time
+from ccviz.runs import baseline
 from ccviz.synth.fabric_fit import fitting, unfit_reason
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.viz import comparison_figure, finish_bars
@@ -23,7 +24,7 @@ PARAMS_KEY = "cmp_params"
 JOB_KEY = "cmp_job"
 POLL_S = 0.1
 NUMERIC = ("finish_us", "algbw_GBps", "busbw_GBps", "bound_us", "bound_ratio", "limit_us", "limit_pct",
-           "no_switch_sums_us", "formula_us", "synth_time_s")
+           "no_switch_sums_us", "formula_us", "synth_time_s", "x_nccl")
 # what each number is, in its header's tooltip (a researcher read "limit_pct" as a share of the limit's time)
 COLUMN_HELP = {
     "finish_us": "finish time in the simulator (us)",
@@ -37,6 +38,8 @@ COLUMN_HELP = {
                          "ReduceScatter then AllGather (us); empty elsewhere",
     "formula_us": "the textbook alpha-beta formula (us); empty where the algorithm has none",
     "synth_time_s": "synthesis time (s)",
+    "x_nccl": "NCCL's finish time / this row's at the same size (above 1: faster than what NCCL would run; "
+              "ccviz.runs.baseline)",
 }
 
 
@@ -66,6 +69,8 @@ if not available:
 # Optimal solvers (MILPs) take tens of seconds per run even on small fabrics: opt-in, so the
 # defaults finish in about half a minute. The choices follow the collective (one selection per collective).
 default = [a for a in available if REGISTRY[a].kind != "optimal"] or available
+if baseline.applies(topology) and baseline.ALGORITHM in available:  # a system preset: NCCL's row comes first
+    default = [baseline.ALGORITHM, *(a for a in default if a != baseline.ALGORITHM)]
 if not topology.reducing_switches:  # inc needs switches that add in the network: not offered where none do
     available = [a for a in available if a != "inc"]
 unfit = [a for a in default if a in available and a not in fitting(topology, [a])]
@@ -168,14 +173,16 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                              bound_us=bound_s * 1e6, bound_ratio=table["finish_time_s"] / bound_s,
                              formula_us=table["formula_time_s"] * 1e6, limit_us=table["limit_s"] * 1e6,
                              limit_pct=table["limit_fraction"] * 100,
-                             no_switch_sums_us=table["limit_without_switch_sums_s"] * 1e6)
+                             no_switch_sums_us=table["limit_without_switch_sums_s"] * 1e6,
+                             x_nccl=baseline.times_nccl_column(table))
         sums = ["no_switch_sums_us"] if shown["no_switch_sums_us"].notna().any() else []
+        vs = ["x_nccl"] if shown["x_nccl"].notna().any() else []
         st.dataframe(shown[["algorithm", "size", "finish_us", "algbw_GBps", "busbw_GBps", "bound_us",
-                            "bound_ratio", "limit_us", "limit_pct", *sums, "formula_us", "verified", "status",
+                            "bound_ratio", *vs, "limit_us", "limit_pct", *sums, "formula_us", "verified", "status",
                             "synth_time_s", "error"]],
                      width="stretch", hide_index=True,
                      column_config={c: st.column_config.NumberColumn(c, format="%.4g", help=COLUMN_HELP[c])
-                                    for c in NUMERIC if c != "no_switch_sums_us" or sums})
+                                    for c in NUMERIC if (c != "no_switch_sums_us" or sums) and (c != "x_nccl" or vs)})
         st.download_button("table as CSV", data=ui.comparison_export(table, topology).to_csv(index=False),
                            file_name="comparison.csv",
                            mime="text/csv", on_click="ignore")

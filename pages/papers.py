@@ -58,6 +58,12 @@ if paper.startswith("Collectives Explainer"):
             st.markdown(text.replace("~", r"\~"))  # "~2 a_switch" is not strikethrough
     st.stop()
 
+if paper.startswith("Measured"):
+    from ccviz.app.measured_view import measured_section
+
+    measured_section()
+    st.stop()
+
 JOB_KEY = "ccviz_reproduce_job"
 ROWS_KEY = "ccviz_reproduce_rows"
 POLL_S = 0.2

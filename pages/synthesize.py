@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ccviz.app import ui, url
+from ccviz.app.baseline_view import nccl_baseline_line
 from ccviz.app.replay import replay_section
 from ccviz.app.runs import RunRequest, SynthesisJob, cache_line
 from ccviz.app.state import (
@@ -111,6 +112,7 @@ entry = last_run()
 if entry is not None:
     with user_errors("results"):
         ui.results_summary(entry)
+        nccl_baseline_line(entry)
         ui.downloads(entry)
         ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)),
                 key=f"syn_steps_{id(entry)}")  # a new run, a new chart: it opens at its first frame

@@ -44,7 +44,8 @@ PAGE_WIDGETS = {
               "chunks": "learn_chunks"},
     "compare": {"collective": "cmp_collective", "chunks": "cmp_chunks"},
 }
-PAPERS = {"teccl": "TE-CCL (SIGCOMM 2024)", "explainer": "Collectives Explainer (worked tables)"}  # ``paper=``
+PAPERS = {"teccl": "TE-CCL (SIGCOMM 2024)", "explainer": "Collectives Explainer (worked tables)",
+          "measured": "Measured (nccl-tests on real machines)"}  # ``paper=``
 PAPER_KEY = "papers_paper"  # the Papers page's choice of paper
 LEARN_FABRIC_KEY = "learn_topology"  # Learn's teaching fabric (a label of its own list), carried as ``lesson=``
 FABRIC_URL_CHARS = 8000  # an edited fabric longer than this, encoded, is not put into the URL

@@ -41,12 +41,14 @@ from ccviz.builders.dimensional import multidim, rfs3d, switch2d  # isort: split
 
 from ccviz.builders.systems import a100, amd, dgx1, dgx2, ndv2  # isort: split
 
-from ccviz.builders.modern import dgxh100, nvl72, railclos
+from ccviz.builders.modern import railclos  # isort: split
+
+from ccviz.builders.presets import dgxa100, dgxh100, hgxb200, hgxh200, mi300x, nvl72
 from ccviz.builders.teaching_clos import leiserson, superpod  # isort: split
 
 __all__ = [
     "ALIASES", "BUILDERS", "COMMON_KEYS", "Builder", "a100", "amd", "build", "builder", "dgx1", "dgx2", "dragonfly",
-    "dgxh100", "fattree", "fully_connected", "get_builder", "grid", "hypercube", "leafspine", "line", "mesh2d", "mesh3d",
-    "leiserson", "multidim", "ndv2", "nvl72", "railclos", "rfs3d", "ring", "star", "superpod", "switch2d", "torus2d",
-    "torus3d",
+    "dgxa100", "dgxh100", "hgxb200", "hgxh200", "mi300x", "fattree", "fully_connected", "get_builder", "grid",
+    "hypercube", "leafspine", "leiserson", "line", "mesh2d", "mesh3d", "multidim", "ndv2", "nvl72", "railclos",
+    "rfs3d", "ring", "star", "superpod", "switch2d", "torus2d", "torus3d",
 ]

@@ -1,4 +1,5 @@
-"""Today's GPU fabrics with in-network reduction: DGX H100 boxes, GB200 NVL72 racks, rail-optimized Clos.
+"""Today's GPU fabrics with in-network reduction: rail-optimized Clos (DGX H100 and GB200 NVL72, with their
+spec sheets and hardware link model, are in ``ccviz.builders.presets``; they use the helpers here).
 
 Every switch built here has a reduction engine (``reduce=true``, NVLink SHARP on NVSwitch, Quantum SHARP
 on the InfiniBand leaves and spines) unless ``reduce=false``; all of them multicast. Scale-out is
@@ -21,72 +22,6 @@ NDR_GBPS = 50.0  # GB/s per direction of a 400 Gb/s ConnectX-7 / InfiniBand NDR 
 NVLINK_ALPHA = 0.1  # us per NVLink hop (model value)
 IB_ALPHA = 0.5  # us per InfiniBand hop (model value)
 LEAF_PORTS = 64  # Quantum-2 QM9700: 64 ports of 400 Gb/s
-
-
-@builder("dgxh100")
-def dgxh100(boxes: int = 1, nvlink_bw: float = NVLINK4_GBPS, nic_bw: float = NDR_GBPS,
-            nvlink_alpha: float = NVLINK_ALPHA, nic_alpha: float = IB_ALPHA, reduce: bool = True) -> Topology:
-    """NVIDIA DGX H100: 8 H100 GPUs on 4 NVSwitches with NVLS per box; 8 NICs per box to one leaf per rail.
-
-    Numbers used, from NVIDIA's DGX H100 user guide and H100 architecture whitepaper: each GPU has 18
-    NVLink 4 links, 25 GB/s per direction each (900 GB/s bidirectional per GPU), spread 5/4/4/5 over
-    the box's 4 third-generation NVSwitches, which support NVLink SHARP (NVLS: in-switch reduction and
-    multicast); each GPU has its own ConnectX-7 NIC, 400 Gb/s = 50 GB/s per direction (InfiniBand NDR).
-    With boxes >= 2, NIC i of every box plugs into the leaf of rail i (8 leaves, Quantum-2 class, 64
-    ports: up to 64 boxes), and the leaves reduce too (SHARP). A single box has no scale-out network in
-    the model (its NICs would lead nowhere). nvlink_bw is per NVLink link; reduce=false removes the
-    switches' reduction engines.
-    """
-    require(1 <= boxes <= LEAF_PORTS, "boxes", f"dgxh100 takes 1 to {LEAF_PORTS} boxes (one leaf port each), "
-            f"got {boxes}")
-    for key, value in (("nvlink_bw", nvlink_bw), ("nic_bw", nic_bw)):
-        require(value > 0, key, f"{key} must be positive GB/s, got {value}")
-    fabric = Fabric()
-    gpus = [[fabric.add_gpu(group=f"box{b}") for _ in range(8)] for b in range(boxes)]
-    positions: dict[int, tuple[float, float]] = {}
-    for b in range(boxes):
-        nvswitches = [fabric.add_switch(group=f"box{b}", label=f"nvsw{b}.{s}", reduce=reduce) for s in range(4)]
-        for gpu in gpus[b]:
-            for switch, links in zip(nvswitches, H100_LINKS_PER_NVSWITCH, strict=True):
-                fabric.cable(gpu, switch, links * nvlink_bw, nvlink_alpha)
-        _place_box(positions, b, gpus[b], nvswitches, width=4.0)
-    _add_rails(fabric, positions, gpus, nic_bw, nic_alpha, reduce, rails=8)
-    fabric.place(positions)
-    kind = "NVLS" if reduce else "no in-switch reduction"
-    return fabric.topology(f"dgxh100_x{boxes}", f"DGX H100: {boxes} box(es) x 8 GPUs, 4 NVSwitches each ({kind})"
-                           + (", one InfiniBand leaf per rail" if boxes > 1 else ""), "tree", meta={"boxes": boxes})
-
-
-@builder("nvl72")
-def nvl72(racks: int = 1, nvlink_bw: float = NVLINK5_GBPS, nic_bw: float = NDR_GBPS, nvlink_alpha: float = NVLINK_ALPHA,
-          nic_alpha: float = IB_ALPHA, reduce: bool = True) -> Topology:
-    """NVIDIA GB200 NVL72: 72 GPUs per NVLink domain on 18 NVSwitch chips (9 switch trays); InfiniBand beyond.
-
-    Numbers used, from NVIDIA's GB200 NVL72 and DGX SuperPOD (GB200) documentation: 72 Blackwell GPUs in
-    18 compute trays of 4, 9 NVLink switch trays of 2 NVSwitch chips each; every GPU has 18 NVLink 5
-    links, 50 GB/s per direction each (1.8 TB/s bidirectional per GPU), one to each of the 18 chips,
-    which support NVLink SHARP; one 400 Gb/s (50 GB/s per direction) InfiniBand NIC per GPU. With
-    racks >= 2, the NIC of the GPU in slot i of its compute tray plugs into the leaf of rail i (4 rails,
-    each leaf reducing, SHARP), so one leaf holds 18 GPUs of every rack (at most 3 racks on 64 ports).
-    """
-    require(1 <= racks <= LEAF_PORTS // 18, "racks", f"nvl72 takes 1 to {LEAF_PORTS // 18} racks (18 leaf ports "
-            f"per rack and rail), got {racks}")
-    for key, value in (("nvlink_bw", nvlink_bw), ("nic_bw", nic_bw)):
-        require(value > 0, key, f"{key} must be positive GB/s, got {value}")
-    fabric = Fabric()
-    gpus = [[fabric.add_gpu(group=f"rack{r}") for _ in range(72)] for r in range(racks)]
-    positions: dict[int, tuple[float, float]] = {}
-    for r in range(racks):
-        chips = [fabric.add_switch(group=f"rack{r}", label=f"nvsw{r}.{t // 2}.{t % 2}", reduce=reduce)
-                 for t in range(18)]
-        for gpu in gpus[r]:
-            for chip in chips:
-                fabric.cable(gpu, chip, nvlink_bw, nvlink_alpha)
-        _place_box(positions, r, gpus[r], chips, width=24.0)
-    _add_rails(fabric, positions, gpus, nic_bw, nic_alpha, reduce, rails=4)
-    fabric.place(positions)
-    return fabric.topology(f"nvl72_x{racks}", f"GB200 NVL72: {racks} rack(s) x 72 GPUs on 18 NVSwitch chips"
-                           + (", InfiniBand leaves per rail" if racks > 1 else ""), "tree", meta={"racks": racks})
 
 
 @builder("railclos")

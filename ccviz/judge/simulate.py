@@ -18,6 +18,7 @@ buffer contents come from here only. The link rule lives in ``ccviz.model.physic
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import heapq
 import math
 from collections import defaultdict
@@ -31,6 +32,7 @@ from ccviz.errors import CcvizError
 from ccviz.judge import simulate_fast
 from ccviz.judge.in_network import InNetworkSums
 from ccviz.judge.timeline import Timeline, Violation, epoch_release
+from ccviz.model import link_model
 from ccviz.model.physics import ABS_TOL, EPOCH_EPS, REL_TOL, LaneBook, link_costs, tol
 from ccviz.model.schedule import COMBINE, RELAY, JudgedTransfers, Schedule, Transfer, gc_paused
 from ccviz.model.units import BYTES_PER_GB, us_text
@@ -48,9 +50,31 @@ def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
         raise CcvizError(f"schedule: expected a ccviz Schedule, got {type(schedule).__name__}", "schedule")
     check_sizes(schedule)
     check_chunk_ids(schedule)
+    schedule, latency_s = on_declared_hardware(schedule)
     timed = schedule if schedule.is_timed else assign_times(schedule)
     check_time_resolution(timed)
-    return simulate_fast.verify(timed) or _Verifier(timed, max_violations).run()
+    timeline = simulate_fast.verify(timed) or _Verifier(timed, max_violations).run()
+    return timeline if not latency_s else dataclasses.replace(timeline, finish_time_s=timeline.finish_time_s + latency_s)
+
+
+def on_declared_hardware(schedule: Schedule) -> tuple[Schedule, float]:
+    """A schedule on a fabric that declares a hardware link model (``ccviz.model.link_model``) is judged on the
+    effective fabric for its protocol, in the synthesizer's order (its own times where it was planned on that
+    fabric: ``options['planned_on'] == 'hardware'``), plus the operation's fixed latency (launch and the
+    algorithm's base latency, added to the finish). On textbook fabrics: the schedule itself and 0."""
+    model = link_model.declared(schedule.topology)
+    if model is None:
+        return schedule, 0.0
+    protocol = link_model.protocol_of(schedule)
+    transfers = list(schedule.transfers)
+    if schedule.is_timed and (schedule.options or {}).get("planned_on") != "hardware":
+        transfers = link_model.untimed(transfers)  # planned on spec rates: retimed in its own order
+    channels = (schedule.options or {}).get("channels")
+    effective = link_model.effective_topology(schedule.topology, protocol, channels if isinstance(channels, int)
+                                              and not isinstance(channels, bool) and channels > 0 else None)
+    algorithm = str((schedule.options or {}).get("nccl_algo") or "ring")
+    judged = dataclasses.replace(schedule, topology=effective, transfers=transfers, release="asap")
+    return judged, model.operation_latency_s(algorithm, protocol)
 
 
 def reference_simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ccviz.errors import CcvizError
 from ccviz.model import physics
 from ccviz.model import validate as check
+from ccviz.model.link_model import LinkModel
 from ccviz.model.units import BYTES_PER_GB, SECONDS_PER_US
 
 if TYPE_CHECKING:
@@ -384,6 +385,8 @@ class Topology:
             switch_hop = data.get("switch_hop") or "teccl"
         if "buffer_ranks" in meta:
             meta["buffer_ranks"] = check.integer(meta["buffer_ranks"], "meta.buffer_ranks", lo=1)
+        if "link_model" in meta:  # a declared hardware model: every key checked (ccviz.model.link_model)
+            meta["link_model"] = LinkModel.from_dict(meta["link_model"]).to_dict()
         layout = data.get("layout")
         if layout is not None:
             check.text(layout, "layout")

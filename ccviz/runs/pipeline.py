@@ -16,6 +16,8 @@ from ccviz.errors import CcvizError
 from ccviz.judge.simulate import Timeline, simulate
 from ccviz.model.collectives import Collective, check_fits, make_collective
 from ccviz.model.groups import group_ranks, is_whole, relay_fabric
+from ccviz.model.link_model import declared as declared_link_model
+from ccviz.model.link_model import model_name as link_model_name
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_time
@@ -98,6 +100,7 @@ class RunResult:
             "status_meaning": status_meaning(s, t.finish_time_s),
             "cut_short": s.cut_short,
             **formula_fields(s),
+            "link_model": link_model_name(self.topology),
         }
 
 
@@ -181,6 +184,9 @@ def run(
     if schedule.collective is not collective:  # a synthesizer that refines the chunks (forestcoll) says so
         collective, bound = schedule.collective, None
     timeline = simulate(schedule)
+    judged_by = declared_link_model(topology)
+    if judged_by is not None:  # say which physics judged it (the pages show the notes)
+        schedule.notes.append(f"judged under the fabric's {judged_by.describe()} (docs/link_model.md)")
     if not timeline.verified:  # a synthesizer must never hand the judge an invalid schedule: say whose bug it is
         schedule.notes.append(synthesizer_bug(schedule.algorithm, timeline))
     limit = group_limit(topology, collective)

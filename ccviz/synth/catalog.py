@@ -179,3 +179,19 @@ def _register_inc() -> None:
 
 
 _register_inc()
+
+
+# ----------------------------------------------------------------------------------------- NCCL
+def _register_nccl() -> None:
+    """``nccl``: what NCCL would run here (its tuner's choice per size); options live beside its code."""
+    from ccviz.synth.nccl.options import NCCL_COLLECTIVES, NcclOptions
+
+    register(Algorithm(
+        "nccl", "ccviz.synth.nccl.synthesizer:synthesize_nccl", NCCL_COLLECTIVES,
+        "NCCL as it runs: ring over channels, double binary tree, NVLS, with LL/LL128/Simple, chosen per size "
+        "by NCCL's tuner model (--opt algo=ring|tree|nvls|nvlstree|collnet, proto=ll|ll128|simple force one)",
+        kind="heuristic", options_used=("time_limit", "stop"), options=NcclOptions,
+    ))
+
+
+_register_nccl()

@@ -87,6 +87,15 @@ class Ring(ClassicAlgorithm):
     description = "ring over physical neighbours (Hamiltonian cycle when found, else rank order)"
     bidirectional = False
 
+    def __call__(self, topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+        if not self.bidirectional and collective.chunks_per_rank == 1:  # NVSwitch planes: as a runtime does
+            from ccviz.synth.nccl.synthesizer import ring_over_channels
+
+            channeled = ring_over_channels(topology, collective, self.name)
+            if channeled is not None:
+                return channeled
+        return super().__call__(topology, collective, options)
+
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str]:
         group = None if tuple(collective.ranks) == tuple(topology.gpus) else collective.ranks
         order, physical = ring_order(topology, collective.chunk_bytes, group=group)

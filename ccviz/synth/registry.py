@@ -18,6 +18,8 @@ from typing import Any, Protocol, TypeVar
 
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
+from ccviz.model.link_model import declared as declared_link_model
+from ccviz.model.link_model import effective_topology
 from ccviz.model.progress import Progress
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
@@ -142,6 +144,7 @@ class Algorithm:
 
 
 REGISTRY: dict[str, Algorithm] = {}
+PLANS_ON_DECLARED_FABRIC = ("nccl",)  # algorithms that read a fabric's hardware link model themselves
 
 
 def register(algorithm: Algorithm) -> Algorithm:
@@ -184,8 +187,15 @@ def synthesize(
     extra = alg.options.checked(options.extra, alg.name)  # typed once, before any work starts
     options = replace(options, extra=extra, algorithm_options=alg.options(**extra))
     t0 = time.perf_counter()
+    # on a fabric with the hardware link model every algorithm plans on the fabric the judge uses (nccl reads
+    # the declared model itself); a timed plan made there is verified as it stands (``ccviz.model.link_model``)
+    hardware = alg.name not in PLANS_ON_DECLARED_FABRIC and declared_link_model(topology) is not None
     with solver_output_to_stderr():  # a native solver's banner must never reach a --json stdout
-        schedule = alg.synthesize(topology, collective, options)
+        schedule = alg.synthesize(effective_topology(topology) if hardware else topology, collective, options)
+    if hardware:
+        schedule.topology = topology
+        if schedule.is_timed:
+            schedule.options["planned_on"] = "hardware"
     elapsed = time.perf_counter() - t0
     if schedule.synth_time_s is None:
         schedule.synth_time_s = elapsed

@@ -1,0 +1,353 @@
+"""Fit a fabric's link-model parameters to a user's own nccl-tests log (``ccviz calibrate``).
+
+Why: a preset is built from spec sheets, and a spec sheet is not the machine a user owns (firmware, NIC
+placement, NCCL version, a noisy neighbour). Given that machine's nccl-tests output, the knobs the fabric
+exposes are moved until the simulator, running the same algorithm family NCCL runs (``-a nccl``), gives the
+times the log printed. The simulator stays the only judge: every prediction below is a synthesized schedule
+replayed by ``ccviz.judge.simulate``; the fit only chooses the fabric's numbers.
+
+The fit minimizes the squared log-ratio of predicted to measured time over the log's sizes (so an 8 B row
+and an 8 GiB row weigh the same), with SciPy's bounded trust-region least squares on the logarithm of each
+knob. The knobs come from the fabric. Where it declares the hardware link model (``meta["link_model"]``, see
+docs/link_model.md) they are the parameters that move predictions most: ``efficiency.scaleup`` and
+``efficiency.net`` (sustained share of the link rate, large sizes; net only where the fabric has network
+hops), ``launch_us`` (per-operation latency, small sizes), one factor on every ``step_us`` (per-hop protocol
+latency) and one on the reducing switches' ``reduce_GBps`` (NVLS, SHARP) where it has such switches; the
+protocol shares and NCCL's base latencies are NCCL's constants and stay. Without a declared model: the
+alpha-beta knobs every fabric has, one bandwidth factor per class of links (links built with the same
+bandwidth and alpha) and one factor on every link's alpha.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ccviz.errors import CcvizError
+from ccviz.judge.simulate import simulate
+from ccviz.model.collectives import make_collective
+from ccviz.model.topology import Link, Topology
+from ccviz.model.units import format_size
+from ccviz.runs.nccl_log import NcclTestsLog
+from ccviz.synth.registry import SynthOptions, synthesize
+
+MiB = 1 << 20
+LARGE_BYTES = 64 * MiB  # the acceptance line: at and above this size the fit must hold within 5 %
+MAX_FIT_ROWS = 12  # rows simulated per evaluation (spread over the sizes); every row is reported after
+COLUMNS = ("both", "out-of-place", "in-place")
+LINK_MODEL_KEY = "link_model"
+KNOB_RANGE = 100.0  # a knob moves at most this factor either way from where the fabric had it
+RATE_KNOBS = ("efficiency.", "bw_factor", "reduce_factor")  # fitted first, on the large sizes
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One fitted number: where it starts, how far it may move, and how it changes a fabric."""
+
+    name: str
+    meaning: str
+    initial: float
+    apply: Callable[[Topology, float], Topology]
+    low: float = 0.0  # 0: initial / KNOB_RANGE
+    high: float = 0.0  # 0: initial * KNOB_RANGE
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        return (self.low or self.initial / KNOB_RANGE, self.high or self.initial * KNOB_RANGE)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured size and what the fitted fabric predicts for it."""
+
+    collective: str
+    size_bytes: int
+    measured_s: float
+    predicted_s: float | None = None
+
+    @property
+    def error(self) -> float | None:
+        """predicted / measured time - 1 (positive: ccviz is slower than the machine)."""
+        return None if self.predicted_s is None else self.predicted_s / self.measured_s - 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"collective": self.collective, "size_bytes": self.size_bytes, "measured_s": self.measured_s,
+                "predicted_s": self.predicted_s, "error": self.error}
+
+
+@dataclass
+class Calibration:
+    """The fitted fabric, the knobs' values and the error per size."""
+
+    topology: Topology
+    knobs: dict[str, float]
+    points: list[Point]
+    algorithm: str
+    evaluations: int
+    stopped: str | None = None  # "time_limit" | "stopped" when the fit was cut short
+    notes: list[str] = field(default_factory=list)
+
+    def worst_large_error(self) -> float | None:
+        """The largest |error| at or above LARGE_BYTES (None when the log has no such size)."""
+        errs = [abs(p.error) for p in self.points if p.size_bytes >= LARGE_BYTES and p.error is not None]
+        return max(errs) if errs else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topology": self.topology.name, "algorithm": self.algorithm, "knobs": self.knobs,
+                "evaluations": self.evaluations, "stopped": self.stopped, "notes": self.notes,
+                "worst_error_at_64MiB_and_above": self.worst_large_error(),
+                "points": [p.to_dict() for p in self.points]}
+
+
+# ---------------------------------------------------------------- knobs
+def knobs_for(topology: Topology) -> list[Knob]:
+    """The fabric's hardware link-model knobs where it declares the model, else its alpha-beta knobs."""
+    from ccviz.model.link_model import declared
+
+    model = declared(topology)
+    if model is None:
+        return alpha_beta_knobs(topology)
+    knobs = [_model_knob(("efficiency", "scaleup"), model.efficiency["scaleup"], "sustained share of the "
+                         "scale-up (NVLink, Infinity Fabric) link rate", high=1.0)]
+    if any(model.medium(topology, u, v) == "net" for u, v in topology.links):
+        knobs.append(_model_knob(("efficiency", "net"), model.efficiency["net"], "sustained share of the network "
+                                 "(NIC, InfiniBand) link rate", high=1.0))
+    knobs.append(_model_knob(("launch_us",), max(model.launch_us, 0.1), "per-operation launch latency (us)"))
+
+    def scale_steps(t: Topology, f: float) -> Topology:
+        lm = t.meta[LINK_MODEL_KEY]
+        steps = {m: {p: v * f for p, v in cells.items()} for m, cells in lm["step_us"].items()}
+        return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: {**lm, "step_us": steps}})
+    knobs.append(Knob("step_us_factor", "factor on every per-hop protocol latency (step_us)", 1.0, scale_steps))
+    if any(n.reduce and n.reduce_GBps for n in topology.nodes.values()):
+        def scale_reduce(t: Topology, f: float) -> Topology:
+            return t.with_changes(nodes=[replace(n, reduce_GBps=n.reduce_GBps * f) if n.reduce and n.reduce_GBps
+                                         else n for n in t.nodes.values()])
+        knobs.append(Knob("reduce_factor", "factor on the reducing switches' engine rate (reduce_GBps)", 1.0,
+                          scale_reduce))
+    return knobs
+
+
+def _model_knob(path: tuple[str, ...], value: float, meaning: str, high: float = 0.0) -> Knob:
+    """A number inside meta.link_model, e.g. ('efficiency', 'net')."""
+    def apply(t: Topology, v: float) -> Topology:
+        lm = dict(t.meta[LINK_MODEL_KEY])
+        if len(path) == 1:
+            lm[path[0]] = v
+        else:
+            lm[path[0]] = {**lm[path[0]], path[1]: v}
+        return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: lm})
+    return Knob(".".join(path), meaning, float(value), apply, high=high)
+
+
+def link_classes(topology: Topology) -> dict[tuple[float, float], list[tuple[int, int]]]:
+    """Links grouped by the (bandwidth, alpha) they were built with: NVLink, NIC, PCIe ... of a preset."""
+    classes: dict[tuple[float, float], list[tuple[int, int]]] = {}
+    for key, link in topology.links.items():
+        classes.setdefault((link.bandwidth_GBps, link.alpha_us), []).append(key)
+    return classes
+
+
+def alpha_beta_knobs(topology: Topology) -> list[Knob]:
+    """A bandwidth factor per link class and one factor on every alpha (1.0 = the fabric as built)."""
+    knobs = []
+    for (bw, alpha), keys in sorted(link_classes(topology).items()):
+        members = frozenset(keys)
+
+        def scale_bw(t: Topology, f: float, members: frozenset = members) -> Topology:
+            return t.with_changes(links=[_link(link, bw=link.bandwidth_GBps * f) if k in members else link
+                                         for k, link in t.links.items()])
+        knobs.append(Knob(f"bw_factor[{bw:g} GB/s, {alpha:g} us]",
+                          f"factor on the bandwidth of the {len(keys)} links built at {bw:g} GB/s", 1.0, scale_bw))
+    if any(link.alpha_us > 0 for link in topology.links.values()):
+        def scale_alpha(t: Topology, f: float) -> Topology:
+            return t.with_changes(links=[_link(link, alpha=link.alpha_us * f) for link in t.links.values()])
+        knobs.append(Knob("alpha_factor", "factor on every link's alpha (latency)", 1.0, scale_alpha))
+    return knobs
+
+
+def _link(link: Link, bw: float | None = None, alpha: float | None = None) -> Link:
+    return Link(link.src, link.dst, link.bandwidth_GBps if bw is None else bw,
+                link.alpha_us if alpha is None else alpha, link.lanes)
+
+
+def apply_knobs(topology: Topology, knobs: Sequence[Knob], values: Sequence[float]) -> Topology:
+    """The fabric with every knob set (alpha-beta knobs are factors on the fabric as built)."""
+    for knob, value in zip(knobs, values, strict=True):
+        topology = knob.apply(topology, value)
+    return topology
+
+
+# ---------------------------------------------------------------- prediction
+def predict_s(topology: Topology, collective: str, size_bytes: float, algorithm: str = "nccl",
+              extra: dict[str, Any] | None = None) -> float:
+    """The simulator's finish time of ``algorithm`` for one collective and size on this fabric."""
+    coll = make_collective(collective, topology, float(size_bytes))
+    schedule = synthesize(topology, coll, algorithm, SynthOptions(extra=dict(extra or {})))
+    timeline = simulate(schedule)
+    if not timeline.verified:
+        raise CcvizError(f"calibrate: {algorithm} produced an invalid {collective} schedule at {size_bytes:g} B "
+                         "(a synthesizer bug; report it)", "algorithm")
+    return timeline.finish_time_s
+
+
+def measured_points(log: NcclTestsLog, column: str = "both") -> list[Point]:
+    """One point per (collective, size): the log's time in the chosen column (both: their mean)."""
+    if column not in COLUMNS:
+        raise CcvizError(f"--column: {column!r} is not one of {', '.join(COLUMNS)}", "column")
+    seen: dict[tuple[str, int], list[float]] = {}
+    for collective, row in log.rows:
+        if row.size_bytes <= 0:
+            continue
+        times = {"out-of-place": [row.time_oop_us], "in-place": [row.time_ip_us],
+                 "both": [row.time_oop_us, row.time_ip_us]}[column]
+        seen.setdefault((collective or "", row.size_bytes), []).extend(t for t in times if t > 0)
+    points = [Point(c, s, sum(ts) / len(ts) * 1e-6) for (c, s), ts in seen.items() if ts]
+    if not points:
+        raise CcvizError(f"{log.name}: no row with a positive size and time to fit", "log")
+    return sorted(points, key=lambda p: (p.collective, p.size_bytes))
+
+
+def fit_rows(points: Sequence[Point], limit: int = MAX_FIT_ROWS) -> list[Point]:
+    """At most ``limit`` points spread evenly over the sizes (the largest always kept)."""
+    if len(points) <= limit:
+        return list(points)
+    step = (len(points) - 1) / (limit - 1)
+    return [points[round(i * step)] for i in range(limit)]
+
+
+class _Stop(Exception):
+    """Raised inside the residual function when the fit's time runs out or the user stops it."""
+
+
+def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", column: str = "both",
+              time_limit: float = 300.0, stop: threading.Event | None = None,
+              progress: Callable[[int, float], None] | None = None,
+              extra: dict[str, Any] | None = None) -> Calibration:
+    """Fit the fabric's knobs to the log; the best values found are kept if the time limit cuts it short."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    _check_ranks(log, topology)
+    measured = measured_points(log, column)
+    points = [p for p in measured if p.size_bytes >= MiB or _splits(topology, p, algorithm, extra)]
+    if not points:
+        raise CcvizError(f"{log.name}: every size is too small to split into {algorithm}'s chunks on "
+                         f"{topology.n_gpus} GPUs", "log")
+    fitted_on = fit_rows(points)
+    knobs = knobs_for(topology)
+    if not knobs:
+        raise CcvizError(f"calibrate: {topology.name} has no knob to fit (no link model, no links)", "system")
+    x = np.log([k.initial for k in knobs])
+    lo, hi = np.log([k.bounds[0] for k in knobs]), np.log([k.bounds[1] for k in knobs])
+    started = time.monotonic()
+    best: dict[str, Any] = {"cost": math.inf, "x": x}
+    stage: dict[str, Any] = {"cost": math.inf, "x": x}  # the best point of the stage running (kept if cut short)
+    evaluations = 0
+
+    def fit(which: list[int], rows: list[Point], x: np.ndarray) -> np.ndarray:
+        """Least squares over the knobs ``which`` on ``rows``, the others held at ``x``."""
+        def residuals(sub: np.ndarray) -> np.ndarray:
+            nonlocal evaluations
+            if stop is not None and stop.is_set():
+                raise _Stop("stopped")
+            if time.monotonic() - started > time_limit:
+                raise _Stop("time_limit")
+            full = x.copy()
+            full[which] = sub
+            fabric = apply_knobs(topology, knobs, np.exp(full))
+            r = np.array([math.log(predict_s(fabric, p.collective, p.size_bytes, algorithm, extra) / p.measured_s)
+                          for p in rows])
+            evaluations += 1
+            cost = float(r @ r)
+            if rows is fitted_on and cost < best["cost"]:
+                best.update(cost=cost, x=full)
+            if cost < stage["cost"]:
+                stage.update(cost=cost, x=full)
+            if progress is not None:
+                progress(evaluations, math.sqrt(cost / len(r)))
+            return r
+        if not which or not rows:
+            return x
+        stage.update(cost=math.inf, x=x)
+        result = least_squares(residuals, x[which], bounds=(lo[which], hi[which]), diff_step=0.05,
+                               max_nfev=12 * (len(which) + 1))
+        out = x.copy()
+        out[which] = result.x
+        return out
+
+    # Stages: the rates on the large sizes (where bandwidth decides), then the latencies on the small ones,
+    # then everything on the spread of sizes; each stage starts where the one before ended.
+    rates = [i for i, k in enumerate(knobs) if k.name.startswith(RATE_KNOBS)]
+    latencies = [i for i in range(len(knobs)) if i not in rates]
+    large = [p for p in points if p.size_bytes >= LARGE_BYTES] or points[-max(1, len(points) // 3):]
+    small = [p for p in points if p.size_bytes <= MiB] or points[:max(1, len(points) // 3)]
+    stopped = None
+    try:
+        x = fit(rates, fit_rows(large, MAX_FIT_ROWS // 4), x)
+        x = fit(latencies, fit_rows(small, MAX_FIT_ROWS // 4), x)
+        best.update(cost=math.inf, x=x)
+        fit(list(range(len(knobs))), fitted_on, x)
+    except _Stop as why:
+        stopped = str(why)
+        if not math.isfinite(best["cost"]):  # cut short before the last stage: keep the stage's best point
+            best["x"] = stage["x"]
+    values = np.exp(best["x"])
+    fitted = apply_knobs(topology, knobs, values)
+    knob_values = {k.name: float(v) for k, v in zip(knobs, values, strict=True)}
+    report = [Point(p.collective, p.size_bytes, p.measured_s,
+                    predict_s(fitted, p.collective, p.size_bytes, algorithm, extra)) for p in points]
+    calibration = Calibration(fitted, knob_values, report, algorithm, evaluations, stopped)
+    calibration.topology = fitted.with_changes(
+        name=f"{topology.name}_calibrated",
+        description=f"{topology.description} Calibrated on {log.name} ({algorithm}).".strip(),
+        meta={**fitted.meta, "calibration": {"log": log.name, "from": topology.name, "algorithm": algorithm,
+                                             "knobs": knob_values,
+                                             "worst_error_at_64MiB_and_above": calibration.worst_large_error()}})
+    for knob, v in zip(knobs, values, strict=True):
+        low, high = knob.bounds
+        if v <= low * 1.01 or v >= high * 0.99:
+            calibration.notes.append(f"{knob.name} ended at its bound ({v:.4g}, {v / knob.initial:.3g} x as built): "
+                                     "the model cannot follow this log with that knob alone")
+    if len(points) < len(measured):
+        calibration.notes.append(f"{len(measured) - len(points)} sizes up to {format_size(points[0].size_bytes / 2)} "
+                                 f"left out: too small to split into {algorithm}'s chunks on {topology.n_gpus} GPUs")
+    if len(fitted_on) < len(points):
+        calibration.notes.append(f"fitted on {len(fitted_on)} of the log's {len(points)} sizes (spread evenly); "
+                                 "the error is reported for every size")
+    return calibration
+
+
+def _splits(topology: Topology, point: Point, algorithm: str, extra: dict[str, Any] | None) -> bool:
+    """Whether the algorithm can cut this size into chunks of at least a byte on this fabric."""
+    try:
+        predict_s(topology, point.collective, point.size_bytes, algorithm, extra)
+    except CcvizError as exc:
+        if exc.field == "size":
+            return False
+        raise
+    return True
+
+
+def _check_ranks(log: NcclTestsLog, topology: Topology) -> None:
+    for section in log.sections:
+        if section.ranks is not None and section.ranks != topology.n_gpus:
+            raise CcvizError(f"--system: the log ran on {section.ranks} ranks but {topology.name} has "
+                             f"{topology.n_gpus} GPUs; give a system of that size (e.g. ':nodes=N')", "system")
+
+
+def format_points(points: Sequence[Point]) -> str:
+    """The per-size error table the CLI prints."""
+    from ccviz.model.units import format_time
+
+    lines = [f"{'collective':<14}{'size':>10}{'measured':>12}{'predicted':>12}{'error':>9}"]
+    for p in points:
+        err = "-" if p.error is None else f"{p.error:+.1%}"
+        pred = "-" if p.predicted_s is None else format_time(p.predicted_s)
+        lines.append(f"{p.collective:<14}{format_size(p.size_bytes):>10}{format_time(p.measured_s):>12}"
+                     f"{pred:>12}{err:>9}")
+    return "\n".join(lines)

@@ -1,0 +1,154 @@
+"""``-a nccl``: the schedule NCCL would run here, chosen by NCCL's tuner and judged by the simulator.
+
+The tuner (``ccviz.synth.nccl.tuner``) estimates every algorithm+protocol the way NCCL does and picks the
+fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built as NCCL runs it:
+
+* ``ring``: one ring per channel (``ccviz.synth.nccl.channels``), each on its own switch plane or direct
+  links, crossing boxes rail by rail; the data split evenly over the channels;
+* ``tree``: NCCL's double binary tree (the textbook ``dbt`` laid over the channels' chunks);
+* ``nvls``: NVLink SHARP inside one box (GPUs combine in the reducing NVSwitches, which multicast the sums);
+  across boxes only where the rail leaves reduce too (NCCL enables NVLS across nodes with CollNet/SHARP);
+* ``collnet``: the same schedule forced (NVLS in the box, SHARP at the rail leaves).
+
+* ``nvlstree``: NVLS in each of two boxes, their rail GPUs exchanging box partials (``nvlstree.py``).
+
+PAT, and NVLSTree or tree over more than two boxes, are not built here: forcing PAT is one clear error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ccviz.errors import CcvizError
+from ccviz.model.collectives import Collective, make_collective
+from ccviz.model.link_model import LinkModel, declared, effective_topology
+from ccviz.model.routing import ring_order as routing_ring_order
+from ccviz.model.schedule import Schedule
+from ccviz.model.topology import Topology
+from ccviz.synth.classic import DoubleBinaryTree, Ring
+from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
+from ccviz.synth.nccl.nvlstree import nvls_tree
+from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
+from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
+from ccviz.synth.registry import SynthOptions
+
+ROOTED_PIECES = 8  # Broadcast / Reduce: pieces per channel, so a chain of n GPUs pipelines
+MAX_TRANSFERS = 600_000  # channels are cut down (never below one per switch plane) to stay under this
+
+
+def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """NCCL's choice for ``collective`` on ``topology``, built and named (see the module docstring)."""
+    settings = options.settings(NcclOptions)
+    forced, proto = (None if v == "auto" else v for v in (settings.algo, settings.proto))
+    model = declared(topology) or LinkModel(name="nccl-constants")
+    ranks = tuple(collective.ranks)
+    boxes = Boxes.of(topology, ranks)
+    channels = settings.channels or channel_count(topology, boxes)
+    fabric = read_fabric(topology, ranks, list(boxes.boxes), channels, model, _ring_GBps(topology, boxes, model,
+                                                                                         channels))
+    menu = estimates(fabric, collective.name, collective.size_bytes, model)
+    if forced is not None and forced not in BUILT:
+        raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
+    if forced == "collnet":
+        if not fabric.sharp:
+            raise CcvizError("algo: collnet needs rail leaves that reduce (SHARP), e.g. dgxh100:nodes=2,sharp=true",
+                             "algo")
+        pick = Estimate("collnet", "simple", 0.0, 0.0, 0.0)
+    else:
+        pick = choose(menu, forced, proto)
+    if pick is None:
+        raise CcvizError(f"algo: NCCL has no {forced or 'algorithm'}{'/' + proto if proto else ''} "
+                         f"for {collective.name} on {topology.name}; it offers "
+                         f"{', '.join(sorted({e.algo + '/' + e.proto for e in menu}))}", "algo")
+    if pick.algo in ("nvls", "collnet"):
+        schedule = _in_network(topology, collective, options)
+    elif pick.algo == "nvlstree":
+        schedule = nvls_tree(topology, collective, model, options)
+    else:
+        schedule = _channels(topology, collective, boxes, channels, pick.algo)
+    schedule.options.update(protocol=pick.proto, nccl_algo=pick.algo)
+    ranked = sorted(menu, key=lambda e: e.time_s)
+    why = "forced" if forced or proto else "NCCL's tuner picks the fastest estimate"
+    schedule.notes.insert(0, f"nccl: {pick.algo}/{pick.proto} ({why}); "
+                             + "; ".join(e.text() for e in ranked[:4]))
+    schedule.estimated_finish_s = (pick.time_s + model.launch_us * 1e-6) if pick.time_s else None
+    return schedule
+
+
+def _ring_GBps(topology: Topology, boxes: Boxes, model: LinkModel, channels: int) -> float:
+    """A GPU's sustained scale-up rate over the links its channels use."""
+    first = boxes.boxes[0][0]
+    if scaleup_switches(topology, first):
+        used = {link.dst: link.bandwidth_GBps for link in topology.out_links[first]
+                if topology.nodes[link.dst].kind == "switch" and model.medium(topology, first, link.dst) == "scaleup"}
+        return sum(used.values()) * model.efficiency["scaleup"]
+    peers = sorted(link.bandwidth_GBps for link in topology.out_links.get(first, [])
+                   if topology.nodes[link.dst].kind == "gpu")
+    return sum(peers[-min(channels, len(peers)):]) * model.efficiency["scaleup"] if peers else 1.0
+
+
+def ring_over_channels(topology: Topology, collective: Collective, name: str) -> Schedule | None:
+    """The classic ring as a runtime runs it on a box of parallel switch planes: over NCCL's channels, every
+    plane carrying its share (None where the GPUs have one plane or the collective is not NCCL's)."""
+    boxes = Boxes.of(topology, tuple(collective.ranks))
+    if len(scaleup_switches(topology, boxes.boxes[0][0])) < 2 or collective.name not in NCCL_COLLECTIVES:
+        return None
+    channels = channel_count(topology, boxes)
+    schedule = _channels(topology, collective, boxes, channels, "ring")
+    schedule.algorithm = name
+    schedule.notes = [f"{name}: {schedule.collective.chunks_per_rank} rings (channels), one chunk per rank each, "
+                      "spread over every NVSwitch plane as NCCL runs them (one chunk per rank would ride one "
+                      "plane); --chunks 2+ lays the textbook ring as given"]
+    return schedule
+
+
+def _refined(topology: Topology, collective: Collective, per_rank: int) -> Collective:
+    whole = tuple(collective.ranks) == tuple(topology.gpus)
+    return make_collective(collective.name, topology if whole else list(collective.ranks), collective.size_bytes,
+                           per_rank, collective.root)
+
+
+def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels: int, algo: str) -> Schedule:
+    """Ring or tree over ``channels`` channels: chunk index c of every rank travels on channel c."""
+    n = len(collective.ranks)
+    hops = 2  # every ring hop crosses one switch (NVSwitch plane or rail leaf): two transfers
+    steps = 2 * (n - 1) if collective.name == "allreduce" else n
+    step = boxes.per_box if len(boxes.boxes) > 1 and channels % boxes.per_box == 0 else 1  # keep NICs even
+    while channels > step and channels * n * steps * hops > MAX_TRANSFERS:
+        channels -= step
+    rooted = collective.name in ("broadcast", "reduce")  # a chain per channel: its data pipelined in pieces
+    pieces = ROOTED_PIECES if rooted and channels * ROOTED_PIECES * n * hops <= MAX_TRANSFERS else 1
+    refined = _refined(topology, collective, channels * pieces)
+    layout = ChannelLayout(topology, refined, {c.id: c.index % channels for c in refined.chunks}, channels)
+    notes = [f"nccl: {algo} over {channels} channel(s)" + (f", {pieces} pieces each" if pieces > 1 else "")]
+    if algo == "ring":
+        ring = Ring()
+        first = boxes.boxes[0][0]
+        direct = not scaleup_switches(topology, first)
+        complete = all((first, g) in topology.links for g in boxes.boxes[0] if g != first)
+        physical = None if not direct or complete else routing_ring_order(topology, refined.chunk_bytes,
+                                                                          group=list(refined.ranks))[0]
+        for c in range(channels):
+            order = physical or ring_order(boxes, c, direct)
+            ring.lay_direction(layout, order, [ch for ch in refined.chunks if ch.index % channels == c])
+    else:
+        if collective.name not in DoubleBinaryTree.collectives:
+            raise CcvizError(f"algo: NCCL's tree runs allreduce only, not {collective.name}", "algo")
+        notes += DoubleBinaryTree().plan(layout, topology, refined) or []
+    transfers = layout.transfers()
+    rounds, labels = layout.numbered_rounds()
+    return Schedule(topology, refined, transfers, "nccl", {"channels": channels}, status="heuristic", notes=notes,
+                    rounds=rounds, round_labels=labels)
+
+
+def _in_network(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """NVLS (one box) or NVLS with SHARP leaves (CollNet): the in-network schedule of ``ccviz.synth.inc``."""
+    from ccviz.synth.inc import synthesize_inc
+
+    plain = SynthOptions(time_limit=options.time_limit, stop=options.stop, progress=options.progress)
+    hardware = declared(topology) is not None
+    planned = synthesize_inc(effective_topology(topology, "simple") if hardware else topology, collective, plain)
+    schedule = dataclasses.replace(planned, topology=topology, algorithm="nccl")
+    if hardware:  # timed on the fabric the judge uses: it verifies these times as they stand
+        schedule.options["planned_on"] = "hardware"
+    return schedule

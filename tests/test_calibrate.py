@@ -1,0 +1,128 @@
+"""`ccviz calibrate`: nccl-tests logs are read as printed, and the fit recovers a fabric it was generated on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ccviz.builders.loading import load_topology
+from ccviz.cli import main
+from ccviz.errors import CcvizError
+from ccviz.runs import calibrate as cal
+from ccviz.runs.nccl_log import parse_log, read_log
+
+LOGS = Path(__file__).parent / "fixtures" / "nccl_tests"
+
+
+def test_a_published_log_is_read_whole():
+    log = read_log(LOGS / "a3mega_h100_2x8_all_reduce.log")
+    (section,) = log.sections
+    assert section.collective == "allreduce"  # named by the mpirun line above the output
+    assert section.ranks == 16 and len(section.hosts) == 2 and section.device == "NVIDIA H100 80GB HBM3"
+    assert len(section.rows) == 31
+    last = section.rows[-1]
+    assert (last.size_bytes, last.time_oop_us, last.busbw_oop_GBps, last.time_ip_us, last.busbw_ip_GBps) == (
+        8589934592, 47535.0, 338.82, 47743.0, 337.35)
+
+
+def test_an_excerpt_knows_its_ranks_from_the_last_rank_and_asks_for_the_collective():
+    with pytest.raises(CcvizError, match="--collective"):
+        read_log(LOGS / "coreweave_gb200_nvl72_1rack_all_reduce.log")
+    log = read_log(LOGS / "coreweave_gb200_nvl72_1rack_all_reduce.log", "allreduce")
+    assert log.sections[0].ranks == 72 and log.sections[0].hosts == ()  # only rank 71's line was published
+    rccl = read_log(LOGS / "mi300x_rccl_all_reduce_excerpt.log", "allreduce")
+    assert rccl.version == "develop:83d38d9" and rccl.sections[0].ranks == 8
+    assert rccl.sections[0].rows[0].busbw_ip_GBps == 154.63
+
+
+def test_old_format_without_root_and_several_tests_in_one_log():
+    text = "\n".join([
+        "# Collective test starting: all_gather_perf",
+        "#  size count type redop time algbw busbw error time algbw busbw error",
+        "  1024   32   float  none   10.0  0.10  0.09  0e+00   11.0  0.09  0.08  0e+00",
+        "# Collective test starting: reduce_scatter_perf",
+        "  2048   16   float  sum   -1  20.5  0.10  0.09  N/A   21.5  0.10  0.09  N/A",
+    ])
+    log = parse_log(text, "two")
+    assert [(s.collective, s.rows[0].size_bytes, s.rows[0].time_ip_us) for s in log.sections] == [
+        ("allgather", 1024, 11.0), ("reducescatter", 2048, 21.5)]
+
+
+def test_text_that_is_not_nccl_tests_output_says_what_was_expected():
+    with pytest.raises(CcvizError, match="expected nccl-tests or rccl-tests output"):
+        parse_log("epoch 1 loss 0.3\nepoch 2 loss 0.2", "train.log")
+
+
+def _synthetic_log(truth, algorithm: str = "ring") -> str:
+    lines = ["mpirun ./build/all_reduce_perf -b 1K -e 1G -f 4"]
+    for i in range(0, 21, 4):
+        size = 1024 * 4 ** (i // 2)
+        us = cal.predict_s(truth, "allreduce", size, algorithm) * 1e6
+        lines.append(f"{size:>12} {size // 4:>12} float sum -1 {us:10.3f} 0 0 0 {us:10.3f} 0 0 0")
+    return "\n".join(lines)
+
+
+def test_the_fit_recovers_the_fabric_a_log_was_made_on(tmp_path):
+    fabric = load_topology("ring:n=4")
+    knobs = cal.knobs_for(fabric)
+    assert [k.name for k in knobs] == ["bw_factor[50 GB/s, 0.5 us]", "alpha_factor"]
+    truth = cal.apply_knobs(fabric, knobs, [0.6, 4.0])
+    log = parse_log(_synthetic_log(truth), "synthetic.log")
+    result = cal.calibrate(log, fabric, algorithm="ring")
+    assert result.knobs["bw_factor[50 GB/s, 0.5 us]"] == pytest.approx(0.6, rel=0.01)
+    assert result.knobs["alpha_factor"] == pytest.approx(4.0, rel=0.02)
+    assert result.worst_large_error() < 0.01
+    out = tmp_path / "fitted.json"
+    result.topology.save(out)
+    again = load_topology(str(out))  # the fitted fabric loads wherever a fabric does
+    assert again.meta["calibration"]["algorithm"] == "ring"
+    assert cal.predict_s(again, "allreduce", 1 << 30, "ring") == pytest.approx(
+        cal.predict_s(truth, "allreduce", 1 << 30, "ring"), rel=0.01)
+
+
+def test_a_preset_with_the_hardware_model_fits_its_parameters():
+    one = cal.knobs_for(load_topology("dgxh100"))
+    assert [k.name for k in one] == ["efficiency.scaleup", "launch_us", "step_us_factor", "reduce_factor"]
+    two = load_topology("dgxh100:nodes=2")
+    knobs = cal.knobs_for(two)
+    assert [k.name for k in knobs][:3] == ["efficiency.scaleup", "efficiency.net", "launch_us"]
+    assert knobs[0].bounds[1] == 1.0  # a share of the link rate never exceeds it
+    moved = cal.apply_knobs(two, knobs, [0.7, 0.5, 30.0, 2.0, 0.5])
+    lm = moved.meta["link_model"]
+    assert (lm["efficiency"], lm["launch_us"]) == ({"scaleup": 0.7, "net": 0.5}, 30.0)
+    assert lm["step_us"]["net"]["simple"] == 2 * two.meta["link_model"]["step_us"]["net"]["simple"]
+    rates = [(n.reduce_GBps, m.reduce_GBps) for n, m in zip(two.nodes.values(), moved.nodes.values(), strict=True)
+             if n.reduce_GBps]
+    assert rates and all(b == pytest.approx(a / 2) for a, b in rates)
+    slower = cal.predict_s(moved, "allreduce", 1 << 30, "nccl", {"algo": "ring"})
+    assert slower > cal.predict_s(two, "allreduce", 1 << 30, "nccl", {"algo": "ring"})  # the knobs reach the judge
+
+
+def test_cli_writes_the_fitted_fabric_and_refuses_a_system_of_the_wrong_size(tmp_path, capsys):
+    truth = cal.apply_knobs(load_topology("ring:n=4"), cal.knobs_for(load_topology("ring:n=4")), [0.5, 2.0])
+    path = tmp_path / "mine.log"
+    path.write_text(_synthetic_log(truth))
+    out = tmp_path / "fabric.json"
+    assert main(["calibrate", str(path), "--system", "ring:n=4", "-a", "ring", "--out", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["worst_error_at_64MiB_and_above"] < 0.01 and len(data["points"]) == 6
+    assert main(["synth", str(out), "-c", "allreduce", "-a", "ring", "-s", "1GiB", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["calibrate", str(LOGS / "a3mega_h100_2x8_all_reduce.log"), "--system", "ring:n=4"]) == 2
+    assert "16 ranks" in capsys.readouterr().err
+
+
+def test_a_fit_stopped_early_keeps_the_best_point_it_had():
+    import threading
+
+    fabric = load_topology("ring:n=4")
+    truth = cal.apply_knobs(fabric, cal.knobs_for(fabric), [0.5, 1.0])
+    log = parse_log(_synthetic_log(truth), "synthetic.log")
+    stop = threading.Event()
+    result = cal.calibrate(log, fabric, algorithm="ring", stop=stop,
+                           progress=lambda i, rms: stop.set() if i >= 6 else None)
+    assert result.stopped == "stopped"
+    factor = result.knobs["bw_factor[50 GB/s, 0.5 us]"]
+    assert abs(factor - 0.5) < abs(1.0 - 0.5)  # moved toward the truth, not left as built
