@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ccviz.errors import CcvizError
+from ccviz.model.strict_json import dumps  # noqa: F401  (commands and tests print with it)
 from ccviz.model.units import format_size, format_time, parse_epoch, parse_size
 from ccviz.model.validate import MAX_NODES
 
@@ -67,21 +68,6 @@ def check_output_path(flag: str, path: str | None) -> None:
         raise CcvizError(f"--{flag}: directory {str(parent)!r} does not exist; create it first", flag)
     if not os.access(parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise CcvizError(f"--{flag}: cannot write {path!r} (permission denied)", flag)
-
-
-def dumps(obj: Any) -> str:
-    """Strict JSON: a non-finite number (which no valid result holds) is written as null, never Infinity."""
-    return json.dumps(_finite(obj), allow_nan=False)
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 MAX_RESTARTS = 10_000
@@ -138,6 +124,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
     summary = result.summary()
+    if args.json:  # the run is printed before any file is written: a refused export never loses it
+        print(dumps(summary), flush=True)
+    else:
+        _print_summary(summary, result.bound.explanation, result.schedule.sums_in_switches)
     if args.out:
         from ccviz.interop.export import write_schedule
 
@@ -146,10 +136,6 @@ def cmd_synth(args: argparse.Namespace) -> int:
         from ccviz.interop.export import write_msccl_xml
 
         write_msccl_xml(result.timeline, args.msccl)
-    if args.json:
-        print(dumps(summary))
-    else:
-        _print_summary(summary, result.bound.explanation, result.schedule.sums_in_switches)
     if not result.timeline.verified:
         from ccviz.runs.pipeline import synthesizer_bug
 
@@ -277,7 +263,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def cmd_crossover(args: argparse.Namespace) -> int:
-    from ccviz.bounds.crossover import formula_crossover, simulated_crossover
+    from ccviz.runs.crossover import formula_crossover, simulated_crossover
 
     if args.topology:
         result = simulated_crossover(args.topology, args.collective, args.algorithms, chunks=args.chunks)
@@ -295,7 +281,7 @@ def cmd_crossover(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(c.to_dict()))
     else:
-        from ccviz.bounds.crossover import format_crossover
+        from ccviz.runs.crossover import format_crossover
 
         print(format_crossover(c))
     return 0
@@ -584,6 +570,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(dumps(result.to_dict()))
     else:
         print("\n".join(replay_lines(result)))
+    if not result.complete:  # said on stderr too: `--quiet --json` used to exit 1 with nothing on the screen
+        s = result.summary()
+        print(f"ccviz: the replay is incomplete: {s['bytes_delivered']} of {s['bytes_expected']} bytes delivered"
+              f"{', ' + str(s['bytes_lost']) + ' lost' if s['bytes_lost'] else ''}", file=sys.stderr)
     return 0 if result.complete else 1
 
 

@@ -16,7 +16,12 @@ from ccviz.runs import baseline
 from ccviz.synth.fabric_fit import fitting, unfit_reason
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.viz import comparison_figure, finish_bars
-from ccviz.viz.comparison import formulas_above_limit, formulas_beaten, handover_sentence
+from ccviz.viz.comparison import (
+    formulas_above_limit,
+    formulas_beaten,
+    handover_sentence,
+    largest_finished_size,
+)
 
 ui.configure_page()
 
@@ -30,7 +35,9 @@ COLUMN_HELP = {
     "finish_us": "finish time in the simulator (us)",
     "algbw_GBps": "algorithm bandwidth: size per rank / finish time (GB/s)",
     "busbw_GBps": "bus bandwidth: algbw times nccl-tests' factor for the collective (GB/s)",
-    "bound_us": "the bound: the tighter of the lower bound and, where it bounds, the fabric's limit (us)",
+    "bound_us": "the bound: the tighter of the lower bound and, where it bounds, the fabric's limit (us); one per "
+                "size where the limit bounds (no schedule beats it whatever its chunking), so every algorithm is "
+                "measured against the same",
     "bound_ratio": "finish time / bound (1 = at the bound)",
     "limit_us": "the fabric's limit: bandwidth only, alpha ignored (us)",
     "limit_pct": "limit / finish time, in %: the share of the limit's speed the schedule reaches (100 = at the limit)",
@@ -160,8 +167,8 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
                                    for alg, at_sizes in above.items())
                        + ". A formula assumes every link at full speed and no link shared, which this fabric's "
                        "bottleneck links cannot give; no schedule reaches it here.")
-        at = st.select_slider("finish times at", options=list(sizes), value=sizes[-1], format_func=format_size,
-                              key="cmp_bar_size")
+        at = st.select_slider("finish times at", options=list(sizes), format_func=format_size, key="cmp_bar_size",
+                              value=largest_finished_size(table) or sizes[-1])  # a Stopped sweep skips the largest
         ui.plot(finish_bars(table, at), key="cmp_bars")
         cut = table[table["cut_short"] == "time_limit"]
         if len(cut):  # a row cut by its own time limit is its algorithm's best so far, not its best

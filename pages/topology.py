@@ -105,7 +105,7 @@ else:
                 data = json.loads(upload.getvalue().decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise CcvizError(f"topology: {upload.name} is not valid JSON ({exc})", "topology") from None
-            from ccviz.interop.infragraph import is_infragraph, topology_from_infragraph
+            from ccviz.builders.infragraph import is_infragraph, topology_from_infragraph
 
             stem = upload.name.rsplit(".", 1)[0]
             fabric = topology_from_infragraph(data, upload.name) if is_infragraph(data) else \

@@ -12,7 +12,7 @@ import networkx as nx
 PACKAGE = Path(__file__).resolve().parents[1] / "ccviz"
 
 # Bottom to top: a module may import from its own stage and the stages below it, never above.
-STAGES = ["errors", "model", "builders", "judge", "bounds", "synth", "interop", "runs", "viz", "app", "cli"]
+STAGES = ["errors", "model", "builders", "judge", "bounds", "synth", "interop", "runs", "advise", "viz", "app", "cli"]
 
 
 def module_name(path: Path) -> str:

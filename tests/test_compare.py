@@ -109,13 +109,15 @@ def test_known_rows_are_not_run_and_each_size_bound_is_computed_once(monkeypatch
     assert table["verified"].all() and {a for a, _ in solver} == {"tacos"}
 
 
-def test_a_run_that_refines_the_chunks_keeps_its_own_bound_and_stays_within_it() -> None:
-    # ForestColl pipelines pieces of the chunks: the bound at 1 chunk per rank does not hold for it, and the
-    # table used to show it beating that bound on DGX-1 at 4 MB ("impossible" on the Compare page).
+def test_a_run_that_refines_the_chunks_is_measured_against_the_sizes_one_bound() -> None:
+    # ForestColl pipelines pieces of the chunks: the bound at 1 chunk per rank does not hold for it (the table
+    # once showed it beating that bound on DGX-1 at 4 MB), and a bound per algorithm's own chunking ranked
+    # nothing (issue 40: 374 us for forestcoll beside 481 us for teccl-astar at 64 MB). One bound per size, valid
+    # at any chunking, holds for both.
     topo = ccviz.load_topology("dgx1")
     table = compare(topo, "allgather", ["ring", "forestcoll"], [4e6])
     ring, forest = (table[table["algorithm"] == a].iloc[0] for a in ("ring", "forestcoll"))
-    assert forest["verified"] and forest["lower_bound_s"] < ring["lower_bound_s"]
+    assert forest["verified"] and forest["lower_bound_s"] == ring["lower_bound_s"]
     assert (table["finish_time_s"] >= table["lower_bound_s"] * (1 - 1e-9)).all()
     assert (table["algbw_GBps"] <= table["bound_algbw_GBps"] * (1 + 1e-9)).all()
 

@@ -165,7 +165,8 @@ def test_rhd_allgather_is_found_under_its_own_name() -> None:
 
 def test_pipelined_formulas_use_the_schedules_segments() -> None:
     import ccviz
-    from ccviz.bounds.cost import formula, schedule_formula
+    from ccviz.bounds.cost import formula
+    from ccviz.bounds.schedule_formula import schedule_formula
 
     best = formula("broadcast", "ring", 16, 1e9, 0.5, 50.0)
     one = formula("broadcast", "ring", 16, 1e9, 0.5, 50.0, segments=1)

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from ccviz.bounds.crossover import formula_crossover, simulated_crossover
 from ccviz.errors import CcvizError
+from ccviz.runs.crossover import formula_crossover, simulated_crossover
 
 
 @pytest.mark.parametrize(("n", "expected"), [(72, 2.07e9), (512, 115.7e9)])

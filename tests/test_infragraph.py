@@ -13,10 +13,10 @@ from infragraph.infragraph_service import InfraGraphService  # noqa: E402
 
 from ccviz.bounds.limit import bandwidth_limit  # noqa: E402
 from ccviz.builders import BUILDERS  # noqa: E402
+from ccviz.builders.infragraph import infragraph_text, write_infragraph  # noqa: E402
 from ccviz.builders.loading import load_topology  # noqa: E402
 from ccviz.cli import main  # noqa: E402
 from ccviz.errors import CcvizError  # noqa: E402
-from ccviz.interop.infragraph import infragraph_text, write_infragraph  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures" / "infragraph"
 

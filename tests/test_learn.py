@@ -110,7 +110,7 @@ def test_rhd_rounds_double_the_ranks_each_partial_sum_covers() -> None:
 
 
 def test_formula_gap_names_relays_and_stays_quiet_when_they_agree() -> None:
-    from ccviz.bounds.cost import schedule_formula
+    from ccviz.bounds.schedule_formula import schedule_formula
     from ccviz.viz.narration import formula_gap
 
     for algorithm, expect in (("rhd", "relayed"), ("ring", None)):

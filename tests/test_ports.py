@@ -47,7 +47,7 @@ def test_fabric_ports_of_a_star_is_one():
 
 def test_schedule_formula_on_a_star_prices_one_port():
     """Learn's DBT formula on the star sat below the fabric's 560 us limit (372.6 us); priced at one port now."""
-    from ccviz.bounds.cost import schedule_formula
+    from ccviz.bounds.schedule_formula import schedule_formula
     from ccviz.builders.loading import load_topology
     from ccviz.runs.pipeline import run
 

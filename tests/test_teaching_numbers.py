@@ -1,12 +1,12 @@
-"""docs/teaching.md's numbers are generated from the code (ccviz/runs/teaching_numbers.py), not typed."""
+"""docs/teaching.md's numbers are generated from the code (ccviz/viz/teaching_numbers.py), not typed."""
 
-from ccviz.runs.teaching_numbers import DOC, MARK, NUMBERS, rewrite
+from ccviz.viz.teaching_numbers import DOC, MARK, NUMBERS, rewrite
 
 
 def test_docs_numbers_are_current():
     text = DOC.read_text()
     _, stale = rewrite(text)
-    assert stale == [], f"run python -m ccviz.runs.teaching_numbers: stale {stale}"
+    assert stale == [], f"run python -m ccviz.viz.teaching_numbers: stale {stale}"
 
 
 def test_every_number_is_marked_and_known():

@@ -63,7 +63,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
             lines.append(f"  step {r.step}: limits {r.promised_s * 1e3:.4g} ms, verified schedules "
                          f"{r.realized_s * 1e3:.4g} ms ({r.ratio:.3f} x)")
     if args.json:
-        from ccviz.cli import dumps
+        from ccviz.model.strict_json import dumps
 
         print(dumps(out))
     else:

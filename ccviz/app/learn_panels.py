@@ -104,7 +104,7 @@ def crossover_panel(topology: Topology, collective: str) -> None:
             for x in c.sensitivity if "eta_alpha" not in x]
     st.caption("Sensitivity: " + " · ".join(sens))
     if st.toggle(f"Simulate ring and DBT on this fabric ({topology.name}) from 1 KB to 1 GB", key="learn_x_sim"):
-        from ccviz.bounds.crossover import simulated_crossover
+        from ccviz.runs.crossover import simulated_crossover
 
         key = ("learn_x_sim", topology.name, topology.switch_hop, collective)
         if key not in st.session_state:

@@ -47,6 +47,7 @@ class LowerBound:
     limit_s: float | None = None
     chunked_s: float | None = None
     chunks_to_limit: int | None = None
+    any_chunking: bool = False  # holds for every schedule of the collective, however it cuts its buffers
 
 @dataclass(frozen=True)
 class _CutLink:
@@ -385,6 +386,27 @@ def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
                       None if limit is None else limit.limit_s, chunked, hint)
 
 
+def any_chunking_bound(topology: Topology, collective: Collective) -> LowerBound | None:
+    """A bound every schedule of this collective and size meets whatever its chunking, or None where the
+    fabric's limit does not bound time (``limit_bounds_time``).
+
+    Comparisons need it: ``lower_bound`` at each algorithm's own chunking gives each its own bound (ForestColl
+    refines chunks, so on DGX-1 AllGather 64 MB it read 374 us beside TE-CCL's 481 us), and ratios against
+    different bounds rank nothing. Its parts: the fabric's limit (bandwidth alone, any chunking) and the
+    farthest demand's store-and-forward time for the smallest chunk a schedule may have (1 byte).
+    """
+    from ccviz.bounds.limit import bandwidth_limit
+    from ccviz.model.validate import MIN_CHUNK_BYTES
+
+    if not limit_bounds_time(topology, collective):
+        return None
+    limit = bandwidth_limit(topology, collective.name, collective.size_bytes, collective.root)
+    latency, lat_what = _latency_bound(topology, _Demands(collective), MIN_CHUNK_BYTES)
+    text = (f"bound set by bandwidth: the fabric's limit, {limit.cut.words}" if limit.limit_s >= latency
+            else f"bound set by latency: {lat_what}") + " (holds at any chunking)"
+    return LowerBound(max(limit.limit_s, latency), limit.limit_s, latency, text, limit.limit_s, any_chunking=True)
+
+
 # ====================================================================== closed forms
 
 
@@ -624,28 +646,3 @@ def used_link_parameters(topology: Topology, links: Iterable[tuple[int, int]]) -
     bandwidth among the links it actually uses (all links when it uses none)."""
     used = [topology.links[key] for key in set(links) if key in topology.links] or list(topology.links.values())
     return max(link.alpha_us for link in used), min(link.bandwidth_GBps for link in used)
-
-
-def schedule_formula(topology: Topology, collective: Collective, algorithm: str,
-                     links: Iterable[tuple[int, int]]) -> CostResult | None:
-    """The textbook cost evaluated for exactly one schedule: its rank count, buffer, chunks per GPU as the
-    pipelining depth S, the links it uses and the ports the fabric gives each rank (``ccviz.bounds.ports``).
-    None when the algorithm has no closed form."""
-    if (collective.name, algorithm) not in FORMULAS:
-        return None
-    alpha_us, bw = used_link_parameters(topology, links)
-    try:
-        result = formula(collective.name, algorithm, collective.n_ranks, collective.size_bytes, alpha_us, bw,
-                         segments=collective.chunks_per_rank)
-    except CcvizError:  # e.g. a power-of-two formula on another rank count
-        return None
-    from ccviz.bounds.ports import apply_ports, fabric_ports
-
-    ports = min(fabric_ports(topology, list(collective.ranks)), max(1, collective.n_ranks - 1))
-    n_beta, budget = apply_ports(collective.name, algorithm, collective.n_ranks, result.n_beta, ports)
-    if budget.factor == 1:
-        return result
-    beta_s = collective.size_bytes / (bw * 1e9)
-    return CostResult(result.time_s + (n_beta - result.n_beta) * beta_s, result.n_alpha, n_beta,
-                      f"{result.text}; M/BW x{budget.factor:.4g}: the fabric gives each rank {budget.ports} port(s), "
-                      f"the formula drives {budget.needed} links at once")

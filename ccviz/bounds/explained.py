@@ -134,6 +134,12 @@ def parse_dims(text: str, field: str = "dims") -> list[int]:
     return dims
 
 
+def ring_exchange_share(d: int) -> float:
+    """M/BW coefficient of ``_ring_exchange`` on a ring of d: the bytes on one directed link over M (d/8, d even;
+    (d^2 - 1)/(8 d), d odd), each rank holding M with M/d for each position of the line."""
+    return d / 8 if d % 2 == 0 else (d * d - 1) / (8 * d)
+
+
 def _check(alpha_us: float, bw: float, size: float) -> None:
     if not (0 <= alpha_us < math.inf):
         raise CcvizError(f"alpha: must be a finite number >= 0 microseconds, got {alpha_us}", "alpha")
@@ -225,7 +231,6 @@ def _dimdecomp(collective: str, dims: list[int], mesh: bool, per_dim: str, size:
             depth = sum(d - 1 for d in dims)
             return depth, max(dims) / 4, (f"dimdecomp alltoall on a {shape}: diameter a + (d_max/4) M/BW "
                                           "(the mesh's bisection bound; ccviz's schedule is per-line pairwise)"), None
-        from ccviz.synth.phased import ring_exchange_share
 
         depth = sum(d // 2 for d in dims if d > 1)
         share = sum(ring_exchange_share(d) for d in dims if d > 2) + sum(0.5 for d in dims if d == 2)

@@ -31,14 +31,14 @@ def load_topology_file(path: str | Path) -> Topology:
     """Read a topology file in the project's format or the papers' reference format."""
     p = Path(path)
     if p.suffix.lower() == ".xml":  # hwloc's lstopo output, through InfraGraph's translator
-        from ccviz.interop.infragraph import lstopo_to_fabric
+        from ccviz.builders.infragraph import lstopo_to_fabric
 
         return lstopo_to_fabric(p)
     data = read_structured(p, "topology")
-    from ccviz.interop.infragraph import is_infragraph
+    from ccviz.builders.infragraph import is_infragraph
 
     if is_infragraph(data):  # ASTRA-sim 3.0's infrastructure description
-        from ccviz.interop.infragraph import topology_from_infragraph
+        from ccviz.builders.infragraph import topology_from_infragraph
 
         return topology_from_infragraph(data, p.name)
     try:

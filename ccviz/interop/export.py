@@ -480,6 +480,14 @@ def msccl_xml(timeline: Timeline, name: str | None = None) -> str:
                          "reduction, op 'combine'); MSCCL has no switch nodes, so it cannot be written as MSCCL XML; "
                          "export the JSON schedule instead", "msccl")
     hops, copies = _collapse(timeline)
+    members = set(coll.ranks)
+    relay = next((h for h in hops if h.src not in members or h.dst not in members), None)
+    if relay is not None:
+        outside = relay.src if relay.src not in members else relay.dst
+        raise CcvizError(f"msccl: this process group's schedule relays chunk {relay.chunk} through GPU {outside}, "
+                         f"which is not one of its {coll.n_ranks} ranks; an MSCCL program runs on its group's GPUs "
+                         "only, so it cannot be written as MSCCL XML (export the JSON schedule, or choose a group "
+                         "whose members connect directly)", "msccl")
     if copies:
         switch, chunk, n = copies[0]
         raise CcvizError(

@@ -20,7 +20,7 @@ def write_fabric(topology: Topology, path: str | Path, fmt: str = "json") -> Pat
     if fmt == "json":
         out.write_text(topology.to_json())
     elif fmt == "infragraph":
-        from ccviz.interop.infragraph import write_infragraph
+        from ccviz.builders.infragraph import write_infragraph
 
         write_infragraph(topology, out)
     else:

@@ -14,6 +14,7 @@ by cppyy), so nothing runs in Python per frame. Why this transport: docs/replay.
 from __future__ import annotations
 
 import bisect
+import math
 import os
 import threading
 import time
@@ -35,6 +36,10 @@ MAX_MTU = 65535  # PointToPointNetDevice's largest frame
 DEFAULT_MTU = 65000
 UNBOUNDED_FRAMES = 2**31 - 1  # a switch port queue that never drops: a lossless fabric
 SENDER_WINDOW = 2  # frames a sender keeps queued on its device: the link never idles between frames
+# docs/replay.md measured 61,500 frames (4 hops x 1 GB / 65 KB) in 0.70 s; a schedule needing more frames than
+# MAX_FRAMES would take many minutes with no way to know up front (a 1e15-byte one ran past 300 s): refused
+FRAMES_PER_S = 90_000
+MAX_FRAMES = 20_000_000
 SLICE_S = 0.25     # wall-clock seconds the simulator runs between progress reports and stop checks
 PS = 1e-12
 
@@ -75,6 +80,9 @@ def engine_module(progress: Callable[[Progress], None] | None = None) -> Any:
     except ImportError as exc:
         raise CcvizError(f"engine ns3: the ns-3 Python bindings failed to import ({exc}); {INSTALL_HINT}",
                          "engine") from exc
+    except SystemExit as exc:  # the bindings call exit() when a library is missing, after printing to stderr
+        raise CcvizError(f"engine ns3: the ns-3 Python bindings quit while loading (exit {exc.code}); "
+                         f"{INSTALL_HINT}", "engine") from None
     _loaded["gbl"] = gbl
     _loaded["import_s"] = time.perf_counter() - t0
     if progress:
@@ -112,6 +120,11 @@ def replay_ns3(schedule: Schedule, *, mtu: int | None = None, switch_queue_frame
     if isinstance(queue, bool) or not isinstance(queue, int) or not 1 <= queue <= UNBOUNDED_FRAMES:
         raise CcvizError(f"switch_queue_frames: must be a whole number of frames >= 1 (omit it for a lossless "
                          f"fabric), got {queue!r}", "switch_queue_frames")
+    frames = _frames(schedule, mtu)
+    if frames > MAX_FRAMES:
+        raise CcvizError(f"schedule: replaying it means {frames:.3g} frames of {mtu} B, more than the {MAX_FRAMES:,} "
+                         f"a replay takes (~{MAX_FRAMES / FRAMES_PER_S / 60:.0f} min at ns-3's ~{FRAMES_PER_S:,} frames "
+                         "a second here); replay a smaller size", "schedule")
     timeline = simulate(schedule)
     if not timeline.verified:
         first = timeline.violations[0]
@@ -123,6 +136,11 @@ def replay_ns3(schedule: Schedule, *, mtu: int | None = None, switch_queue_frame
     t0 += time.perf_counter() - loading  # the one-off import is reported on its own (settings.import_s)
     with _lock:
         return _run(gbl, plan, timeline, mtu, queue, progress, stop, time_limit_s, Progress, t0)
+
+
+def _frames(schedule: Schedule, mtu: int) -> float:
+    """Frames the engine would send: every transfer's chunk cut into frames of at most ``mtu`` bytes."""
+    return len(schedule.transfers) * math.ceil(schedule.chunk_bytes / mtu)
 
 
 class _Plan:

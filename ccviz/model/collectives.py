@@ -110,6 +110,8 @@ class Collective:
                  "source": c.source, "index": c.index}
                 for c in self.chunks
             ],
+            **({"meta": {k: self.meta[k] for k in ("workload", "part_chunks")}}
+               if "part_chunks" in self.meta else {}),
         }
 
     @classmethod
@@ -128,24 +130,60 @@ class Collective:
         name = v.text(d["name"], "collective.name")
         ranks = [v.integer(r, f"collective.ranks[{i}]", lo=0) for i, r in
                  enumerate(v.sequence(d["ranks"], "collective.ranks", max_len=v.MAX_NODES))]
-        if topology is not None and sorted(ranks) != topology.gpus:
-            raise CcvizError(f"collective.ranks: {ranks} are not the topology's GPUs {topology.gpus}",
-                             "collective.ranks")
+        if topology is not None:
+            _check_group(ranks, topology)
         size = v.number(d["size_bytes"], "collective.size_bytes", positive=True, hi=v.MAX_SIZE_BYTES)
         if "chunk_bytes" in d:
             v.number(d["chunk_bytes"], "collective.chunk_bytes", positive=True)
         if name == "custom":
             rebuilt = _custom_from_chunks(d, ranks)
+            meta = _union_meta(d.get("meta"), len(rebuilt.chunks))
+            if meta:
+                rebuilt = Collective(rebuilt.name, rebuilt.ranks, rebuilt.chunks, rebuilt.chunk_bytes,
+                                     rebuilt.size_bytes, rebuilt.chunks_per_rank, rebuilt.root, meta)
         else:
             cpr = v.integer(d.get("chunks_per_rank", 1), "collective.chunks_per_rank", lo=1)
             root = d.get("root")
             root = None if root is None else v.integer(root, "collective.root")
-            over = topology if topology is not None and sorted(ranks) == list(ranks) else ranks
+            whole = topology is not None and list(ranks) == topology.gpus
+            over = topology if whole else ranks  # a process group's buffer is split over its own ranks
             dest = d.get("dest")
             dest = None if dest is None else v.integer(dest, "collective.dest")
             rebuilt = make_collective(name, over, size, cpr, root if name in ROOTED else None, dest)
         _same_as_file(rebuilt, d)
         return rebuilt
+
+
+def _check_group(ranks: Sequence[int], topology: Topology) -> None:
+    """A file's ranks are the fabric's GPUs or a process group of them (each once, at least two)."""
+    gpus = set(topology.gpus)
+    stray = [r for r in ranks if r not in gpus]
+    if stray or len(set(ranks)) != len(ranks) or len(ranks) < 2:
+        why = (f"{stray[0]} is not one of the topology's GPUs" if stray else
+               "a rank is listed twice" if len(set(ranks)) != len(ranks) else "a collective needs two ranks")
+        raise CcvizError(f"collective.ranks: {why}; give the fabric's GPUs or a group of them "
+                         f"(GPUs {topology.gpus[:16]}{' ...' if len(gpus) > 16 else ''})", "collective.ranks")
+
+
+def _union_meta(raw: Any, n_chunks: int) -> dict[str, Any]:
+    """A workload union's labels (``ccviz.model.workload_demand``): part names and chunks per part, checked."""
+    if raw is None:
+        return {}
+    raw = v.mapping(raw, "collective.meta")
+    unknown = set(raw) - {"workload", "part_chunks"}
+    if unknown:
+        raise CcvizError(f"collective.meta: unknown key {sorted(unknown)[0]!r} (known: workload, part_chunks)",
+                         "collective.meta")
+    if not raw:
+        return {}
+    names = [v.text(x, f"collective.meta.workload[{i}]") for i, x in
+             enumerate(v.sequence(raw.get("workload"), "collective.meta.workload", max_len=n_chunks))]
+    counts = [v.integer(x, f"collective.meta.part_chunks[{i}]", lo=0) for i, x in
+              enumerate(v.sequence(raw.get("part_chunks"), "collective.meta.part_chunks", max_len=n_chunks))]
+    if len(names) != len(counts) or sum(counts) != n_chunks:
+        raise CcvizError(f"collective.meta.part_chunks: {len(counts)} parts of {sum(counts)} chunks in all do not "
+                         f"match {len(names)} part names and {n_chunks} chunks", "collective.meta")
+    return {"workload": names, "part_chunks": counts}
 
 
 def _custom_from_chunks(d: Mapping[str, Any], ranks: Sequence[int]) -> Collective:
@@ -156,6 +194,9 @@ def _custom_from_chunks(d: Mapping[str, Any], ranks: Sequence[int]) -> Collectiv
     if any(not (isinstance(c, dict) and isinstance(c.get("pre"), list) and isinstance(c.get("post"), list)
                 and len(c["pre"]) == 1 and len(c["post"]) == 1 and not c.get("reduce", False)) for c in raw):
         return _custom_general(d, raw, ranks)
+    pairs = [(c["pre"][0], c["post"][0]) for c in raw]
+    if d.get("meta") is not None or any(not isinstance(x, int) for pair in pairs for x in pair) or pairs != sorted(pairs):
+        return _custom_general(d, raw, ranks)  # a workload union keeps each group's own chunk order
     demand: dict[tuple[int, int], int] = {}
     for i, c in enumerate(raw):
         c = v.mapping(c, f"collective.chunks[{i}]")

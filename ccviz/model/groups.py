@@ -19,6 +19,7 @@ from numbers import Integral
 from ccviz.errors import CcvizError
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
+from ccviz.model.validate import MAX_NODES
 
 MAX_RANK_TEXT = 100_000
 
@@ -41,6 +42,9 @@ def parse_ranks(text: str, field: str = "ranks") -> list[int]:
                              field) from None
         if first < 0 or last < first:
             raise CcvizError(f"{field}: {part!r} is not a range of GPU ids from low to high, e.g. 0-7", field)
+        if len(out) + last - first + 1 > MAX_NODES:  # refused before a list of a billion ids is built
+            raise CcvizError(f"{field}: {part!r} names more than {MAX_NODES:,} GPUs, more than any fabric ccviz "
+                             "reads has; name the group's GPUs, e.g. 0-7,16,18", field)
         out.extend(range(first, last + 1))
     return out
 

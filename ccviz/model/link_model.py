@@ -173,8 +173,6 @@ def effective_topology(topology: Any, protocol: str = "simple", channels: int | 
     per_topology = _EFFECTIVE.setdefault(topology, {})
     key = (protocol, channels)
     if key not in per_topology:
-        from ccviz.model.topology import Link  # the topology module imports this one's siblings
-
         share = _channel_shares(topology, model) if channels else {}
         links = []
         for (src, dst), link in topology.links.items():
@@ -182,7 +180,8 @@ def effective_topology(topology: Any, protocol: str = "simple", channels: int | 
             bw = link.bandwidth_GBps * model.efficiency[medium] * model.protocol_efficiency[protocol]
             alpha = model.step_us[medium][protocol] if topology.nodes[src].kind == "gpu" else link.alpha_us
             lanes = max(1, round(channels * share[(src, dst)])) if channels and (src, dst) in share else 1
-            links.append(Link(src, dst, bw / lanes, alpha, link.lanes * lanes))
+            links.append(dataclasses.replace(link, bandwidth_GBps=bw / lanes, alpha_us=alpha,
+                                             lanes=link.lanes * lanes))
         hop = "teccl" if model.cut_through else topology.switch_hop
         meta = {k: v for k, v in topology.meta.items() if k != "link_model"}
         per_topology[key] = type(topology)(topology.name, topology.nodes.values(), links,

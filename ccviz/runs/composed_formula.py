@@ -1,6 +1,6 @@
 """The composed algorithms (dimdecomp, hierarchical, pat) for Learn and Compare: where they run and their formula.
 
-``lesson_formula`` is ``ccviz.bounds.cost.schedule_formula`` extended to them: the Collectives Explainer's formula
+``lesson_formula`` is ``ccviz.bounds.schedule_formula`` extended to them: the Collectives Explainer's formula
 (``ccviz.bounds.explained``) evaluated for one schedule, with the grid, tiers and links the schedule really has.
 """
 
@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ccviz.bounds.cost import CostResult, schedule_formula, used_link_parameters
+from ccviz.bounds.cost import CostResult, used_link_parameters
 from ccviz.bounds.explained import explained_cost
+from ccviz.bounds.schedule_formula import schedule_formula
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
 from ccviz.model.schedule import Schedule

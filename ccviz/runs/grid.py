@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ccviz.bounds.cost import LowerBound, lower_bound
+from ccviz.bounds.cost import LowerBound, any_chunking_bound, lower_bound
 from ccviz.builders.loading import load_topology
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import make_collective, normalize_name
@@ -224,9 +224,12 @@ class Grid:
 
 def size_bound(topology: Topology, collective: str, size: float, chunks: int = 1,
                root: int | None = None, ranks: Sequence[int] | str | None = None) -> LowerBound | None:
-    """The topology's lower bound for this collective and size (computed once, shared by its rows)."""
+    """The topology's lower bound for this collective and size (computed once, shared by its rows): one that
+    holds at any chunking where there is one (``any_chunking_bound``), so every algorithm of the size is
+    measured against the same bound; else the bound at ``chunks`` per rank."""
     try:
         over = topology if ranks is None else group_ranks(topology, ranks)
-        return lower_bound(topology, make_collective(collective, over, size, chunks, root))
+        coll = make_collective(collective, over, size, chunks, root)
+        return any_chunking_bound(topology, coll) or lower_bound(topology, coll)
     except CcvizError:
         return None

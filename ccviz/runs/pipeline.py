@@ -21,6 +21,7 @@ from ccviz.model.link_model import model_name as link_model_name
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_time
+from ccviz.runs.members_only import members_only
 from ccviz.synth.registry import SynthOptions, synthesize
 
 SUMMARY_KEYS = (
@@ -80,7 +81,7 @@ class RunResult:
             "finish_time_s": t.finish_time_s,
             "algbw_GBps": t.algbw_GBps,
             "busbw_GBps": t.busbw_GBps,
-            "lower_bound_s": self.bound.time_s,
+            "lower_bound_s": self.bound.time_s or None,  # 0: the bound could not be computed
             "synth_time_s": s.synth_time_s,
             "status": s.status,
             "mip_gap": s.mip_gap,
@@ -182,15 +183,33 @@ def run(
     check_fits(collective, topology.n_gpus)  # refuse up front what could not fit in memory
     schedule = synthesize(topology, collective, algorithm, options)
     if schedule.collective is not collective:  # a synthesizer that refines the chunks (forestcoll) says so
-        collective, bound = schedule.collective, None
+        collective = schedule.collective
+        bound = bound if bound is not None and bound.any_chunking else None  # else bound at its own chunking
     timeline = simulate(schedule)
+    schedule, timeline = members_only(schedule, timeline)  # a group's data only where a member needs it
     judged_by = declared_link_model(topology)
     if judged_by is not None:  # say which physics judged it (the pages show the notes)
         schedule.notes.append(f"judged under the fabric's {judged_by.describe()} (docs/link_model.md)")
     if not timeline.verified:  # a synthesizer must never hand the judge an invalid schedule: say whose bug it is
         schedule.notes.append(synthesizer_bug(schedule.algorithm, timeline))
-    limit = group_limit(topology, collective)
-    return RunResult(topology, collective, schedule, timeline, bound or lower_bound(topology, collective), limit)
+    limit = _or_unknown(lambda: group_limit(topology, collective), "fabric limit", schedule)
+    bound = bound or _or_unknown(lambda: lower_bound(topology, collective), "lower bound", schedule)
+    return RunResult(topology, collective, schedule, timeline, bound or unknown_bound(), limit)
+
+
+def unknown_bound(why: str = "not computed") -> LowerBound:
+    """A bound that could not be computed: ``time_s`` 0 (no claim), shown and printed as unknown (null)."""
+    return LowerBound(0.0, 0.0, 0.0, f"unknown ({why})")
+
+
+def _or_unknown(compute, what: str, schedule: Schedule):  # noqa: ANN001, ANN202 - a thunk and its value
+    """A bound's value, or None with a note on the schedule: a judged run is never lost to its bound (the
+    AllToAll flow LP on a large fabric could end without an answer)."""
+    try:
+        return compute()
+    except CcvizError as exc:
+        schedule.notes.append(f"{what} unknown: {str(exc).split(': ', 1)[-1]}")
+        return None
 
 
 def group_limit(topology: Topology, collective: Collective) -> BandwidthLimit | None:

@@ -36,6 +36,7 @@ from ccviz.model.groups import group_ranks, span_text
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
 from ccviz.model.units import parse_size
+from ccviz.runs.members_only import members_only
 from ccviz.synth.registry import SynthOptions, get_algorithm, synthesize
 
 KINDS = ("tp", "cp", "ep", "pp", "dp")  # tensor, context, expert, pipeline, data parallel
@@ -380,7 +381,7 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
         if not solo.verified:
             raise CcvizError(f"workload: {run.label}'s schedule, cut into pieces of {unit:g} B, does not verify "
                              f"({solo.violations[0].message})", "workload")
-        run.finish_alone_s = _last_arrival(solo.schedule.transfers)
+        run.finish_alone_s = solo.finish_time_s  # its members hold what they need (as together, as the job)
     joint_time = joint_cpu = None
     if synthesis == "joint":
         joint, joint_time, joint_cpu = _synthesize_together(topology, runs, algorithm, options, progress)
@@ -392,12 +393,10 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
     owner = [i for i, g in enumerate(runs) for _ in range(len(g.collective.chunks) * round(g.collective.chunk_bytes
                                                                                             / unit))]
     ends: dict[int, float] = defaultdict(float)
-    if synthesis == "joint":  # the group's last delivery (a joint TACOS schedule also feeds relays it asked for)
-        for (chunk, _), when in timeline.completion_s.items():
-            ends[owner[chunk]] = max(ends[owner[chunk]], when)
-    else:
-        for t in timeline.schedule.transfers:
-            ends[owner[t.chunk]] = max(ends[owner[t.chunk]], t.end_s or 0.0)
+    # a group ends when its last member holds what it needs (the job's finish is the last of these, so no group
+    # ends after the job): a transfer landing later (a relay fed, a copy no member needed) does not count
+    for (chunk, _), when in timeline.completion_s.items():
+        ends[owner[chunk]] = max(ends[owner[chunk]], when)
     for i, g in enumerate(runs):
         g.finish_together_s = ends[i]
     label = "explicit" if groups else order or "-".join(sizes)
@@ -479,6 +478,7 @@ def _synthesized(topology: Topology, kind: str, index: int, ranks: tuple[int, ..
     spent = schedule.synth_time_s if schedule.synth_time_s is not None else time.perf_counter() - started
     cpu = time.process_time() - cpu
     alone = simulate(schedule)
+    schedule, alone = members_only(schedule, alone)  # no data delivered where no member needs it
     if not alone.verified:
         raise CcvizError(f"algorithm: {algorithm}'s schedule for {kind} group {index} does not verify alone "
                          f"({alone.violations[0].message})", "algorithm")

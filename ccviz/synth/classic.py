@@ -87,15 +87,6 @@ class Ring(ClassicAlgorithm):
     description = "ring over physical neighbours (Hamiltonian cycle when found, else rank order)"
     bidirectional = False
 
-    def __call__(self, topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-        if not self.bidirectional and collective.chunks_per_rank == 1:  # NVSwitch planes: as a runtime does
-            from ccviz.synth.nccl.synthesizer import ring_over_channels
-
-            channeled = ring_over_channels(topology, collective, self.name)
-            if channeled is not None:
-                return channeled
-        return super().__call__(topology, collective, options)
-
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str]:
         group = None if tuple(collective.ranks) == tuple(topology.gpus) else collective.ranks
         order, physical = ring_order(topology, collective.chunk_bytes, group=group)
@@ -490,6 +481,11 @@ class Bruck(ClassicAlgorithm):
                     holders.append(d + (1 << k))
 
 
-for _algorithm in (Ring(), BidirectionalRing(), Direct(), DoubleBinaryTree(), RecursiveHalvingDoubling(),
+# ``ring`` runs over NCCL's channels on boxes of parallel NVSwitch planes, as a runtime does: that code
+# (``ccviz.synth.nccl.synthesizer.channeled_ring``) builds on this module, so it is registered by name.
+register(Algorithm(Ring.name, "ccviz.synth.nccl.synthesizer:channeled_ring", Ring.collectives,
+                   Ring.description + "; over NCCL's channels on boxes of parallel switch planes", kind="classic",
+                   options_used=()))
+for _algorithm in (BidirectionalRing(), Direct(), DoubleBinaryTree(), RecursiveHalvingDoubling(),
                    BinomialTree(), Bruck()):
     _algorithm.register()

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ccviz.bounds.explained import ring_exchange_share  # noqa: F401  (the formula the exchange meets)
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Chunk, Collective
 from ccviz.model.placement import Layout
@@ -201,12 +202,6 @@ class PhasedPlan:
                                  self.step + far - hops + h)
             at[cid] = line[j]
         self.step += far
-
-
-def ring_exchange_share(d: int) -> float:
-    """M/BW coefficient of ``_ring_exchange`` on a ring of d: the bytes on one directed link over M (d/8, d even;
-    (d^2 - 1)/(8 d), d odd), each rank holding M with M/d for each position of the line."""
-    return d / 8 if d % 2 == 0 else (d * d - 1) / (8 * d)
 
 
 def plan_collective(layout: Layout, collective: Collective, dims: Sequence[Dimension],

@@ -202,4 +202,14 @@ def finish_bars(table: pd.DataFrame, size_bytes: float) -> go.Figure:
                       annotation_position="top right", annotation_bgcolor="white")
     fig.update_layout(title=f"Finish time at {format_size(size_bytes)}", yaxis_title=unit, height=360,
                       margin={"l": 10, "r": 10, "t": 40, "b": 40})
+    if rows.empty:  # a Stopped sweep skips the largest sizes: say so instead of drawing empty axes
+        fig.update_layout(xaxis_visible=False, yaxis_visible=False, height=160)
+        fig.add_annotation(text=f"no run finished at {format_size(size_bytes)} (skipped or failed); choose a size "
+                                "above whose runs finished", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
     return fig
+
+
+def largest_finished_size(table: pd.DataFrame) -> float | None:
+    """The largest size at which some run finished (the bars' first view), None when none did."""
+    done = table.loc[table["error"].isna() & table["finish_time_s"].notna(), "size_bytes"]
+    return float(done.max()) if len(done) else None

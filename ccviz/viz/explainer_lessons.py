@@ -248,7 +248,7 @@ def grade(guess_us: float, simulated_s: float, tolerance: float = 0.10) -> Grade
 def crossover_figure(collective: str, algorithms: list[str], n: int, alpha_us: float, bw_GBps: float,
                      c_real: float) -> tuple[go.Figure, Any]:
     """Both algorithms' straight lines over M (log-log) with M* marked, and the ``Crossover`` answer."""
-    from ccviz.bounds.crossover import formula_crossover
+    from ccviz.runs.crossover import formula_crossover
 
     c = formula_crossover(collective, algorithms, n, alpha_us, bw_GBps, c_real=c_real)
     sizes = [10 ** (k / 8) for k in range(24, 8 * 13 + 1)]  # 1 KB .. 10 TB

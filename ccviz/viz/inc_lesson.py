@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ccviz.bounds.cost import CostResult, schedule_formula
+from ccviz.bounds.cost import CostResult
+from ccviz.bounds.schedule_formula import schedule_formula
 from ccviz.builders import build
 from ccviz.judge.simulate import simulate
 from ccviz.model.collectives import make_collective

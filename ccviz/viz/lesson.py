@@ -2,7 +2,7 @@
 
 The Learn page's side-by-side. Each point is a schedule judged by the
 simulator; each dashed line is the same algorithm's alpha-beta formula
-evaluated for that schedule (``ccviz.bounds.cost.schedule_formula``). The handovers
+evaluated for that schedule (``ccviz.bounds.schedule_formula``). The handovers
 mark where the fastest algorithm changes: latency-bound winners (few rounds)
 at small sizes give way to bandwidth-bound ones (few bytes per GPU) at large.
 """

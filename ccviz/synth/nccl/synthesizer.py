@@ -87,6 +87,16 @@ def _ring_GBps(topology: Topology, boxes: Boxes, model: LinkModel, channels: int
     return sum(peers[-min(channels, len(peers)):]) * model.efficiency["scaleup"] if peers else 1.0
 
 
+def channeled_ring(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """The classic ``ring``: over NCCL's channels where the GPUs sit on parallel switch planes (one chunk per
+    rank would ride one plane), elsewhere the textbook ring."""
+    if collective.chunks_per_rank == 1:
+        channeled = ring_over_channels(topology, collective, Ring.name)
+        if channeled is not None:
+            return channeled
+    return Ring()(topology, collective, options)
+
+
 def ring_over_channels(topology: Topology, collective: Collective, name: str) -> Schedule | None:
     """The classic ring as a runtime runs it on a box of parallel switch planes: over NCCL's channels, every
     plane carrying its share (None where the GPUs have one plane or the collective is not NCCL's)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -32,8 +33,10 @@ class EpochGreedy:
     """Greedy per-chunk routing on the epoch grid."""
 
     def __init__(self, topology: Topology, grid: EpochGrid, holders: Sequence[frozenset[int]],
-                 destinations: Sequence[frozenset[int]], search_limit: int = 100_000) -> None:
+                 destinations: Sequence[frozenset[int]], search_limit: int = 100_000,
+                 deadline: float | None = None) -> None:
         self.topology = topology
+        self.deadline = deadline  # perf_counter time past which the greedy gives up (the time limit)
         self.grid = grid
         self.holders = list(holders)
         self.destinations = list(destinations)
@@ -64,6 +67,7 @@ class EpochGreedy:
             for c in range(len(missing)):
                 if not missing[c]:
                     continue
+                self._check_time(missing)
                 dest, path = self._nearest_destination(held[c], switch_copies[c], missing[c])
                 for i, j, k in path:
                     link = self.grid.links[(i, j)]
@@ -78,6 +82,16 @@ class EpochGreedy:
                         missing[c].discard(j)
                 makespan = max(makespan, held[c][dest])
         return sends, makespan
+
+    def _check_time(self, missing: list[set[int]]) -> None:
+        """Give up in one line at the time limit: without a complete greedy there is no schedule to hand back,
+        and on NVL72 (5,112 AllToAll chunks) the greedy alone took 40 s of CPU past a 10 s limit. (A Stop lets
+        it finish: Stop's contract is the best schedule so far, and a stuck worker is ended from outside.)"""
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            left = sum(1 for m in missing if m)
+            raise CcvizError(f"time_limit: TE-CCL's first schedule (the epoch greedy) still had {left} of "
+                             f"{len(missing)} chunks to route when the time limit ran out, so there is no schedule "
+                             "to hand back; give it more time (--time-limit) or use mteg, direct or teccl-astar", "time_limit")
 
     def _nearest_destination(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int]):
         """Widen the choice of epochs to enter a switch until its busy out-links let the chunk through."""

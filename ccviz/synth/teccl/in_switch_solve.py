@@ -158,7 +158,7 @@ class InSwitchSolver:
         self.options.report(Progress(t0 - self.started, f"TE-CCL in-switch: building the model for {horizon} "
                                      f"epochs ({graph.size()})"))
         try:
-            with stop_interrupts(self.options):
+            with stop_interrupts(self.options, deadline=self.deadline):
                 model = in_switch_model(graph)
             budget = (self.deadline - time.perf_counter()) * SEARCH_SHARE
             if budget < MIN_SOLVE_S:

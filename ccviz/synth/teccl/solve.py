@@ -70,14 +70,16 @@ logging.getLogger("pyomo.core").addFilter(_QuietInterrupts())
 
 
 @contextmanager
-def stop_interrupts(options: SynthOptions, poll_s: float = 0.05) -> Iterator[None]:
-    """Raise ``Interrupted`` in this thread as soon as ``options.stop`` fires inside the block.
+def stop_interrupts(options: SynthOptions, poll_s: float = 0.05, deadline: float | None = None) -> Iterator[None]:
+    """Raise ``Interrupted`` in this thread as soon as ``options.stop`` fires inside the block, or once
+    ``time.perf_counter()`` passes ``deadline`` (the time limit: building the in-switch model of a 72-GPU
+    AllReduce ran 100 s past a 10 s limit).
 
     Only for pure-Python stretches (model building, APPSI hand-over): the exception is delivered
     at the next Python bytecode, never inside HiGHS itself (its callbacks poll the stop event).
     """
     stop = options.stop
-    if stop is None:
+    if stop is None and deadline is None:
         yield
         return
     target = threading.get_ident()
@@ -87,13 +89,14 @@ def stop_interrupts(options: SynthOptions, poll_s: float = 0.05) -> Iterator[Non
 
     def watch() -> None:
         while not done.is_set():
-            if stop.wait(poll_s):
-                with lock:
-                    if state["armed"]:
-                        state["fired"] = True
-                        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target),
-                                                                   ctypes.py_object(Interrupted))
-                return
+            stopped = stop.wait(poll_s) if stop is not None else (done.wait(poll_s) and False)
+            if not (stopped or (deadline is not None and time.perf_counter() >= deadline)):
+                continue
+            with lock:
+                if state["armed"]:
+                    state["fired"] = True
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(target), ctypes.py_object(Interrupted))
+            return
 
     watcher = threading.Thread(target=watch, daemon=True, name="ccviz-stop-watch")
     watcher.start()
@@ -162,7 +165,7 @@ class HighsRun:
         opt.highs_options = {"threads": highs_threads(), "output_flag": False, "random_seed": self.options.seed or 0}
         if not opt.available():
             raise CcvizError("algorithm: TE-CCL needs the HiGHS solver (pip install highspy)", "algorithm")
-        with stop_interrupts(self.options):
+        with stop_interrupts(self.options, deadline=time.perf_counter() + self.time_limit_s):  # its budget
             self._progress(f"handing {self.what} to HiGHS")
             opt.set_instance(self.model)
         self._progress(f"solving {self.what}")

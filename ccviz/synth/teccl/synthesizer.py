@@ -124,15 +124,16 @@ class EpochSolver(EpochProblem):
             return greedy
         return self.search_horizon(lower, greedy)
 
-    def greedy_plan(self, order: str = "given") -> EpochPlan:
+    def greedy_plan(self, order: str = "given", deadline: float | None = None) -> EpochPlan:
         """An upper bound that fits the epoch model exactly (and the fallback schedule).
 
         The epoch greedy with chunks taking turns in ``order`` (one of GREEDY_ORDERS); a fresh plan each call
-        (callers change its status), the greedy itself runs once per order."""
+        (callers change its status), the greedy itself runs once per order. ``deadline``: it gives up (a
+        ``CcvizError``) past this ``perf_counter`` time."""
         if order not in self._greedy:
             demanded = self.chunk_order(order)
             sends, makespan = EpochGreedy(self.topology, self.grid, [c.pre for c in demanded],
-                                          [c.post for c in demanded]).run()
+                                          [c.post for c in demanded], deadline=deadline).run()
             self._greedy[order] = ([(demanded[c].id, i, j, k) for c, i, j, k in sends], makespan)
         hops, makespan = self._greedy[order]
         return EpochPlan(list(hops), makespan, "feasible", None, [f"epoch greedy ({order} order)"])
@@ -162,7 +163,13 @@ class EpochSolver(EpochProblem):
             if best is not None and (best.epochs <= lower or self.buffer_limit is not None
                                      or time.perf_counter() >= until or self.options.stopped()):
                 break
-            plan = self.greedy_plan(order)
+            if best is None:
+                plan = self.greedy_plan(order, deadline=self.deadline)  # no schedule at all past the time limit
+            else:
+                try:
+                    plan = self.greedy_plan(order, deadline=until)
+                except CcvizError:
+                    break  # a further order that would not finish in the greedy's share: keep the best so far
             if best is None or plan.epochs < best.epochs:
                 best = plan
                 self.offer(plan)
@@ -313,7 +320,7 @@ class EpochSolver(EpochProblem):
         what = f"the {'MILP' if self.use_copy else 'LP'} for {horizon} epochs"
         self.say(f"building {what} ({teg.size()})", lower)
         try:
-            with stop_interrupts(self.options):
+            with stop_interrupts(self.options, deadline=self.deadline):
                 model = copy_model(teg, self.buffer_limit) if self.use_copy else flow_model(teg, integral)
             build_s = time.perf_counter() - t0
             watch, describe, finish_when = self.incumbent_watch(model, teg, lower)

@@ -1,7 +1,7 @@
 """The numbers quoted in docs/teaching.md, computed by the simulator and the formulas, never typed.
 
 The lesson text marks each number as ``<!--n:KEY-->63.0 µs<!--/n-->``: the comments do not render, the number does.
-``python -m ccviz.runs.teaching_numbers`` rewrites every marked number from ``NUMBERS``; ``--check`` exits 1 (and
+``python -m ccviz.viz.teaching_numbers`` rewrites every marked number from ``NUMBERS``; ``--check`` exits 1 (and
 names the stale keys) when the document disagrees with the code, which a test runs.
 """
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     new, stale = rewrite(text)
     if "--check" in argv:
         if stale:
-            print(f"docs/teaching.md is stale: {', '.join(stale)} (run python -m ccviz.runs.teaching_numbers)")
+            print(f"docs/teaching.md is stale: {', '.join(stale)} (run python -m ccviz.viz.teaching_numbers)")
             return 1
         return 0
     DOC.write_text(new)

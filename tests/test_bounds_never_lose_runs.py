@@ -1,0 +1,108 @@
+"""Bounds that hold up (issue 40, items 4 and 16): the AllToAll flow LP solves on NVL72, a run is never lost
+because its bound could not be computed, and Compare measures every algorithm of a size against one bound."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ccviz.bounds import cost
+from ccviz.bounds.concurrent_flow import concurrent_flow
+from ccviz.builders.loading import load_topology
+from ccviz.errors import CcvizError
+from ccviz.model.topology import Link, Node, Topology
+from ccviz.runs import pipeline
+
+
+def twin_switch_fabric() -> Topology:
+    """4 GPUs on 3 identical switches (NVL72 in small) plus one direct GPU link that breaks the symmetry."""
+    gpus = [Node(i, "gpu") for i in range(4)]
+    switches = [Node(4 + k, "switch") for k in range(3)]
+    links = [Link(g, s, 50.0, 0.5) for g in range(4) for s in range(4, 7)]
+    links += [Link(s, g, 50.0, 0.5) for g in range(4) for s in range(4, 7)]
+    links += [Link(0, 1, 100.0, 0.5), Link(1, 0, 100.0, 0.5)]
+    return Topology("twins", gpus + switches, links)
+
+
+def test_merging_twin_switches_gives_the_full_lp_answer() -> None:
+    fabric = twin_switch_fabric()
+    merged = concurrent_flow(fabric, need_flows=True)
+    full = concurrent_flow(fabric, need_flows=True, symmetry=False)
+    assert "twin switches merged" in merged.method
+    assert math.isclose(merged.seconds_per_pair_GB, full.seconds_per_pair_GB, rel_tol=1e-6)
+    # the merged flows split back over the twins still deliver every pair's unit and fit the time
+    load = merged.flows.sum(axis=0)
+    assert np.all(load <= merged.seconds_per_pair_GB * merged.capacity_GBps * (1 + 1e-6))
+    a = merged.fabric
+    for row, source in zip(merged.flows, a.gpus, strict=True):
+        net = np.zeros(len(a.nodes))
+        np.add.at(net, a.tail, row)
+        np.add.at(net, a.head, -row)
+        expected = np.where(a.is_gpu, -1.0, 0.0)
+        expected[source] = len(a.gpus) - 1
+        assert np.allclose(net, expected, atol=1e-6)
+
+
+def test_nvl72_alltoall_limit_solves_quickly() -> None:
+    flow = concurrent_flow(load_topology("nvl72"))
+    # 71 of 72 shares of 1 GB per pair leave each GPU over 18 x 50 GB/s: 71 / 900 s per GB per pair
+    assert math.isclose(flow.seconds_per_pair_GB, 71 / 900, rel_tol=1e-6)
+    assert flow.solve_s < 30
+
+
+def test_a_run_whose_bound_fails_is_kept_with_the_bound_unknown(monkeypatch) -> None:
+    def fails(*_args, **_kwargs):
+        raise CcvizError("time_limit: the AllToAll flow LP ended Unknown; give it more time", "time_limit")
+
+    monkeypatch.setattr(pipeline, "lower_bound", fails)
+    monkeypatch.setattr(pipeline, "group_limit", fails)
+    result = pipeline.run(load_topology("ring:n=4"), "alltoall", "direct", 1e6)
+    summary = result.summary()
+    assert summary["verified"] and summary["lower_bound_s"] is None and summary["limit_s"] is None
+    assert any(n.startswith("lower bound unknown") for n in summary["notes"])
+    assert result.bound_ratio is None
+
+
+def test_the_any_chunking_bound_is_below_every_chunking() -> None:
+    from ccviz.model.collectives import make_collective
+
+    fabric = load_topology("dgx1")
+    one = cost.any_chunking_bound(fabric, make_collective("allgather", fabric, 64e6))
+    for chunks in (1, 4, 16):
+        at = cost.lower_bound(fabric, make_collective("allgather", fabric, 64e6, chunks))
+        assert one.time_s <= at.time_s * (1 + 1e-12)
+    assert one.any_chunking and one.time_s == pytest.approx(one.limit_s)
+
+
+def test_model_building_stops_at_the_time_limit() -> None:
+    """The in-switch model of NVL72 AllReduce was built for 100 s past a 10 s limit: building is interrupted."""
+    import time
+
+    from ccviz.synth.registry import SynthOptions
+    from ccviz.synth.teccl.solve import Interrupted, stop_interrupts
+
+    started = time.perf_counter()
+    with pytest.raises(Interrupted), stop_interrupts(SynthOptions(), deadline=started + 0.3):
+        while time.perf_counter() - started < 20:
+            sum(range(1000))
+    assert time.perf_counter() - started < 5
+
+
+def test_teccl_gives_up_in_one_line_when_its_first_schedule_misses_the_time_limit() -> None:
+    import time
+
+    from ccviz.model.collectives import make_collective
+    from ccviz.synth.teccl.epochs import EpochGrid
+    from ccviz.synth.teccl.greedy import EpochGreedy
+
+    fabric = load_topology("ring:n=4")
+    coll = make_collective("alltoall", fabric, 1e6)
+    grid = EpochGrid.build(fabric, coll.chunk_bytes, "fastest")
+    greedy = EpochGreedy(fabric, grid, [c.pre for c in coll.chunks], [c.post for c in coll.chunks],
+                         deadline=time.perf_counter() - 1)
+    with pytest.raises(CcvizError, match="no schedule to hand back") as caught:
+        greedy.run()
+    assert caught.value.field == "time_limit"
+    assert EpochGreedy(fabric, grid, [c.pre for c in coll.chunks], [c.post for c in coll.chunks]).run()[1] > 0
