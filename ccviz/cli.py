@@ -117,12 +117,58 @@ def cmd_synth(args: argparse.Namespace) -> int:
         seed=args.seed, restarts=args.restarts, stop=stop,
         progress=show_progress if args.progress else None, extra=parse_extra(args.opt),
     )
+    if args.collective in ("alltoallv", "moe") or args.matrix is not None or args.moe is not None:
+        return _synth_matrix(args, topology, options, stop)
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())  # Ctrl-C: stop and keep the best so far
     try:
         result = run(topology, args.collective, args.algorithm, size, args.chunks, args.root, options,
                      ranks=args.ranks, dest=args.dest)
     finally:
         signal.signal(signal.SIGINT, previous)
+    return _report_synth(args, result)
+
+
+def _synth_matrix(args: argparse.Namespace, topology: Any, options: Any, stop: threading.Event) -> int:
+    """``-c alltoallv|moe`` with ``--matrix`` or ``--moe`` (ccviz.runs.moe)."""
+    from ccviz.runs.moe import MoeResult, run_matrix, traffic_matrix
+
+    if args.collective not in ("alltoallv", "moe"):
+        raise CcvizError(f"--matrix/--moe: set -c alltoallv (or -c moe), not -c {args.collective}", "collective")
+    n = topology.n_gpus
+    if args.ranks is not None:
+        from ccviz.model.groups import group_ranks
+
+        n = len(group_ranks(topology, args.ranks))
+    if args.matrix is None and args.moe is None and args.collective == "alltoallv":  # a size: the uniform matrix
+        import numpy as np
+
+        matrix = np.full((n, n), parse_size(args.size) / n)
+    else:
+        matrix = traffic_matrix(n, args.matrix, args.moe)
+    if args.collective == "moe" and (args.out or args.msccl):
+        raise CcvizError("--out: -c moe is two runs (dispatch, combine); write each with -c alltoallv", "out")
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        result = run_matrix(topology, args.collective, args.algorithm, matrix, options, args.ranks)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if not isinstance(result, MoeResult):
+        return _report_synth(args, result)
+    summary = result.summary()
+    if args.json:
+        print(dumps(summary))
+    else:
+        for step in ("dispatch", "combine"):
+            print(f"{step}:")
+            part = getattr(result, step)
+            _print_summary(part.summary(), part.bound.explanation, part.schedule.sums_in_switches)
+        limit = "" if result.limit_s is None else (f", limit {format_time(result.limit_s)} "
+                                                   f"({result.finish_time_s / result.limit_s:.3f} x)")
+        print(f"moe (dispatch then combine): {format_time(result.finish_time_s)}{limit}")
+    return 0 if summary["verified"] else 1
+
+
+def _report_synth(args: argparse.Namespace, result: Any) -> int:
     summary = result.summary()
     if args.json:  # the run is printed before any file is written: a refused export never loses it
         print(dumps(summary), flush=True)
@@ -196,18 +242,18 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from ccviz.bounds.cost import formula_table
     from ccviz.builders import BUILDERS, COMMON_KEYS
-    from ccviz.model.collectives import COLLECTIVES
+    from ccviz.model.collectives import COLLECTIVES, VARIABLE
     from ccviz.model.topology import SWITCH_HOPS
     from ccviz.synth import REGISTRY
 
     listing = {
         "algorithms": [
-            {"name": a.name, "kind": a.kind, "collectives": sorted(a.collectives & set(COLLECTIVES)),
+            {"name": a.name, "kind": a.kind, "collectives": sorted(a.collectives & set(COLLECTIVES + VARIABLE)),
              "description": a.description, "options_used": list(a.options_used),
              "options": [spec.as_dict() for spec in a.options.specs()]}
             for a in sorted(REGISTRY.values(), key=lambda a: a.name)
         ],
-        "collectives": list(COLLECTIVES),
+        "collectives": list(COLLECTIVES + VARIABLE),
         "topology_builders": [
             {"name": b.name, "parameters": b.signature_text(), "aliases": list(b.aliases), "description": b.summary}
             for b in sorted(BUILDERS.values(), key=lambda b: b.name)
@@ -297,7 +343,16 @@ def cmd_limit(args: argparse.Namespace) -> int:
         from ccviz.model.groups import group_ranks, relay_fabric
 
         fabric = relay_fabric(topology, group_ranks(topology, args.ranks))
-    limit = bandwidth_limit(fabric, args.collective, parse_size(args.size), args.root)
+    if args.collective in ("alltoallv", "moe") or args.matrix is not None or args.moe is not None:
+        from ccviz.runs.moe import matrix_limit, traffic_matrix
+
+        if args.collective != "alltoallv":
+            raise CcvizError(f"--matrix/--moe: the limit is for -c alltoallv, not -c {args.collective}", "collective")
+        group = None if args.ranks is None else fabric.gpus
+        matrix = traffic_matrix(len(group or topology.gpus), args.matrix, args.moe)
+        limit = matrix_limit(fabric, matrix, group)
+    else:
+        limit = bandwidth_limit(fabric, args.collective, parse_size(args.size), args.root)
     out = limit.to_dict()
     if args.ranks is not None:
         out["ranks"] = fabric.gpus
@@ -668,6 +723,14 @@ def cmd_workload(args: argparse.Namespace) -> int:
 
 
 # ------------------------------------------------------------------------ parser
+def _matrix_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--matrix", default=None, help="-c alltoallv: bytes from rank i to rank j, a .csv, .npy or "
+                                                  ".json file (or inline JSON rows)")
+    p.add_argument("--moe", default=None, help="-c alltoallv|moe: a mixture-of-experts dispatch matrix, e.g. "
+                                               "experts=64,topk=8,tokens=4096,hidden=7168,dtype=bf16,skew=zipf:1.2,"
+                                               "seed=0")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="ccviz", description="Synthesize, verify and visualize collective-communication schedules.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -695,6 +758,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE", help="an algorithm's own option, e.g. --opt pick=random (each algorithm's are in `ccviz list`)")
     s.add_argument("--out", help="write the simulated schedule as JSON")
     s.add_argument("--msccl", help="write the schedule as MSCCL XML")
+    _matrix_arguments(s)
     s.add_argument("--progress", action="store_true", help="print solver progress on stderr")
     s.add_argument("--json", action="store_true", help="print one JSON object with the results")
     s.set_defaults(func=cmd_synth)
@@ -770,6 +834,7 @@ def build_parser() -> argparse.ArgumentParser:
     lim.add_argument("--root", type=int, default=None, help="root rank of broadcast/reduce")
     lim.add_argument("--ranks", default=None, help="a process group, e.g. 0-7,16: its limit with the other GPUs as "
                                                    "relays")
+    _matrix_arguments(lim)
     lim.add_argument("--json", action="store_true")
     lim.set_defaults(func=cmd_limit)
 

@@ -8,6 +8,7 @@ cluster whose scheduler address is given.
 import streamlit as st
 
 from ccviz.app import imports, ui, url
+from ccviz.app import matrix as matrix_ui
 from ccviz.app.runs import SweepJob, SweepRequest, cache_line
 from ccviz.app.state import current_topology, for_app, user_errors
 from ccviz.model.collectives import COLLECTIVES, ROOTED
@@ -198,3 +199,4 @@ else:
 st.caption(cache_line())
 
 imports.compare_section(collective, sizes)  # uploads from Playback, replayed at the same sizes
+matrix_ui.skew_section(topology, ui.plot)  # AllToAllv: direct, twophase, mcf and the limit across skews

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from ccviz.app import matrix as matrix_ui
 from ccviz.app import ui, url
 from ccviz.app.baseline_view import nccl_baseline_line
 from ccviz.app.replay import replay_section
@@ -15,7 +16,8 @@ from ccviz.app.state import (
     show_errors,
     user_errors,
 )
-from ccviz.model.collectives import COLLECTIVES, ROOTED
+from ccviz.errors import CcvizError
+from ccviz.model.collectives import COLLECTIVES, ROOTED, VARIABLE
 from ccviz.model.units import format_time
 from ccviz.runs.isolated import pool
 from ccviz.synth.registry import REGISTRY, algorithms_for
@@ -43,16 +45,19 @@ ui.topology_caption()
 topology = current_topology()
 
 left, middle, right = st.columns(3)
-collective = left.selectbox("collective", COLLECTIVES, key="syn_collective", persist_state="session")
+collective = left.selectbox("collective", COLLECTIVES + VARIABLE, key="syn_collective", persist_state="session")
 choices = algorithms_for(collective)
 algorithm = ui.algorithm_picker(middle, choices, collective, "syn_algorithm")
 with right:
-    size = ui.size_picker("size per rank", "syn_size")
+    size = ui.size_picker("size per rank", "syn_size") if collective not in VARIABLE else None
+    if size is None:
+        st.caption("alltoallv: the bytes of every pair come from the traffic matrix below")
 alg = REGISTRY[algorithm]
 st.caption(f"**{alg.name}** ({alg.kind}): {alg.description}")
 c1, c2, c3 = st.columns(3)
 st.session_state.setdefault("syn_chunks", 1)
-chunks = int(c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks", persist_state="session"))
+chunks = 1 if collective in VARIABLE else int(  # alltoallv: the chunks come from the matrix
+    c1.number_input("chunks per rank", min_value=1, max_value=64, step=1, key="syn_chunks", persist_state="session"))
 root = c2.selectbox("root", topology.gpus, key="syn_root") if collective in ROOTED else None
 dest = (c2.selectbox("destination", [g for g in topology.gpus if g != root], key="syn_dest",
                      help="sendrecv: the GPU the root sends its buffer to") if collective == "sendrecv" else None)
@@ -61,6 +66,10 @@ ranks = c3.text_input("process group (optional)", key="syn_ranks", placeholder="
 url.share("synthesize", collective=collective, algorithm=algorithm, size=size, chunks=chunks, root=root, dest=dest,
           ranks=ranks or None)
 st.caption(url.shared_note())
+matrix = None
+if collective in VARIABLE:
+    with user_errors():  # the message names the cell ("matrix[1][2]: ...")
+        matrix = matrix_ui.matrix_inputs("syn_mx", topology)
 with st.expander("algorithm options", expanded=bool(alg.options_used) and alg.kind == "optimal"):
     options = ui.option_inputs(alg, "syn_opt")
 
@@ -72,8 +81,10 @@ if running:
     button_slot.button("Synthesize", type="primary", disabled=True, key="syn_run_busy")
 elif button_slot.button("Synthesize", type="primary", key="syn_run"):
     with user_errors("synthesis", sticky="synthesis"):
-        request = RunRequest.make(topology, collective, algorithm, size, chunks, root, ranks=ranks or None,
-                                  dest=dest, **options)
+        if collective in VARIABLE and matrix is None:
+            raise CcvizError("matrix: give a traffic matrix (the MoE generator or an upload) first", "matrix")
+        request = RunRequest.make(topology, collective, algorithm, size or float(matrix.sum(axis=1).max()), chunks,
+                                  root, ranks=ranks or None, dest=dest, matrix=matrix, **options)
         job = SynthesisJob(request, topology)
         st.session_state[JOB_KEY] = job
 
@@ -113,6 +124,7 @@ if entry is not None:
     with user_errors("results"):
         ui.results_summary(entry)
         nccl_baseline_line(entry)
+        matrix_ui.matrix_views(entry, ui.plot)
         ui.downloads(entry)
         ui.plot(entry.figure("steps_figure", lambda: steps_figure(entry.result.timeline)),
                 key=f"syn_steps_{id(entry)}")  # a new run, a new chart: it opens at its first frame

@@ -18,36 +18,13 @@ from ccviz.bounds.limit import limit_sentence
 from ccviz.cli import main
 from ccviz.model.collectives import make_collective
 from ccviz.model.topology import Link, Node, Topology
+from tests.flow_brute_force import per_pair_seconds
 
 
 def brute_force_seconds(topology: Topology) -> float:
     """Seconds to move 1 GB per ordered GPU pair: one commodity per pair, flow on every link, scipy's LP."""
-    from scipy.optimize import linprog
-    from scipy.sparse import lil_matrix
-
-    nodes = list(topology.nodes)
-    links = list(topology.links)
-    gpus = topology.gpus
-    pairs = [(s, t) for s in gpus for t in gpus if s != t]
-    n_vars = len(pairs) * len(links) + 1
-    eq = lil_matrix((len(pairs) * len(nodes), n_vars))
-    b_eq = np.zeros(len(pairs) * len(nodes))
-    for p, (s, t) in enumerate(pairs):
-        for e, (u, v) in enumerate(links):
-            eq[p * len(nodes) + nodes.index(u), p * len(links) + e] += 1.0
-            eq[p * len(nodes) + nodes.index(v), p * len(links) + e] -= 1.0
-        b_eq[p * len(nodes) + nodes.index(s)] = 1.0
-        b_eq[p * len(nodes) + nodes.index(t)] = -1.0
-    ub = lil_matrix((len(links), n_vars))
-    for e, key in enumerate(links):
-        for p in range(len(pairs)):
-            ub[e, p * len(links) + e] = 1.0
-        ub[e, n_vars - 1] = -topology.links[key].bandwidth_GBps * topology.links[key].lanes
-    cost = np.zeros(n_vars)
-    cost[-1] = 1.0
-    result = linprog(cost, A_ub=ub.tocsr(), b_ub=np.zeros(len(links)), A_eq=eq.tocsr(), b_eq=b_eq, method="highs")
-    assert result.status == 0
-    return float(result.fun)
+    n = topology.n_gpus
+    return per_pair_seconds(topology, np.ones((n, n)))
 
 
 def _random_fabric(seed: int) -> Topology:

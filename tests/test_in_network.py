@@ -205,13 +205,26 @@ def test_inc_refuses_a_fabric_without_reducing_switches() -> None:
 
 # ------------------------------------------------------------------------------------------------ builders
 @pytest.mark.parametrize("spec, gpus, limit_gbps", [
-    ("dgxh100", 8, 450.0), ("dgxh100:boxes=2", 16, 400.0), ("railclos:boxes=2", 16, 400.0), ("nvl72", 72, 900.0),
+    ("dgxh100:model=alphabeta", 8, 450.0), ("dgxh100:boxes=2,model=alphabeta", 16, 400.0),
+    ("railclos:boxes=2", 16, 400.0), ("nvl72:model=alphabeta", 72, 900.0),
 ])
 def test_builders_load_and_answer_the_limit(spec: str, gpus: int, limit_gbps: float) -> None:
     topo = load_topology(spec)
     assert topo.n_gpus == gpus and topo.reducing_switches
     assert all(node.pos is not None for node in topo.nodes.values())
     assert bandwidth_limit(topo, "allreduce", GB).limit_s == pytest.approx(1 / limit_gbps)
+
+
+def test_the_limit_of_a_hardware_fabric_is_at_its_sustained_rates() -> None:
+    """Where the fabric declares the hardware link model, the simulator judges its links at their sustained rates,
+    so the limit is computed there too (a schedule's ratio to it then means the same on every fabric)."""
+    from ccviz.model.link_model import declared
+
+    spec = load_topology("dgxh100:model=alphabeta")
+    hardware = load_topology("dgxh100")
+    share = declared(hardware).efficiency["scaleup"]
+    assert bandwidth_limit(hardware, "allgather", GB).limit_s == pytest.approx(
+        bandwidth_limit(spec, "allgather", GB).limit_s / share)
 
 
 def test_builders_refuse_bad_sizes() -> None:

@@ -64,11 +64,18 @@ def _faster_classes(topology: Topology, costs: CostTable) -> Iterable[Upgrade]:
     all_cables = cables(topology)
     for key, link in all_cables.items():
         by_class[cable_class(topology, key, link)].append(key)
-    for (kinds, bw), keys in sorted(by_class.items(), key=lambda kv: -len(kv[1])):
+    by_rate: dict[float, list[tuple[int, int]]] = defaultdict(list)
+    for (_, bw), keys in by_class.items():
+        by_rate[bw] += keys
+    groups = [(f"{kinds} cable", bw, keys) for (kinds, bw), keys in by_class.items()]
+    # cables of one rate on one path (GPU-NIC-switch) only pay off together: every cable of the rate at once
+    groups += [("cable", bw, keys) for bw, keys in by_rate.items()
+               if sum(1 for (_, b) in by_class if b == bw) > 1]
+    for what, bw, keys in sorted(groups, key=lambda g: -len(g[2])):
         added = sum((SPEEDUP - 1) * bw * all_cables[k].lanes for k in keys)
         yield Upgrade("set_bw", round(added * costs.bandwidth_per_GBps, 2), None, None, bw * SPEEDUP,
                       links=tuple(sorted(keys)),
-                      label=f"every {kinds} cable of {bw:g} GB/s ({len(keys)}) at {bw * SPEEDUP:g} GB/s")
+                      label=f"every {what} of {bw:g} GB/s ({len(keys)}) at {bw * SPEEDUP:g} GB/s")
 
 
 def _crossing(topology: Topology, cut_nodes: Sequence[frozenset[int]]) -> list[tuple[int, int]]:

@@ -78,14 +78,27 @@ class RunRequest:
     options: tuple[tuple[str, Any], ...] = ()
     dest: int | None = None  # sendrecv's destination
     ranks: tuple[int, ...] | None = None  # a process group (None: every GPU)
+    matrix: tuple[tuple[float, ...], ...] | None = None  # alltoallv: bytes from rank i to rank j
 
     @classmethod
     def make(cls, topology: Topology, collective: str, algorithm: str, size_bytes: float, chunks: int = 1,
-             root: int | None = None, ranks: str | None = None, dest: int | None = None,
+             root: int | None = None, ranks: str | None = None, dest: int | None = None, matrix: Any = None,
              **options: Any) -> RunRequest:
         kept = tuple(sorted((k, v) for k, v in options.items() if v is not None))
         group = group_ranks(topology, ranks) if ranks else None  # a bad group is refused before any work
-        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept, dest, group)
+        rows = None if matrix is None else tuple(tuple(float(x) for x in row) for row in matrix)
+        return cls(topology.to_json(), collective, algorithm, float(size_bytes), int(chunks), root, kept, dest, group,
+                   rows)
+
+    def collective_for(self, topology: Topology) -> Any:
+        """The collective by name, or an AllToAllv built from the request's matrix."""
+        if self.matrix is None:
+            return self.collective
+        import numpy as np
+
+        from ccviz.runs.moe import matrix_collective
+
+        return matrix_collective(topology, np.array(self.matrix), self.ranks)
 
     def synth_options(self, progress: Callable[[Progress], None] | None = None,
                       stop: threading.Event | None = None) -> SynthOptions:
@@ -279,15 +292,15 @@ class SynthesisJob(BackgroundJob):
         try:
             if self.isolated:
                 options = dict(r.options)
-                outcome = pool().call(synthesis_task, (topology, r.collective, r.algorithm, r.size_bytes, r.chunks,
+                outcome = pool().call(synthesis_task, (topology, r.collective_for(topology), r.algorithm, r.size_bytes, r.chunks,
                                                        r.root, options, self.plugin, r.dest, r.ranks),
                                       stop=self.stop_event, on_message=self._message,
                                       time_limit_s=options.get("time_limit"), ticket=self.ticket)
                 result, nbytes, note, stopped = outcome.result, outcome.nbytes, outcome.note, outcome.stopped
             else:
                 options = r.synth_options(progress=self.progress.append, stop=self.stop_event)
-                result = run(topology, r.collective, r.algorithm, r.size_bytes, r.chunks, r.root, options,
-                             dest=r.dest, ranks=r.ranks)
+                result = run(topology, r.collective_for(topology), r.algorithm, r.size_bytes, r.chunks, r.root,
+                             options, dest=r.dest, ranks=None if r.matrix is not None else r.ranks)
         except CcvizError as exc:
             self.error = str(exc)
             return

@@ -27,7 +27,7 @@ import streamlit as st
 from ccviz.app.state import current_topology, keep_error, sample_files, set_topology, topology_spec
 from ccviz.builders import build
 from ccviz.errors import CcvizError
-from ccviz.model.collectives import COLLECTIVES, ROOTED
+from ccviz.model.collectives import COLLECTIVES, ROOTED, VARIABLE
 from ccviz.model.groups import group_ranks, rank_text
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, parse_size
@@ -123,7 +123,7 @@ def restore(sizes: list[float]) -> None:
             restore_topic(st.session_state, params["topic"], params.get("exercise") == "1")
         collective = params.get("collective")
         if collective is not None:
-            if collective not in COLLECTIVES:
+            if collective not in COLLECTIVES + VARIABLE:
                 raise CcvizError(f"collective: the link asks for {collective!r}; choose one of "
                                  f"{', '.join(COLLECTIVES)}", "collective")
             st.session_state[widgets["collective"]] = collective

@@ -81,7 +81,7 @@ class BandwidthLimit:
             out["parts_s"] = dict(self.parts)
         if self.without_switch_sums_s is not None:
             out["limit_without_switch_sums_s"] = self.without_switch_sums_s
-        if self.collective == "alltoall":
+        if self.collective in ("alltoall", "alltoallv"):
             out["binding_links"] = [list(link) for link in self.binding_links]
             out["method"] = f"maximum concurrent flow LP (HiGHS), {self.method}"
         return out

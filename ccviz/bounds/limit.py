@@ -365,6 +365,15 @@ def _broadcast_cut(topology: Topology, root: int, reverse: bool) -> Cut:
     return Cut(nodes, links, bandwidth, 1.0 / (flow * 1e9), words)
 
 
+def judged_fabric(topology: Topology) -> Topology:
+    """The fabric as the judge sees it: where it declares the hardware link model, its links at their sustained
+    rates (the Simple protocol's, the most any protocol carries; ``ccviz.model.link_model``), so the limit bounds
+    what the simulator can measure there and a schedule's ratio to it means the same on every fabric."""
+    from ccviz.model.link_model import declared, effective_topology
+
+    return topology if declared(topology) is None else effective_topology(topology, "simple")
+
+
 def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root: int | None = None
                     ) -> BandwidthLimit:
     """The fastest any schedule of ``collective`` (AllReduce: ReduceScatter then AllGather) can finish
@@ -373,6 +382,7 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
 
     expect_topology(topology)
     name = normalize_name(collective)
+    topology = judged_fabric(topology)
     if name not in LIMITED:
         raise CcvizError(f"collective: no exact limit for {name}; the fabric's limit is defined for "
                          f"{', '.join(LIMITED)}", "collective")

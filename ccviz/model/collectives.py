@@ -27,6 +27,7 @@ from ccviz.model.topology import Topology
 COLLECTIVES = (
     "allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce", "gather", "scatter", "sendrecv",
 )
+VARIABLE = ("alltoallv",)  # collectives defined by a traffic matrix (ccviz.model.traffic), not a size
 ROOTED = frozenset({"broadcast", "reduce", "gather", "scatter", "sendrecv"})
 _ALIASES = {
     "all-gather": "allgather", "all_gather": "allgather", "ag": "allgather",
@@ -105,6 +106,7 @@ class Collective:
             "chunks_per_rank": self.chunks_per_rank,
             "root": self.root,
             **({"dest": self.dest} if self.dest is not None else {}),
+            **({"matrix": self.meta["matrix"].tolist()} if "matrix" in self.meta else {}),
             "chunks": [
                 {"id": c.id, "pre": sorted(c.pre), "post": sorted(c.post), "reduce": c.reduce,
                  "source": c.source, "index": c.index}
@@ -141,6 +143,9 @@ class Collective:
             if meta:
                 rebuilt = Collective(rebuilt.name, rebuilt.ranks, rebuilt.chunks, rebuilt.chunk_bytes,
                                      rebuilt.size_bytes, rebuilt.chunks_per_rank, rebuilt.root, meta)
+        elif name in VARIABLE:
+            rebuilt = alltoallv_collective(ranks, d.get("matrix"), v.number(d.get("chunk_bytes"),
+                                                                           "collective.chunk_bytes", positive=True))
         else:
             cpr = v.integer(d.get("chunks_per_rank", 1), "collective.chunks_per_rank", lo=1)
             root = d.get("root")
@@ -290,15 +295,29 @@ def _ranks_of(ranks: Topology | Sequence[int]) -> tuple[int, ...]:
 def make_collective(
     name: str,
     ranks: Topology | Sequence[int],
-    size_bytes: float,
+    size_bytes: float | None = None,
     chunks_per_rank: int = 1,
     root: int | None = None,
     dest: int | None = None,
+    matrix: Any = None,
 ) -> Collective:
     """Build any standard collective over the GPUs of a topology (or an explicit rank list).
 
     ``sendrecv`` is the point-to-point primitive: ``root`` sends its buffer to ``dest`` (defaults: the first
-    rank, and the rank after the root)."""
+    rank, and the rank after the root). ``alltoallv`` takes ``matrix`` (bytes from rank i to rank j) instead
+    of a size: see ``ccviz.model.traffic``."""
+    if str(name).strip().lower() in VARIABLE:
+        if matrix is None and size_bytes is None:
+            raise CcvizError("matrix: alltoallv needs a traffic matrix (--matrix FILE or --moe ...)", "matrix")
+        if matrix is None:  # a size and no matrix: the uniform matrix, AllToAll's demand
+            n = len(_ranks_of(ranks))
+            size = v.number(size_bytes, "size", positive=True, hi=v.MAX_SIZE_BYTES)
+            matrix = [[size / n] * n for _ in range(n)]
+        return alltoallv_collective(ranks, matrix)
+    if matrix is not None:
+        raise CcvizError(f"matrix: only alltoallv takes a traffic matrix, not {name}", "matrix")
+    if size_bytes is None:
+        raise CcvizError(f"size: {name} needs a size", "size")
     name = normalize_name(name)
     rank_tuple = _ranks_of(ranks)
     n = len(rank_tuple)
@@ -417,6 +436,43 @@ def custom_collective(
         raise CcvizError("demand: the matrix asks for no transfer; put a positive count off the diagonal", "demand")
     total_sent = max(sum(1 for c in chunks if c.source == r) for r in rank_tuple)
     return Collective("custom", rank_tuple, tuple(chunks), float(chunk_bytes), chunk_bytes * total_sent, 1, None)
+
+
+def alltoallv_collective(ranks: Topology | Sequence[int], matrix: object, chunk_bytes: float | None = None,
+                         name: str = "alltoallv") -> Collective:
+    """The matrix as whole chunks per pair (see the module's docstring); ``meta['matrix']`` keeps the bytes.
+
+    ``size_bytes`` is the largest row sum (the biggest send buffer, the diagonal included, as AllToAll's
+    buffer M includes the rank's own M/N): a uniform matrix of M/N gives AllToAll's chunks and size."""
+    import numpy as np
+
+    from ccviz.model.traffic import MAX_CHUNKS, check_matrix, chunk_budget, chunk_size
+
+    rank_tuple = _ranks_of(ranks)
+    n = len(rank_tuple)
+    m = check_matrix(matrix, n)
+    exact = None
+    if chunk_bytes is None:
+        chunk_bytes, exact = chunk_size(m, chunk_budget(n))
+    chunk_bytes = v.number(chunk_bytes, "chunk_bytes", positive=True, hi=v.MAX_SIZE_BYTES)
+    counts = np.ceil(m / chunk_bytes - 1e-9).astype(np.int64)
+    np.fill_diagonal(counts, 0)
+    if counts.sum() > 4 * MAX_CHUNKS:
+        raise CcvizError(f"matrix: {int(counts.sum()):,} chunks of {chunk_bytes:g} B; at most {4 * MAX_CHUNKS:,}",
+                         "matrix")
+    chunks: list[Chunk] = []
+    for i, s in enumerate(rank_tuple):
+        for j, d in enumerate(rank_tuple):
+            for k in range(int(counts[i, j])):
+                chunks.append(Chunk(len(chunks), frozenset([s]), frozenset([d]), False, s, k))
+    off = m.copy()
+    np.fill_diagonal(off, 0.0)
+    moved = float(counts.sum() * chunk_bytes)
+    meta = {"matrix": m, "counts": counts, "exact": bool(exact) if exact is not None else
+            bool(np.allclose(counts * chunk_bytes, off, rtol=1e-12)),
+            "rounding_overhead": moved / float(off.sum()) - 1.0}
+    return Collective(name, rank_tuple, tuple(chunks), float(chunk_bytes), float(m.sum(axis=1).max()), 1, None,
+                      meta=meta)
 
 
 def min_transfers(collective: Collective) -> int:

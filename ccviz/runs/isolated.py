@@ -466,7 +466,9 @@ def synthesis_task(channel: Channel, topology: Any, collective: str, algorithm: 
         register(registered)
     known = set(SynthOptions.__dataclass_fields__) - {"progress", "stop", "extra", "algorithm_options", "best"}
     extra = {k: v for k, v in options.items() if k not in known}
-    best = _BestSoFar(channel, collective, root)
+    best = _BestSoFar(channel, getattr(collective, "name", collective), root)  # a name, or an AllToAllv's Collective
+    if not isinstance(collective, str):
+        ranks = None  # the collective carries its ranks
     synth = SynthOptions(**{k: v for k, v in options.items() if k in known}, extra=extra,
                          progress=lambda p: channel.send("progress", p), stop=channel.stop, best=best.offer)
     return run(topology, collective, algorithm, size_bytes, chunks, root, synth, dest=dest, ranks=ranks)

@@ -216,5 +216,9 @@ def group_limit(topology: Topology, collective: Collective) -> BandwidthLimit | 
     """The limit of a collective over all GPUs or over a process group (the others relay), where defined."""
     if collective.name == "custom":
         return None
+    if "matrix" in collective.meta:  # AllToAllv: its matrix's own concurrent flow, the other GPUs relay
+        from ccviz.bounds.demand_flow import alltoallv_limit
+
+        return alltoallv_limit(topology, collective)
     fabric = topology if is_whole(topology, collective.ranks) else relay_fabric(topology, collective.ranks)
     return limit_or_none(fabric, collective.name, collective.size_bytes, collective.root)

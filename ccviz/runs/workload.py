@@ -56,6 +56,7 @@ class Step:
     kind: str
     collective: str
     size_bytes: float
+    moe: str | None = None  # ``ep:moe:experts=64,topk=8,...``: the dispatch AllToAllv of the MoE generator
 
 
 def parse_parallel(text: str | Mapping[str, int]) -> dict[str, int]:
@@ -85,7 +86,9 @@ def parse_parallel(text: str | Mapping[str, int]) -> dict[str, int]:
 def parse_run(text: str | Sequence[Any]) -> list[Step]:
     """``tp:allreduce:64MB,dp:allreduce:256MB`` (or a list of {kind, collective, size}) -> steps."""
     if isinstance(text, str):
-        raw: list[Any] = [part.strip() for part in text.split(",") if part.strip()]
+        from ccviz.runs.moe import split_run_entries
+
+        raw: list[Any] = split_run_entries(text)  # an MoE entry's keys are comma-separated too
     elif isinstance(text, Sequence):
         raw = list(text)
     else:
@@ -99,7 +102,7 @@ def parse_run(text: str | Sequence[Any]) -> list[Step]:
                 raise CcvizError(f"run: unknown key(s) {sorted(unknown)}; each entry has kind, collective, size", "run")
             parts = [str(item.get("kind", "")), str(item.get("collective", "")), str(item.get("size", ""))]
         else:
-            parts = str(item).split(":")
+            parts = str(item).split(":", 2)
         if len(parts) != 3 or not all(p.strip() for p in parts):
             raise CcvizError(f"run: {item!r} should be KIND:COLLECTIVE:SIZE, e.g. tp:allreduce:64MB", "run")
         kind = parts[0].strip().lower()
@@ -107,6 +110,12 @@ def parse_run(text: str | Sequence[Any]) -> list[Step]:
             raise CcvizError(f"run: unknown kind {parts[0]!r} in {item!r}; use {', '.join(KINDS)}", "run")
         if any(s.kind == kind for s in steps):
             raise CcvizError(f"run: {kind} is given twice; one collective per kind", "run")
+        if parts[1].strip().lower() == "moe":  # the dispatch of an MoE layer: a skewed AllToAllv in each group
+            from ccviz.model.traffic import parse_moe
+
+            parse_moe(parts[2])  # refused here, before any work
+            steps.append(Step(kind, "moe", 0.0, parts[2].strip()))
+            continue
         name = normalize_name(parts[1])
         if name not in ("allgather", "reducescatter", "allreduce", "alltoall"):
             raise CcvizError(f"run: {name} has a root; a workload runs allgather, reducescatter, allreduce or "
@@ -300,7 +309,14 @@ def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]]
     with the smallest chunks gets ``chunks`` per rank, the others as many as make theirs that size."""
     plain = {}
     for s in steps:
-        plain[s.kind] = make_collective(s.collective, groups[s.kind][0], s.size_bytes).chunk_bytes
+        if s.moe is None:
+            plain[s.kind] = make_collective(s.collective, groups[s.kind][0], s.size_bytes).chunk_bytes
+    for s in steps:
+        if s.moe is not None:
+            from ccviz.runs.moe import workload_chunk
+
+            plain[s.kind] = workload_chunk(s.moe, len(groups[s.kind][0]), [b for k, b in plain.items()
+                                                                             if k != s.kind])
     smallest = min(plain.values())
     out = {}
     for kind, b in plain.items():
@@ -312,6 +328,26 @@ def _chunking(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]]
                              f"({text}); choose sizes whose per-rank chunks divide each other", "run")
         out[kind] = whole * chunks
     return out
+
+
+def _step_collective(step: Step, ranks: Sequence[int], cpr: Mapping[str, int], group: int,
+                     moe_chunks: Mapping[str, float]) -> Collective:
+    """A group's collective: a standard one, or an MoE dispatch (its own matrix, in chunks of ``moe_chunks``)."""
+    if step.moe is None:
+        return make_collective(step.collective, ranks, step.size_bytes, cpr[step.kind])
+    from ccviz.model.collectives import alltoallv_collective
+    from ccviz.runs.moe import group_matrix
+
+    return alltoallv_collective(ranks, group_matrix(step.moe, len(ranks), group), moe_chunks[step.kind])
+
+
+def _moe_chunks(steps: Sequence[Step], groups: Mapping[str, list[tuple[int, ...]]], chunks: int) -> dict[str, float]:
+    """The MoE kinds' chunk size: a whole divisor or multiple of the other kinds' chunks, cut ``chunks`` times."""
+    from ccviz.runs.moe import workload_chunk
+
+    others = [make_collective(s.collective, groups[s.kind][0], s.size_bytes).chunk_bytes for s in steps
+              if s.moe is None]
+    return {s.kind: workload_chunk(s.moe, len(groups[s.kind][0]), others) / chunks for s in steps if s.moe}
 
 
 def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: Sequence[Step] | str,
@@ -349,6 +385,7 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
         cpr = _joint_chunking(plan, placed, chunks)
     else:
         cpr = _chunking(plan, placed, chunks)
+    moe_chunks = _moe_chunks(plan, placed, chunks)
     runs: list[GroupRun] = []
     total = sum(len(placed[s.kind]) for s in plan)
     for s in plan:
@@ -356,8 +393,10 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
         for i, ranks in enumerate(placed[s.kind]):
             if options is not None and options.stop is not None and options.stop.is_set():
                 raise CcvizError("workload: stopped before every group was synthesized", "workload")
-            coll = make_collective(s.collective, ranks, s.size_bytes, cpr[s.kind])
-            run, wall, cpu = _relabeled(topology, s.kind, i, tuple(ranks), representatives) if relabel else (
+            coll = _step_collective(s, ranks, cpr, i, moe_chunks)
+            # an MoE group routes its own tokens (its own matrix): another group's schedule does not carry over
+            run, wall, cpu = _relabeled(topology, s.kind, i, tuple(ranks), representatives) if relabel \
+                and s.moe is None else (
                 None, 0.0, 0.0)
             if run is None:
                 if progress is not None:
@@ -806,6 +845,8 @@ _CONFIG_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 
 
 def _check_config_value(key: str, value: Any) -> None:
+    if key not in _CONFIG_TYPES:  # a key added to YAML_KEYS without a type here is checked where it is used
+        return
     types, what = _CONFIG_TYPES[key]
     wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
     if not wrong and key == "time_limit" and not (math.isfinite(value) and value > 0):

@@ -154,10 +154,17 @@ BUILT_IN = (
         kind="heuristic", options_used=EPOCH_OPTIONS, options=TecclAstarOptions,
     ),
     Algorithm(
-        "mcf", "ccviz.synth.mcf:synthesize_mcf", frozenset({"alltoall"}),
-        "AllToAll along the flows of its exact limit (maximum concurrent flow LP on HiGHS): flows split into "
+        "mcf", "ccviz.synth.alltoallv:synthesize_mcf_any", frozenset({"alltoall", "alltoallv"}),
+        "AllToAll (and AllToAllv, a traffic matrix) along the flows of its exact limit (maximum concurrent flow LP "
+        "on HiGHS): flows split into "
         "paths, every pair's data cut into chunks on its least loaded paths, booked hop by hop on link calendars",
         kind="heuristic", options_used=("seed", "time_limit", "progress", "stop"),
+    ),
+    Algorithm(
+        "twophase", "ccviz.synth.alltoallv:synthesize_twophase", frozenset({"alltoall", "alltoallv"}),
+        "FAST (arXiv 2505.09764) AllToAllv: balance each box's outgoing bytes over its GPUs on the fast links, "
+        "one balanced exchange between boxes rail by rail, then delivery inside the box",
+        kind="heuristic", options_used=("time_limit", "progress", "stop"),
     ),
 )
 

@@ -151,7 +151,7 @@ class Direct(ClassicAlgorithm):
 
     name = "direct"
     collectives = frozenset({"allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce",
-                             "gather", "scatter", "sendrecv"})
+                             "gather", "scatter", "sendrecv", "alltoallv"})
     description = "each rank sends directly to each destination along its shortest route"
 
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str] | None:
@@ -172,7 +172,7 @@ class Direct(ClassicAlgorithm):
         position = {r: i for i, r in enumerate(collective.ranks)}
         n = len(position)
         pairwise.sort(key=lambda s: ((position[s[2]] - position[s[1]]) % n, position[s[1]]))
-        layout.planned = collective.name == "alltoall"  # independent copies: routes and order by when they land
+        layout.planned = collective.name in ("alltoall", "alltoallv")  # independent copies: routes and order by when they land
         for chunk, src, dst in pairwise:
             layout.send(chunk, src, dst, 0)
         if layout.planned:

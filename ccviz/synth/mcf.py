@@ -65,9 +65,10 @@ STOP_EVERY = 20_000  # bookings between two looks at the stop flag
 
 
 # ------------------------------------------------------------------------------ flows into paths
-def decompose(fabric: FabricArrays, row: np.ndarray, source: int, dests: list[int]) -> dict[int, list[tuple[float, list[int]]]]:
-    """Source ``source``'s flow (one unit to each of ``dests``, node positions) as paths: per destination
-    a list of (fraction, link indices), fractions summing to 1."""
+def decompose(fabric: FabricArrays, row: np.ndarray, source: int, dests: list[int],
+              needs: dict[int, float] | None = None) -> dict[int, list[tuple[float, list[int]]]]:
+    """Source ``source``'s flow (one unit to each of ``dests``, node positions, or ``needs[t]`` units: an
+    AllToAllv's matrix) as paths: per destination a list of (fraction, link indices), fractions summing to 1."""
     flow = np.where(row > _FLOW_EPS, row, 0.0)
     into: dict[int, list[int]] = {}
     for e in np.flatnonzero(flow).tolist():
@@ -75,9 +76,10 @@ def decompose(fabric: FabricArrays, row: np.ndarray, source: int, dests: list[in
     tail = fabric.tail
     out: dict[int, list[tuple[float, list[int]]]] = {}
     for t in dests:
-        need, paths = 1.0, []
+        need, paths = (1.0 if needs is None else needs[t]), []
+        done = 1e-6 * need
         for _ in range(10_000):
-            if need <= 1e-6:
+            if need <= done:
                 break
             path = _walk_back(flow, into, tail, source, t)
             if path is None:
