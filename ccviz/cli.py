@@ -48,6 +48,9 @@ def parse_extra(items: Sequence[str]) -> dict[str, Any]:
     return extra
 
 
+REPRODUCE_TIME_LIMIT_S = 30.0  # seconds per TE-CCL row of `ccviz reproduce teccl`
+
+
 def _positive(name: str, value: float | None) -> None:
     if value is not None and not (value > 0 and math.isfinite(value)):
         raise CcvizError(f"--{name}: must be a positive number, got {value}", name)
@@ -476,13 +479,19 @@ def cmd_reproduce_measured(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    _positive("time-limit", args.time_limit)
     if args.paper == "explainer":
+        for flag, given in (("time-limit", args.time_limit is not None), ("filter", bool(args.filter)),
+                            ("algorithm", args.algorithm is not None)):
+            if given:  # its rows are closed forms and small simulations, all of them always
+                raise CcvizError(f"--{flag}: `reproduce explainer` runs every row, without a time limit; drop "
+                                 f"--{flag} (it applies to `reproduce teccl` or `measured`)", flag.replace("-", "_"))
         return cmd_reproduce_explainer(args)
+    args.time_limit = REPRODUCE_TIME_LIMIT_S if args.time_limit is None else args.time_limit
     if args.paper == "measured":
         return cmd_reproduce_measured(args)
     from ccviz.runs import reproduce
 
-    _positive("time-limit", args.time_limit)
     runs = reproduce.published_runs(args.filter)
     stop = threading.Event()
 
@@ -684,6 +693,10 @@ def cmd_workload(args: argparse.Namespace) -> int:
         raise CcvizError("parallel: give --parallel tp=8,dp=4 and --run tp:allreduce:64MB,... (or a --config file)",
                          "parallel")
     _positive("time-limit", args.time_limit)
+    if args.order is not None and not args.order.strip():
+        raise CcvizError("--order: empty; give kinds innermost first, e.g. tp-dp, or random (or leave it out)", "order")
+    if args.chunks is not None and args.chunks < 1:
+        raise CcvizError(f"--chunks: chunks per rank, a whole number >= 1, got {args.chunks}", "chunks")
     options = SynthOptions(time_limit=args.time_limit or config.get("time_limit"), seed=args.seed,
                            extra=parse_extra(args.opt) if args.opt else dict(config.get("opt") or {}))
     result = run_workload(load_topology(topology_spec), parallel, steps, algorithm,
@@ -808,7 +821,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "runs (NDv2, DGX2); explainer: the Collectives Explainer's worked tables (formulas and small "
                    "fabrics); measured: published nccl-tests/rccl-tests numbers against -a nccl on the system presets")
     r.add_argument("--filter", default="", help="only rows whose name has every word, e.g. 'DGX2 Slow' or '1MB'")
-    r.add_argument("--time-limit", type=float, default=30.0, help="seconds per row (best so far is kept)")
+    r.add_argument("--time-limit", type=float, default=None, help="teccl, measured: seconds per row (best so far is "
+                   f"kept; default {REPRODUCE_TIME_LIMIT_S:g})")
     r.add_argument("-a", "--algorithm", default=None, help="measured: the algorithm predicting each row (default nccl)")
     r.add_argument("--json", action="store_true", help="one JSON object: rows and summary")
     r.set_defaults(func=cmd_reproduce)

@@ -14,6 +14,7 @@ from ccviz.app.state import current_topology, for_app, user_errors
 from ccviz.model.collectives import COLLECTIVES, ROOTED
 from ccviz.model.units import format_size, format_time
 from ccviz.runs import baseline
+from ccviz.synth.fabric_fit import fitting, unfit_reason
 from ccviz.synth.registry import REGISTRY, algorithms_for
 from ccviz.viz import comparison_figure, finish_bars
 from ccviz.viz.comparison import (
@@ -80,7 +81,8 @@ if baseline.applies(topology) and baseline.ALGORITHM in available:  # a system p
     default = [baseline.ALGORITHM, *(a for a in default if a != baseline.ALGORITHM)]
 if not topology.reducing_switches:  # inc needs switches that add in the network: not offered where none do
     available = [a for a in available if a != "inc"]
-    default = [a for a in default if a != "inc"] or available
+unfit = [a for a in default if a in available and a not in fitting(topology, [a])]
+default = [a for a in default if a in available and a not in unfit] or available  # what runs on this fabric
 algorithms = c2.multiselect("algorithms", available, default=default, key=f"cmp_algorithms_{collective}",
                             persist_state="session",
                             help="optimal solvers (TE-CCL) are off by default: each run can take tens of seconds; "
@@ -89,6 +91,9 @@ heavy = [a for a in algorithms if REGISTRY[a].kind == "optimal"]
 optional = [a for a in available if REGISTRY[a].kind == "optimal" and a not in algorithms]
 if optional:
     st.caption(f"Not selected by default (slow per run): {', '.join(optional)}. Add them for a few sizes.")
+if unfit:
+    st.caption(f"Not selected by default (they do not run on {topology.name}): "
+               + "; ".join(f"{a}: {unfit_reason(topology, a)}" for a in unfit))
 sizes = ui.size_range_picker("sizes", "cmp_sizes")
 c3, c4, c5, c6 = st.columns(4)
 chunks = int(c3.number_input("chunks per rank", 1, 16, 1, key="cmp_chunks", persist_state="session"))
@@ -148,18 +153,21 @@ if st.session_state.get(PARAMS_KEY) == params and job is not None and job.done a
         ui.plot(comparison_figure(table), key="cmp_plot")
         st.caption("Dotted lines are the textbook α-β formulas: one message per GPU at a time, every link at the "
                    "speed of the links the schedule uses, no contention. Solid lines are simulated on this fabric.")
-        for alg, at_sizes in formulas_beaten(table).items():
-            st.info(f"{alg} finishes before its textbook formula at {', '.join(format_size(s) for s in at_sizes)}: "
-                    "the formula sends one message per GPU at a time, this schedule uses several of a GPU's links "
-                    "at once, so here the formula is not an ideal.")
+        if beaten := formulas_beaten(table):  # one box: six near-identical ones read as noise
+            st.info("Faster than their textbook formula: "
+                    + "; ".join(f"**{alg}** at {', '.join(format_size(s) for s in at_sizes)}"
+                                for alg, at_sizes in beaten.items())
+                    + ". The formula sends one message per GPU at a time; these schedules use several of a GPU's "
+                    "links at once, so there the formula is not an ideal.")
         if handover := handover_sentence(table):
             st.markdown(handover)
         # "no schedule reaches it" only where the limit bounds (switch hops paid in full, or no switches)
-        for alg, at_sizes in (formulas_above_limit(table) if ui.limit_bounds(topology) else {}).items():
-            st.warning(f"{alg}'s textbook formula is faster than this fabric's limit at "
-                       f"{', '.join(format_size(s) for s in at_sizes)}: it assumes every link at full speed and "
-                       "no link shared, which this fabric's bottleneck links cannot give; no schedule reaches it "
-                       "here.")
+        if above := (formulas_above_limit(table) if ui.limit_bounds(topology) else {}):
+            st.warning("Textbook formulas faster than this fabric's limit: "
+                       + "; ".join(f"**{alg}** at {', '.join(format_size(s) for s in at_sizes)}"
+                                   for alg, at_sizes in above.items())
+                       + ". A formula assumes every link at full speed and no link shared, which this fabric's "
+                       "bottleneck links cannot give; no schedule reaches it here.")
         at = st.select_slider("finish times at", options=list(sizes), format_func=format_size, key="cmp_bar_size",
                               value=largest_finished_size(table) or sizes[-1])  # a Stopped sweep skips the largest
         ui.plot(finish_bars(table, at), key="cmp_bars")

@@ -21,7 +21,7 @@ from ccviz.viz.lesson import (
     textbook_unavailable,
 )
 from ccviz.viz.narration import formula_gap
-from ccviz.viz.rounds import rounds_html
+from ccviz.viz.rounds import rounds_frame_height, rounds_html
 from ccviz.viz.switch_model import other_switch_model, switch_model_time, switch_model_words
 
 ui.configure_page()
@@ -91,7 +91,7 @@ topic = st.selectbox(
     on_change=lambda: apply_preset(st.session_state, st.session_state[TOPIC_KEY]),
     help="A lesson of the Collectives Explainer sets the fabric, collective, algorithm, size and chunks below, "
          "and adds its own table; the link carries it (topic=...).")
-c1, c2, c3, c4, c5 = st.columns([3, 2, 3, 3, 2])
+c1, c2, c3, c4, c5 = st.columns([4, 2, 3, 3, 2])  # the fabric's names are the longest
 topo_label = c1.selectbox("fabric", list(TEACHING_TOPOLOGIES), index=1, key="learn_topology",
                           persist_state="session")
 collective = c2.selectbox("collective", TEACHING_COLLECTIVES, key="learn_collective", persist_state="session",
@@ -179,8 +179,7 @@ with user_errors("learn"):
         lesson_panel(LESSONS[topic], topology, chunks, show_simulated=graded)
     if graded:
         html = entry.figure("rounds_html", lambda: rounds_html(timeline))
-        frame_height = 560 + 18 * min(n_gpus, 20)  # the coverage table grows with the GPUs
-        st.iframe(html, height=frame_height)
+        st.iframe(html, height=rounds_frame_height(timeline))
     else:
         st.caption("The rounds (with their times) appear once you have made your guess.")
 
@@ -215,8 +214,10 @@ with user_errors("learn"):
             st.session_state[inc_key] = inc_comparison(float(inc_size))
     st.dataframe([{"algorithm": r.algorithm, "formula time": format_time(r.formula_s) if r.formula_s else "n/a",
                    "simulated": format_time(r.simulated_s), "verified": r.verified, "rounds": r.rounds,
-                   "fabric": r.fabric, "formula": r.formula}
+                   "fabric": r.fabric}
                   for r in st.session_state[inc_key]], hide_index=True)
+    for r in st.session_state[inc_key]:  # the formulas whole, below the table (a cell cut them off)
+        st.markdown(f"**{r.algorithm}:** `{r.formula}`")
     st.caption("ring and DBT run on star:n=8 (the switch forwards and multicasts), INC on star:n=8,reduce=true; "
                "50 GB/s and 0.5 us per link, 4 chunks per GPU. INC's formula counts S = 32 chunks through one "
                "switch: the last chunk's way down is the pipeline's only overhead.")

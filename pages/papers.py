@@ -1,6 +1,5 @@
 """Papers: re-run a paper's published table row by row and compare (``ccviz reproduce`` in the app)."""
 
-from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -8,7 +7,6 @@ import streamlit as st
 from ccviz.app import ui, url
 from ccviz.app.runs import CachedRun, ReproduceJob, RunRequest
 from ccviz.app.state import for_app, set_last_run, set_topology, user_errors
-from ccviz.bounds.cost import lower_bound
 from ccviz.model.units import format_time
 from ccviz.runs import reproduce
 from ccviz.runs.isolated import pool
@@ -30,12 +28,21 @@ if paper.startswith("Collectives Explainer"):
         with st.spinner("evaluating the formulas and simulating the small fabrics"), user_errors("explainer"):
             st.session_state[EXPLAINER_KEY] = explainer.reproduce_explainer()
     rows = st.session_state.get(EXPLAINER_KEY) or []
+    # the numbers in the grid; each row's note and command below it, wrapped (in the grid they were cut off)
     st.dataframe(pd.DataFrame([{
-        "table": r.table, "row": r.name, "reference (us)": r.reference_us, "formula (us)": round(r.formula_us, 3),
+        "row": r.name, "reference (us)": r.reference_us, "formula (us)": round(r.formula_us, 3),
         "simulated (us)": None if r.simulated_us is None else round(r.simulated_us, 3),
         "limit (us)": None if r.limit_us is None else round(r.limit_us, 3), "ratio": round(r.ratio, 3),
-        "note": r.note, "ccviz cost": r.command} for r in rows]), width="stretch", hide_index=True,
-        height=640)
+        "note": "yes" if r.note else "", "table": r.table} for r in rows]), width="stretch", hide_index=True,
+        height=640, column_config={"row": st.column_config.TextColumn("row", width="large"),
+                                   "note": st.column_config.TextColumn("note", help="read it below", width="small")})
+    if rows:
+        noted = [r.name for r in rows if r.note]
+        name = st.selectbox("read a row's note and its `ccviz cost` command", [r.name for r in rows],
+                            index=[r.name for r in rows].index(noted[0]) if noted else 0, key="papers_explainer_row")
+        chosen = next(r for r in rows if r.name == name)
+        st.markdown(f"**{chosen.name}** ({chosen.table}): {chosen.note or 'no note: within 1 % of the reference.'}")
+        st.code(chosen.command, language="bash", wrap_lines=True)
     s = explainer.summary(rows)
     (st.success if not s["unexplained"] else st.error)(
         f"{s['rows']} rows: {s['within_1pct']} within 1 % of the reference, {s['explained']} differ with the "
@@ -126,8 +133,7 @@ if opened:
     name = c1.selectbox("open a row in Playback", [r.run.name for r in opened], key="papers_open_row")
     if c2.button("Open in Playback", key="papers_open"):
         row = next(r for r in opened if r.run.name == name)
-        # The table skips the continuous-time lower bound; the other pages show it, so compute it now.
-        result = replace(row.result, bound=lower_bound(row.result.topology, row.result.collective))
+        result = reproduce.completed_result(row)  # with the bound and the limit the table skips
         request = RunRequest.make(result.topology, "allgather", "teccl", row.run.size_bytes,
                                   epoch=row.run.epoch_s, gap=row.run.gap)
         set_topology(result.topology, f"published run {row.run.name}")

@@ -17,7 +17,13 @@ from ccviz.app.state import (
     topology_spec,
     user_errors,
 )
-from ccviz.app.tables import DIRECTIONS, fabric_defaults, link_table, node_table, topology_from_tables
+from ccviz.app.tables import (
+    DIRECTIONS,
+    editable_link_table,
+    fabric_defaults,
+    node_table,
+    topology_from_tables,
+)
 from ccviz.app.url import topology_from_name
 from ccviz.bounds.limit import AUTO_LIMIT_GPUS, LIMITED, bandwidth_limit, limit_is_quick
 from ccviz.builders import BUILDERS, build
@@ -60,7 +66,10 @@ if source == "builder":
         if value != default:
             changed[param] = value
     spec = name + (":" + ",".join(f"{k}={v}" for k, v in changed.items()) if changed else "")
-    if st.button(f"Build {spec}", type="primary", key="topo_build"):
+    if shown not in BUILDERS:  # a fabric from a link, a file or an edit: the picker is not what is on screen
+        st.caption(f"On screen: **{topology.name}** (from {topology_source()}), not a builder's; Build replaces it.")
+    label = f"Build {spec}" if shown in BUILDERS else f"Build {spec} (replaces {topology.name})"
+    if st.button(label, type="primary", key="topo_build"):
         with user_errors("builder", sticky="topology"):
             set_topology(build(spec), f"builder {spec}", spec=spec)
 elif source == "sample file":
@@ -120,7 +129,7 @@ if hop != topology.switch_hop:
         set_topology(topology.with_changes(switch_hop=hop), f"{topology_source()}, switch_hop={hop}")
         st.rerun()
 version = abs(hash(topology.to_json()))
-figure_col, edit_col = st.columns([3, 2])
+figure_col, edit_col = st.container(), st.container()  # the grids below, full width: beside the figure they hid columns
 with figure_col:
     # The canvas is drawn only while its tab is open: the streamlit-flow component reports its state back
     # whenever it is drawn, and a report that landed just after the user clicked another page in the sidebar
@@ -156,7 +165,7 @@ with figure_col:
                 st.session_state["topo_flow_state"] = flow_state(topology)
                 st.session_state["topo_flow_for"] = version
             drawn = streamlit_flow(f"topo_flow_{version}", st.session_state["topo_flow_state"], height=480,
-                                   fit_view=True, allow_new_edges=True, enable_pane_menu=True, enable_node_menu=True,
+                                   fit_view=True, min_zoom=0.05, allow_new_edges=True, enable_pane_menu=True, enable_node_menu=True,
                                    enable_edge_menu=True, hide_watermark=True)
             st.session_state["topo_flow_state"] = drawn  # keep the drawing even when it does not validate
             if structure_changed(topology, drawn):
@@ -167,27 +176,35 @@ with edit_col:
     st.markdown("**Edit** (add or delete rows; then apply)")
     nodes = st.data_editor(node_table(topology), num_rows="dynamic", width="stretch", hide_index=True,
                            key=f"topo_nodes_{version}", height=220,
-                           column_config={"kind": st.column_config.SelectboxColumn("kind", options=["gpu", "switch"]),
-                                          "copy": st.column_config.CheckboxColumn("copy", help="switch multicast"),
-                                          "reduce": st.column_config.CheckboxColumn(
-                                              "reduce", help="the switch adds in the network (NVLS, SHARP)")})
+                           column_config={  # narrow columns: 'reduce' was behind a horizontal scroll
+                               "id": st.column_config.NumberColumn("id", width="small"),
+                               "kind": st.column_config.SelectboxColumn("kind", options=["gpu", "switch"],
+                                                                        width="small"),
+                               "label": st.column_config.TextColumn("label", width="small"),
+                               "group": st.column_config.TextColumn("group", width="small"),
+                               "copy": st.column_config.CheckboxColumn("copy", help="switch multicast", width="small"),
+                               "reduce": st.column_config.CheckboxColumn(
+                                   "reduce", help="the switch adds in the network (NVLS, SHARP)", width="small")})
     per_direction = st.toggle("asymmetric: one row per direction", key="topo_per_direction", persist_state="session",
                               help="off: one row per cable, an edit changes both directions")
     bw, alpha = fabric_defaults(topology)
     st.caption(f"One row per cable (direction *both*); blank GB/s or alpha take the fabric's defaults "
                f"({bw:g} GB/s, {alpha:g} us).")
     links = st.data_editor(
-        link_table(topology, per_direction), num_rows="dynamic", width="stretch", hide_index=True,
+        editable_link_table(topology, per_direction), num_rows="dynamic", width="stretch", hide_index=True,
         key=f"topo_links_{version}_{per_direction}", height=300,
         column_config={
             "direction": st.column_config.SelectboxColumn("direction", options=list(DIRECTIONS),
                                                           help="both: the cable's two directions; one way: src->dst"),
-            # no min_value: the grid would silently drop a "-" or refuse a 0 and keep the old value; a bad
-            # number must reach the check in topology_from_tables, which names it in an error that stays
-            "bandwidth_GBps": st.column_config.NumberColumn("GB/s",
-                                                            help=f"positive; blank = {bw:g} (fabric default)"),
-            "alpha_us": st.column_config.NumberColumn("alpha (us)", help=f"zero or positive; blank = {alpha:g}"),
-            "lanes": st.column_config.NumberColumn("lanes", step=1)})
+            # text cells: a number cell silently dropped "abc" or a "-" and kept the old value; every entry must
+            # reach the check in topology_from_tables, which names the row in an error that stays
+            "src": st.column_config.NumberColumn("src", width="small"),
+            "dst": st.column_config.NumberColumn("dst", width="small"),
+            "bandwidth_GBps": st.column_config.TextColumn("GB/s", width="small",
+                                                          help=f"positive; blank = {bw:g} (fabric default)"),
+            "alpha_us": st.column_config.TextColumn("alpha (us)", width="small",
+                                                    help=f"zero or positive; blank = {alpha:g}"),
+            "lanes": st.column_config.TextColumn("lanes", width="small", help="a whole number, 1 or more")})
     if st.button("Apply edits", type="primary", key="topo_apply"):
         with user_errors("edit", sticky="topology_edit"):
             edited = topology_from_tables(topology, nodes, links)

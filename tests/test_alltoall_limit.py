@@ -190,3 +190,13 @@ def test_the_limit_is_certified_by_the_duals_not_the_solvers_tolerance() -> None
     finish = ccviz.simulate(ccviz.synthesize(topology, collective, "direct")).finish_time_s
     assert limit <= finish
     assert limit >= finish * (1 - 1e-6)  # still the optimum up to the solver's tolerance: direct reaches it here
+
+
+def test_a_cut_and_binding_links_on_a_twin_cut_are_not_told_as_one():
+    # star: every GPU's up-link is a cut as tight; the LP's prices may single out another GPU's (issue 40, item 12:
+    # the words named the cut 0->8 and then 'bind (7->8)' as if the same)
+    limit = bandwidth_limit(load_topology("star:n=8"), "alltoall", 1e9)
+    assert "(0->8)" in limit.cut.words
+    twin = (0, 8) not in limit.binding_links
+    assert ("and so do others as tight" in limit.cut.words) == twin
+    assert ("on another of them" in limit.cut.words) == twin

@@ -348,7 +348,7 @@ def test_learn_steps_in_network_allreduce_on_the_nvls_box(app_url, tmp_path):
         page.goto(app_url + "/learn")
         page.get_by_role("heading", name="Learn: how collective algorithms move data").wait_for()
         page.get_by_role("combobox", name="fabric").click()
-        page.get_by_role("option", name="NVSwitch box of 8 GPUs, the switch adds (NVLS)").click()
+        page.get_by_role("option", name="NVSwitch box of 8 (adds: NVLS)").click()
         page.wait_for_timeout(1500)
         page.get_by_role("combobox", name="algorithm").click()
         page.get_by_role("option", name="inc", exact=True).click()
@@ -430,3 +430,16 @@ def test_a_lesson_link_opens_the_lesson_and_its_rounds_step_with_the_keys(app_ur
         page.keyboard.press("ArrowRight")
         title.filter(has_text="Round 1 of 3").wait_for()
         page.screenshot(path=str(tmp_path / "learn_lesson.png"), full_page=True)
+
+
+@needs_chromium
+def test_a_bandwidth_that_is_not_a_number_is_one_line_naming_its_cell(app_url):
+    # the grid's number cell dropped 'abc' without a word (issue 40, item 11)
+    with browser_page() as page:
+        page.goto(f"{app_url}/topology?topology=ring:n%3D4")
+        _main(page).get_by_role("heading", name="ring4").wait_for()
+        links = _main(page).locator("[data-testid=stDataFrame]").nth(1)
+        links.scroll_into_view_if_needed()
+        _edit_cell(page, links, column=4, row=0, text="abc")
+        _main(page).get_by_role("button", name="Apply edits").click()
+        _main(page).get_by_text("link row 1 has bandwidth_GBps 'abc', which is not a number").first.wait_for()

@@ -177,3 +177,11 @@ def test_workload_page_offers_joint_beside_the_algorithm():
                             synthesis="joint")
     assert at.metric[0].value == f"{expected.finish_s * 1e3:.4g} ms"
     assert any("joint: every group's chunks" in c.value for c in at.caption)
+
+
+def test_joint_teccl_with_gaps_between_candidate_epochs_builds_its_lp():
+    """A window of a link with no candidate send in it read 0 <= limit, which Pyomo refuses (issue 40, item 15:
+    'constraint expression resolved to a trivial Boolean' on railclos, dp AllGather, 2 chunks)."""
+    result = run_workload(ccviz.load_topology("railclos:boxes=2,gpus=2"), "tp=2,dp=2", "dp:allgather:32MB", "teccl",
+                          synthesis="joint", chunks=2, options=ccviz.SynthOptions(time_limit=30))
+    assert result.timeline.verified, result.timeline.violations[:1]

@@ -21,12 +21,30 @@ from ccviz.viz.topology_fig import drawn_links
 WIDTH, HEIGHT = 700.0, 460.0  # canvas pixels that the [0, 1] layout is scaled to
 
 
+NODE_GAP_PX = 80.0  # centre to centre: a node box is 64 px wide
+
+
+def canvas_scale(positions: dict[int, tuple[float, float]]) -> float:
+    """How much to spread the layout beyond WIDTH x HEIGHT so that no two nodes are closer than NODE_GAP_PX
+    (the canvas fits its view, zooming out): 32-GPU fabrics drew their nodes on top of each other."""
+    import numpy as np
+    from scipy.spatial import cKDTree
+
+    if len(positions) < 2:
+        return 1.0
+    points = np.array([(x * WIDTH, y * HEIGHT) for x, y in positions.values()])
+    distance, _ = cKDTree(points).query(points, k=2)
+    nearest = float(distance[:, 1][distance[:, 1] > 1e-9].min(initial=NODE_GAP_PX))
+    return min(max(1.0, NODE_GAP_PX / nearest), 12.0)
+
+
 def flow_state(topology: Topology) -> StreamlitFlowState:
-    """Canvas nodes and edges for a topology (positions from the shared layout)."""
+    """Canvas nodes and edges for a topology (positions from the shared layout, spread so nodes do not overlap)."""
     positions = node_positions(topology)
+    k = canvas_scale(positions)
     nodes = [
         StreamlitFlowNode(
-            str(n), (positions[n][0] * WIDTH, (1 - positions[n][1]) * HEIGHT),
+            str(n), (positions[n][0] * WIDTH * k, (1 - positions[n][1]) * HEIGHT * k),
             {"content": node.label}, draggable=True, connectable=True, deletable=True,
             style={"background": SWITCH_COLOR if node.is_switch else GPU_COLOR, "color": "white",
                    "width": 64, "fontSize": 11, "padding": 4,

@@ -37,10 +37,13 @@ def node_table(topology: Topology) -> pd.DataFrame:
 
 
 def fabric_defaults(topology: Topology) -> tuple[float, float]:
-    """Bandwidth (GB/s) and alpha (us) of the most common link: what a new cable gets by default."""
+    """Bandwidth (GB/s) and alpha (us) of the most common link: what a new cable gets by default. A tie goes to the
+    fastest (then the lowest alpha), whatever the links' order: DGX-1's 16 links at 50 and 16 at 25 GB/s gave 50
+    before an edit and 25 after it, which reordered them."""
     if not topology.links:
         return 50.0, 0.5
-    (bw, alpha), _ = Counter((lk.bandwidth_GBps, lk.alpha_us) for lk in topology.links.values()).most_common(1)[0]
+    counts = Counter((lk.bandwidth_GBps, lk.alpha_us) for lk in topology.links.values())
+    (bw, alpha) = max(counts, key=lambda key: (counts[key], key[0], -key[1]))
     return bw, alpha
 
 
@@ -58,6 +61,18 @@ def link_table(topology: Topology, per_direction: bool = False) -> pd.DataFrame:
         else:
             rows.append((lk.src, lk.dst, ONE_WAY, lk.bandwidth_GBps, lk.alpha_us, lk.lanes))
     return pd.DataFrame(rows, columns=list(LINK_COLUMNS))
+
+
+TEXT_NUMBERS = ("bandwidth_GBps", "alpha_us", "lanes")
+
+
+def editable_link_table(topology: Topology, per_direction: bool = False) -> pd.DataFrame:
+    """``link_table`` with its numbers as text cells: a number cell of the grid dropped 'abc' without a word, a
+    text cell hands it to ``topology_from_tables``, which names the row and field."""
+    table = link_table(topology, per_direction)
+    for column in TEXT_NUMBERS:
+        table[column] = [f"{value:g}" for value in table[column]]
+    return table
 
 
 def topology_from_tables(base: Topology, nodes: pd.DataFrame, links: pd.DataFrame) -> Topology:
@@ -89,6 +104,8 @@ def _blank(row: dict) -> bool:
 
 def _number(row: dict, key: str, where: str, cast=float, default=None):
     value = row.get(key)
+    if isinstance(value, str):
+        value = value.strip()  # a text cell: ' 50 ' is 50, '' is blank
     if _missing(value):
         if default is not None:
             return default

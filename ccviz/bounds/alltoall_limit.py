@@ -117,7 +117,10 @@ def alltoall_limit(topology: Topology, size_bytes: float):
               f"cross {len(links)} link(s){link_names(links)}, {bandwidth:g} GB/s in all")
     bind = (f"all {len(binding)} of the fabric's links bind in the flow LP" if len(binding) == len(flow.links)
             else f"{len(binding)} link(s) bind in the flow LP{link_names(binding)}")
-    if cut_s >= limit_s * (1 - 1e-6):
+    if cut_s >= limit_s * (1 - 1e-6) and not set(links) <= set(binding):  # the LP's prices chose a twin cut
+        words = (f"{across}; this cut explains the whole limit, and so do others as tight ({bind}, on another "
+                 "of them)")
+    elif cut_s >= limit_s * (1 - 1e-6):
         words = f"{across}; this cut explains the whole limit ({bind})"
     else:
         words = (f"{bind}, together: no single cut explains the limit (the "

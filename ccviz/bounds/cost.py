@@ -358,7 +358,10 @@ def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
     them would not be valid).
     """
     from ccviz.bounds.limit import bandwidth_limit
+    from ccviz.model.arguments import expect_collective, expect_topology
 
+    expect_topology(topology)
+    expect_collective(collective)
     limit = None
     cuts = list(_candidate_cuts(topology))
     if limit_bounds_time(topology, collective):

@@ -124,13 +124,13 @@ def parse_list(text: str | float | None, name: str, count: int, default: float |
     return values
 
 
-def parse_dims(text: str) -> list[int]:
+def parse_dims(text: str, field: str = "dims") -> list[int]:
     try:
         dims = [int(p) for p in str(text).lower().split("x")]
     except ValueError:
-        raise CcvizError(f"dims: sizes separated by x, e.g. 8x8x8, got {text!r}", "dims") from None
+        raise CcvizError(f"{field}: sizes separated by x, e.g. 8x8x8, got {text!r}", field) from None
     if not dims or any(d < 1 for d in dims) or math.prod(dims) < 2:
-        raise CcvizError(f"dims: positive sizes with at least two ranks in all, got {text!r}", "dims")
+        raise CcvizError(f"{field}: positive sizes with at least two ranks in all, got {text!r}", field)
     return dims
 
 
@@ -360,14 +360,17 @@ def explained_cost(collective: str, algorithm: str, size_bytes: float, alpha: st
                    ports: int | None = None, segments: int | None = None,
                    pods_per_leaf: int | None = None) -> ExplainedCost:
     """Every formula row of ``ccviz cost`` (see the module docstring); counts are in units of alpha and M/BW."""
+    from ccviz.bounds.cost_options import check_cost_options
     from ccviz.model.collectives import normalize_name
 
     collective = normalize_name(collective)
     algorithm = str(algorithm).strip().lower()
+    check_cost_options(collective, algorithm, n=n, dims=dims, mesh=mesh, per_dim=per_dim, tiers=tiers, oversub=oversub,
+                       inner=inner, outer=outer, eta=eta, ports=ports)
     if algorithm == "hierarchical":
         if not tiers:
             raise CcvizError("tiers: hierarchical needs --tiers N_INNERxL, e.g. 72x2", "tiers")
-        shape = parse_dims(tiers)
+        shape = parse_dims(tiers, "tiers")
         if len(shape) != 2 or min(shape) < 2:
             raise CcvizError(f"tiers: two tiers N_INNERxL, both >= 2, e.g. 72x2, got {tiers!r}", "tiers")
         oversub, oversub_words = _compound_oversub(oversub)

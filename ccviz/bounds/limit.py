@@ -378,6 +378,9 @@ def bandwidth_limit(topology: Topology, collective: str, size_bytes: float, root
                     ) -> BandwidthLimit:
     """The fastest any schedule of ``collective`` (AllReduce: ReduceScatter then AllGather) can finish
     on ``topology`` at ``size_bytes``, from bandwidth alone, with the bottleneck cut."""
+    from ccviz.model.arguments import expect_topology
+
+    expect_topology(topology)
     name = normalize_name(collective)
     topology = judged_fabric(topology)
     if name not in LIMITED:

@@ -25,7 +25,7 @@ from xml.etree import ElementTree as ET
 
 from ccviz.errors import CcvizError
 from ccviz.judge.simulate import Timeline
-from ccviz.model.collectives import Collective
+from ccviz.model.collectives import Collective, with_article
 
 
 def schedule_dict(timeline: Timeline) -> dict[str, Any]:
@@ -118,7 +118,7 @@ class _Layout:
     def __init__(self, coll: Collective) -> None:
         if coll.name not in ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast", "reduce",
                              "gather", "scatter"):
-            raise CcvizError(f"msccl: MSCCL has no collective for a {coll.name!r} demand; export a standard "
+            raise CcvizError(f"msccl: MSCCL has no collective for {with_article(repr(coll.name))} demand; export a standard "
                              "collective", "msccl")
         self.coll = coll
         self.index = {r: k for k, r in enumerate(coll.ranks)}

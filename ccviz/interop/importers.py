@@ -42,7 +42,7 @@ from ccviz.interop.msccl import (
     load_program,
     parse_program,
 )
-from ccviz.model.collectives import Collective, make_collective
+from ccviz.model.collectives import Collective, make_collective, with_article
 from ccviz.model.physics import LaneBook, link_costs
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
@@ -127,8 +127,19 @@ def import_msccl(program: Program | str | Path, topology: Topology | str | None 
         chunk_of = _chunk_lookup(program, coll)
     routes = _SwitchRoutes(topo)
     paths = {id(m): routes.path(gpus[m.src], gpus[m.dst], m) for m in run.messages}
-    transfers = _timed_transfers(program, run, topo, coll.chunk_bytes, paths, chunk_of)
+    dead: list = []
+    try:
+        transfers = _timed_transfers(program, run, topo, coll.chunk_bytes, paths, chunk_of, dead)
+    except CcvizError as exc:
+        races = [p for p in run.problems if p.kind == "race"]
+        if not races:
+            raise
+        raise CcvizError(f"import: {program.source} races, so what it sends is not defined: {races[0].message} "
+                         f"(so {str(exc).removeprefix('import: ')}); order the two steps with a dependency",
+                         "import") from None
     notes.extend(program.warnings)
+    if dead:
+        notes.append(dead_send_note(list(dict.fromkeys(dead))))
     if _pieces_per_chunk(program) > 1:
         notes.append(f"nchunksperloop={program.nchunksperloop} does not split into whole chunks per rank over "
                      f"{program.ngpus} GPUs: each MSCCL chunk moves as {_pieces_per_chunk(program)} ccviz chunks "
@@ -142,7 +153,7 @@ def import_msccl(program: Program | str | Path, topology: Topology | str | None 
 
 
 def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_bytes: float,
-                     paths: dict[int, list[int]], chunk_of) -> list[Transfer]:
+                     paths: dict[int, list[int]], chunk_of, dead: list) -> list[Transfer]:
     """Time the executed program under the link model, earliest-ready step first (list scheduling).
 
     A step is ready when its thread block's previous step, its dependency (the first signalling step
@@ -216,7 +227,12 @@ def _timed_transfers(program: Program, run: Execution, topo: Topology, chunk_byt
             last_arrival = ready
             relayed = {position for position, _, _ in m.relayed}
             for j, value in enumerate(m.values):
-                for piece, chunk in enumerate(chunk_of(value, m)):
+                try:
+                    chunks = chunk_of(value, m)
+                except _DeadSend:
+                    dead.append(m)
+                    continue
+                for piece, chunk in enumerate(chunks):
                     t = lanes.earliest_start(ready, booking)  # switches on the path forward on arrival
                     ends[(id(m), j, piece)] = (len(transfers), len(transfers) + len(hops) - 1)
                     for hop, (a, b) in enumerate(hops):
@@ -340,9 +356,25 @@ def _custom_collective(program: Program, run: Execution, topo: Topology, size_by
             return [copy_id[value[0]]]
         if len(indices) == 1 and next(iter(indices)) in sum_id:
             return [sum_id[next(iter(indices))]]
-        raise CcvizError(f"import: {m.send} sends {value}, which no output of the program keeps", "import")
+        raise _DeadSend(m)
 
     return coll, lookup
+
+
+class _DeadSend(Exception):
+    """A message whose data no output of the program keeps: dead, not wrong (an SMT-synthesized program, such as
+    msccl-tools' ``msccl solve`` Gather on DGX-1, may send the root's own chunk to a GPU that never reads it)."""
+
+    def __init__(self, message) -> None:
+        super().__init__(str(message.send))
+        self.message = message
+
+
+def dead_send_note(dead: list) -> str:
+    """One note for all dead sends: how many, the first few by step, and what that means for the timing."""
+    shown = "; ".join(str(m.send) for m in dead[:3]) + (f"; ... ({len(dead) - 3} more)" if len(dead) > 3 else "")
+    return (f"{len(dead)} dead send{'s' if len(dead) != 1 else ''}: data no output of the program keeps ({shown}); "
+            f"imported without transfers, so {'their' if len(dead) != 1 else 'its'} link time is not counted")
 
 
 def _pieces_per_chunk(program: Program) -> int:
@@ -401,12 +433,12 @@ def _chunk_lookup(program: Program, coll: Collective):
                 raise CcvizError(f"import: {m.send} mixes partial sums of chunks {sorted(indices)}", "import")
         else:
             if len(value) != 1:
-                raise CcvizError(f"import: {m.send} sends a combination of chunks in a {coll.name}", "import")
+                raise CcvizError(f"import: {m.send} sends a combination of chunks in {with_article(coll.name)}", "import")
             key = value[0]
         if pieces > 1:
             return [by_key[(key[0] * pieces + p,)] for p in range(pieces)]
         if key not in by_key:
-            raise CcvizError(f"import: {m.send} sends chunk {key}, which the {coll.name} does not move", "import")
+            raise _DeadSend(m)
         return [by_key[key]]
 
     return lookup

@@ -207,12 +207,12 @@ def parse_program(text: str, source: str = "<xml>") -> Program:
                          f"{_memory_text(footprint)} to execute (ngpus x nchunksperloop buffer slots); ccviz runs "
                          f"programs up to {MAX_PROGRAM_SLOTS:,} slots", "msccl")
     program_gpus = []
-    warnings: list[str] = []
+    skipped: list[tuple[str, str, str, int]] = []
     for g_el in algo.children:
         if g_el.tag != "gpu":
-            _skip(g_el, "algo", "gpu", source, warnings)
+            _skip(g_el, "algo", "gpu", skipped)
             continue
-        program_gpus.append(_parse_gpu(g_el, source, ngpus, warnings))
+        program_gpus.append(_parse_gpu(g_el, source, ngpus, skipped))
     ids = sorted(g.id for g in program_gpus)
     if ids != list(range(ngpus)):
         missing = sorted(set(range(ngpus)) - set(ids))
@@ -223,7 +223,7 @@ def parse_program(text: str, source: str = "<xml>") -> Program:
         nchannels, nchunks, ngpus, coll, bool(_attr(algo, "inplace", source, default=1)),
         None if outofplace is None else bool(outofplace),
         _attr(algo, "minBytes", source, default=None), _attr(algo, "maxBytes", source, default=None),
-        tuple(sorted(program_gpus, key=lambda g: g.id)), source, tuple(warnings),
+        tuple(sorted(program_gpus, key=lambda g: g.id)), source, skip_warnings(skipped, source),
     )
 
 
@@ -236,24 +236,39 @@ def _memory_text(slots: int) -> str:
         f"{slots * _BYTES_PER_SLOT / 1e6:.3g} MB"
 
 
-def _skip(el: _Element, parent: str, expected: str, source: str, warnings: list[str]) -> None:
+def _skip(el: _Element, parent: str, expected: str, skipped: list[tuple[str, str, str, int]]) -> None:
     """Unknown elements are skipped with a warning, as the MSCCL/RCCL loaders skip them (TE-CCL's amd_32.xml
     has <copy> inside <gpu>); an element the runtime would run is never dropped silently."""
-    warnings.append(f"{source}:{el.line}: skipped unknown <{el.tag}> inside <{parent}> (expected <{expected}>; "
-                    "the MSCCL runtimes ignore it too)")
+    skipped.append((el.tag, parent, expected, el.line))
 
 
-def _parse_gpu(el: _Element, source: str, ngpus: int, warnings: list[str] | None = None) -> Gpu:
+def skip_warnings(skipped: list[tuple[str, str, str, int]], source: str) -> tuple[str, ...]:
+    """One warning per kind of skipped element, counted, with the lines where it was (TE-CCL's amd_32.xml has
+    64 <copy> elements: one line saying so reads better than 64 that differ only in their line number)."""
+    lines: dict[tuple[str, str, str], list[int]] = {}
+    for tag, parent, expected, line in skipped:
+        lines.setdefault((tag, parent, expected), []).append(line)
+    out = []
+    for (tag, parent, expected), at in lines.items():
+        shown = ", ".join(str(x) for x in at[:5]) + (f", ... ({len(at) - 5} more)" if len(at) > 5 else "")
+        what = f"unknown <{tag}>" if len(at) == 1 else f"{len(at)} unknown <{tag}> elements"
+        out.append(f"{source}: skipped {what} inside <{parent}> (line{'s' if len(at) > 1 else ''} {shown}; "
+                   f"expected <{expected}>; the MSCCL runtimes ignore {'it' if len(at) == 1 else 'them'} too)")
+    return tuple(out)
+
+
+def _parse_gpu(el: _Element, source: str, ngpus: int,
+               skipped: list[tuple[str, str, str, int]] | None = None) -> Gpu:
     gid = _attr(el, "id", source)
     if not 0 <= gid < ngpus:
         raise CcvizError(f"{source}:{el.line}: <gpu> attribute 'id'={gid} is outside 0..{ngpus - 1}", "msccl")
     tbs = []
-    warnings = [] if warnings is None else warnings
+    skipped = [] if skipped is None else skipped
     for tb_el in el.children:
         if tb_el.tag != "tb":
-            _skip(tb_el, "gpu", "tb", source, warnings)
+            _skip(tb_el, "gpu", "tb", skipped)
             continue
-        step_els = [s for s in tb_el.children if s.tag == "step" or _skip(s, "tb", "step", source, warnings)]
+        step_els = [s for s in tb_el.children if s.tag == "step" or _skip(s, "tb", "step", skipped)]
         tb = ThreadBlock(_attr(tb_el, "id", source), _attr(tb_el, "send", source), _attr(tb_el, "recv", source),
                          _attr(tb_el, "chan", source), tuple(_parse_step(s, source) for s in step_els), tb_el.line)
         for peer, what in ((tb.send, "send"), (tb.recv, "recv")):

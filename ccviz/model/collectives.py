@@ -275,7 +275,15 @@ def normalize_name(name: str) -> str:
     return key
 
 
+def with_article(name: str) -> str:
+    """'an alltoall', 'a gather': messages name a collective in running text ("in a alltoall" read badly)."""
+    word = str(name).strip("'\"")
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def _ranks_of(ranks: Topology | Sequence[int]) -> tuple[int, ...]:
+    if not isinstance(ranks, (Topology, Sequence)) or isinstance(ranks, str):
+        raise CcvizError(f"ranks: expected a Topology or a list of GPU ids, got {type(ranks).__name__}", "ranks")
     out = tuple(ranks.gpus) if isinstance(ranks, Topology) else tuple(int(r) for r in ranks)
     if len(out) < 2:
         raise CcvizError("ranks: a collective needs at least two ranks", "ranks")

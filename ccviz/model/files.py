@@ -22,16 +22,7 @@ def read_structured(path: str | Path, field: str) -> object:
     except OSError as exc:
         raise CcvizError(f"{field}: cannot read {p.name} ({exc.strerror})", field) from None
     if p.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            return safe_yaml(text, p.name, field)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            raise CcvizError(f"{field}: {p.name} is not valid YAML ({exc.problem}{where})", field) from None
-        except yaml.YAMLError as exc:
-            raise CcvizError(f"{field}: {p.name} is not valid YAML ({one_line(exc)})", field) from None
+        return parse_yaml(text, p.name, field)
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
@@ -62,6 +53,20 @@ def check_readable_file(p: Path, field: str) -> None:
     if size > MAX_FILE_BYTES:
         raise CcvizError(f"{field}: {p.name} is {size / 1e6:.0f} MB; ccviz reads files up to "
                          f"{MAX_FILE_BYTES / 1e6:.0f} MB", field)
+
+
+def parse_yaml(text: str, name: str, field: str) -> object:
+    """YAML text parsed safely; a syntax error is one line naming the file, line and column."""
+    import yaml
+
+    try:
+        return safe_yaml(text, name, field)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise CcvizError(f"{field}: {name} is not valid YAML ({exc.problem}{where})", field) from None
+    except yaml.YAMLError as exc:
+        raise CcvizError(f"{field}: {name} is not valid YAML ({one_line(exc)})", field) from None
 
 
 def safe_yaml(text: str, name: str, field: str) -> object:

@@ -14,6 +14,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
+from numbers import Integral
 
 from ccviz.errors import CcvizError
 from ccviz.model.schedule import Schedule, Transfer
@@ -50,7 +51,15 @@ def parse_ranks(text: str, field: str = "ranks") -> list[int]:
 
 def group_ranks(topology: Topology, ranks: Sequence[int] | str, field: str = "ranks") -> tuple[int, ...]:
     """The group's ranks checked against the fabric: GPUs of it, each once, at least two."""
-    group = parse_ranks(ranks, field) if isinstance(ranks, str) else [int(r) for r in ranks]
+    from ccviz.model import validate as v
+
+    if isinstance(ranks, str):
+        group = parse_ranks(ranks, field)
+    elif isinstance(ranks, Sequence):  # whole numbers only: 0.5 was read as GPU 0
+        group = [int(r) if isinstance(r, Integral) and not isinstance(r, bool) else v.integer(r, f"{field}[{k}]", lo=0)
+                 for k, r in enumerate(ranks)]
+    else:
+        raise CcvizError(f"{field}: expected a list of ranks or a range text like 0-3,8, got {ranks!r}", field)
     seen: set[int] = set()
     for r in group:
         if r not in topology.nodes:

@@ -23,7 +23,7 @@ from ccviz.errors import CcvizError
 from ccviz.model import validate as v
 from ccviz.model.collectives import Collective
 from ccviz.model.files import read_structured
-from ccviz.model.topology import Topology
+from ccviz.model.topology import MAX_NODE_ID, Topology
 
 Op = Literal["copy", "reduce", "relay", "combine"]  # relay: in transit, see ccviz.judge.simulate.relay_continuations
 Status = Literal["optimal", "feasible", "time_limit", "heuristic", "infeasible"]
@@ -226,9 +226,9 @@ def _transfer_from_row(row: Any, i: int) -> Transfer:
         raise CcvizError(f"{where}.op: {op!r} is not one of {', '.join(map(repr, OPS))}", "transfers")
     start, end = rec.get("start_s"), rec.get("end_s")
     return Transfer(
-        v.integer(rec["chunk"], f"{where}.chunk"),
-        v.integer(rec["src"], f"{where}.src"),
-        v.integer(rec["dst"], f"{where}.dst"),
+        v.integer(rec["chunk"], f"{where}.chunk", lo=0, hi=MAX_NODE_ID),  # ids index arrays: bounded like nodes'
+        v.integer(rec["src"], f"{where}.src", lo=0, hi=MAX_NODE_ID),
+        v.integer(rec["dst"], f"{where}.dst", lo=0, hi=MAX_NODE_ID),
         v.optional_number(start, f"{where}.start_s"),
         v.optional_number(end, f"{where}.end_s"),
         op,

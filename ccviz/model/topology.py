@@ -408,8 +408,9 @@ class Topology:
 
     def summary(self) -> str:
         bws = sorted({link.bandwidth_GBps for link in self.links.values()})
+        k = len(self.switches)
         return (
-            f"{self.name}: {self.n_gpus} GPUs, {len(self.switches)} switches, {len(self.links)} links, "
+            f"{self.name}: {self.n_gpus} GPUs, {k} switch{'' if k == 1 else 'es'}, {len(self.links)} links, "
             f"bandwidths {', '.join(f'{b:g}' for b in bws)} GB/s"
         )
 

@@ -38,6 +38,7 @@ honoured in wall-clock time whatever the solver does.
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes
 import importlib
 import itertools
@@ -406,9 +407,10 @@ class WorkerPool:
                     return Outcome(best[0], best[1], stopped=True,
                                    note=f"the solver did not hand back its result within {waited} of {why}, "
                                         "so its process was ended; this is the best schedule it had offered")
+                advice = ("let it run longer before pressing Stop" if why == "Stop"
+                          else "give it a longer time limit")  # Stop at 12 s of a 600 s limit: not the limit's fault
                 raise CcvizError(f"stopped: the solver had no complete schedule yet {waited} after {why}, so its "
-                                 "process was ended; nothing to show (let it run longer before stopping, or give it "
-                                 "a longer time limit)", "stop")
+                                 f"process was ended; nothing to show ({advice})", "stop")
 
 
 def _configured_size() -> int | None:
@@ -483,6 +485,7 @@ class _BestSoFar:
 
     def __init__(self, channel: Channel, collective: str, root: int | None) -> None:
         self.channel, self.collective, self.root = channel, collective, root
+        self.started = time.perf_counter()
 
     def offer(self, schedule: Any) -> None:
         from ccviz.bounds.cost import lower_bound
@@ -495,6 +498,9 @@ class _BestSoFar:
         timeline = simulate(schedule)
         if not timeline.verified:
             return
+        if schedule.synth_time_s is None:  # the registry stamps a returned schedule; an offer, a copy, here
+            schedule = copy.copy(schedule)  # (the solver may return this very object later, stamped then)
+            schedule.synth_time_s = time.perf_counter() - self.started  # a kept offer read "synthesis time n/a"
         limit = group_limit(topology, c)
         self.channel.send("best", RunResult(topology, c, schedule, timeline, lower_bound(topology, c), limit))
         self.channel.send("offer", timeline.finish_time_s)  # the app may say Stop now keeps this one

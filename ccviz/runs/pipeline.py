@@ -171,11 +171,15 @@ def run(
     (sweeps run several algorithms on one collective; the bound costs seconds on big fabrics).
     ``ranks`` makes it a collective over a process group (``0-7,16`` or a list); the other GPUs relay.
     """
+    from ccviz.model.arguments import expect_collective, expect_topology
+
+    expect_topology(topology)
     if isinstance(collective, str):
         if size_bytes is None:
-            raise ValueError("run: size_bytes is required when the collective is given by name")
+            raise CcvizError("size: run() needs size_bytes when the collective is given by name", "size")
         over = topology if ranks is None else group_ranks(topology, ranks)
         collective = make_collective(collective, over, size_bytes, chunks, root, dest)
+    expect_collective(collective)
     check_fits(collective, topology.n_gpus)  # refuse up front what could not fit in memory
     schedule = synthesize(topology, collective, algorithm, options)
     if schedule.collective is not collective:  # a synthesizer that refines the chunks (forestcoll) says so

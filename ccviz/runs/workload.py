@@ -21,6 +21,7 @@ synthesized alone for its finish alone. The report says which in ``synthesis``.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections import defaultdict
@@ -88,8 +89,11 @@ def parse_run(text: str | Sequence[Any]) -> list[Step]:
         from ccviz.runs.moe import split_run_entries
 
         raw: list[Any] = split_run_entries(text)  # an MoE entry's keys are comma-separated too
-    else:
+    elif isinstance(text, Sequence):
         raw = list(text)
+    else:
+        raise CcvizError(f"run: expected text like tp:allreduce:64MB,dp:allreduce:256MB or a list of "
+                         f"{{kind, collective, size}}, got {text!r:.60}", "run")
     steps: list[Step] = []
     for item in raw:
         if isinstance(item, Mapping):
@@ -173,9 +177,15 @@ def place_groups(topology: Topology, parallel: Mapping[str, int], order: str | N
 def check_groups(topology: Topology, groups: Mapping[str, Sequence[Sequence[int]]]) -> dict[str, list[tuple[int, ...]]]:
     """An explicit rank map checked: every rank a GPU of the fabric, no GPU in two groups of one kind."""
     out: dict[str, list[tuple[int, ...]]] = {}
+    if not isinstance(groups, Mapping):
+        raise CcvizError(f"groups: expected a mapping of kind to its groups, e.g. {{tp: [[0, 1], [2, 3]]}}, got "
+                         f"{type(groups).__name__} (name the kind each list of groups belongs to)", "groups")
     for kind, members in groups.items():
         if kind not in KINDS:
             raise CcvizError(f"groups: unknown kind {kind!r}; use {', '.join(KINDS)}", "groups")
+        if isinstance(members, (str, bytes)) or not isinstance(members, Sequence) or not members:
+            raise CcvizError(f"groups.{kind}: expected a list of groups, each a list of ranks, e.g. [[0, 1], [2, 3]], "
+                             f"got {members!r}", "groups")
         owner: dict[int, int] = {}
         checked = []
         for i, ranks in enumerate(members):
@@ -797,21 +807,51 @@ YAML_KEYS = ("topology", "parallel", "order", "run", "algorithm", "seed", "group
 
 
 def read_workload_file(path: str | Path) -> dict[str, Any]:
-    """A workload as YAML: the CLI's flags as keys (``groups``: an explicit rank map per kind)."""
-    import yaml
+    """A workload as YAML: the CLI's flags as keys (``groups``: an explicit rank map per kind), each of its type
+    (a value of the wrong kind is one line naming the key, never ignored or an internal error)."""
+    from ccviz.model.files import check_readable_file, parse_yaml, read_text_file
 
     p = Path(path)
-    if not p.is_file():
-        raise CcvizError(f"config: {str(path)!r} does not exist", "config")
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise CcvizError(f"config: {path} is not valid YAML ({str(exc).splitlines()[0]})", "config") from None
+    check_readable_file(p, "config")
+    data = parse_yaml(read_text_file(p, "config"), p.name, "config")
+    if data is None:
+        data = {}
     if not isinstance(data, dict):
-        raise CcvizError(f"config: {path} should hold a mapping of {', '.join(YAML_KEYS)}", "config")
-    unknown = sorted(set(data) - set(YAML_KEYS))
+        raise CcvizError(f"config: {p.name} should hold a mapping of {', '.join(YAML_KEYS)}, got "
+                         f"{type(data).__name__}", "config")
+    unknown = sorted(set(map(str, data)) - set(YAML_KEYS))
     if unknown:
         raise CcvizError(f"config: unknown key(s) {unknown}; a workload file has {', '.join(YAML_KEYS)}", "config")
-    if not isinstance(data.get("relabel", True), bool):
-        raise CcvizError(f"config: relabel should be true or false, got {data['relabel']!r}", "config")
+    for key, value in data.items():
+        if value is not None:
+            _check_config_value(key, value)
     return data
+
+
+_CONFIG_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "topology": ((str,), "a topology file or builder spec, e.g. ring:n=8"),
+    "parallel": ((str, dict), "group sizes, e.g. tp=8,dp=4 or {tp: 8, dp: 4}"),
+    "order": ((str,), "kinds innermost first, e.g. tp-dp, or random"),
+    "run": ((str, list), "each kind's collective, e.g. tp:allreduce:64MB,dp:allreduce:256MB, or a list"),
+    "algorithm": ((str,), "an algorithm name (see `ccviz list`)"),
+    "seed": ((int,), "a whole number"),
+    "groups": ((dict,), "a mapping of kind to its groups, e.g. {tp: [[0, 1], [2, 3]]}"),
+    "time_limit": ((int, float), "seconds, a positive number"),
+    "opt": ((dict,), "a mapping of an algorithm's own options, e.g. {restarts: 4}"),
+    "chunks": ((int,), "a whole number >= 1"),
+    "synthesis": ((str,), "composed or joint"),
+    "relabel": ((bool,), "true or false"),
+}
+
+
+def _check_config_value(key: str, value: Any) -> None:
+    if key not in _CONFIG_TYPES:  # a key added to YAML_KEYS without a type here is checked where it is used
+        return
+    types, what = _CONFIG_TYPES[key]
+    wrong = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+    if not wrong and key == "time_limit" and not (math.isfinite(value) and value > 0):
+        wrong = True
+    if not wrong and key == "chunks" and value < 1:
+        wrong = True
+    if wrong:
+        raise CcvizError(f"config: {key} should be {what}, got {value!r}", "config")

@@ -172,12 +172,10 @@ def synthesize(
     options: SynthOptions | None = None,
 ) -> Schedule:
     """Run one registered algorithm, recording its wall-clock synthesis time and options."""
-    if not isinstance(topology, Topology):
-        raise CcvizError(f"topology: expected a ccviz Topology (ccviz.load_topology('ring:n=8')), got "
-                         f"{type(topology).__name__}", "topology")
-    if not isinstance(collective, Collective):
-        raise CcvizError(f"collective: expected a ccviz Collective (ccviz.make_collective({collective!r:.40}, "
-                         f"topology, size_bytes)), got {type(collective).__name__}", "collective")
+    from ccviz.model.arguments import expect_collective, expect_topology
+
+    expect_topology(topology)
+    expect_collective(collective)
     alg = get_algorithm(algorithm)
     if not alg.supports(collective.name):
         raise CcvizError(

@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ccviz.model.units import format_size
+from ccviz.model.units import format_size, format_time
 from ccviz.viz.style import algorithm_colors, time_unit
 
 BOUND_COLOR = "#111111"
@@ -28,7 +28,8 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
     for AllReduce on switches that add, the limit without switch sums (what trees summing at GPUs can reach).
     """
     scale, unit = time_unit(float(table[["finish_time_s", "lower_bound_s"]].max().max()))
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("algorithm bandwidth (GB/s)", f"finish time ({unit})"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("algorithm bandwidth (GB/s)", "finish time"))
+    units = {1: "GB/s", 2: unit}  # hovers name their unit; the time axis labels each tick with its own
     algorithms = list(dict.fromkeys(table["algorithm"]))
     colors = algorithm_colors(algorithms)
     above = formulas_above_limit(table)
@@ -39,7 +40,7 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
             fig.add_trace(go.Scatter(
                 x=rows["size_bytes"], y=y, mode="lines+markers", name=alg, legendgroup=alg, showlegend=col == 1,
                 line={"color": color}, text=rows["size"],
-                hovertemplate=f"{alg} @ %{{text}}: %{{y:.4g}}<extra></extra>",
+                hovertemplate=f"{alg} @ %{{text}}: %{{y:.4g}} {units[col]}<extra></extra>",
             ), row=1, col=col)
         formula = table[(table["algorithm"] == alg)].sort_values("size_bytes")
         if formula["formula_time_s"].notna().any():
@@ -50,7 +51,7 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
                     legendgroup=alg, showlegend=col == 1, line={"color": color, "dash": "dot", "width": 1.5},
                     hovertemplate=f"{alg} textbook formula (one message per GPU at a time, full link speed, no "
                                   "contention): "
-                                  f"%{{y:.4g}}<extra></extra>",
+                                  f"%{{y:.4g}} {units[col]}<extra></extra>",
                 ), row=1, col=col)
     # the weakest row's bound per size: an algorithm that refines the chunks (forestcoll) has a lower one
     bound = table.sort_values("lower_bound_s").drop_duplicates("size_bytes").sort_values("size_bytes")
@@ -59,14 +60,14 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
             fig.add_trace(go.Scatter(
                 x=bound["size_bytes"], y=y, mode="lines", name="lower bound (no schedule beats it)",
                 legendgroup="bound", showlegend=col == 1, line={"color": BOUND_COLOR, "dash": "dash", "width": 2},
-                hovertemplate="bound: %{y:.4g}<extra></extra>",
+                hovertemplate=f"bound: %{{y:.4g}} {units[col]}<extra></extra>",
             ), row=1, col=col)
     if "limit_s" in bound and bound["limit_s"].notna().any():
         for col, y in ((1, bound["size_bytes"] / bound["limit_s"] / 1e9), (2, bound["limit_s"] * scale)):
             fig.add_trace(go.Scatter(
                 x=bound["size_bytes"], y=y, mode="lines", name=LIMIT_NAME, legendgroup="limit",
                 showlegend=col == 1, line={"color": LIMIT_COLOR, "dash": "dashdot", "width": 2},
-                hovertemplate="limit: %{y:.4g}<extra></extra>",
+                hovertemplate=f"limit: %{{y:.4g}} {units[col]}<extra></extra>",
             ), row=1, col=col)
     if "limit_without_switch_sums_s" in bound and bound["limit_without_switch_sums_s"].notna().any():
         sums = bound["limit_without_switch_sums_s"]
@@ -74,16 +75,28 @@ def comparison_figure(table: pd.DataFrame) -> go.Figure:
             fig.add_trace(go.Scatter(
                 x=bound["size_bytes"], y=y, mode="lines", name=SUMS_NAME, legendgroup="sums",
                 showlegend=col == 1, line={"color": LIMIT_COLOR, "dash": "dot", "width": 2},
-                hovertemplate="limit without switch sums: %{y:.4g}<extra></extra>",
+                hovertemplate=f"limit without switch sums: %{{y:.4g}} {units[col]}<extra></extra>",
             ), row=1, col=col)
     ticks = sorted(table["size_bytes"].unique())
     for col in (1, 2):
         fig.update_xaxes(type="log", tickvals=ticks, ticktext=[format_size(s) for s in ticks], title="size",
                          row=1, col=col)
-    fig.update_yaxes(type="log", row=1, col=2)
+    fig.update_yaxes(type="log", row=1, col=2, **decade_ticks(fig, 2, scale))
     fig.update_layout(height=460, margin={"l": 10, "r": 10, "t": 40, "b": 40},
                       legend={"orientation": "h", "y": -0.2})
     return fig
+
+
+def decade_ticks(fig: go.Figure, col: int, scale: float) -> dict:
+    """Ticks at every decade the column's times span, each labelled with its own unit ('100 us', '1 ms'): a log
+    axis in ms spanning 1 KB to 1 GB read '100μ' (plotly's SI prefix on a number already in ms)."""
+    ys = [y for trace in fig.data if trace.xaxis == ("x" if col == 1 else f"x{col}") and trace.y is not None
+          for y in trace.y if y is not None and y == y and y > 0]
+    if not ys:
+        return {}
+    lo, hi = math.floor(math.log10(min(ys) / scale)), math.ceil(math.log10(max(ys) / scale))
+    decades = [10.0 ** k for k in range(lo, hi + 1)]
+    return {"tickvals": [d * scale for d in decades], "ticktext": [format_time(d) for d in decades]}
 
 
 def formulas_above_limit(table: pd.DataFrame) -> dict[str, list[float]]:

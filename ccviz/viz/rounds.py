@@ -76,6 +76,8 @@ def rounds(timeline: Timeline) -> list[Round]:
         for r in c.pre:
             mask.setdefault(r, {})[c.id] = frozenset({r})
     full = {c.id: frozenset(c.pre) for c in chunks}
+    # a copy its GPU holds from the start is no delivery (a sum is: the GPU holds only its own part)
+    needs = {c.id: frozenset(c.post) if c.reduce else frozenset(c.post) - frozenset(c.pre) for c in chunks}
     by_round: dict[int, list[int]] = {}
     for i, r in enumerate(schedule.rounds):
         by_round.setdefault(r, []).append(i)
@@ -86,6 +88,7 @@ def rounds(timeline: Timeline) -> list[Round]:
         before = {g: dict(h) for g, h in mask.items()}
         passing: dict[tuple[int, int], frozenset[int]] = {}  # (node, chunk) -> value crossing it this round
         reached: list[int] = []
+        picked: set[tuple[int, int]] = set()  # deliveries made at GPUs a relayed copy passed through
         for send in sends:
             src, dst = send.path[0], send.path[-1]
             if send.op == "combine":  # into a reducing switch's sum (ccviz.judge.in_network)
@@ -108,19 +111,23 @@ def rounds(timeline: Timeline) -> list[Round]:
             else:  # a copy lands in every GPU it crosses, as in the simulator
                 for node in send.path[1:]:
                     if node in mask:
+                        if (node != dst and value == full[send.chunk] and node in needs[send.chunk]
+                                and before.get(node, {}).get(send.chunk) != value):
+                            picked.add((node, send.chunk))
                         mask[node][send.chunk] = value
         coverage = {g: {c: len(v) for c, v in held.items()} for g, held in mask.items()}
-        delivered = sum(1 for c in chunks for r in c.post if mask.get(r, {}).get(c.id) == full[c.id])
+        delivered = sum(1 for c in chunks for r in needs[c.id] if mask.get(r, {}).get(c.id) == full[c.id])
         end = float(timeline.arrival_s[indices].max()) if indices else (out[-1].end_s if out else 0.0)
         label = schedule.round_labels[number - 1] if number <= len(schedule.round_labels) else ""
-        demands = sum(len(c.post) for c in chunks)
-        sentence = _sentence(timeline, label, sends, reached, delivered, demands, end)
+        demands = sum(len(v) for v in needs.values())
+        late = sum(1 for i in indices if timeline.arrival_s[i] > timeline.finish_time_s * (1 + 1e-9))
+        sentence = _sentence(timeline, label, sends, reached, delivered, demands, end, late, len(picked))
         out.append(Round(number, label, tuple(sends), end, coverage, delivered, sentence))
     return out
 
 
 def _sentence(timeline: Timeline, label: str, sends: list[Send], reached: list[int], delivered: int,
-              demands: int, end_s: float) -> str:
+              demands: int, end_s: float, late: int = 0, picked: int = 0) -> str:
     n_ranks = timeline.collective.n_ranks
     topo = timeline.topology
     gpu_hops = [sum(1 for node in s.path[1:-1] if not topo.is_switch(node)) for s in sends]
@@ -140,7 +147,15 @@ def _sentence(timeline: Timeline, label: str, sends: list[Send], reached: list[i
         span = f"{lo}" if lo == hi else f"{lo} to {hi}"
         parts.append(f"The partial sums just received now cover {span} of {n_ranks} ranks.")
     done = "every GPU holds its result" if delivered == demands else f"{delivered}/{demands} deliveries done"
-    parts.append(f"After this round {done} (in the simulation its last send lands at {format_time(end_s)}).")
+    if late and delivered == demands:  # one finish: the simulator's, when the last demand is met
+        parts.append(f"After this round every GPU holds its result, at {format_time(timeline.finish_time_s)} in the "
+                     f"simulation (its finish); {late} of this round's hops still land after it, up to "
+                     f"{format_time(end_s)}, carrying data the GPUs they reach already hold or do not need.")
+    elif picked and delivered != demands:  # more deliveries than messages: copies dropped off on the way
+        parts.append(f"After this round {done}, {picked} of them at GPUs a relayed message passed through (a copy "
+                     f"lands in every GPU it crosses). In the simulation its last send lands at {format_time(end_s)}.")
+    else:
+        parts.append(f"After this round {done} (in the simulation its last send lands at {format_time(end_s)}).")
     return " ".join(p for p in parts if p)
 
 
@@ -214,6 +229,16 @@ def _svg(timeline: Timeline, positions: dict[int, tuple[float, float]], rnd: Rou
                      f'{note}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def rounds_frame_height(timeline: Timeline) -> int:
+    """Pixels the rounds view needs in its frame: the buttons, title and a sentence of up to four lines, then the
+    figure beside the coverage table, or above it where a wide table wraps (a height grown by 18 px per GPU
+    whatever the table left 150-250 px blank below the figure)."""
+    coll = timeline.collective
+    table = 0 if len(coll.chunks) > 32 else 16 + 16 * (len(coll.ranks) + 1)
+    wraps = len(coll.chunks) > 23  # wider than what fits beside the figure's smallest width
+    return 36 + 36 + 100 + (_H + table if wraps else max(_H, table)) + 24
 
 
 def _matrix(timeline: Timeline, coverage: dict[int, dict[int, int]]) -> str:

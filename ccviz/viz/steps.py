@@ -100,8 +100,11 @@ def schedule_steps(timeline: Timeline, max_steps: int = MAX_STEPS) -> list[Step]
     return steps
 
 
-def _short(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+def _wrapped(text: str, width: int) -> str:
+    """The step's label whole, on as many lines as it needs (cut at 110 characters it ended in '…')."""
+    import textwrap
+
+    return "<br>".join(textwrap.wrap(text, width)) or text
 
 
 def _step_windows(timeline: Timeline, steps: list[Step]) -> list[FrameWindow]:
@@ -171,7 +174,7 @@ def steps_figure(timeline: Timeline, positions: dict[int, Position] | None = Non
 
     def title(w: FrameWindow) -> dict:
         what = ("before step 1: every GPU holds only its own data" if w.index == 0
-                else f"{'step' if n == total else 'frame'} {w.index} of {n}: {_short(w.label, 110)}")
+                else _wrapped(f"{'step' if n == total else 'frame'} {w.index} of {n}: {w.label}", 100))
         return {"text": f"{head}<br><span style='font-size:13px'>{what}</span>", "font": {"size": 14}}
 
     frames = [go.Frame(data=_frame_traces(scene, w), traces=changing, name=str(w.index),
@@ -181,6 +184,7 @@ def steps_figure(timeline: Timeline, positions: dict[int, Position] | None = Non
     add_player(fig, [(str(w.index), "start" if w.index == 0 else f"{w.index}/{n}") for w in windows], frame_ms,
                y=-0.02, slider_x=0.2, prefix="step ")
     style_network_layout(fig, head, height=620)
-    fig.update_layout(title=title(windows[0]), margin={"l": 10, "r": 10, "t": 60, "b": 90},
+    lines = max(_wrapped(f"frame {w.index} of {n}: {w.label}", 100).count("<br>") for w in windows) + 1
+    fig.update_layout(title=title(windows[0]), margin={"l": 10, "r": 10, "t": 46 + 16 * lines, "b": 90},
                       legend={"y": 1.0, "x": 1.0, "xanchor": "left", "orientation": "v"})
     return fig

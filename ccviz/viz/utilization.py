@@ -99,7 +99,8 @@ def link_busy_bars(timeline: Timeline, top: int = 40) -> go.Figure:
             xref="paper", yref="paper", x=1, y=1.08, showarrow=False, xanchor="right", font={"color": "#E31A1C"},
         )
     fig.update_layout(
-        title="Busy fraction per link", yaxis={"range": [0, 1.05], "tickformat": ".0%"},
-        height=360, margin={"l": 10, "r": 10, "t": 60, "b": 40}, xaxis={"type": "category"},
+        title="Busy fraction per link", height=360, margin={"l": 10, "r": 10, "t": 60, "b": 40},
+        yaxis={"range": [0, 1.05], "tickformat": ".0%", "title": "busy (share of the run)"},
+        xaxis={"type": "category", "title": f"link, busiest first{f' (the {top} busiest)' if len(util) > top else ''}"},
     )
     return fig

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import plotly.graph_objects as go
 
+from ccviz.model.groups import rank_text
 from ccviz.viz.layout import node_positions
 from ccviz.viz.topology_fig import topology_figure
 
@@ -81,10 +82,10 @@ def group_timelines(result: WorkloadResult, bins: int = 80) -> go.Figure:
         fig.add_trace(go.Scatter(x=[g.finish_alone_s * 1e3], y=[g.label], mode="markers", showlegend=n == 0,
                                  name="finish alone", marker={"symbol": "line-ns-open", "size": 14,
                                                               "color": "#E45756", "line": {"width": 3}}))
-    fig.update_layout(title="transfers in flight per group, all groups together (red: its finish alone)",
+    fig.update_layout(title={"text": "transfers in flight per group, all groups together<br><sup>red: the group's "
+                                     "finish alone</sup>"},  # one line was cut in half a page ("...finish alo")
                       xaxis_title="time (ms)", height=max(260, 26 * len(result.groups) + 120),
-                      margin={"l": 60, "r": 10, "t": 40, "b": 40},
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.25, "x": 0})
+                      margin={"l": 60, "r": 10, "t": 60, "b": 40}, showlegend=False)
     return fig
 
 
@@ -93,10 +94,11 @@ def groups_table(result: WorkloadResult) -> pd.DataFrame:
 
     rows = []
     for g in result.groups:
-        rows.append({"group": g.label, "GPUs": ",".join(map(str, g.ranks)), "collective": g.collective.name,
-                     "alone (ms)": g.finish_alone_s * 1e3, "together (ms)": g.finish_together_s * 1e3,
-                     "eta_beta (alone/together)": g.eta_beta,
-                     "alone / group's limit": g.finish_alone_s / g.limit_s if g.limit_s else None,
+        # narrow enough for half a page (two orders side by side): the eta column was cut off
+        rows.append({"group": g.label, "alone (ms)": g.finish_alone_s * 1e3,
+                     "together (ms)": g.finish_together_s * 1e3, "eta_beta": g.eta_beta,
+                     "alone/limit": g.finish_alone_s / g.limit_s if g.limit_s else None,
+                     "GPUs": rank_text(g.ranks), "collective": g.collective.name,
                      "schedule": f"relabeled from {g.relabeled_from}" if g.relabeled_from else "synthesized"})
     return pd.DataFrame(rows)
 

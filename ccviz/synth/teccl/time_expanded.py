@@ -155,7 +155,8 @@ class TimeExpandedGraph:
         """Per (link, first epoch of a window of kappa epochs): the sends that window covers.
 
         Unless ``every_window`` (flows of several chunks per variable), windows that
-        cannot overflow (few binary sends) are left out; a window
+        cannot overflow (few binary sends) are left out, and so are windows with no send at all (candidate
+        epochs with a gap wider than kappa: their constraint would read 0 <= limit); a window
         reaching past the first or last candidate epoch is implied by one inside.
         """
         by_link_epoch: dict[tuple[int, int], dict[int, list[Send]]] = defaultdict(lambda: defaultdict(list))
@@ -167,7 +168,7 @@ class TimeExpandedGraph:
             epochs = sorted(per_epoch)
             for w in range(epochs[0], max(epochs[0], epochs[-1] - link.kappa + 1) + 1):
                 covered = [s for k in range(w, w + link.kappa) for s in per_epoch.get(k, ())]
-                if every_window or len(covered) > link.window_slots:
+                if covered and (every_window or len(covered) > link.window_slots):  # an empty one binds nothing
                     windows[(key[0], key[1], w)] = covered
         return windows
 
