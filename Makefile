@@ -36,7 +36,7 @@ app: install-app
 
 test: install-test browser-deps
 	$(BIN)/ruff check ccviz tests bench app.py pages
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto
 
 # The quickstart notebook in JupyterLab (the `notebook` extra).
 notebook: $(BIN)/python

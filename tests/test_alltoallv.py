@@ -181,7 +181,7 @@ def test_cli_limit_and_synth(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", ["railclos:boxes=4,gpus=8", "dgxh100:boxes=4"])
+@pytest.mark.parametrize("spec", ["railclos:boxes=4,gpus=8", "dgxh100:boxes=4,model=alphabeta"])
 def test_the_acceptance_case_mcf_within_5_percent_and_twophase_within_15(spec):
     """4 boxes of 8 GPUs with rails, the issue's MoE dispatch (railclos: mcf's chains through leaf and spine
     ended 1.143 x the limit before the least-flow tie-break preferred relaying through GPUs)."""

@@ -25,17 +25,18 @@ def _spawned(server) -> list:  # noqa: ANN001 - a psutil.Process
 
 
 def _busy(server, wait_s: float = 2.0) -> list:  # noqa: ANN001
-    """The worker processes using the CPU (the solving one; idle spares do not)."""
+    """The worker process using the CPU most (the solving one): a spare the pool starts ahead is busy too while it
+    imports, then idles for the next solve, and is not the solve's worker."""
     before = {p.pid: sum(p.cpu_times()[:2]) for p in _spawned(server)}
     time.sleep(wait_s)
-    busy = []
+    used = []
     for p in _spawned(server):
         try:
-            if sum(p.cpu_times()[:2]) - before.get(p.pid, 0.0) > 0.3:
-                busy.append(p)
+            used.append((sum(p.cpu_times()[:2]) - before.get(p.pid, 0.0), p))
         except Exception:  # noqa: BLE001
             continue
-    return busy
+    used = [(cpu, p) for cpu, p in used if cpu > 0.3]
+    return [max(used, key=lambda x: x[0])[1]] if used else []
 
 
 @needs_chromium

@@ -42,8 +42,8 @@ def _round_trip(timeline, out: Path):
     ("ring:n=8", "alltoall", "bruck"),
     ("torus2d:dims=4x4", "allgather", "dimdecomp"),
     ("torus2d:dims=4x4", "alltoall", "direct"),
-    ("dgxh100:boxes=2", "allreduce", "ring"),
-    ("dgxh100:boxes=2", "reducescatter", "direct"),
+    ("dgxh100:boxes=2,model=alphabeta", "allreduce", "ring"),
+    ("dgxh100:boxes=2,model=alphabeta", "reducescatter", "direct"),
 ])
 def test_round_trip_keeps_the_finish_time_exactly(tmp_path, fabric, collective, algorithm):
     timeline = _judged(fabric, collective, algorithm)
@@ -55,9 +55,9 @@ def test_round_trip_keeps_the_finish_time_exactly(tmp_path, fabric, collective, 
 def test_unicasts_through_a_copying_switch_are_not_taken_for_a_copy(tmp_path):
     """Two sends of one chunk through an NVSwitch are two messages, not one arrival copied (a defect: the
     second arrival was left with no receiver and the export refused a valid schedule)."""
-    _, notes, again = _round_trip(_judged("dgxh100:boxes=2", "allgather", "pat"), tmp_path / "pat")
+    _, notes, again = _round_trip(_judged("dgxh100:boxes=2,model=alphabeta", "allgather", "pat"), tmp_path / "pat")
     assert again.verified and not any("copies" in n or "no GPU receives" in n for n in notes)
-    timeline = _judged("dgxh100:boxes=2", "allgather", "mteg")  # multicast trees: real copies
+    timeline = _judged("dgxh100:boxes=2,model=alphabeta", "allgather", "mteg")  # multicast trees: real copies
     _, notes, again = _round_trip(timeline, tmp_path / "mteg")
     assert again.finish_time_s == timeline.finish_time_s
     assert any("switch copies mapped to one send per receiver" in n for n in notes)

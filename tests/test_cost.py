@@ -151,7 +151,7 @@ def test_every_textbook_algorithm_and_collective_it_lists_has_a_formula() -> Non
 
     shaped = {"dimdecomp", "hierarchical"}  # their formulas take the grid or the tiers (ccviz.bounds.explained)
     listed = {(c, name) for name, alg in REGISTRY.items() if alg.kind == "classic" and name not in shaped
-              for c in alg.collectives}
+              for c in alg.collectives if c != "alltoallv"}  # a traffic matrix has no closed form
     assert listed and listed <= set(FORMULAS), sorted(listed - set(FORMULAS))
 
 

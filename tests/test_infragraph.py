@@ -39,7 +39,7 @@ def _round_trip(spec, tmp_path, suffix=".yaml"):
     return topology, load_topology(path)
 
 
-@pytest.mark.parametrize("spec", ["dgx1", "dgx2:chassis=1", "ndv2", "a100:boxes=1", "dgxh100:boxes=2",
+@pytest.mark.parametrize("spec", ["dgx1", "dgx2:chassis=1", "ndv2", "a100:boxes=1", "dgxh100:boxes=2,model=alphabeta",
                                   "torus2d:dims=3x3", "fattree"])
 def test_round_trip_keeps_links_and_limit_exactly(spec, tmp_path):
     before, after = _round_trip(spec, tmp_path)

@@ -420,7 +420,8 @@ def run_workload(topology: Topology, parallel: Mapping[str, int] | str, steps: S
         if not solo.verified:
             raise CcvizError(f"workload: {run.label}'s schedule, cut into pieces of {unit:g} B, does not verify "
                              f"({solo.violations[0].message})", "workload")
-        run.finish_alone_s = solo.finish_time_s  # its members hold what they need (as together, as the job)
+        # when its members hold what they need (as together, as the job): a later relay or spare copy not counted
+        run.finish_alone_s = max(solo.completion_s.values(), default=solo.finish_time_s)
     joint_time = joint_cpu = None
     if synthesis == "joint":
         joint, joint_time, joint_cpu = _synthesize_together(topology, runs, algorithm, options, progress)

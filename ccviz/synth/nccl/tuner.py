@@ -81,7 +81,7 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkMod
         out.append(_estimate("ring", proto, latency, bus * n / nsteps, size_bytes))
     if collective == "allreduce":
         per_ch = PER_CH_TREE[min(nodes, 3)] if fabric.hopper else 24.0
-        tree_bw = fabric.scaleup_GBps if nodes == 1 else min(fabric.scaleup_GBps, (n // nodes) * fabric.net_GBps)
+        tree_bw = fabric.scaleup_GBps if nodes == 1 else min(fabric.scaleup_GBps, (n // nodes) * (fabric.net_GBps or 0))
         for proto in PROTOS:
             bus = min(tree_bw * 0.92, fabric.channels * per_ch)
             bus = {"ll": min(bus / 3.8, ll_cap), "ll128": bus * (7 / 9 if nodes == 1 else 120 / 128),
@@ -104,13 +104,16 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkMod
 
 
 def _estimate(algo: str, proto: str, latency_us: float, algbw_GBps: float, size_bytes: float) -> Estimate:
+    if algbw_GBps <= 0:  # the fabric gives this algorithm no path NCCL would use (no scale-up or no network links)
+        return Estimate(algo, proto, latency_us, 0.0, math.inf)
     time_s = latency_us * SECONDS_PER_US + size_bytes / (algbw_GBps * BYTES_PER_GB)
     return Estimate(algo, proto, latency_us, algbw_GBps, time_s)
 
 
 def choose(candidates: list[Estimate], algo: str | None, proto: str | None) -> Estimate | None:
     """The fastest estimate among those the forced algorithm / protocol leave (None: nothing left)."""
-    left = [e for e in candidates if (algo is None or e.algo == algo) and (proto is None or e.proto == proto)]
+    left = [e for e in candidates if (algo is None or e.algo == algo) and (proto is None or e.proto == proto)
+            and math.isfinite(e.time_s)]
     return min(left, key=lambda e: e.time_s, default=None)
 
 
