@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
@@ -77,5 +78,12 @@ def _in_switch_or_reversal(topology: Topology, collective: Collective, options: 
 def synthesize_teccl_astar(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """TE-CCL A*: successive small MILP rounds (faster, not optimal)."""
     from ccviz.synth.teccl.astar import solve_astar
+
+    if collective.name in ("reducescatter", "reduce", "allreduce") and tuple(collective.ranks) != tuple(topology.gpus):
+        # its mirror of a group's gather lets a relay send a partial sum before it has received one (an invalid
+        # schedule the judge refuses; found by tests/test_files_read_back.py): refused until the mirror is fixed
+        raise CcvizError(f"algorithm: teccl-astar cannot yet reduce over a process group ({collective.name} over "
+                         f"{len(collective.ranks)} of {topology.n_gpus} GPUs); use teccl, forestcoll or ring",
+                         "algorithm")
 
     return _run(topology, collective, options, solve_astar, TecclAstarOptions)
