@@ -80,6 +80,14 @@ class Budget:
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.began
 
+    def would_pass(self, share: float, more_s: float) -> bool:
+        """Whether ``more_s`` seconds of further work would end past ``share`` of the time limit (never without
+        one). A search step that is not needed for a first schedule asks this, so that the steps which make the
+        first schedule still fit in the limit (and on a loaded machine, in the front end's grace after it)."""
+        if math.isinf(self.deadline):
+            return False
+        return self.elapsed_s() + more_s > share * (self.deadline - self.began)
+
     def report(self, message: str, fraction: float, incumbent_s: float | None = None, force: bool = False) -> None:
         """Send a progress report (phase fraction 0..1), at most one per ``every_s`` unless forced."""
         if self.options.progress is None:

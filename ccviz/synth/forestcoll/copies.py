@@ -8,6 +8,7 @@ alpha rules. Reductions reach it through their mirrored copy (``collectives``).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -268,6 +269,7 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         budget.report("ForestColl: booking balanced few trees per root on a slot grid first", 0.3)
         early = _grid_first(topology, collective, fabric, roots, unit_s, budget, refine, settings.pieces, start_s,
                             packed, settings.trees, limit_s)
+    began = time.perf_counter()  # the first packing and its booking: the pace of a second one (``may_spare``)
     if early is not None and early[2].finish_s - start_s <= tuning.GRID_FIRST_ENOUGH * limit_s:
         packing = None  # close enough: the packed trees' first-come booking is not run (nor their packing)
     else:
@@ -288,7 +290,10 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
                                                        start_s, switch_queue, limit_s, budget)
         if finer is not None:
             refined, run = finer
-        if (may_spare is not None and not budget.expired() and run.finish_s - start_s > CROSSING_ABOVE * limit_s
+        first_s = time.perf_counter() - began
+        # sparing packs and books again: only where, at the first one's pace, it ends within the time limit
+        if (may_spare is not None and not budget.would_pass(1.0, first_s)
+                and run.finish_s - start_s > CROSSING_ABOVE * limit_s
                 and crossing_load(fabric, packing, unit_s) > CROSSING_SHARE and may_spare()):
             budget.report("ForestColl: packing trees that spare the links between bufferless switches", 0.7)
             spare = best_packing(fabric, roots, unit_s, settings.trees, budget, packed=packed, spare_crossings=True)

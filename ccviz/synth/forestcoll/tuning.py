@@ -13,6 +13,7 @@ PIECE_COUNTS = (1, 2, 4, 8, 16, 32)
 MIN_PIECES = 2  # even a big fabric pipelines each tree in two pieces
 MORE_PIECES_ABOVE = 1.03  # a schedule this far over the limit with transfers to spare tries twice the pieces
 ROOTED_TREE_COUNTS = (16, 32)  # one root needs many trees to use all its out-links
+PACKING_SHARE = 0.5  # under a time limit, a further tree count is packed only if it ends within this share of it
 _SEPARATION = 1e-9  # s between two partial sums of one chunk at a copy switch (far above the simulator's tolerance)
 REROUTE_PASSES = 8
 STALE_PASSES = 2  # beyond EXACT_TREES_UP_TO GPUs re-laying stops after this many passes without a better packing
