@@ -12,6 +12,15 @@ arrival to several ports becomes one send per receiver (ASTRA-sim has no multica
 how many sends that added. Rank 0's GlobalMetadata carries the ccviz schedule (fabric, collective) and each
 send the ccviz transfers it stands for, so that ``ccviz import`` rebuilds the schedule exactly.
 
+On a fabric with a hardware link model (the system presets: ``ccviz.model.link_model``) the judge times the
+schedule on the model's effective fabric and adds a fixed per-operation latency (kernel launch and the
+algorithm's base latency) to the finish. The export carries the fabric as declared, the model's parameters
+in every rank's GlobalMetadata (``ccviz_link_model``), and starts each rank with a ``COMP_NODE`` of that
+latency, which the rank's first sends wait for (Chakra's ``duration_micros`` is whole microseconds; the
+exact seconds are its ``ccviz_latency_s`` attribute). The import is exact; ASTRA-sim spends the latency
+first, ccviz last, to the same total, and takes the link rates from its own network configuration (give it
+the model's sustained rates).
+
 Import of ETs written by other tools: sends and receives are paired by (src, dst, tag); a send that
 depends on a receive forwards the chunk that receive brought, a send that depends on none sends the rank's
 own data. That settles which chunk every message carries for AllGather, Broadcast, Gather, Scatter and
