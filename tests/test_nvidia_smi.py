@@ -1,5 +1,6 @@
 """`nvidia-smi topo -m` import: real published matrices become the fabrics of the boxes they came from."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,8 @@ def _allgather_limit(topology) -> float:
     return bandwidth_limit(topology, "allgather", 1e9).limit_s
 
 
-@pytest.mark.parametrize(("fixture", "preset"), [("dgx1_v100.txt", "dgx1"), ("dgxh100.txt", "dgxh100:model=alphabeta")])  # spec rates, as the matrix gives
+@pytest.mark.parametrize(("fixture", "preset"), [("dgx1_v100.txt", "dgx1"), ("dgxh100.txt", "dgxh100:model=alphabeta"),
+                                                ("hgx_a100_8nic.txt", "dgxa100:model=alphabeta")])  # spec rates, as the matrix gives
 def test_published_matrix_has_the_presets_allgather_limit(fixture, preset):
     fabric = topo_to_fabric(_text(fixture))
     assert fabric.n_gpus == 8
@@ -94,3 +96,24 @@ def test_parse_keeps_affinity():
     matrix = parse_topo_matrix(_text("dgx1_v100.txt"))
     assert matrix.affinity["GPU4"] == "12-23,36-47"
     assert matrix.nics == ["mlx5_0"]
+
+
+def test_a100_box_reads_nv12_nics_and_numa():
+    """A complete published 8 x A100-SXM4 matrix (DeepEP issue 13): NV12 through NVSwitch at A100 rates,
+    each of the 8 ConnectX NICs beside its GPU pair (PXB), and the two NUMA nodes."""
+    fabric = topo_to_fabric(_text("hgx_a100_8nic.txt"))
+    assert fabric.meta["gpu"] == "a100" and len(fabric.switches) == 1 and not fabric.reducing_switches
+    assert {link.bandwidth_GBps for link in fabric.links.values()} == {300.0}
+    assert [(nic["name"], nic["locality"], nic["gpus"]) for nic in fabric.meta["nics"]] == \
+        [(f"mlx5_{k}", "PXB", [k // 2 * 2, k // 2 * 2 + 1]) for k in range(8)]
+    assert fabric.meta["numa"] == {f"GPU{g}": str(g // 4) for g in range(8)}
+    assert fabric.meta["affinity"]["GPU5"] == "32-63,96-127 1"
+    assert any("meta.numa: 2 node set(s)" in a for a in fabric.meta["assumptions"])
+
+
+def test_numa_is_left_out_where_a_tracker_ran_its_columns_together():
+    """'0N/A' (NUMA Affinity run into GPU NUMA ID, as some trackers print it) names no NUMA node: none is guessed."""
+    text = _text("dgxh100.txt")
+    assert parse_topo_matrix(text).numa == {f"GPU{g}": str(g // 4) for g in range(8)}
+    merged = re.sub(r"\t(\d)\t\tN/A", r"\t\1N/A", text)
+    assert merged != text and parse_topo_matrix(merged).numa == {}
