@@ -19,11 +19,12 @@ What the fabric keeps and what it assumes (every assumption is written into ``me
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ccviz.builders.fabric import Fabric
 from ccviz.builders.layout import circle_positions, hub_positions
 from ccviz.builders.modern import NVLINK4_GBPS, NVLINK5_GBPS, NVLINK_ALPHA
+from ccviz.builders.presets import SPECS, hardware_model, nvls_engine_GBps
 from ccviz.errors import CcvizError
 from ccviz.model.topology import Topology
 
@@ -45,6 +46,10 @@ GENERATIONS: dict[str, dict] = {
     "b200": {"link_GBps": NVLINK5_GBPS, "links": 18, "nvls": True, "alpha_us": NVLINK_ALPHA},
 }
 SWITCHED_GUESS = {6: "v100", 12: "a100", 18: "h100"}  # uniform NV# of an NVSwitch box -> its GPU generation
+# The system preset whose hardware link model (ccviz.model.link_model) a box of each generation is judged with,
+# so that a real box and the preset of the same box agree; V100 has no such preset (dgx1 is the textbook rule).
+MODEL_PRESETS = {"a100": "dgxa100", "h100": "dgxh100", "b200": "hgxb200"}
+MODELS = ("hardware", "alphabeta")
 
 
 @dataclass
@@ -172,9 +177,13 @@ def _is_switched(counts: dict[tuple[int, int], int], n: int) -> bool:
     return k * (n - 1) > max(g["links"] for g in GENERATIONS.values()) or k in SWITCHED_GUESS and n >= 4
 
 
-def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi") -> Topology:
+def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi", model: str = "hardware") -> Topology:
     """The fabric a ``nvidia-smi topo -m`` matrix describes; ``gpu`` (v100|a100|h100|b200) sets link rates,
-    otherwise they are inferred from the NVLink counts (and the inference is written down)."""
+    otherwise they are inferred from the NVLink counts (and the inference is written down). ``model``
+    hardware (the default) declares the hardware link model of the system preset of the same generation
+    (``MODEL_PRESETS``), as the presets do; alphabeta keeps the textbook rule at spec rates."""
+    if model not in MODELS:
+        raise CcvizError(f"model: {model!r} is not one of {', '.join(MODELS)}", "model")
     matrix = parse_topo_matrix(text)
     n = len(matrix.gpus)
     counts = nvlink_counts(matrix)
@@ -210,6 +219,8 @@ def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi") 
     if switched:
         k = next(iter(counts.values()))
         hub = fabric.add_switch(group="box0", label="NVSwitch", copy=spec["nvls"], reduce=spec["nvls"])
+        if spec["nvls"] and model == "hardware" and gen in MODEL_PRESETS:  # the preset's NVLS sum rate
+            fabric.nodes[hub] = replace(fabric.nodes[hub], reduce_GBps=nvls_engine_GBps(SPECS[MODEL_PRESETS[gen]], k))
         for g in ids:
             fabric.cable(g, hub, k * rate, alpha)
         fabric.place(hub_positions(hub, ids))
@@ -233,6 +244,15 @@ def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi") 
                            "has no scale-out network to reach")
     meta = {"source": "nvidia-smi topo -m", "gpu": gen, "assumptions": assumptions, "nics": nics,
             "affinity": {g: matrix.affinity[g] for g in matrix.gpus if g in matrix.affinity}}
+    if model == "hardware" and gen in MODEL_PRESETS:
+        preset = SPECS[MODEL_PRESETS[gen]]
+        meta["link_model"] = hardware_model(preset).to_dict()
+        assumptions.append(f"judged with the {preset.name} preset's hardware link model: links at {preset.efficiency:.3g} "
+                           "of their rate, NCCL's protocol overheads and per-operation latency, cut-through "
+                           "switches (model alphabeta: the textbook rule at spec rates)")
+    elif model == "hardware":
+        assumptions.append(f"no system preset declares a hardware link model for {gen}: judged with the textbook "
+                           "alpha-beta rule at spec rates")
     if matrix.numa:
         meta["numa"] = {g: matrix.numa[g] for g in matrix.gpus if g in matrix.numa}
         nodes = sorted(set(meta["numa"].values()))
