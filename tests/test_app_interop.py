@@ -53,3 +53,18 @@ def test_synthesize_and_playback_offer_the_chakra_download_beside_msccl():
     at.switch_page("pages/playback.py").run()
     assert not at.exception
     assert "Chakra ET (zip)" in _downloads(at) and "MSCCL XML" in _downloads(at)
+
+
+def test_playbacks_upload_replays_the_chakra_zip_synthesize_offers():
+    """The zip of the Chakra download imports on Playback exactly, with the fabric's limit beside it (an
+    imported run said 'no fabric limit is defined' for an AllGather)."""
+    from ccviz import load_topology, make_collective, simulate, synthesize
+    from ccviz.app.imports import Upload, imported_run
+    from ccviz.interop.chakra import chakra_zip
+
+    topo = load_topology("dgxh100")
+    timeline = simulate(synthesize(topo, make_collective("allgather", topo, 1e6), "ring"))
+    data, _ = chakra_zip(timeline, "box")
+    run = imported_run(Upload("box.zip", "", False, 1e6, "", False, data), None)
+    assert run.result.timeline.finish_time_s == timeline.finish_time_s
+    assert run.result.limit is not None and run.result.limit.limit_s > 0

@@ -11,7 +11,7 @@ import pytest
 from ccviz import load_topology, make_collective, simulate, synthesize
 from ccviz.cli import main
 from ccviz.errors import CcvizError
-from ccviz.interop.chakra import import_chakra, write_chakra
+from ccviz.interop.chakra import chakra_zip, import_chakra, import_chakra_zip, write_chakra
 from ccviz.interop.chakra_schema import (
     NODE_TYPES,
     attributes,
@@ -240,4 +240,36 @@ def test_malformed_trace_is_refused_in_one_line(exported, damage, words):
     damage(exported)
     with pytest.raises(CcvizError) as err:
         import_chakra(exported[0].parent)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def _zip(entries: dict[str, bytes]) -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_the_apps_zip_imports_back_exactly():
+    """The zip Synthesize offers is what Playback's upload reads (it took only XML and JSON)."""
+    timeline = _judged("dgxh100", "allgather", "ring")
+    data, _ = chakra_zip(timeline, "box")
+    again = simulate(import_chakra_zip(data, "box.zip"))
+    assert again.verified and again.finish_time_s == timeline.finish_time_s
+
+
+@pytest.mark.parametrize(("entries", "words"), [
+    (None, "is not a zip file"),
+    ({"readme.txt": b"x"}, "holds no Chakra traces"),
+    ({"a.0.et": b"", "b.0.et": b""}, "several prefixes (a, b); zip one trace"),
+    ({"t/a.0.et": b"", "t/a.2.et": b""}, "a.1.et missing"),
+])
+def test_a_malformed_zip_is_refused_in_one_line(entries, words):
+    data = b"PK not really" if entries is None else _zip(entries)
+    with pytest.raises(CcvizError) as err:
+        import_chakra_zip(data, "upload.zip")
     assert words in str(err.value) and "\n" not in str(err.value)

@@ -131,8 +131,10 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
         if rank == 0:
             header.attr.append(attribute("ccviz_schedule", json.dumps(meta)))
         files[rank] = encode_stream([header, *nodes])
-    notes = [f"{len(hops)} messages over {len(rank_of)} ranks; sums at GPUs are COMP_NODEs of {GPU_SUM_US} us "
-             "(the fabric model charges a GPU's sum nothing)"]
+    sums = sum(h.op == "reduce" for h in hops)
+    notes = [f"{len(hops)} messages over {len(rank_of)} ranks"
+             + (f"; its {sums} sums at GPUs are COMP_NODEs of {GPU_SUM_US} us (the fabric model charges a GPU's "
+                "sum nothing)" if sums else "")]
     if latency_s:
         notes.append(f"{model.name} link model: each rank starts with a COMP_NODE of the operation's fixed latency "
                      f"(launch and base, {latency_s * 1e6:.6g} us; Chakra's duration_micros is whole us: "
@@ -225,9 +227,14 @@ def find_traces(path: str | Path) -> tuple[str, list[Path]]:
         raise CcvizError(f"chakra: the directory {folder} holds no Chakra traces (PREFIX.RANK.et files"
                          + (f" with prefix {wanted!r}" if wanted else "") + "); give a directory of them, or an "
                          "MSCCL XML / TE-CCL JSON file", "chakra")
+    return _one_trace(found, str(folder), "give DIR/PREFIX")
+
+
+def _one_trace(found: dict[str, dict[int, Any]], where: str, how: str) -> tuple[str, list]:
+    """The one prefix among ``found`` ({prefix: {rank: file}}) and its files in rank order 0..N-1, checked."""
     if len(found) > 1:
-        raise CcvizError(f"chakra: {folder} holds traces of several prefixes ({', '.join(sorted(found))}); give "
-                         "DIR/PREFIX", "chakra")
+        raise CcvizError(f"chakra: {where} holds traces of several prefixes ({', '.join(sorted(found))}); {how}",
+                         "chakra")
     prefix, ranks = next(iter(found.items()))
     missing = sorted(set(range(max(ranks) + 1)) - set(ranks))
     if missing:
@@ -244,18 +251,57 @@ def import_chakra(path: str | Path, topology: Topology | str | None = None, size
     from ccviz.model.files import check_readable_file
 
     _, files = find_traces(path)
-    traces = []
+    blobs = []
     for f in files:
         check_readable_file(f, "chakra")
-        traces.append(decode_stream(f.read_bytes(), f.name))
+        blobs.append((f.name, f.read_bytes()))
+    return _import_blobs(blobs, topology, size_bytes, collective)
+
+
+MAX_ZIP_BYTES = 500_000_000  # unpacked: a zip of traces larger than this is not one a person meant to import
+
+
+def import_chakra_zip(data: bytes, name: str, topology: Topology | str | None = None, size_bytes: float | None = None,
+                      collective: str | None = None) -> Schedule:
+    """Read a zip of one trace's ``PREFIX.RANK.et`` files (in any folder of it), as the app's download holds them."""
+    import io
+    import zipfile
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = [m for m in archive.infolist() if not m.is_dir()]
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise CcvizError(f"chakra: {name} is not a zip file ({exc})", "chakra") from None
+    found: dict[str, dict[int, Any]] = defaultdict(dict)
+    for member in members:
+        m = FILE_NAME.match(member.filename.rsplit("/", 1)[-1])
+        if m:
+            found[m.group("prefix")][int(m.group("rank"))] = member
+    if not found:
+        raise CcvizError(f"chakra: {name} holds no Chakra traces (PREFIX.RANK.et files)", "chakra")
+    _, chosen = _one_trace(found, name, "zip one trace")
+    if sum(m.file_size for m in chosen) > MAX_ZIP_BYTES:
+        raise CcvizError(f"chakra: {name} unpacks to more than {MAX_ZIP_BYTES / 1e6:.0f} MB of traces", "chakra")
+    try:
+        blobs = [(m.filename.rsplit("/", 1)[-1], archive.read(m)) for m in chosen]
+    except (zipfile.BadZipFile, OSError, RuntimeError) as exc:  # a damaged member, an encrypted one
+        raise CcvizError(f"chakra: {name}: a member cannot be read ({exc})", "chakra") from None
+    return _import_blobs(blobs, topology, size_bytes, collective)
+
+
+def _import_blobs(blobs: list[tuple[str, bytes]], topology: Topology | str | None, size_bytes: float | None,
+                  collective: str | None) -> Schedule:
+    """The schedule of one trace's rank files, given as (file name, bytes) in rank order."""
+    traces = [decode_stream(data, file_name) for file_name, data in blobs]
+    names = [file_name for file_name, _ in blobs]
     written_for = attributes(traces[0][0]).get("ccviz_ranks")
-    if written_for is not None and written_for != len(files):
-        raise CcvizError(f"chakra: the trace was written for {written_for} ranks but {len(files)} rank files are here "
-                         f"({files[0].name} ... {files[-1].name})", "chakra")
-    messages_ = _pair_messages(traces, [f.name for f in files])
+    if written_for is not None and written_for != len(blobs):
+        raise CcvizError(f"chakra: the trace was written for {written_for} ranks but {len(blobs)} rank files are here "
+                         f"({names[0]} ... {names[-1]})", "chakra")
+    messages_ = _pair_messages(traces, names)
     own = attributes(traces[0][0]).get("ccviz_schedule")
     if own is not None and topology is None and collective is None and size_bytes is None:
-        return _own_schedule(own, traces, files[0].name)
+        return _own_schedule(own, traces, names[0])
     return _foreign_schedule(traces, messages_, topology, size_bytes, collective)
 
 
