@@ -126,6 +126,13 @@ def _generated_module(tmp_path):
     protoc = pytest.importorskip("grpc_tools.protoc")
     tmp_path.mkdir(parents=True, exist_ok=True)
     assert protoc.main(["protoc", f"-I{PROTO.parent}", f"--python_out={tmp_path}", str(PROTO)]) == 0
+    # Into a pool of its own: MLCommons' et_def_pb2 (mlc-chakra, tests/test_chakra_official.py) registers the
+    # same file and message names in the default pool when both tests run in one process.
+    generated = tmp_path / "et_def_pb2.py"
+    code = generated.read_text()
+    assert code.count("_descriptor_pool.Default().AddSerializedFile(") == 1
+    generated.write_text(code.replace("_descriptor_pool.Default().AddSerializedFile(",
+                                      "_descriptor_pool.DescriptorPool().AddSerializedFile("))
     sys.path.insert(0, str(tmp_path))
     try:
         return importlib.import_module("et_def_pb2")
