@@ -95,7 +95,8 @@ def upload_panel() -> None:
             upload = Upload(file.name, text, (where == ON_CURRENT or not is_xml) and not is_zip, size, "", is_xml,
                             file.getvalue() if is_zip else None)
             run = imported_run(upload, topology)
-            upload = replace(upload, collective=run.result.collective.name)
+            upload = replace(upload, collective=run.result.collective.name,  # a fixed-size file keeps its own size
+                             size_bytes=upload.size_bytes if upload.resizable else run.result.collective.size_bytes)
             st.session_state.setdefault(IMPORTS_KEY, {})[file.name] = upload
             set_last_run(run)
             if upload.resizable:
