@@ -138,3 +138,12 @@ def test_numa_is_left_out_where_a_tracker_ran_its_columns_together():
     assert parse_topo_matrix(text).numa == {f"GPU{g}": str(g // 4) for g in range(8)}
     merged = re.sub(r"\t(\d)\t\tN/A", r"\t\1N/A", text)
     assert merged != text and parse_topo_matrix(merged).numa == {}
+
+
+def test_cli_writes_the_box_with_or_without_the_hardware_model(tmp_path, capsys):
+    source = str(FIXTURES / "hgx_a100_8nic.txt")
+    for flags, declared in (([], True), (["--model", "alphabeta"], False)):
+        out = tmp_path / f"box{len(flags)}.json"
+        assert main(["fabric", "--from-nvidia-smi", source, *flags, "--out", str(out)]) == 0
+        assert ("link_model" in load_topology(out).meta) is declared
+    assert "judged with the dgxa100 preset's hardware link model" in capsys.readouterr().err
