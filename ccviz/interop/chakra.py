@@ -151,7 +151,7 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
     return files, notes
 
 
-def _latency_nodes(schedule: Schedule, model, latency_s: float, events: dict) -> dict[int, Any]:
+def _latency_nodes(schedule: Schedule, model: link_model.LinkModel, latency_s: float, events: dict) -> dict[int, Any]:
     """Per rank, the COMP_NODE of the hardware model's fixed per-operation latency (kernel launch and the
     algorithm's base latency, ``ccviz.model.link_model``), which every send of the rank's own data waits for:
     ccviz adds it to the finish, ASTRA-sim then spends it before the first message, to the same total."""
