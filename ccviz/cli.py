@@ -419,10 +419,12 @@ def cmd_fabric(args: argparse.Namespace) -> int:
             raise CcvizError("fabric: give either a topology SPEC or --from-nvidia-smi FILE, not both", "fabric")
         source = Path(args.from_nvidia_smi)
         check_readable_file(source, "nvidia-smi")
-        topology = topo_to_fabric(read_text_file(source, "nvidia-smi"), args.gpu, name=source.stem)
+        topology = topo_to_fabric(read_text_file(source, "nvidia-smi"), args.gpu, name=source.stem,
+                                  model=args.model or "hardware")
     elif args.spec:
-        if args.gpu:
-            raise CcvizError("gpu: --gpu applies to --from-nvidia-smi only", "gpu")
+        if args.gpu or args.model:
+            raise CcvizError(f"{'gpu' if args.gpu else 'model'}: --{'gpu' if args.gpu else 'model'} applies to "
+                             "--from-nvidia-smi only (a preset takes model=... in its spec)", "gpu" if args.gpu else "model")
         topology = load_topology(args.spec)
     else:
         raise CcvizError("fabric: give a topology SPEC (e.g. dgx1) or --from-nvidia-smi FILE", "fabric")
@@ -855,6 +857,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the saved output of `nvidia-smi topo -m`")
     fb.add_argument("--gpu", default=None, help="v100 | a100 | h100 | b200: the GPU generation whose NVLink rate to use "
                                                "(default: inferred from the NVLink counts)")
+    fb.add_argument("--model", choices=["hardware", "alphabeta"], default=None,
+                    help="with --from-nvidia-smi: judge the box with the hardware link model of the preset of its "
+                         "generation (default, as the presets are) or the textbook alpha-beta rule at spec rates")
     fb.add_argument("--format", choices=["json", "infragraph"], default="json")
     fb.add_argument("--out", required=True)
     fb.set_defaults(func=cmd_fabric)

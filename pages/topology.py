@@ -28,6 +28,7 @@ from ccviz.app.url import topology_from_name
 from ccviz.bounds.limit import AUTO_LIMIT_GPUS, LIMITED, bandwidth_limit, limit_is_quick
 from ccviz.builders import BUILDERS, build
 from ccviz.errors import CcvizError
+from ccviz.model.files import parse_yaml
 from ccviz.model.topology import SWITCH_HOPS, Topology
 from ccviz.viz import cut_figure, topology_figure
 
@@ -84,25 +85,31 @@ elif source == "sample file":
             with user_errors("sample", sticky="topology"):
                 set_topology(*topology_from_name(pick), spec=pick)
 elif source == "nvidia-smi topo -m":
-    from ccviz.interop.nvidia_smi import GENERATIONS, topo_to_fabric
+    from ccviz.interop.nvidia_smi import GENERATIONS, MODELS, topo_to_fabric
 
     matrix = st.text_area("paste the output of `nvidia-smi topo -m`", height=220, key="topo_smi_text",
                           placeholder="        GPU0    GPU1    ...    CPU Affinity\nGPU0     X      NV2     ...")
     gpu = st.selectbox("GPU generation (sets the NVLink rate)", ["infer from the NVLink counts", *GENERATIONS],
                        key="topo_smi_gpu")
+    smi_model = st.radio("judged with", MODELS, horizontal=True, key="topo_smi_model",
+                         format_func={"hardware": "the hardware link model of its generation's preset",
+                                      "alphabeta": "the textbook alpha-beta rule at spec rates"}.get)
     if st.button("Build from the matrix", type="primary", key="topo_smi_build"):
         with user_errors("nvidia-smi", sticky="topology"):
-            fabric = topo_to_fabric(matrix, None if gpu.startswith("infer") else gpu)
+            fabric = topo_to_fabric(matrix, None if gpu.startswith("infer") else gpu, model=smi_model)
             set_topology(fabric, "nvidia-smi topo -m")
     for line in current_topology().meta.get("assumptions", []) if topology_source() == "nvidia-smi topo -m" else []:
         st.caption(f"assumed: {line}")
 else:
-    upload = st.file_uploader("topology JSON (ccviz format, the papers' reference format, or InfraGraph)", type=["json"],
+    upload = st.file_uploader("topology JSON or YAML (ccviz format, the papers' reference format, or InfraGraph, "
+                              "which `ccviz fabric --format infragraph` writes as YAML)", type=["json", "yaml", "yml"],
                               key="topo_upload")
     if upload is not None and st.button(f"Use {upload.name}", type="primary", key="topo_use_upload"):
         with user_errors("upload", sticky="topology"):
             try:
-                data = json.loads(upload.getvalue().decode("utf-8"))
+                text = upload.getvalue().decode("utf-8")
+                data = parse_yaml(text, upload.name, "topology") if upload.name.lower().endswith((".yaml", ".yml")) \
+                    else json.loads(text)
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise CcvizError(f"topology: {upload.name} is not valid JSON ({exc})", "topology") from None
             from ccviz.builders.infragraph import is_infragraph, topology_from_infragraph

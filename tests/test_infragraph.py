@@ -2,6 +2,7 @@
 InfraGraph's own validation accepts what ccviz writes, a hand-written InfraGraph loads wherever a topology
 file does, and a malformed one is refused in one line."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ pytest.importorskip("infragraph")
 
 from infragraph.infragraph_service import InfraGraphService  # noqa: E402
 
+from ccviz import make_collective, simulate, synthesize  # noqa: E402
 from ccviz.bounds.limit import bandwidth_limit  # noqa: E402
 from ccviz.builders import BUILDERS  # noqa: E402
 from ccviz.builders.infragraph import infragraph_text, write_infragraph  # noqa: E402
@@ -39,7 +41,7 @@ def _round_trip(spec, tmp_path, suffix=".yaml"):
     return topology, load_topology(path)
 
 
-@pytest.mark.parametrize("spec", ["dgx1", "dgx2:chassis=1", "ndv2", "a100:boxes=1", "dgxh100:boxes=2,model=alphabeta",
+@pytest.mark.parametrize("spec", ["dgx1", "dgx2:chassis=1", "ndv2", "a100:boxes=1", "dgxh100:boxes=2",
                                   "torus2d:dims=3x3", "fattree"])
 def test_round_trip_keeps_links_and_limit_exactly(spec, tmp_path):
     before, after = _round_trip(spec, tmp_path)
@@ -48,6 +50,20 @@ def test_round_trip_keeps_links_and_limit_exactly(spec, tmp_path):
     assert after.switch_hop == before.switch_hop
     for collective in ("allgather", "reducescatter"):
         assert _limit(after, collective) == _limit(before, collective)
+
+
+@pytest.mark.parametrize(("spec", "algorithm"), [("dgxh100:boxes=2", "ring"), ("nvl72", "direct"),
+                                                 ("mi300x", "nccl")])
+def test_round_trip_keeps_the_hardware_model_and_the_finish_time(spec, algorithm, tmp_path):
+    """The presets' hardware link model tells a NIC's hop by its switch's group and a box by its GPUs' group:
+    the groups were lost on the way, so a 2-box DGX H100 schedule finished 20 us later after the round trip."""
+    before, after = _round_trip(spec, tmp_path, ".json")
+    assert after.meta == before.meta and "link_model" in after.meta and after.layout == before.layout
+    assert [(n.id, n.kind, n.label, n.group, n.pos) for n in after.nodes.values()] == \
+        [(n.id, n.kind, n.label, n.group, n.pos) for n in before.nodes.values()]
+    schedule = synthesize(before, make_collective("allgather", before, 1e6), algorithm)
+    moved = dataclasses.replace(schedule, topology=after)  # the same transfers on the read-back fabric
+    assert simulate(moved).finish_time_s == simulate(schedule).finish_time_s
 
 
 @pytest.mark.slow
@@ -108,6 +124,12 @@ def _infragraph_dgx_blueprint(tmp_path) -> Path:
      "does not follow the InfraGraph schema"),
     (lambda tmp: _edit(tmp, lambda d: d["devices"][0]["components"][0].update(choice="switch")),
      "has no xpu component"),
+    (lambda tmp: _edit_written(tmp, "dgx1", lambda d: d["devices"][0]["components"][0].update(
+        description='ccviz: {"nodes": [[0, "g", null, "left"]]}')), "is not [id, label, group, [x, y] or null]"),
+    (lambda tmp: _edit_written(tmp, "dgx1", lambda d: d["devices"][0]["components"][0].update(
+        description='ccviz: {"nodes": [[1, "", null, null], [1, "", null, null]]}')), "one id to several nodes"),
+    (lambda tmp: _edit_written(tmp, "dgxh100", lambda d: d["instances"][0].update(description=d["instances"][0][
+        "description"].replace('"launch_us"', '"lunch_us"'))), "unknown key(s) lunch_us"),
 ])
 def test_malformed_infragraph_is_refused_in_one_line(tmp_path, make, words):
     with pytest.raises(CcvizError) as err:
@@ -121,6 +143,16 @@ def _edit(tmp_path, change) -> Path:
     data = yaml.safe_load((FIXTURES / "two_hosts.yaml").read_text())
     change(data)
     path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _edit_written(tmp_path, spec: str, change) -> Path:
+    """An InfraGraph ccviz wrote, edited by hand."""
+    path = tmp_path / "written.json"
+    write_infragraph(load_topology(spec), path)
+    data = json.loads(path.read_text())
+    change(data)
     path.write_text(json.dumps(data))
     return path
 

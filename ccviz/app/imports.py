@@ -22,7 +22,7 @@ from ccviz.interop.msccl import check
 from ccviz.judge.simulate import simulate
 from ccviz.model.topology import Topology
 from ccviz.model.units import format_size, format_time, parse_size
-from ccviz.runs.pipeline import RunResult
+from ccviz.runs.pipeline import RunResult, group_limit
 
 IMPORTS_KEY = "ccviz_imports"
 ON_FULLY_CONNECTED = "fully connected (MSCCL default)"
@@ -39,8 +39,13 @@ class Upload:
     size_bytes: float
     collective: str
     resizable: bool  # an MSCCL program runs at any size; TE-CCL and ccviz files are fixed
+    data: bytes | None = None  # a zip of Chakra ETs (ccviz's own: the fabric and size travel inside)
 
     def import_at(self, size_bytes: float, topology: Topology | None):
+        if self.data is not None:
+            from ccviz.interop.chakra import import_chakra_zip
+
+            return import_chakra_zip(self.data, self.name)
         return import_text(self.text, self.name, topology if self.on_current_topology else None, size_bytes)
 
 
@@ -48,8 +53,13 @@ def imported_run(upload: Upload, topology: Topology | None) -> CachedRun:
     """Import, simulate and bound an upload: a run Playback and every figure can show."""
     schedule = upload.import_at(upload.size_bytes, topology)
     timeline = simulate(schedule)
+    try:  # the fabric's limit, as a synthesized run has it (Playback said 'no fabric limit' for an AllGather)
+        limit = group_limit(schedule.topology, schedule.collective)
+    except CcvizError as exc:
+        schedule.notes.append(f"fabric limit unknown: {str(exc).split(': ', 1)[-1]}")
+        limit = None
     result = RunResult(schedule.topology, schedule.collective, schedule, timeline,
-                       lower_bound(schedule.topology, schedule.collective))
+                       lower_bound(schedule.topology, schedule.collective), limit)
     request = RunRequest.make(schedule.topology, schedule.collective.name, schedule.algorithm,
                               schedule.collective.size_bytes, schedule.collective.chunks_per_rank)
     return CachedRun(request, result, server_time_s=0.0)
@@ -62,8 +72,10 @@ def fastest_point(rows: pd.DataFrame) -> pd.Series:
 
 def upload_panel() -> None:
     """Playback: load a schedule made elsewhere; on success it becomes the run shown below."""
-    with st.expander("Bring your own schedule: MSCCL XML, TE-CCL output JSON or ccviz schedule JSON"):
-        file = st.file_uploader("schedule file", type=["xml", "json"], key="imp_file")
+    with st.expander("Bring your own schedule: MSCCL XML, TE-CCL output JSON, ccviz schedule JSON or Chakra ET zip"):
+        file = st.file_uploader("schedule file", type=["xml", "json", "zip"], key="imp_file",
+                                help="a zip of the PREFIX.RANK.et files ccviz wrote (Synthesize's Chakra download) "
+                                     "replays exactly; ETs from other tools: `ccviz import DIR --collective ...`")
         c1, c2 = st.columns(2)
         where = c1.radio("run it on", [ON_FULLY_CONNECTED, ON_CURRENT], key="imp_where",
                          help="an MSCCL program without a topology runs on a fully connected fabric of its GPUs; "
@@ -73,15 +85,18 @@ def upload_panel() -> None:
         if file is None or not st.button("Import and play", type="primary", key="imp_go"):
             return
         with user_errors("import"):
-            text = file.getvalue().decode("utf-8", errors="replace")
+            is_zip = file.name.lower().endswith(".zip")
+            text = "" if is_zip else file.getvalue().decode("utf-8", errors="replace")
             size = parse_size(size_text)
             topology = current_topology()
             is_xml = text.lstrip().startswith("<")
             # Only an MSCCL program can run without a fabric; a TE-CCL output names nodes of the one it was
-            # solved on (a ccviz schedule carries its own).
-            upload = Upload(file.name, text, where == ON_CURRENT or not is_xml, size, "", is_xml)
+            # solved on (a ccviz schedule and ccviz's Chakra ETs carry their own).
+            upload = Upload(file.name, text, (where == ON_CURRENT or not is_xml) and not is_zip, size, "", is_xml,
+                            file.getvalue() if is_zip else None)
             run = imported_run(upload, topology)
-            upload = replace(upload, collective=run.result.collective.name)
+            upload = replace(upload, collective=run.result.collective.name,  # a fixed-size file keeps its own size
+                             size_bytes=upload.size_bytes if upload.resizable else run.result.collective.size_bytes)
             st.session_state.setdefault(IMPORTS_KEY, {})[file.name] = upload
             set_last_run(run)
             if upload.resizable:

@@ -7,7 +7,10 @@ buffers, reduces); its links are the fabric's link classes (bandwidth in GB/s, l
 exact float); its edges join ``gpu[i]``/``switch_...[j]`` one to one. InfraGraph's edges are undirected: a
 cable whose two directions differ becomes two edges on links marked ``oneway`` in their description, which
 ccviz reads back as directed links (another tool sees an undirected link). Lanes, a switch's reduction
-rate, the switch-hop rule and the fabric's meta ride in descriptions starting ``ccviz:``.
+rate, each node's id, label, group and position, the switch-hop rule, the layout and the fabric's meta (with
+its hardware link model, ``meta.link_model``: the sustained rates, protocol overheads and per-operation
+latency the judge charges) ride in descriptions starting ``ccviz:``, so a schedule on the read-back fabric
+finishes at the same time as on the written one.
 
 Reading: any InfraGraph file goes through ``InfraGraphService.set_graph`` (InfraGraph's own validation and
 its expansion of instances, slices and many-to-many edges); xpu components become GPUs, every other
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ccviz.errors import CcvizError
+from ccviz.model.link_model import LinkModel
 from ccviz.model.topology import Link, Node, Topology
 
 FIELD = "infragraph"
@@ -59,12 +63,13 @@ def to_infragraph(topology: Topology):
     kinds: dict[str, list[int]] = {}
     for s in topology.switches:
         kinds.setdefault(_switch_component(topology.nodes[s]), []).append(s)
-    component = device.components.add(name="gpu", description="ccviz GPUs in id order", count=len(topology.gpus))
+    component = device.components.add(name="gpu", count=len(topology.gpus),
+                                      description=f"{TAG} {json.dumps({'nodes': _node_rows(topology, topology.gpus)})}")
     component.choice = ig.Component.XPU
     for name, ids in kinds.items():
         rates = [topology.nodes[s].reduce_GBps for s in ids]
-        component = device.components.add(name=name, count=len(ids),
-                                          description=f"{TAG} {json.dumps({'reduce_GBps': rates})}")
+        extras = {"reduce_GBps": rates, "nodes": _node_rows(topology, ids)}
+        component = device.components.add(name=name, count=len(ids), description=f"{TAG} {json.dumps(extras)}")
         component.choice = ig.Component.SWITCH
         for j, s in enumerate(ids):
             index[s] = (name, j)
@@ -85,9 +90,34 @@ def to_infragraph(topology: Topology):
         edge = device.edges.add(scheme=ig.DeviceEdge.ONE2ONE, link=classes[key])
         edge.ep1.component = "{}[{}]".format(*index[u])
         edge.ep2.component = "{}[{}]".format(*index[v])
-    extras = {"switch_hop": topology.switch_hop, "meta": topology.meta, "name": topology.name}
+    extras = {"switch_hop": topology.switch_hop, "meta": topology.meta, "name": topology.name,
+              "layout": topology.layout}
     infra.instances.add(name=INSTANCE, device=DEVICE, count=1, description=f"{TAG} {json.dumps(extras)}")
     return infra
+
+
+def _node_rows(topology: Topology, ids: list[int]) -> list[list]:
+    """``[id, label, group, pos]`` of each node: the hardware link model tells a NIC's hop by its switch's
+    group and a box by its GPUs' group, and the drawing needs labels and positions."""
+    rows = []
+    for i in ids:
+        node = topology.nodes[i]
+        rows.append([node.id, node.label, node.group, list(node.pos) if node.pos is not None else None])
+    return rows
+
+
+def _node_identity(extras: dict, k: int, fallback: int, name: str) -> dict:
+    """The id, label, group and position ccviz wrote for the ``k``-th node of a component (older files: none)."""
+    rows = extras.get("nodes")
+    if not isinstance(rows, list) or k >= len(rows):
+        return {"id": fallback}
+    row = rows[k]
+    if not (isinstance(row, list) and len(row) == 4 and isinstance(row[0], int) and isinstance(row[1], str)
+            and (row[2] is None or isinstance(row[2], str))
+            and (row[3] is None or (isinstance(row[3], list) and len(row[3]) == 2))):
+        raise CcvizError(f"infragraph: {name}: a component's ccviz node row {row!r:.60} is not [id, label, group, "
+                         "[x, y] or null]", FIELD)
+    return {"id": row[0], "label": row[1], "group": row[2], "pos": tuple(row[3]) if row[3] is not None else None}
 
 
 def infragraph_text(topology: Topology, fmt: str = "yaml") -> str:
@@ -188,21 +218,24 @@ def _ccviz_fabric(infra, name: str) -> Topology:
     nodes: list[Node] = []
     for component in device.components:
         ids[component.name] = []
-        for _ in range(component.count or 0):
-            node_id = len(nodes)
-            ids[component.name].append(node_id)
+        extras = _extras(component.description)
+        for k in range(component.count or 0):
+            identity = _node_identity(extras, k, len(nodes), name)
+            ids[component.name].append(identity["id"])
             if component.choice == "xpu":
-                nodes.append(Node(node_id, "gpu"))
+                nodes.append(Node(kind="gpu", **identity))
             else:
                 flags = re.fullmatch(r"switch_c([01])b([01])r([01])", component.name)
                 if not flags:
                     raise CcvizError(f"infragraph: {name}: component {component.name!r} is not one ccviz writes",
                                      FIELD)
-                rates = _extras(component.description).get("reduce_GBps") or []
-                rate = rates[len(ids[component.name]) - 1] if len(rates) >= len(ids[component.name]) else None
+                rates = extras.get("reduce_GBps") or []
+                rate = rates[k] if len(rates) > k else None
                 reduce = flags.group(3) == "1"
-                nodes.append(Node(node_id, "switch", copy=flags.group(1) == "1", buffer=flags.group(2) == "1",
-                                  reduce=reduce, reduce_GBps=rate if reduce else None))
+                nodes.append(Node(kind="switch", copy=flags.group(1) == "1", buffer=flags.group(2) == "1",
+                                  reduce=reduce, reduce_GBps=rate if reduce else None, **identity))
+    if len({node.id for node in nodes}) != len(nodes):
+        raise CcvizError(f"infragraph: {name}: the components' ccviz node rows give one id to several nodes", FIELD)
     links_by_name = {link.name: link for link in device.links}
     links: list[Link] = []
     for edge in device.edges:
@@ -220,8 +253,15 @@ def _ccviz_fabric(infra, name: str) -> Topology:
         if not extras.get("oneway"):
             links.append(Link(ends[1], ends[0], gbps, alpha, lanes))
     extras = _extras(next(iter(infra.instances)).description)
+    layout = extras.get("layout")
+    meta = extras.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise CcvizError(f"infragraph: {name}: the instance's ccviz meta is not an object", FIELD)
+    if "link_model" in meta:  # every key checked, one line naming a bad one
+        meta = {**meta, "link_model": LinkModel.from_dict(meta["link_model"]).to_dict()}
     return Topology(str(extras.get("name") or infra.name or name), nodes, links, description=infra.description or "",
-                    switch_hop=extras.get("switch_hop", "paid"), meta=extras.get("meta") or {})
+                    switch_hop=extras.get("switch_hop", "paid"), meta=meta,
+                    layout=layout if isinstance(layout, str) else None)
 
 
 def _graph_fabric(graph, infra, name: str) -> Topology:

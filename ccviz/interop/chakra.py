@@ -12,6 +12,15 @@ arrival to several ports becomes one send per receiver (ASTRA-sim has no multica
 how many sends that added. Rank 0's GlobalMetadata carries the ccviz schedule (fabric, collective) and each
 send the ccviz transfers it stands for, so that ``ccviz import`` rebuilds the schedule exactly.
 
+On a fabric with a hardware link model (the system presets: ``ccviz.model.link_model``) the judge times the
+schedule on the model's effective fabric and adds a fixed per-operation latency (kernel launch and the
+algorithm's base latency) to the finish. The export carries the fabric as declared, the model's parameters
+in every rank's GlobalMetadata (``ccviz_link_model``), and starts each rank with a ``COMP_NODE`` of that
+latency, which the rank's first sends wait for (Chakra's ``duration_micros`` is whole microseconds; the
+exact seconds are its ``ccviz_latency_s`` attribute). The import is exact; ASTRA-sim spends the latency
+first, ccviz last, to the same total, and takes the link rates from its own network configuration (give it
+the model's sustained rates).
+
 Import of ETs written by other tools: sends and receives are paired by (src, dst, tag); a send that
 depends on a receive forwards the chunk that receive brought, a send that depends on none sends the rank's
 own data. That settles which chunk every message carries for AllGather, Broadcast, Gather, Scatter and
@@ -36,7 +45,8 @@ from ccviz.interop.chakra_schema import (
     encode_stream,
     messages,
 )
-from ccviz.judge.simulate import Timeline
+from ccviz.judge.simulate import Timeline, on_declared_hardware
+from ccviz.model import link_model
 from ccviz.model.collectives import make_collective, normalize_name
 from ccviz.model.schedule import Schedule, Transfer
 from ccviz.model.topology import Topology
@@ -52,9 +62,13 @@ GPU_SUM_US = 0  # the fabric model's time for a GPU to add a received chunk into
 # ------------------------------------------------------------------------------------------- export
 def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
     """``{rank: file bytes}`` of the judged schedule, and notes on what was mapped."""
-    from ccviz.interop.export import _collapse
+    from ccviz.interop.export import _collapse, exported_schedule
 
     schedule = timeline.schedule
+    declared = exported_schedule(timeline)
+    model = link_model.declared(declared.topology)
+    latency_s = on_declared_hardware(declared)[1] if model is not None else 0.0
+    shift = latency_s * 1e6  # every node after the operation's latency starts that much later
     topo = schedule.topology
     if schedule.sums_in_switches:
         raise CcvizError("chakra: this schedule sums chunks inside a switch (NVLS/SHARP), which a Chakra ET for "
@@ -73,12 +87,13 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
     for tag in by_arrival:
         h = hops[tag]
         dst, src = rank_of[h.dst], rank_of[h.src]
-        recv = Node(name=f"recv chunk {h.chunk} from rank {src}", type=RECV, start_time_micros=int(h.arrival_s * 1e6))
+        recv = Node(name=f"recv chunk {h.chunk} from rank {src}", type=RECV,
+                    start_time_micros=int(h.arrival_s * 1e6 + shift))
         recv.attr.extend(_comm_attrs(src, dst, chunk_bytes, tag))
         events[dst].append((h.arrival_s, 0, tag, recv))
         last = recv
         if h.op == "reduce":
-            comp = Node(name=f"sum chunk {h.chunk}", type=COMP, start_time_micros=int(h.arrival_s * 1e6),
+            comp = Node(name=f"sum chunk {h.chunk}", type=COMP, start_time_micros=int(h.arrival_s * 1e6 + shift),
                         duration_micros=GPU_SUM_US)
             comp.attr.extend([attribute("is_cpu_op", False), attribute("num_ops", max(chunk_bytes // 4, 1)),
                               attribute("tensor_size", chunk_bytes, "uint64_val")])
@@ -86,17 +101,19 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
             events[dst].append((h.arrival_s, 1, tag, comp))
             last = comp
         providers[(h.dst, h.chunk)].append((h.arrival_s, last))
+    latency_nodes = _latency_nodes(declared, model, latency_s, events) if latency_s else {}
     for tag, h in enumerate(hops):
         src, dst = rank_of[h.src], rank_of[h.dst]
-        send = Node(name=f"send chunk {h.chunk} to rank {dst}", type=SEND, start_time_micros=int(h.start_s * 1e6))
+        send = Node(name=f"send chunk {h.chunk} to rank {dst}", type=SEND,
+                    start_time_micros=int(h.start_s * 1e6 + shift))
         send.attr.extend(_comm_attrs(src, dst, chunk_bytes, tag))
         send.attr.extend([attribute("ccviz_chunk", h.chunk), attribute("ccviz_op", h.op),
                           attribute("ccviz_transfers", json.dumps([rows[i] for i in h.path]))])
         before = [p for p in providers[(h.src, h.chunk)] if p[0] <= h.start_s * (1 + 1e-12) + 1e-15]
-        deps[id(send)] = [before[-1][1]] if before else []
+        deps[id(send)] = [before[-1][1]] if before else [latency_nodes[src]] if latency_nodes else []
         events[src].append((h.start_s, 2, tag, send))
     files = {}
-    meta = schedule.to_dict()
+    meta = declared.to_dict()
     meta["transfers"] = []
     meta["n_transfers"] = len(schedule.transfers)
     meta["stranded_transfers"] = [rows[i] for i in stranded]
@@ -109,11 +126,21 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
         header = messages()["GlobalMetadata"](version=CHAKRA_VERSION)
         header.attr.extend([attribute("ccviz_rank", rank), attribute("ccviz_gpu", gpu),
                             attribute("ccviz_ranks", len(rank_of))])
+        if model is not None:
+            header.attr.append(attribute("ccviz_link_model", json.dumps(model.to_dict())))
         if rank == 0:
             header.attr.append(attribute("ccviz_schedule", json.dumps(meta)))
         files[rank] = encode_stream([header, *nodes])
-    notes = [f"{len(hops)} messages over {len(rank_of)} ranks; sums at GPUs are COMP_NODEs of {GPU_SUM_US} us "
-             "(the fabric model charges a GPU's sum nothing)"]
+    sums = sum(h.op == "reduce" for h in hops)
+    notes = [f"{len(hops)} messages over {len(rank_of)} ranks"
+             + (f"; its {sums} sums at GPUs are COMP_NODEs of {GPU_SUM_US} us (the fabric model charges a GPU's "
+                "sum nothing)" if sums else "")]
+    if latency_s:
+        notes.append(f"{model.name} link model: each rank starts with a COMP_NODE of the operation's fixed latency "
+                     f"(launch and base, {latency_s * 1e6:.6g} us; Chakra's duration_micros is whole us: "
+                     f"{round(latency_s * 1e6)}; the exact value is its ccviz_latency_s attribute); the messages' "
+                     "sizes are the protocol's payload, the link rates ASTRA-sim's network configuration must give "
+                     "are the model's sustained ones (GlobalMetadata ccviz_link_model)")
     if stranded:
         notes.append(f"{len(stranded)} transfer(s) into a switch that no GPU receives (a copying switch forwards "
                      "another arrival of the same chunk) have no ASTRA-sim message; they are kept for ccviz's import")
@@ -122,6 +149,26 @@ def chakra_traces(timeline: Timeline) -> tuple[dict[int, bytes], list[str]]:
         notes.append(f"switch copies mapped to one send per receiver (ASTRA-sim has no multicast): {extra} extra "
                      f"send(s) from {len({sw for sw, _, _ in copies})} copying switch(es)")
     return files, notes
+
+
+def _latency_nodes(schedule: Schedule, model: link_model.LinkModel, latency_s: float, events: dict) -> dict[int, Any]:
+    """Per rank, the COMP_NODE of the hardware model's fixed per-operation latency (kernel launch and the
+    algorithm's base latency, ``ccviz.model.link_model``), which every send of the rank's own data waits for:
+    ccviz adds it to the finish, ASTRA-sim then spends it before the first message, to the same total."""
+    algorithm = str((schedule.options or {}).get("nccl_algo") or "ring")
+    protocol = link_model.protocol_of(schedule)
+    out = {}
+    for rank in range(schedule.topology.n_gpus):
+        node = messages()["Node"](name="operation latency (launch + base)", type=COMP, start_time_micros=0,
+                                  duration_micros=round(latency_s * 1e6))
+        node.attr.extend([attribute("is_cpu_op", False), attribute("ccviz_latency_s", float(latency_s)),
+                          attribute("ccviz_launch_us", float(model.launch_us)),
+                          attribute("ccviz_base_us", float(model.operation_latency_s(algorithm, protocol) * 1e6
+                                                           - model.launch_us)),
+                          attribute("ccviz_algorithm", algorithm), attribute("ccviz_protocol", protocol)])
+        events[rank].append((-1.0, -1, -1, node))
+        out[rank] = node
+    return out
 
 
 def _comm_attrs(src: int, dst: int, size: int, tag: int) -> list:
@@ -180,9 +227,14 @@ def find_traces(path: str | Path) -> tuple[str, list[Path]]:
         raise CcvizError(f"chakra: the directory {folder} holds no Chakra traces (PREFIX.RANK.et files"
                          + (f" with prefix {wanted!r}" if wanted else "") + "); give a directory of them, or an "
                          "MSCCL XML / TE-CCL JSON file", "chakra")
+    return _one_trace(found, str(folder), "give DIR/PREFIX")
+
+
+def _one_trace(found: dict[str, dict[int, Any]], where: str, how: str) -> tuple[str, list]:
+    """The one prefix among ``found`` ({prefix: {rank: file}}) and its files in rank order 0..N-1, checked."""
     if len(found) > 1:
-        raise CcvizError(f"chakra: {folder} holds traces of several prefixes ({', '.join(sorted(found))}); give "
-                         "DIR/PREFIX", "chakra")
+        raise CcvizError(f"chakra: {where} holds traces of several prefixes ({', '.join(sorted(found))}); {how}",
+                         "chakra")
     prefix, ranks = next(iter(found.items()))
     missing = sorted(set(range(max(ranks) + 1)) - set(ranks))
     if missing:
@@ -199,18 +251,57 @@ def import_chakra(path: str | Path, topology: Topology | str | None = None, size
     from ccviz.model.files import check_readable_file
 
     _, files = find_traces(path)
-    traces = []
+    blobs = []
     for f in files:
         check_readable_file(f, "chakra")
-        traces.append(decode_stream(f.read_bytes(), f.name))
+        blobs.append((f.name, f.read_bytes()))
+    return _import_blobs(blobs, topology, size_bytes, collective)
+
+
+MAX_ZIP_BYTES = 500_000_000  # unpacked: a zip of traces larger than this is not one a person meant to import
+
+
+def import_chakra_zip(data: bytes, name: str, topology: Topology | str | None = None, size_bytes: float | None = None,
+                      collective: str | None = None) -> Schedule:
+    """Read a zip of one trace's ``PREFIX.RANK.et`` files (in any folder of it), as the app's download holds them."""
+    import io
+    import zipfile
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = [m for m in archive.infolist() if not m.is_dir()]
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise CcvizError(f"chakra: {name} is not a zip file ({exc})", "chakra") from None
+    found: dict[str, dict[int, Any]] = defaultdict(dict)
+    for member in members:
+        m = FILE_NAME.match(member.filename.rsplit("/", 1)[-1])
+        if m:
+            found[m.group("prefix")][int(m.group("rank"))] = member
+    if not found:
+        raise CcvizError(f"chakra: {name} holds no Chakra traces (PREFIX.RANK.et files)", "chakra")
+    _, chosen = _one_trace(found, name, "zip one trace")
+    if sum(m.file_size for m in chosen) > MAX_ZIP_BYTES:
+        raise CcvizError(f"chakra: {name} unpacks to more than {MAX_ZIP_BYTES / 1e6:.0f} MB of traces", "chakra")
+    try:
+        blobs = [(m.filename.rsplit("/", 1)[-1], archive.read(m)) for m in chosen]
+    except (zipfile.BadZipFile, OSError, RuntimeError) as exc:  # a damaged member, an encrypted one
+        raise CcvizError(f"chakra: {name}: a member cannot be read ({exc})", "chakra") from None
+    return _import_blobs(blobs, topology, size_bytes, collective)
+
+
+def _import_blobs(blobs: list[tuple[str, bytes]], topology: Topology | str | None, size_bytes: float | None,
+                  collective: str | None) -> Schedule:
+    """The schedule of one trace's rank files, given as (file name, bytes) in rank order."""
+    traces = [decode_stream(data, file_name) for file_name, data in blobs]
+    names = [file_name for file_name, _ in blobs]
     written_for = attributes(traces[0][0]).get("ccviz_ranks")
-    if written_for is not None and written_for != len(files):
-        raise CcvizError(f"chakra: the trace was written for {written_for} ranks but {len(files)} rank files are here "
-                         f"({files[0].name} ... {files[-1].name})", "chakra")
-    messages_ = _pair_messages(traces, [f.name for f in files])
+    if written_for is not None and written_for != len(blobs):
+        raise CcvizError(f"chakra: the trace was written for {written_for} ranks but {len(blobs)} rank files are here "
+                         f"({names[0]} ... {names[-1]})", "chakra")
+    messages_ = _pair_messages(traces, names)
     own = attributes(traces[0][0]).get("ccviz_schedule")
     if own is not None and topology is None and collective is None and size_bytes is None:
-        return _own_schedule(own, traces, files[0].name)
+        return _own_schedule(own, traces, names[0])
     return _foreign_schedule(traces, messages_, topology, size_bytes, collective)
 
 

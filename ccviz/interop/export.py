@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -26,11 +26,24 @@ from xml.etree import ElementTree as ET
 from ccviz.errors import CcvizError
 from ccviz.judge.simulate import Timeline
 from ccviz.model.collectives import Collective, with_article
+from ccviz.model.schedule import Schedule
+
+
+def exported_schedule(timeline: Timeline) -> Schedule:
+    """The judged schedule as a file carries it. On a fabric with a hardware link model the judge timed it on
+    the model's effective fabric; the file keeps the fabric as declared (the model's parameters in its
+    ``meta.link_model``, so the per-operation latency and the protocol's rates come back on import) with the
+    judge's times, marked ``planned_on='hardware'`` so that the judge keeps those times instead of retiming."""
+    schedule = timeline.schedule
+    if timeline.declared_topology is None:
+        return schedule
+    return replace(schedule, topology=timeline.declared_topology,
+                               options={**schedule.options, "planned_on": "hardware"})
 
 
 def schedule_dict(timeline: Timeline) -> dict[str, Any]:
     """The schedule with simulator times filled in, plus the simulator's verdict."""
-    data = timeline.schedule.to_dict()
+    data = exported_schedule(timeline).to_dict()
     data["simulation"] = timeline.summary()
     return data
 

@@ -12,17 +12,19 @@ What the fabric keeps and what it assumes (every assumption is written into ``me
   peers directly (NV6 on a 16-GPU DGX-2, NV12 on A100, NV18 on H100/B200) is an NVSwitch box: each GPU gets
   one cable of ``# x rate`` to a single NVSwitch node standing for the box's NVSwitch chips.
 - NICs are recorded with their nearest GPUs (the best PCIe locality in their row), not wired: one box
-  has no scale-out network to reach.
+  has no scale-out network to reach. Each GPU's CPU affinity is kept as printed, its NUMA node
+  (``meta.numa``) where the NUMA Affinity column can be told apart from its neighbours.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ccviz.builders.fabric import Fabric
 from ccviz.builders.layout import circle_positions, hub_positions
 from ccviz.builders.modern import NVLINK4_GBPS, NVLINK5_GBPS, NVLINK_ALPHA
+from ccviz.builders.presets import SPECS, hardware_model, nvls_engine_GBps
 from ccviz.errors import CcvizError
 from ccviz.model.topology import Topology
 
@@ -30,6 +32,7 @@ FIELD = "nvidia-smi"
 PCIE_WORDS = ("PIX", "PXB", "PHB", "NODE", "SYS", "SOC")  # nearest first
 CELL = re.compile(r"X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC")
 DEVICE = re.compile(r"GPU\d+|NIC\d+|mlx\d+_[A-Za-z0-9]+?(?=mlx\d|NIC\d|GPU\d|$)|mlx\d+_[A-Za-z0-9_]+")
+NUMA_CELL = re.compile(r"N/A|\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
 MAX_DEVICES = 512  # a topo matrix of one box lists tens of devices; more is not one pasted from nvidia-smi
 
 # GB/s per NVLink per direction and links per GPU of each generation (NVIDIA's architecture whitepapers:
@@ -43,6 +46,10 @@ GENERATIONS: dict[str, dict] = {
     "b200": {"link_GBps": NVLINK5_GBPS, "links": 18, "nvls": True, "alpha_us": NVLINK_ALPHA},
 }
 SWITCHED_GUESS = {6: "v100", 12: "a100", 18: "h100"}  # uniform NV# of an NVSwitch box -> its GPU generation
+# The system preset whose hardware link model (ccviz.model.link_model) a box of each generation is judged with,
+# so that a real box and the preset of the same box agree; V100 has no such preset (dgx1 is the textbook rule).
+MODEL_PRESETS = {"a100": "dgxa100", "h100": "dgxh100", "b200": "hgxb200"}
+MODELS = ("hardware", "alphabeta")
 
 
 @dataclass
@@ -53,6 +60,7 @@ class TopoMatrix:
     cells: dict[str, list[str]]
     affinity: dict[str, str] = field(default_factory=dict)
     nic_names: dict[str, str] = field(default_factory=dict)
+    numa: dict[str, str] = field(default_factory=dict)  # GPU -> its NUMA Affinity column ("0", "0-7", "N/A")
 
     @property
     def gpus(self) -> list[str]:
@@ -98,6 +106,7 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
         raise _fail("no header line starting with GPU0 (the first line of `nvidia-smi topo -m`); paste the "
                     "whole output")
     head = lines[header_at].split("CPU Affinity")[0]
+    columns = [c for c in ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID") if c in lines[header_at]]
     devices = [d for token in head.split() for d in DEVICE.findall(token)]
     if not devices or devices[0] != "GPU0":
         raise _fail(f"the header line does not list devices GPU0, GPU1, ...: {head.strip()[:60]!r}")
@@ -109,6 +118,7 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
     cells: dict[str, list[str]] = {}
     affinity: dict[str, str] = {}
     nic_names: dict[str, str] = {}
+    numa: dict[str, str] = {}
     for line in lines[header_at + 1:]:
         tokens = line.split()
         if not tokens:
@@ -131,7 +141,9 @@ def parse_topo_matrix(text: str) -> TopoMatrix:
         cells[label] = row
         if label.startswith("GPU") and tail:
             affinity[label] = " ".join(tail)
-    matrix = TopoMatrix(devices, cells, affinity, nic_names)
+            if columns[1:2] == ["NUMA Affinity"] and len(tail) == len(columns) and NUMA_CELL.fullmatch(tail[1]):
+                numa[label] = tail[1]  # only when each column has its own cell (trackers run some together)
+    matrix = TopoMatrix(devices, cells, affinity, nic_names, numa)
     missing = [g for g in matrix.gpus if g not in cells]
     if missing:
         raise _fail(f"the header names {', '.join(missing)} but their rows are missing; paste the whole matrix")
@@ -165,9 +177,13 @@ def _is_switched(counts: dict[tuple[int, int], int], n: int) -> bool:
     return k * (n - 1) > max(g["links"] for g in GENERATIONS.values()) or k in SWITCHED_GUESS and n >= 4
 
 
-def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi") -> Topology:
+def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi", model: str = "hardware") -> Topology:
     """The fabric a ``nvidia-smi topo -m`` matrix describes; ``gpu`` (v100|a100|h100|b200) sets link rates,
-    otherwise they are inferred from the NVLink counts (and the inference is written down)."""
+    otherwise they are inferred from the NVLink counts (and the inference is written down). ``model``
+    hardware (the default) declares the hardware link model of the system preset of the same generation
+    (``MODEL_PRESETS``), as the presets do; alphabeta keeps the textbook rule at spec rates."""
+    if model not in MODELS:
+        raise CcvizError(f"model: {model!r} is not one of {', '.join(MODELS)}", "model")
     matrix = parse_topo_matrix(text)
     n = len(matrix.gpus)
     counts = nvlink_counts(matrix)
@@ -203,6 +219,8 @@ def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi") 
     if switched:
         k = next(iter(counts.values()))
         hub = fabric.add_switch(group="box0", label="NVSwitch", copy=spec["nvls"], reduce=spec["nvls"])
+        if spec["nvls"] and model == "hardware" and gen in MODEL_PRESETS:  # the preset's NVLS sum rate
+            fabric.nodes[hub] = replace(fabric.nodes[hub], reduce_GBps=nvls_engine_GBps(SPECS[MODEL_PRESETS[gen]], k))
         for g in ids:
             fabric.cable(g, hub, k * rate, alpha)
         fabric.place(hub_positions(hub, ids))
@@ -226,6 +244,20 @@ def topo_to_fabric(text: str, gpu: str | None = None, name: str = "nvidia_smi") 
                            "has no scale-out network to reach")
     meta = {"source": "nvidia-smi topo -m", "gpu": gen, "assumptions": assumptions, "nics": nics,
             "affinity": {g: matrix.affinity[g] for g in matrix.gpus if g in matrix.affinity}}
+    if model == "hardware" and gen in MODEL_PRESETS:
+        preset = SPECS[MODEL_PRESETS[gen]]
+        meta["link_model"] = hardware_model(preset).to_dict()
+        assumptions.append(f"judged with the {preset.name} preset's hardware link model: links at {preset.efficiency:.3g} "
+                           "of their rate, NCCL's protocol overheads and per-operation latency, cut-through "
+                           "switches (model alphabeta: the textbook rule at spec rates)")
+    elif model == "hardware":
+        assumptions.append(f"no system preset declares a hardware link model for {gen}: judged with the textbook "
+                           "alpha-beta rule at spec rates")
+    if matrix.numa:
+        meta["numa"] = {g: matrix.numa[g] for g in matrix.gpus if g in matrix.numa}
+        nodes = sorted(set(meta["numa"].values()))
+        assumptions.append(f"NUMA affinity read per GPU (meta.numa: {len(nodes)} node set(s), "
+                           f"{', '.join(nodes[:4])}); it places host threads, not GPU traffic, so it is not wired")
     kind = f"NVSwitch, NV{next(iter(counts.values()))}" if switched else "direct NVLink"
     try:
         topology = fabric.topology(name, f"{n} x {gen.upper()} from nvidia-smi topo -m ({kind})", "chassis", meta)

@@ -50,11 +50,14 @@ def simulate(schedule: Schedule, max_violations: int = 50) -> Timeline:
         raise CcvizError(f"schedule: expected a ccviz Schedule, got {type(schedule).__name__}", "schedule")
     check_sizes(schedule)
     check_chunk_ids(schedule)
+    declared = schedule.topology
     schedule, latency_s = on_declared_hardware(schedule)
     timed = schedule if schedule.is_timed else assign_times(schedule)
     check_time_resolution(timed)
     timeline = simulate_fast.verify(timed) or _Verifier(timed, max_violations).run()
-    return timeline if not latency_s else dataclasses.replace(timeline, finish_time_s=timeline.finish_time_s + latency_s)
+    if schedule.topology is declared:
+        return timeline
+    return dataclasses.replace(timeline, finish_time_s=timeline.finish_time_s + latency_s, declared_topology=declared)
 
 
 def on_declared_hardware(schedule: Schedule) -> tuple[Schedule, float]:

@@ -43,6 +43,9 @@ class Timeline:
     finish_time_s: float
     completion_s: dict[tuple[int, int], float]  # (chunk, rank) -> when its postcondition first held
     violations: list[Violation] = field(default_factory=list)
+    # The fabric as declared when the judge timed the schedule on its hardware model's effective fabric
+    # (``schedule.topology``): what an export writes so the model, and its per-operation latency, survive.
+    declared_topology: Any = None
 
     @property
     def verified(self) -> bool:
