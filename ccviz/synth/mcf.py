@@ -189,9 +189,14 @@ def assign_paths(paths: dict[tuple[int, int], list[tuple[float, list[int]]]], ro
             best = options[0][1]
             if len(options) > 1:
                 best_score = np.inf
+                share = k + 1 - 1e-9 if pieces > 1 else -np.inf  # a path's fraction x pieces below this: beyond it
                 for fraction, links in options:
-                    score = max((load[e] + 1.0) * inverse[e] for e in links)
-                    if pieces > 1 and fraction * pieces < k + 1 - 1e-9:
+                    score = 0.0
+                    for e in links:  # the busiest link, as a loop: max() over a generator took 2 of 3 s here
+                        x = (load[e] + 1.0) * inverse[e]
+                        if x > score:
+                            score = x
+                    if fraction * pieces < share:
                         score += 1e6  # a path used beyond its share of the pieces is only a fallback
                     if score < best_score:
                         best, best_score = links, score
