@@ -98,7 +98,8 @@ class EpochGreedy:
             left = sum(1 for m in missing if m)
             raise CcvizError(f"time_limit: TE-CCL's first schedule (the epoch greedy) still had {left} of "
                              f"{len(missing)} chunks to route when the time limit ran out, so there is no schedule "
-                             "to hand back; give it more time (--time-limit) or use mteg, direct or teccl-astar", "time_limit")
+                             "to hand back; give it more time (--time-limit) or use a heuristic (mteg, direct; mcf for "
+                             "AllToAll): teccl-astar starts from this same greedy", "time_limit")
 
     def _nearest_destination(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int]):
         """Widen the choice of epochs to enter a switch until its busy out-links let the chunk through."""
