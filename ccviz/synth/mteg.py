@@ -414,11 +414,11 @@ class MtegPlanner:
                                            self.timing[(n, d)].delay) for d in near]
             for n, near in self.direct_neighbours.items()}
         self._distances: dict[int, dict[int, float]] = {}
+        self._out_index: dict[int, dict[int, int]] = {}  # node -> out-neighbour -> its place (``_onward``)
+        self._out_switches: dict[int, list[int]] = {}  # node -> its out-neighbours that are switches
         # GPUs linked only to switches (NVL72, leaf-spines, fat trees): a unicast's search need not relay through
         # GPUs, every GPU being a switch chain away (72-GPU AllToAll: 5,112 searches of 18 chains each instead
         # of 71 x 18 per GPU reached on the way, about 2 h at 24 GPUs' pace)
-        self._out_index: dict[int, dict[int, int]] = {}  # node -> out-neighbour -> its place (``_onward``)
-        self._out_switches: dict[int, list[int]] = {}  # node -> its out-neighbours that are switches
         self.switched = all(self.is_switch[d] for g in topology.gpus for d in self.out_links.get(g, ()))
 
     def copies(self, node: int) -> bool:
