@@ -45,12 +45,12 @@ class EpochGreedy:
         self.switch_entry_choices = SWITCH_ENTRY_CHOICES
         self.slots = {key: link.window_slots for key, link in grid.links.items()}  # read in the inner loop
         self.switches = frozenset(topology.switches)
+        self._to_switches: dict[int, list] = {}  # node -> its out-links into switches (``_onward``)
+        self._to_gpus: dict[int, dict] = {}  # node -> GPU -> its out-link there
         # GPUs linked only to switches: a chunk reaches any GPU by a pass through switches, so the search need
         # not relay it through GPUs that neither hold nor want it (on NVL72 an AllToAll chunk's search settled
         # up to 71 such GPUs, each fanning out over 18 switches x 8 epochs x 72 links: 3,181 of 5,112 chunks
         # still unrouted at 30 s)
-        self._to_switches: dict[int, list] = {}  # node -> its out-links into switches (``_onward``)
-        self._to_gpus: dict[int, dict] = {}  # node -> GPU -> its out-link there
         self.switched = all(link.dst in self.switches for g in topology.gpus for link in topology.out_links[g])
 
     def run(self) -> tuple[list[Send], int]:
