@@ -92,22 +92,21 @@ def test_every_alltoall_algorithm_runs_on_a_cut_of_nvl72(algorithm):
     assert result.timeline.verified, result.timeline.violations[:3]
 
 
-def _reference_horizon(bound, crossing, served, targets, need):  # the per-chunk loop the bound used before
+def _reference_horizon(bound, crossing, served, targets, need):
+    """The bound as it was computed before: every chunk listed, each link's sends worked out one by one."""
+    inf = float("inf")
     deliveries = []
     for link in crossing:
-        tail = min(bound._dist(link.dst).get(d, float("inf")) for d in targets)
-        ready = sorted(bound.earliest[c.id][link.src] for c in served for _ in range(c.amount))
-        ready = [t for t in ready if t < float("inf")][:need]
-        if tail == float("inf") or not ready:
-            continue
-        sent: list[float] = []
-        for r, available in enumerate(ready):
-            t = max(available, sent[-1] if sent else 0)
-            if r >= link.window_slots:
-                t = max(t, sent[r - link.window_slots] + link.kappa)
-            sent.append(t)
-        deliveries.extend(t + link.offset + tail for t in sent)
-    return 10**9 if len(deliveries) < need else int(sorted(deliveries)[need - 1])
+        tail = min(bound._dist(link.dst).get(d, inf) for d in targets)
+        listed = sorted(bound.earliest[c.id][link.src] for c in served for _ in range(c.amount))
+        listed = [t for t in listed if t < inf][:need]
+        if tail < inf and listed:
+            sends = []
+            for r, available in enumerate(listed):  # as early as the chunk and the link's windows allow
+                sends.append(max([available, *sends[-1:], *([sends[r - link.window_slots] + link.kappa]
+                                                             if r >= link.window_slots else [])]))
+            deliveries += [t + link.offset + tail for t in sends]
+    return int(sorted(deliveries)[need - 1]) if len(deliveries) >= need else 10**9
 
 
 @pytest.mark.parametrize("spec, name, size", [("nvl72:gpus=8", "alltoall", 1e9), ("dgx1", "alltoall", 1e6),
