@@ -7,7 +7,7 @@ from streamlit_flow import streamlit_flow
 
 from ccviz.app import ui, url
 from ccviz.app.advise_panel import remember_link, suggest_upgrades
-from ccviz.app.canvas import flow_state, structure_changed, topology_from_flow
+from ccviz.app.canvas import canvas_too_big, flow_state, structure_changed, topology_from_flow
 from ccviz.app.state import (
     current_topology,
     sample_files,
@@ -161,7 +161,13 @@ with figure_col:
                 ui.plot(cut_figure(topology, limit), key="topo_figure")
                 st.caption(limit.explanation() + " Edit a link on this page and the cut is recomputed.")
     with canvas_tab:
-        if not canvas_tab.open:
+        too_big = canvas_too_big(topology) if canvas_tab.open else None
+        if too_big and st.session_state.get("topo_canvas_anyway") != version:
+            st.info(too_big)
+            if st.button("Draw the canvas anyway", key="topo_canvas_draw"):
+                st.session_state["topo_canvas_anyway"] = version
+                st.rerun()
+        elif not canvas_tab.open:
             st.caption("Drawing the canvas…")
         else:
             st.caption("Drag from a node's handle to another node to add a cable (both directions, the most common "

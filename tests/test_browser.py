@@ -443,3 +443,33 @@ def test_a_bandwidth_that_is_not_a_number_is_one_line_naming_its_cell(app_url):
         _edit_cell(page, links, column=4, row=0, text="abc")
         _main(page).get_by_role("button", name="Apply edits").click()
         _main(page).get_by_text("link row 1 has bandwidth_GBps 'abc', which is not a number").first.wait_for()
+
+
+@needs_chromium
+def test_the_designer_canvas_of_a_32_gpu_fabric_is_readable_and_nvl72s_waits_for_a_click(app_url, tmp_path):
+    # issue 40 item 11: the 32-GPU dragonfly's canvas drew its nodes a few pixels wide (the layout spread 7.6 x
+    # until no two nodes touched, then fitted into the frame), and NVL72's 1,296 cables took 8.9 s to draw
+    with browser_page(timeout_ms=90_000) as page:
+        page.goto(f"{app_url}/topology?topology=dragonfly")
+        _main(page).get_by_role("heading", name="dragonfly_4x4x2").wait_for()
+        page.get_by_role("tab", name="Draw on a canvas").click()
+        canvas = page.frame_locator("iframe[title='streamlit_flow.streamlit_flow']")
+        nodes = canvas.locator(".react-flow__node")
+        nodes.first.wait_for()
+        page.wait_for_timeout(1000)  # the fit-view zoom settles
+        page.screenshot(path=str(tmp_path / "dragonfly_canvas.png"), full_page=True)
+        boxes = [nodes.nth(i).bounding_box() for i in range(nodes.count())]
+        assert len(boxes) == 48
+        assert min(b["width"] for b in boxes) >= 32, boxes[:3]  # a 64 px box shown at half size or more
+        overlaps = [(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+                    if a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+                    and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]]
+        assert not overlaps, overlaps[:2]
+
+        page.goto(f"{app_url}/topology?topology=nvl72")
+        _main(page).get_by_role("heading", name="nvl72_x1").wait_for()
+        page.get_by_role("tab", name="Draw on a canvas").click()
+        _main(page).get_by_text("1296 cables").wait_for()
+        assert page.locator("iframe[title='streamlit_flow.streamlit_flow']").count() == 0
+        _main(page).get_by_role("button", name="Draw the canvas anyway").click()
+        page.frame_locator("iframe[title='streamlit_flow.streamlit_flow']").locator(".react-flow__node").first.wait_for()

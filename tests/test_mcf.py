@@ -18,6 +18,10 @@ from ccviz.synth.mcf import LinkCalendars, binding_links, decompose, synthesize_
     # (leaf-spine) and, with the slot grid, 1.033 (dragonfly); booking the binding links first measured 1.092
     # and 1.005 (2026-11-27)
     ("leafspine:leaves=4,hosts=4,spines=2", 1.12, True), ("dragonfly:groups=4,routers=4,gpus=2", 1.02, True),
+    # 18 twin NVSwitches: each pair's 18 equal paths cut to its first 8 left 10 switches idle (2.27 x; the
+    # full nvl72 likewise, 0.44 of its limit); all 18, one chunk each, in the rounds they were balanced by:
+    # 1.042 x here, 1.017 x on nvl72 (2026-11-29)
+    ("nvl72:gpus=12", 1.06, False),
 ])
 def test_verified_and_near_the_limit_at_1GB(spec, within, binding_first):
     topology = load_topology(spec)

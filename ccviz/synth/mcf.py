@@ -52,7 +52,8 @@ TRANSFER_BUDGET = 300_000  # automatic chunks per pair keep the schedule under t
 CHUNK_CHOICES = (8, 6, 4, 3, 2, 1)
 SMALL_CHUNK_CHOICES = (32, 16)  # where even these stay under SMALL_BUDGET transfers: the last chunk's trip, the
 SMALL_BUDGET = 60_000  # tail after the links fill, is 1/chunks of a pair's share (ring:n=6 1.056 -> 1.014 x)
-PATHS_PER_PAIR = 8  # a pair's candidate paths: its largest flows
+PATHS_PER_PAIR = 8  # a pair's candidate paths: its largest flows, and every path as large as the last of them
+MAX_TIED_PATHS = 64  # (NVL72: 18 equal paths, one per NVSwitch; the first 8 alone ran at 8/18 of the limit)
 SLOT_GRID_GPUS = 32  # up to here a switched fabric whose calendars end above SLOT_GRID_ABOVE x the limit
 SLOT_GRID_ABOVE = 1.05  # also tries ccviz.synth.slotted's grid (slower: it matches every slot's senders)
 MAX_DETOURS = 64  # other switch paths a chain kept waiting may take
@@ -151,8 +152,18 @@ def pair_paths(flow, fabric: FabricArrays, gpus: list[int]
 
 
 def _top(paths: list[tuple[float, list[int]]]) -> list[tuple[float, list[int]]]:
-    """The ``PATHS_PER_PAIR`` largest paths, fractions renormalized."""
-    kept = sorted(paths, key=lambda p: -p[0])[:PATHS_PER_PAIR]
+    """The ``PATHS_PER_PAIR`` largest paths and those tied with the last of them (up to ``MAX_TIED_PATHS``),
+    fractions renormalized. Why the ties: where the LP splits a pair evenly over k > PATHS_PER_PAIR twin
+    switches, a cut at PATHS_PER_PAIR would leave k - PATHS_PER_PAIR switches idle for every pair."""
+    # equal fractions (to the LP's tolerance) in link order: every pair then lists its twin switches alike,
+    # and assign_paths' ties pick the same switch for every pair of a round
+    ranked = sorted(paths, key=lambda p: (-round(p[0], 6), p[1]))
+    cut = PATHS_PER_PAIR
+    if len(ranked) > cut:
+        last = ranked[cut - 1][0]
+        while cut < min(len(ranked), MAX_TIED_PATHS) and ranked[cut][0] >= last * (1 - 1e-6):
+            cut += 1
+    kept = ranked[:cut]
     total = sum(f for f, _ in kept)
     return [(f / total, p) for f, p in kept]
 
@@ -178,9 +189,14 @@ def assign_paths(paths: dict[tuple[int, int], list[tuple[float, list[int]]]], ro
             best = options[0][1]
             if len(options) > 1:
                 best_score = np.inf
+                share = k + 1 - 1e-9 if pieces > 1 else -np.inf  # a path's fraction x pieces below this: beyond it
                 for fraction, links in options:
-                    score = max((load[e] + 1.0) * inverse[e] for e in links)
-                    if pieces > 1 and fraction * pieces < k + 1 - 1e-9:
+                    score = 0.0
+                    for e in links:  # the busiest link, as a loop: max() over a generator took 2 of 3 s here
+                        x = (load[e] + 1.0) * inverse[e]
+                        if x > score:
+                            score = x
+                    if fraction * pieces < share:
                         score += 1e6  # a path used beyond its share of the pieces is only a fallback
                     if score < best_score:
                         best, best_score = links, score
@@ -720,8 +736,21 @@ def _pieces(collective: Collective, paths, n_pairs: int) -> int:
             return count
     for count in CHUNK_CHOICES:
         if n_pairs * hops * count <= TRANSFER_BUDGET:
-            return count
+            return max(count, _even_split(paths, count, n_pairs * hops))
     return 1
+
+
+def _even_split(paths, count: int, transfers_per_piece: float) -> int:
+    """k where every pair's flow is split evenly over the same number k > ``count`` of paths (NVL72's 18
+    NVSwitches) and k pieces stay under ``TRANSFER_BUDGET``: one chunk per path then loads every link
+    alike (N - 1 chunks on each GPU link), where ``count`` chunks leave some links one chunk over the rest
+    (8 per pair: 32 or 31 on a link, finish 1.046 x the limit; 18: 1.014 x). Else 0."""
+    sizes = {len(options) for options in paths.values()}
+    if len(sizes) != 1:
+        return 0
+    k = sizes.pop()
+    even = all(max(f for f, _ in options) - min(f for f, _ in options) < 1e-6 for options in paths.values())
+    return k if even and k > count and transfers_per_piece * k <= TRANSFER_BUDGET else 0
 
 
 def _ranks(order: list[int]) -> list[int]:
@@ -758,7 +787,8 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
     options.report(Progress(time.perf_counter() - t0, f"booking {len(routes)} chunks on the link calendars"))
     # chains through switches hold their links back to back: routes of one length together (shortest
     # first), so a GPU's in-link is not asked for by a long route and a short one at the same instant
-    if flow.translations is None:  # no translation rounds: each length's pairs cut into matchings
+    same_length = len({len(links) for _, links in routes}) == 1
+    if flow.translations is None and not same_length:  # no translation rounds: each length's pairs cut into matchings
         rounds = matching_rounds([(s, t, len(links)) for s, t, _, links in assigned])
         order = sorted(range(len(routes)), key=lambda i: (len(routes[i][1]), assigned[i][2],
                                                           rounds[(assigned[i][0], assigned[i][1], len(routes[i][1]))], i))
@@ -778,11 +808,12 @@ def synthesize_mcf(topology: Topology, collective: Collective, options: SynthOpt
         options.report(Progress(time.perf_counter() - t0, "booking again, the binding links first"))
         # every length mixed, piece by piece: short routes left to the end would leave the links they
         # do not cross (a leaf-spine's spine links) idle at the start
-        if flow.translations is None:
+        if flow.translations is None and not same_length:
             by_piece = sorted(range(len(routes)), key=lambda i: (assigned[i][2], rounds[(assigned[i][0], assigned[i][1],
                                                                                         len(routes[i][1]))], i))
         else:
-            by_piece = list(range(len(routes)))  # assign_paths' order: piece by piece, round by round
+            by_piece = list(range(len(routes)))  # assign_paths' order: piece by piece, round by round (one length:
+            # the rank-difference rounds are matchings already, and the ones assign_paths balanced the links by)
         binding = book_binding_first(topology, fabric, routes, collective.chunk_bytes, _ranks(by_piece), give_up)
         if binding is None:
             how += " (booking the binding links first, tried beside them, was cut off by the time limit or Stop)"

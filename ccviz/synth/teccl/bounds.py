@@ -19,6 +19,7 @@ import math
 from collections.abc import Sequence
 
 import networkx as nx
+import numpy as np
 
 from ccviz.model.topology import Topology
 from ccviz.synth.teccl.epochs import EpochGrid
@@ -117,9 +118,13 @@ class EpochLowerBound:
         deliveries = []
         for link in crossing:
             tail = min(self._dist(link.dst).get(d, INF) for d in targets)
-            ready = sorted(self.earliest[c.id][link.src] for c in served for _ in range(c.amount))
-            ready = [t for t in ready if t < INF][:need]
+            ready = self._ready(link.src, served, need)
             if tail == INF or not ready:
+                continue
+            if link.window_slots == 1:  # t_r = max(ready_r, t_(r-1) + kappa): a running maximum, in numpy
+                r = np.arange(len(ready))
+                sent = np.maximum.accumulate(np.asarray(ready, dtype=float) - r * link.kappa) + r * link.kappa
+                deliveries.extend((sent + (link.offset + tail)).tolist())
                 continue
             sent: list[float] = []
             for r, available in enumerate(ready):
@@ -131,6 +136,21 @@ class EpochLowerBound:
         if len(deliveries) < need:
             return 10**9
         return int(sorted(deliveries)[need - 1])
+
+    def _ready(self, node: int, served: list[Commodity], need: int) -> list[float]:
+        """The ``need`` earliest epochs at which the served chunks can be at ``node`` (one per chunk), counted per
+        commodity rather than listed per chunk: NVL72 AllToAll's 72 single-GPU cuts listed 5,041 chunks for
+        each of 18 links twice over (13 million entries, 89 s of teccl-astar's bound under the profiler)."""
+        count: dict[float, int] = {}
+        for c in served:
+            t = self.earliest[c.id][node]
+            count[t] = count.get(t, 0) + c.amount
+        ready: list[float] = []
+        for t in sorted(count):
+            if t == INF or len(ready) >= need:
+                break
+            ready.extend([t] * min(count[t], need - len(ready)))
+        return ready
 
     def _dist(self, node: int) -> dict[int, float]:
         if node not in self._dist_from:

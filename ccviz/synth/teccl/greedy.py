@@ -45,6 +45,13 @@ class EpochGreedy:
         self.switch_entry_choices = SWITCH_ENTRY_CHOICES
         self.slots = {key: link.window_slots for key, link in grid.links.items()}  # read in the inner loop
         self.switches = frozenset(topology.switches)
+        self._to_switches: dict[int, list] = {}  # node -> its out-links into switches (``_onward``)
+        self._to_gpus: dict[int, dict] = {}  # node -> GPU -> its out-link there
+        # GPUs linked only to switches: a chunk reaches any GPU by a pass through switches, so the search need
+        # not relay it through GPUs that neither hold nor want it (on NVL72 an AllToAll chunk's search settled
+        # up to 71 such GPUs, each fanning out over 18 switches x 8 epochs x 72 links: 3,181 of 5,112 chunks
+        # still unrouted at 30 s)
+        self.switched = all(link.dst in self.switches for g in topology.gpus for link in topology.out_links[g])
 
     def run(self) -> tuple[list[Send], int]:
         """Sends (chunk index, src, dst, epoch) and the makespan in epochs."""
@@ -91,12 +98,15 @@ class EpochGreedy:
             left = sum(1 for m in missing if m)
             raise CcvizError(f"time_limit: TE-CCL's first schedule (the epoch greedy) still had {left} of "
                              f"{len(missing)} chunks to route when the time limit ran out, so there is no schedule "
-                             "to hand back; give it more time (--time-limit) or use mteg, direct or teccl-astar", "time_limit")
+                             "to hand back; give it more time (--time-limit) or use a heuristic (mteg, direct; mcf for "
+                             "AllToAll): teccl-astar starts from this same greedy", "time_limit")
 
     def _nearest_destination(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int]):
         """Widen the choice of epochs to enter a switch until its busy out-links let the chunk through."""
         while True:
-            found = self._search(held, switch_copies, missing)
+            found = self._search(held, switch_copies, missing, relays=not self.switched)
+            if found is None and self.switched:  # the switches alone do not reach it: through GPUs then
+                found = self._search(held, switch_copies, missing, relays=True)
             if found is not None:
                 return found
             if self.switch_entry_choices >= MAX_SWITCH_ENTRY_CHOICES:
@@ -104,8 +114,10 @@ class EpochGreedy:
                                  "check that every GPU can reach every other GPU", "topology")
             self.switch_entry_choices *= 4
 
-    def _search(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int]):
-        """Dijkstra over (node, epoch): GPUs keep what they hold, switches only pass it on in the arrival epoch."""
+    def _search(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int],
+                relays: bool = True):
+        """Dijkstra over (node, epoch): GPUs keep what they hold, switches only pass it on in the arrival epoch;
+        without ``relays`` a chunk enters no GPU outside ``missing``."""
         topo = self.topology
         tie = itertools.count()
         heap = [(t, next(tie), n, None) for n, t in held.items()]
@@ -127,7 +139,7 @@ class EpochGreedy:
                 if n in missing:
                     return n, self._path(parent, (n, t))
             chain = self._switch_chain(parent, (n, t)) if n in switches else ()
-            for link in topo.out_links[n]:
+            for link in (topo.out_links[n] if relays else self._onward(n, missing)):
                 if link.dst in chain:
                     continue  # a loop through switches: the chunk would cross a link it is still on
                 timing = self.grid.links[(link.src, link.dst)]
@@ -138,6 +150,17 @@ class EpochGreedy:
                     parent[state] = ((n, t), (n, link.dst, k))
                     heapq.heappush(heap, (state[1], next(tie), link.dst, None))
         return None
+
+    def _onward(self, node: int, missing: set[int]) -> list:
+        """``node``'s out-links into switches and into GPUs of ``missing`` (a search without relays)."""
+        if node not in self._to_switches:
+            self._to_switches[node] = [link for link in self.topology.out_links[node] if link.dst in self.switches]
+            self._to_gpus[node] = {link.dst: link for link in self.topology.out_links[node]
+                                   if link.dst not in self.switches}
+        to_gpus = self._to_gpus[node]
+        if len(missing) < len(to_gpus):
+            return self._to_switches[node] + [to_gpus[g] for g in missing if g in to_gpus]
+        return self._to_switches[node] + [link for g, link in to_gpus.items() if g in missing]
 
     def _send_epochs(self, link: LinkEpochs, t: int, switch_source: bool) -> list[int]:
         """Epochs at which the link can still take a chunk that is ready at t."""

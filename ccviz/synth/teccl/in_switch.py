@@ -22,6 +22,7 @@ met early count more). Each ``_...`` function adds one named family, as in ``mod
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -57,6 +58,8 @@ class InSwitchGraph:
     holds: list[NodeEpoch] = field(default_factory=list)
     contributors: list[tuple[int, int]] = field(default_factory=list)  # (chunk, GPU holding a contribution)
     demands: list[tuple[int, int]] = field(default_factory=list)  # (chunk, GPU needing the total)
+    deadline: float | None = None  # perf_counter time past which the build stops, ``cut_short`` set (NVL72
+    cut_short: bool = False  # AllReduce at 128 epochs: ~9 s of Python, begun with a 10 s limit nearly spent)
 
     def __post_init__(self) -> None:
         offsets = {key: link.offset for key, link in self.grid.links.items()}
@@ -64,6 +67,8 @@ class InSwitchGraph:
         for c in self.collective.chunks:
             if not c.reduce or not c.post:
                 continue
+            if self._past_deadline():
+                return
             sites = self.root_sites(c)
             up_from = earliest_arrivals(topo, dict.fromkeys(c.pre, 0), offsets)
             to_root = earliest_arrivals(topo, dict.fromkeys(sites, 0), offsets, reverse=True)
@@ -92,9 +97,17 @@ class InSwitchGraph:
                 self.holds.extend((c.id, g, k) for k in range(self.horizon + 1))
             self.contributors.extend((c.id, g) for g in sorted(c.pre))
             self.demands.extend((c.id, d) for d in sorted(c.post))
+        if self._past_deadline():
+            return
         self.up = self._drop_switch_sends_without_arrival(self.up, set())
         root_set = {(c, n, k) for c, n, k in self.roots if topo.is_switch(n)}
         self.down = self._drop_switch_sends_without_arrival(self.down, root_set)
+
+    def _past_deadline(self) -> bool:
+        """True (and ``cut_short`` set) once the deadline has passed: the index sets are then incomplete."""
+        if self.deadline is not None and time.perf_counter() >= self.deadline:
+            self.cut_short = True
+        return self.cut_short
 
     def root_sites(self, chunk) -> list[int]:
         """Where the total of ``chunk`` may form: its one owner (ReduceScatter, Reduce), else any contributing

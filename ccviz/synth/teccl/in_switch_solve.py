@@ -152,7 +152,10 @@ class InSwitchSolver:
     def solve_at(self, horizon: int) -> tuple[list[tuple[Hop, str]], int, str, float | None] | str | None:
         """(hops with their ops, epochs used, termination, gap), "infeasible", or None (no time, no solution)."""
         t0 = time.perf_counter()
-        graph = InSwitchGraph(self.topology, self.grid, self.collective, horizon)
+        graph = InSwitchGraph(self.topology, self.grid, self.collective, horizon, deadline=self.deadline - 0.2)
+        if graph.cut_short:
+            self.notes.append(f"horizon {horizon}: the time limit ran out while its graph was being built")
+            return None
         if not graph.roots or graph.stranded():
             return "infeasible"
         self.options.report(Progress(t0 - self.started, f"TE-CCL in-switch: building the model for {horizon} "

@@ -35,7 +35,12 @@ from ccviz.synth.teccl.extract import USED, Hop, chunk_hops, prune_copy_sends, s
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.model import copy_model, flow_model
 from ccviz.synth.teccl.solve import HighsRun, Interrupted, SolveResult, stop_interrupts
-from ccviz.synth.teccl.time_expanded import TimeExpandedGraph, chunk_commodities, source_commodities
+from ccviz.synth.teccl.time_expanded import (
+    TimeExpandedGraph,
+    candidate_send_bound,
+    chunk_commodities,
+    source_commodities,
+)
 
 DEFAULT_TIME_LIMIT_S = 120.0
 DEFAULT_GAP = 1e-4  # the paper's "optimal"
@@ -50,6 +55,7 @@ MIN_SOLVE_S = 1.0
 GREEDY_ORDERS = ("given", "reversed", "nearest first", "farthest first")
 GREEDY_SHARE = 0.35  # of the time left, for trying further greedy orders
 MTEG_SHARE = 0.2  # of the time left, for MTEG's trees as a second upper bound
+GRAPH_S_PER_SEND = 3e-6  # the time-expanded graph's own build per candidate send (NVL72 AllToAll, 8 epochs: ~5 s)
 SETUP_S_PER_VARIABLE = 2e-4  # measured build + hand-over time per variable on a loaded 2-core machine  # a longer LP horizon is solved on epochs lengthened by a whole factor
 
 
@@ -145,8 +151,11 @@ class EpochSolver(EpochProblem):
         if order == "reversed":
             return demanded[::-1]
         offsets = {key: link.offset for key, link in self.grid.links.items()}
-        reach = {c.id: max(earliest_arrivals(self.topology, dict.fromkeys(c.pre, 0), offsets).get(d, math.inf)
-                           for d in c.post) for c in demanded}
+        arrivals: dict[frozenset[int], dict[int, float]] = {}  # one search per set of holders, not per chunk
+        for c in demanded:  # (NVL72 AllToAll: 72 sources, 5,112 chunks; 10 of the greedy's 18 s searched again)
+            if frozenset(c.pre) not in arrivals:
+                arrivals[frozenset(c.pre)] = earliest_arrivals(self.topology, dict.fromkeys(c.pre, 0), offsets)
+        reach = {c.id: max(arrivals[frozenset(c.pre)].get(d, math.inf) for d in c.post) for c in demanded}
         sign = 1 if order == "nearest first" else -1
         return sorted(demanded, key=lambda c: sign * reach[c.id])
 
@@ -306,6 +315,12 @@ class EpochSolver(EpochProblem):
                  ) -> tuple[EpochPlan | None, SolveResult]:
         """Build, solve and extract the model at one horizon."""
         t0 = time.perf_counter()
+        bound = candidate_send_bound(self.topology, self.grid, self.commodities, horizon)
+        if bound * GRAPH_S_PER_SEND > (self.deadline - time.perf_counter()) * SEARCH_SHARE:  # as the model's check
+            self.notes.append(f"horizon {horizon}: up to {bound} candidate sends; building even the time-expanded "
+                              f"graph (~{bound * GRAPH_S_PER_SEND:.0f} s) does not fit the time left; try "
+                              "teccl-astar, coarser epochs or more time")
+            return None, SolveResult("too_large", False, None, None, None, time.perf_counter() - t0)
         teg = TimeExpandedGraph(self.topology, self.grid, self.commodities, horizon)
         if teg.unreachable_demands():
             return None, SolveResult("infeasible", False, None, None, None, time.perf_counter() - t0)
