@@ -17,8 +17,11 @@ install: $(BIN)/python
 install-app: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[app]"
 
+# MLCommons' Chakra reader (tests/test_chakra_official.py) goes in without its dependencies: its et_def_pb2 and
+# reader need only protobuf, but the package declares HolisticTraceAnalysis and through it JupyterLab
 install-test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet --no-deps "mlc-chakra>=1.0"
 
 # Debian's chromium for the real-browser test (never `playwright install`).
 browser-deps:
