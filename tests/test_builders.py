@@ -399,3 +399,14 @@ def test_a_spec_too_big_to_build_names_the_size_to_make_smaller(spec: str, field
     message = str(err.value)
     assert message.startswith(f"{field}: ") and f"make {field} smaller" in message and "10,000" in message
     assert "e+" not in message
+
+
+@pytest.mark.parametrize("spec", ["nvl72", "nvl72:racks=2", "dgxh100:boxes=2", "hgxb200:nodes=4"])
+def test_a_box_is_drawn_no_flatter_than_its_boxes_side_by_side_need(spec: str) -> None:
+    # NVL72's 72 GPUs in one row drew the Synthesize page's playback as a strip 16 times wider than tall; as a
+    # wheel (GPUs round the switches) one rack is as tall as wide, and boxes side by side stay within 5:1 per row
+    topology = build(spec)
+    xs = [n.pos[0] for n in topology.nodes.values()]
+    ys = [n.pos[1] for n in topology.nodes.values()]
+    boxes = topology.meta.get("boxes", 1)
+    assert (max(xs) - min(xs)) / (max(ys) - min(ys)) <= 5.0 * boxes, spec

@@ -11,7 +11,7 @@ traffic crosses one leaf. The link latencies (alpha) are model values inside the
 from __future__ import annotations
 
 from ccviz.builders.fabric import Fabric, require
-from ccviz.builders.layout import spread
+from ccviz.builders.layout import circle_positions, spread
 from ccviz.builders.registry import builder
 from ccviz.model.topology import Topology
 
@@ -64,9 +64,20 @@ def railclos(boxes: int = 4, gpus: int = 8, spines: int = 2, oversub: float = 1.
                            meta={"oversubscription": oversub, "boxes": boxes})
 
 
+BOX_ROW_GPUS = 18  # a box with more GPUs is drawn as a wheel: its GPUs on a circle round its switches
+
+
 def _place_box(positions: dict, box: int, gpus: list[int], switches: list[int], width: float) -> None:
-    """A box drawn as a column block: its GPUs in a row, its NVSwitches in a row above them."""
+    """A box drawn as a column block: its GPUs in a row, its NVSwitches in a row above them; a box of more than
+    ``BOX_ROW_GPUS`` GPUs (NVL72) as a wheel, its GPUs on a circle round a ring of its switches, so that no cable
+    runs through another GPU (one row of 72 drew a flat strip 16 times wider than tall, every cable on top of the
+    others)."""
     x0 = box * (width + 1.5)
+    if len(gpus) > BOX_ROW_GPUS:
+        radius = width / 2
+        positions.update(zip(gpus, circle_positions(len(gpus), radius, (x0, 0.0)), strict=True))
+        positions.update(zip(switches, circle_positions(len(switches), 0.4 * radius, (x0, 0.0)), strict=True))
+        return
     for gpu, x in zip(gpus, spread(len(gpus), width), strict=True):
         positions[gpu] = (x0 + x, 0.0)
     for switch, x in zip(switches, spread(len(switches), width * 0.7), strict=True):
@@ -80,9 +91,10 @@ def _add_rails(fabric: Fabric, positions: dict, gpus: list[list[int]], nic_bw: f
         return []
     leaves = [fabric.add_switch(group="rails", label=f"leaf{r}", reduce=reduce) for r in range(rails)]
     xs = [positions[g][0] for row in gpus for g in row]
+    bottom = min(positions[g][1] for row in gpus for g in row)
     span = max(xs) - min(xs)
     for r, (leaf, x) in enumerate(zip(leaves, spread(rails, span * 0.9, (max(xs) + min(xs)) / 2), strict=True)):
-        positions[leaf] = (x, -2.0)
+        positions[leaf] = (x, -2.0 if bottom >= -1.6 else bottom - 2.0)  # under a row or small circle; a wheel's foot
         for row in gpus:
             for i in range(r, len(row), rails):
                 fabric.cable(row[i], leaf, nic_bw, nic_alpha)
