@@ -172,7 +172,9 @@ def test_cli_limit_and_synth(tmp_path, capsys):
     assert out["collective"] == "alltoallv" and out["binding_links"] and out["limit_s"] > 0
     assert main(["synth", "ring:n=4", "-c", "moe", "-a", "twophase", "--moe", "experts=4,topk=2,tokens=16,hidden=64",
                  "--json"]) == 2  # a ring has no boxes: refused in one line
-    assert "twophase needs boxes" in capsys.readouterr().err
+    assert "twophase balances the traffic between boxes, and ring4 has no boxes" in capsys.readouterr().err
+    assert main(["synth", "dgxh100", "-c", "alltoall", "-a", "twophase", "-s", "1MB"]) == 2
+    assert "dgxh100_x1 is one box of 8 GPUs: nothing between boxes to balance" in capsys.readouterr().err
     assert main(["synth", "dgxh100:boxes=2", "-c", "moe", "-a", "mcf", "--moe",
                  "experts=16,topk=2,tokens=64,hidden=256,skew=zipf:1.2", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

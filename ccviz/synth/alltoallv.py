@@ -177,7 +177,13 @@ def boxes_of(topology: Topology) -> list[list[int]]:
     for g in topology.gpus:
         groups.setdefault(str(topology.nodes[g].group), []).append(g)
     boxes = [sorted(members) for members in groups.values()]
-    if len(boxes) < 2 or len({len(b) for b in boxes}) != 1 or len(boxes[0]) < 2:
+    if len(boxes) == 1:
+        what = (f"is one box of {len(boxes[0])} GPUs" if topology.nodes[boxes[0][0]].group
+                else "has no boxes (its GPUs are not grouped as servers or leaves)")
+        raise CcvizError(f"topology: twophase balances the traffic between boxes, and {topology.name} {what}: "
+                         "nothing between boxes to balance; use direct or mcf here, or a fabric of several boxes "
+                         "(e.g. dgxh100:nodes=2)", "topology")
+    if len({len(b) for b in boxes}) != 1 or len(boxes[0]) < 2:
         raise CcvizError(f"topology: twophase needs boxes of equal size (GPUs grouped as servers or leaves); "
                          f"{topology.name} has {len(boxes)} group(s) of sizes {sorted({len(b) for b in boxes})}",
                          "topology")
