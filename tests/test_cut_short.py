@@ -133,3 +133,31 @@ def test_a_sweep_row_cut_by_its_time_limit_reads_time_limit_not_stopped() -> Non
     point = grid.points()[0]
     row = run_point(point, ccviz.load_topology(point.topology_spec), "cut-short-test")["row"]
     assert row["status"] == "time_limit" and row["cut_short"] == "time_limit" and row["verified"], row
+
+
+def test_forestcoll_keeps_its_in_switch_schedule_when_the_limit_passes_while_trees_are_booked() -> None:
+    # NVL72 ReduceScatter at 1 MB: the in-switch schedule came first, then the trees summing at GPUs were booked
+    # for 11 s past a 5 s limit (19 s in all) and lost; now the booking gives up at the limit and says so
+    topology = ccviz.load_topology("nvl72")
+    schedule = ccviz.synthesize(topology, ccviz.make_collective("reducescatter", topology, 1e6), "forestcoll",
+                                SynthOptions(time_limit=2.0))
+    assert schedule.cut_short == "time_limit" and schedule.options["switch_sums"] is True
+    assert any(n.startswith("time limit of 2 s reached before trees summing at GPUs were booked")
+               for n in schedule.notes), schedule.notes
+    assert ccviz.simulate(schedule).verified
+
+
+def test_a_booking_whose_caller_holds_a_schedule_gives_up_when_asked() -> None:
+    from ccviz.synth.budget import Budget
+    from ccviz.synth.forestcoll.booking import Superseded, pipeline
+    from ccviz.synth.forestcoll.routing import best_packing
+
+    topology = ccviz.load_topology("dgx1")
+    collective = ccviz.make_collective("allgather", topology, 1e6, 16)
+    budget = Budget(SynthOptions())
+    packing = best_packing(topology, list(topology.gpus), collective.chunk_bytes / 25e9, 2, budget)
+    assert pipeline(topology, collective, packing, give_up=budget.superseded).transfers  # no limit: never
+    with pytest.raises(Superseded):
+        pipeline(topology, collective, packing, give_up=lambda: True)
+    budget.answered, budget.deadline = True, 0.0
+    assert budget.superseded()

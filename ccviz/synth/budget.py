@@ -47,6 +47,7 @@ class Budget:
         self.overran = False  # ... and did so past a stop or the limit
         self.fraction = 0.0  # last reported (overall) fraction: reports never go backwards
         self.last_report = -math.inf
+        self.answered = False  # the caller holds a complete schedule already: work past the limit may be dropped
 
     def phase(self, low: float, high: float, finish_first: bool = False) -> Budget:
         """Map the next phase's fractions 0..1 onto ``low..high`` of the whole synthesis.
@@ -79,6 +80,11 @@ class Budget:
 
     def elapsed_s(self) -> float:
         return time.perf_counter() - self.began
+
+    def superseded(self) -> bool:
+        """Whether work in progress may be abandoned: stopped or past the limit while the caller already holds
+        a complete schedule (``answered``), so nothing is lost by returning that one now."""
+        return self.answered and self.expired()
 
     def would_pass(self, share: float, more_s: float) -> bool:
         """Whether ``more_s`` seconds of further work would end past ``share`` of the time limit (never without

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import ccviz.synth.forestcoll.tuning as tuning
@@ -147,9 +148,18 @@ class _InTrees:
         return [(-self.depth[key][node], parent, route)]
 
 
+class Superseded(Exception):  # noqa: N818 (not an error: the booking was not needed)
+    """A booking abandoned because its caller already holds a complete schedule and the time limit has passed
+    (``Budget.superseded``): the NVL72 ReduceScatter's trees, booked after its in-switch schedule, took 11 s
+    past a 5 s limit for a schedule that then lost."""
+
+
+GIVE_UP_EVERY = 512  # events between two looks at ``give_up`` (cheap, but not free)
+
+
 def pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float = 0.0,
              switch_queue: bool = True, deep_first: bool = False, by_level: bool = False,
-             lookahead: int = LOOKAHEAD) -> Pipelined:
+             lookahead: int = LOOKAHEAD, give_up: Callable[[], bool] | None = None) -> Pipelined:
     """Run every chunk through its tree; a GPU's out-link, when free, serves its most urgent waiting chunk.
 
     Copies (AllGather, Broadcast) go down out-trees; reductions (ReduceScatter, Reduce: ``packing`` made
@@ -164,6 +174,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
     starting the instant the previous one arrives, which loses throughput to crossbar conflicts on
     switched fabrics; a free link then weighs its ``lookahead`` most urgent waiting chunks. A copy switch forwards its latest arrival of a chunk, so
     two partial sums of one chunk never wait in it together.
+    ``give_up``: asked every ``GIVE_UP_EVERY`` events; True abandons the booking (``Superseded``).
     """
     reducing = collective.is_reducing
     plan = _InTrees(packing, topology, collective.chunks) if reducing else _OutTrees(packing)
@@ -339,7 +350,11 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
             heapq.heappush(events, (t, 0, seq, cid, item[4]))
             seq += 1
 
+    handled = 0
     while events:
+        handled += 1
+        if give_up is not None and handled % GIVE_UP_EVERY == 0 and give_up():
+            raise Superseded
         now, kind, _, a, b = heapq.heappop(events)
         if kind != 1:  # chunk a arrived at GPU b (or starts there): the tree edges it releases start waiting
             c = chunks[a]
@@ -360,7 +375,7 @@ def pipeline(topology: Topology, collective: Collective, packing: Packing, start
 
 def ordered_pipeline(topology: Topology, collective: Collective, packing: Packing, start_s: float,
                      switch_queue: bool, limit_s: float, wide: bool = False,
-                     deep_below: float = tuning.DEEP_FIRST_BELOW) -> Pipelined:
+                     deep_below: float = tuning.DEEP_FIRST_BELOW, give_up: Callable[[], bool] | None = None) -> Pipelined:
     """``pipeline`` by chunk index, and where that ends between ``DEEP_FIRST_ABOVE`` and ``DEEP_FIRST_BELOW``
     x the limit also deep trees first (``deep_first``; not for stars, all one level deep); the faster kept
     (further off, the order is not what holds the schedule back: crossbar conflicts are, which the slot grid
@@ -372,15 +387,16 @@ def ordered_pipeline(topology: Topology, collective: Collective, packing: Packin
     link, the fastest kept. Neither order
     wins everywhere: deep first takes a 64-GPU torus AllGather from 1.050 to 1.024 x the limit and switch2d from 1.051 to 1.030, but the
     mirror of rfs3d's ReduceScatter (128 GPUs, 4 trees of 2 pieces) from 1.031 to 1.093."""
-    run = pipeline(topology, collective, packing, start_s, switch_queue)
+    run = pipeline(topology, collective, packing, start_s, switch_queue, give_up=give_up)
     if DEEP_FIRST_ABOVE * limit_s < run.finish_s - start_s < deep_below * limit_s and not packing.stars:
-        deep = pipeline(topology, collective, packing, start_s, switch_queue, deep_first=True)
+        deep = pipeline(topology, collective, packing, start_s, switch_queue, deep_first=True, give_up=give_up)
         if deep.finish_s < run.finish_s:
             run = deep
     if (wide and not switch_queue and topology.switches and topology.n_gpus <= tuning.SLOTS_AUTO_MAX_GPUS
             and WIDE_ABOVE * limit_s < run.finish_s - start_s < WIDE_BELOW * limit_s):
         for deep_first in (True, False):
-            wide = pipeline(topology, collective, packing, start_s, switch_queue, deep_first, lookahead=WIDE_LOOKAHEAD)
+            wide = pipeline(topology, collective, packing, start_s, switch_queue, deep_first, lookahead=WIDE_LOOKAHEAD,
+                            give_up=give_up)
             if wide.finish_s < run.finish_s:
                 run = wide
     return run

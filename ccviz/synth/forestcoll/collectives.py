@@ -21,7 +21,7 @@ from ccviz.model.units import format_time
 from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import ForestcollOptions
 from ccviz.synth.common import dispatch
-from ccviz.synth.forestcoll.booking import _as_fabric_ranks, _over
+from ccviz.synth.forestcoll.booking import Superseded, _as_fabric_ranks, _over
 from ccviz.synth.forestcoll.copies import _switch_queue, copy_schedule
 from ccviz.synth.forestcoll.grid import _packed_trees_tight_grid
 from ccviz.synth.forestcoll.tuning import DEEP_FIRST_ABOVE, TIGHT_GRID_BOOKING
@@ -156,12 +156,12 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         return reduction_schedule(topology, collective, options, budget)
 
     if collective.is_reducing:
-        return _with_switch_sums(topology, collective, options, allreduce if collective.name == "allreduce"
+        return _with_switch_sums(topology, collective, options, budget, allreduce if collective.name == "allreduce"
                                  else reduction)
     return dispatch(collective, lambda: copy_schedule(topology, collective, options, budget)[0], reduction, allreduce)
 
 
-def _with_switch_sums(topology: Topology, collective: Collective, options: SynthOptions,
+def _with_switch_sums(topology: Topology, collective: Collective, options: SynthOptions, budget: Budget,
                       trees: Callable[[], Schedule]) -> Schedule:
     """A reduction where the fabric's switches may sum (``switch_sums``): the in-switch schedule ``-a inc``
     books, the trees summing at GPUs (``trees``), or the faster of the two.
@@ -195,7 +195,16 @@ def _with_switch_sums(topology: Topology, collective: Collective, options: Synth
         in_switch.notes.append(f"no schedule summing at GPUs can beat it (their bound is {format_time(at_gpus)}), "
                                "so no trees were packed")
         return in_switch
-    summed_at_gpus = trees()
+    budget.answered = True  # past the limit, the trees' booking gives up (``Superseded``): this one is kept
+    try:
+        summed_at_gpus = trees()
+    except Superseded:
+        in_switch.notes.append(f"time limit of {options.time_limit:g} s reached before trees summing at GPUs were "
+                               "booked (they may end sooner: raise the limit to try them)"
+                               if budget.reason() == "time_limit" else
+                               "stopped before trees summing at GPUs were booked")
+        in_switch.cut_short = budget.reason()
+        return in_switch
     at_gpus_end, in_switch_end = schedule_end(summed_at_gpus), schedule_end(in_switch)
     if at_gpus_end <= in_switch_end:
         return summed_at_gpus

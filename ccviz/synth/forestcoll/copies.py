@@ -284,7 +284,8 @@ def _tree_schedule(topology: Topology, collective: Collective, fabric: Topology,
         refined = _refined(topology, collective, packing, settings.pieces) if refine else collective
         run = ordered_pipeline(topology, refined, packing, start_s, switch_queue, limit_s,
                                wide=not _slot_grid_fits(topology),
-                               deep_below=WIDE_BELOW if grid_follows else tuning.DEEP_FIRST_BELOW)
+                               deep_below=WIDE_BELOW if grid_follows else tuning.DEEP_FIRST_BELOW,
+                               give_up=budget.superseded)
         _offer(budget.options, topology, packing, refined, run, False)
         finer = None if grid_follows else _more_pieces(topology, collective, packing, refined, run, settings, refine,
                                                        start_s, switch_queue, limit_s, budget)
