@@ -34,9 +34,11 @@ app: install-app
 	MALLOC_ARENA_MAX=2 $(BIN)/streamlit run app.py --server.headless true --browser.gatherUsageStats false \
 		--server.address 127.0.0.1 --server.port $(PORT)
 
+# worksteal: an idle worker takes queued tests from a busy one, so minute-long tests never end the run on one
+# core; --durations: every run prints its 25 slowest tests, so a test that grows is seen the day it does
 test: install-test browser-deps
 	$(BIN)/ruff check ccviz tests bench app.py pages
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist worksteal --durations=25
 
 # The quickstart notebook in JupyterLab (the `notebook` extra).
 notebook: $(BIN)/python
