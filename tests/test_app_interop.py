@@ -11,7 +11,7 @@ DGX1_MATRIX = (ROOT / "tests" / "fixtures" / "nvidia_smi" / "dgx1_v100.txt").rea
 
 
 def _app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = AppTest.from_file(APP, default_timeout=300).run()
     assert not at.exception
     return at
 
