@@ -17,11 +17,13 @@ install: $(BIN)/python
 install-app: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[app]"
 
-# MLCommons' Chakra reader (tests/test_chakra_official.py) goes in without its dependencies: its et_def_pb2 and
-# reader need only protobuf, but the package declares HolisticTraceAnalysis and through it JupyterLab
+# --no-compile: byte-compiling every installed module (12,455 files, 30 CPU-s here) is left to the first import,
+# which the suite does for the few hundred it uses. MLCommons' Chakra reader (tests/test_chakra_official.py) goes
+# in without its dependencies: its et_def_pb2 and reader need only protobuf, but the package declares
+# HolisticTraceAnalysis and through it JupyterLab
 install-test: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
-	$(BIN)/python -m pip install --quiet --no-deps "mlc-chakra>=1.0"
+	$(BIN)/python -m pip install --quiet --no-compile -e ".[test]"
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps "mlc-chakra>=1.0"
 
 # Debian's chromium for the real-browser test (never `playwright install`).
 browser-deps:
@@ -37,9 +39,11 @@ app: install-app
 	MALLOC_ARENA_MAX=2 $(BIN)/streamlit run app.py --server.headless true --browser.gatherUsageStats false \
 		--server.address 127.0.0.1 --server.port $(PORT)
 
+# worksteal: an idle worker takes queued tests from a busy one, so minute-long tests never end the run on one
+# core; --durations: every run prints its 25 slowest tests, so a test that grows is seen the day it does
 test: install-test browser-deps
 	$(BIN)/ruff check ccviz tests bench app.py pages
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto --dist worksteal --durations=25
 
 # The quickstart notebook in JupyterLab (the `notebook` extra).
 notebook: $(BIN)/python

@@ -18,7 +18,7 @@ from ccviz.runs.pipeline import run
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 PAGES = [f"pages/{name}.py" for name in ("synthesize", "topology", "playback", "compare", "learn", "papers")]
-TIMEOUT = 60
+TIMEOUT = 300  # a script run's limit, not its expected time: generous, so a loaded machine does not fail a test
 
 
 def fresh_app() -> AppTest:
@@ -331,7 +331,7 @@ def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch)
         """Improves an incumbent until told to stop (like a MILP), then returns ring's schedule."""
         t0 = time.perf_counter()
         k = 0
-        while not options.stopped() and time.perf_counter() - t0 < 20:
+        while not options.stopped() and time.perf_counter() - t0 < 120:
             k += 1
             options.report(Progress(time.perf_counter() - t0, "searching", incumbent_s=1e-3 / k, gap=1 / k))
             time.sleep(0.01)
@@ -342,18 +342,18 @@ def test_synthesis_job_reports_progress_stops_on_request_and_caches(monkeypatch)
     topo = ccviz.load_topology("ring:n=4")
     request = RunRequest.make(topo, "allgather", "slow-test", 1e6, time_limit=5.0)
     job = SynthesisJob(request, topo)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # generous: waits end when their event comes (a loaded machine)
     while len(job.progress) < 3 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not job.done and job.latest().gap is not None
     job.stop()
-    assert job.wait(10)
+    assert job.wait(120)
     assert job.entry is not None and job.entry.stopped and job.entry.result.timeline.verified
     assert cached(request) is None  # a stopped solve is not remembered as the answer
 
     quick = RunRequest.make(topo, "allgather", "ring", 1e6)
     first = SynthesisJob(quick, topo)
-    assert first.wait(10) and first.error is None
+    assert first.wait(120) and first.error is None
     again = SynthesisJob(quick, topo)
     assert again.done and again.entry is first.entry  # served from the cache, no new thread
 
@@ -367,7 +367,7 @@ def test_sweep_job_shows_solver_progress_stops_marks_the_rest_and_caches_finishe
     def slow(topology, collective, options):
         """Searches until told to stop, then returns ring's schedule (as a stopped solver returns its best)."""
         t0 = time.perf_counter()
-        while not options.stopped() and time.perf_counter() - t0 < 20:
+        while not options.stopped() and time.perf_counter() - t0 < 120:
             options.report(Progress(time.perf_counter() - t0, "searching", fraction=0.5))
             time.sleep(0.01)
         return ring.synthesize(topology, collective, options)
@@ -378,7 +378,7 @@ def test_sweep_job_shows_solver_progress_stops_marks_the_rest_and_caches_finishe
     request = SweepRequest(topo.to_json(), "allgather", ("ring", "slow-test"), (1e3, 1e6), time_limit=30.0)
     # in-process: the test's algorithm is registered in this process only
     job = SweepJob(request, topo, engine="in-process")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while job.progress is None and time.monotonic() < deadline:
         time.sleep(0.01)
     # Dask chooses the order of the rows; the slow solver is running at one of the two sizes
@@ -387,7 +387,7 @@ def test_sweep_job_shows_solver_progress_stops_marks_the_rest_and_caches_finishe
     # rows that arrived before Stop are results to keep; one landing in the instant of the stop may not be
     before_stop = [row for row in list(job.rows) if row.get("status") != "skipped"]
     job.stop()
-    assert job.wait(20) and job.error is None and job.stopped
+    assert job.wait(120) and job.error is None and job.stopped
     table = job.table()
     assert list(table["algorithm"]) == ["ring", "slow-test", "ring", "slow-test"]
     ran = table[table["status"] != "skipped"]
@@ -402,7 +402,7 @@ def test_sweep_job_shows_solver_progress_stops_marks_the_rest_and_caches_finishe
 
     quick = SweepRequest(topo.to_json(), "allgather", ("ring",), (1e3, 1e6), time_limit=30.0)
     again = SweepJob(quick, topo, engine="in-process")
-    assert again.wait(30) and not again.stopped
+    assert again.wait(120) and not again.stopped
     assert all(any(r is row for r in again.rows) for row in finished.values()) and again.table()["verified"].all()
 
 

@@ -27,7 +27,7 @@ def test_imported_run_is_a_verified_run_on_the_chosen_fabric():
 
 
 def test_playback_shows_an_imported_schedule_and_compare_replays_it():
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300).run()
     at.session_state[RUN_KEY] = imported_run(upload(), None)
     at.session_state[IMPORTS_KEY] = {"allreduce_ring_8.xml": upload()}
     at.switch_page("pages/playback.py").run()

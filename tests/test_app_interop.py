@@ -12,7 +12,7 @@ A100_MATRIX = (ROOT / "tests" / "fixtures" / "nvidia_smi" / "hgx_a100_8nic.txt")
 
 
 def _app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = AppTest.from_file(APP, default_timeout=300).run()
     assert not at.exception
     return at
 

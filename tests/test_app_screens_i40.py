@@ -11,7 +11,7 @@ from ccviz.synth.fabric_fit import fitting, unfit_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-TIMEOUT = 60
+TIMEOUT = 300  # a script run's limit, not its expected time (a loaded machine)
 
 
 def _page(**params: str) -> AppTest:

@@ -30,7 +30,7 @@ def test_workload_page_runs_two_orders_on_dgx1():
 
 
 def test_workload_page_says_what_is_wrong_in_one_line():
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = AppTest.from_file(APP, default_timeout=300).run()
     at.switch_page("pages/workload.py").run()
     at.text_input(key="wl_parallel").input("tp=4,dp=4").run()
     at.button(key="wl_run_button").click().run()
@@ -42,7 +42,7 @@ def test_synthesize_page_runs_a_process_group():
     from ccviz.model.units import format_time
     from ccviz.runs.pipeline import run
 
-    at = AppTest.from_file(APP, default_timeout=60).run()
+    at = AppTest.from_file(APP, default_timeout=300).run()
     at.text_input(key="syn_ranks").input("0-3").run()
     at.button(key="syn_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -58,7 +58,7 @@ def test_synthesize_page_runs_a_process_group():
 def test_a_workload_link_brings_back_the_same_inputs_and_a_bad_one_says_which():
     inputs = {"parallel": "tp=2,dp=4", "run": "tp:allgather:4MB,dp:allreduce:8MB", "algorithm": "tacos",
               "synthesis": "joint", "orders": "dp-tp,random", "seed": "3"}
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=300)
     at.query_params.update({"page": "workload", "topology": "dgx1", **inputs})
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -70,12 +70,12 @@ def test_a_workload_link_brings_back_the_same_inputs_and_a_bad_one_says_which():
     assert (at.selectbox(key="wl_order_a").value, at.selectbox(key="wl_order_b").value) == ("dp-tp", "random")
     assert at.number_input(key="wl_seed").value == 3
     assert {k: at.query_params[k] for k in inputs} == inputs  # the page writes back what it shows
-    wrong = AppTest.from_file(APP, default_timeout=60)
+    wrong = AppTest.from_file(APP, default_timeout=300)
     wrong.query_params.update({"page": "workload", "topology": "dgx1", **inputs, "orders": "tp-ep,dp-tp"})
     wrong.run()
     assert not wrong.exception
     assert any("orders" in e.value and "ORDER_A,ORDER_B" in e.value for e in wrong.error)
-    unknown = AppTest.from_file(APP, default_timeout=60)
+    unknown = AppTest.from_file(APP, default_timeout=300)
     unknown.query_params.update({"page": "workload", "topology": "dgx1", **inputs, "synthesis": "together"})
     unknown.run()
     assert not unknown.exception
@@ -83,19 +83,19 @@ def test_a_workload_link_brings_back_the_same_inputs_and_a_bad_one_says_which():
 
 
 def test_a_process_group_travels_in_synthesize_and_playback_links():
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=300)
     at.query_params.update({"topology": "torus2d:dims=4x4", "collective": "allreduce", "algorithm": "ring"})
     at.run()
     at.text_input(key="syn_ranks").input("4-7").run()
     assert at.query_params["ranks"] == "4-7"
-    pb = AppTest.from_file(APP, default_timeout=60)
+    pb = AppTest.from_file(APP, default_timeout=300)
     pb.query_params.update({"page": "playback", "topology": "torus2d:dims=4x4", "collective": "allreduce",
                             "algorithm": "ring", "size": "1MB", "ranks": "4-7"})
     pb.run()
     assert not pb.exception and not pb.error, [e.value for e in pb.error]
     assert pb.session_state["ccviz_last_run"].request.ranks == (4, 5, 6, 7)
     assert pb.query_params["ranks"] == "4-7"
-    bad = AppTest.from_file(APP, default_timeout=60)
+    bad = AppTest.from_file(APP, default_timeout=300)
     bad.query_params.update({"topology": "torus2d:dims=4x4", "collective": "allreduce", "ranks": "3,99"})
     bad.run()
     assert not bad.exception

@@ -252,20 +252,20 @@ def test_allreduce_packs_once_where_the_fabric_equals_its_reversal(monkeypatch: 
         assert result.timeline.verified and len(made) == packings, (topology.name, made)
 
 
-def test_copy_switch_shift_finds_free_lanes_again() -> None:
+@pytest.mark.parametrize("spec", ["leafspine", "fattree"])  # one part each: the suite's workers share them
+def test_copy_switch_shift_finds_free_lanes_again(spec: str) -> None:
     """A reduction moved past a partial waiting at a copy switch was booked on its old lanes and
     overlapped a neighbour by a fraction of a ns (leaf-spine ReduceScatter at 100 KB: 23 violations)."""
     from ccviz.synth.budget import Budget
 
     options = SynthOptions()
-    for spec in ("leafspine", "fattree"):
-        topology = ccviz.load_topology(spec)
-        upward = forestcoll.copy_schedule(topology, ccviz.make_collective("reducescatter", topology, 1e5), options,
-                                          Budget(options), pack_on=topology.reversed(), limit_collective="allgather")[0]
-        timeline = ccviz.simulate(upward)
-        assert timeline.verified, [v.message for v in timeline.violations[:3]]
-        result = ccviz.run(topology, "reducescatter", "forestcoll", 1e5)
-        assert result.timeline.verified, [v.message for v in result.timeline.violations[:3]]
+    topology = ccviz.load_topology(spec)
+    upward = forestcoll.copy_schedule(topology, ccviz.make_collective("reducescatter", topology, 1e5), options,
+                                      Budget(options), pack_on=topology.reversed(), limit_collective="allgather")[0]
+    timeline = ccviz.simulate(upward)
+    assert timeline.verified, [v.message for v in timeline.violations[:3]]
+    result = ccviz.run(topology, "reducescatter", "forestcoll", 1e5)
+    assert result.timeline.verified, [v.message for v in result.timeline.violations[:3]]
 
 
 def test_shortest_path_trees_match_dijkstra() -> None:
@@ -405,15 +405,14 @@ def test_balancing_moves_tree_edges_off_the_busiest_links_down_to_the_limit() ->
     assert packer.congestion(load) == pytest.approx(balanced.congestion)
 
 
-def test_dragonfly_reductions_come_within_5_percent_of_the_limit() -> None:
+@pytest.mark.parametrize("name", ["reducescatter", "allreduce"])  # one part each: the suite's workers share them
+def test_dragonfly_reductions_come_within_5_percent_of_the_limit(name: str) -> None:
     """A reduction's mirror (no switch copies) saturates every GPU link both ways: 12 trees of 4 pieces on the
     slot grid ended 1.080 x the limit (ReduceScatter) and 1.065 x (AllReduce); 4 trees balanced to the limit,
     8 pieces each, deep trees first, end within 1.05 x."""
-    topology = ccviz.load_topology("dragonfly")
-    for name in ("reducescatter", "allreduce"):
-        result = ccviz.run(topology, name, "forestcoll", 1e9)
-        assert result.timeline.verified
-        assert result.finish_time_s <= 1.05 * result.limit_s, name
+    result = ccviz.run(ccviz.load_topology("dragonfly"), name, "forestcoll", 1e9)
+    assert result.timeline.verified
+    assert result.finish_time_s <= 1.05 * result.limit_s, name
 
 
 def test_a_time_limit_keeps_the_best_complete_schedule_and_says_so() -> None:

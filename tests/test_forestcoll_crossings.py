@@ -82,7 +82,7 @@ def test_spare_crossings_on_a_fabric_without_such_links_is_one_clear_error() -> 
 
 
 def test_the_app_offers_spare_crossings_among_forestcolls_options() -> None:
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300).run()
     assert not at.exception, [e.value for e in at.exception]
     at.selectbox(key="syn_algorithm").select("forestcoll").run()
     assert at.selectbox(key="syn_opt_forestcoll_spare_crossings").options == ["auto", "true", "false"]

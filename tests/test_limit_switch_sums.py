@@ -109,7 +109,7 @@ def test_the_app_shows_it_under_the_result() -> None:
 
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=300).run()
     at.switch_page("pages/topology.py").run()
     at.selectbox(key="topo_builder").select("dgxh100").run()
     at.button(key="topo_build").click().run()

@@ -60,7 +60,7 @@ def test_the_fastest_names_every_algorithm_that_ties():
 
 
 def test_switch_sums_true_without_reducing_switches_is_one_error_in_the_apps_words_and_keeps_the_inputs():
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = AppTest.from_file(APP, default_timeout=300)
     at.query_params.update({"topology": "star:n=4", "collective": "reducescatter", "algorithm": "forestcoll",
                             "size": "1MB"})
     at.run()
