@@ -179,3 +179,12 @@ def test_a_malformed_nccl_chunk_is_one_clear_error() -> None:
     result.schedule.options["nccl_chunk"] = [0, 128]
     with pytest.raises(CcvizError, match="nccl_chunk"):
         simulate(result.schedule)
+
+
+def test_busbw_grows_with_the_size_across_two_boxes() -> None:
+    # 2x DGX A100: the textbook tree across boxes gave 39 GB/s at 16 MiB and ring 162 at 32 MiB (busbw fell as
+    # the size grew, where NCCL's does not); across boxes the automatic choice leaves that tree out
+    busbw = [nccl("dgxa100:nodes=2", s).summary()["busbw_GBps"] for s in (MIB, 4 * MIB, 16 * MIB, 32 * MIB)]
+    assert busbw == sorted(busbw)
+    forced = nccl("dgxa100:nodes=2", MIB, algo="tree")
+    assert forced.schedule.options["nccl_algo"] == "tree"

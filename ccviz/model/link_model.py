@@ -46,10 +46,10 @@ BASE_US = {"ring": {"ll": 6.6, "ll128": 14.0, "simple": 8.4}, "tree": {"ll": 6.8
            "nvls": {"simple": 23.0}, "nvlstree": {"simple": 23.0}, "collnet": {"simple": 3.7},
            "pat": {"simple": 8.4}}
 LAUNCH_US = 12.0  # fitted: 8 KiB AllReduce on 8x H200 (about 27 us) minus NCCL's ring LL model (15 us)
-# Fitted: what one NVLS chunk costs beyond its payload, in bytes of payload time; from the step of the 8x H200
-# curve where NCCL's NVLS chunk doubles from 64 to 128 KiB (busbw 442.7 at 512 MiB -> 467.6 GB/s at 1 GiB,
-# NCCL 2.20.5, ccviz/data/measured_nccl.csv): (1 + o/128K) / (1 + o/64K) = 0.947 x (the rest of the step
-# is the latency's share) gives o = 12 KiB.
+# Fitted: what one NCCL chunk costs beyond its payload, in bytes of payload time. Fitted on the 8x H100 / H200
+# AllReduce rows >= 1 MiB of ccviz/data/measured_nccl.csv (NCCL 2.18.5, 2.20.5, 2.27.7; NVLS): 14-20 KiB meet
+# every tolerance there (8 KiB: 2 rows out, 24 KiB: 3), 16 KiB is the middle. The step it explains is visible in
+# the data where NCCL's NVLS chunk doubles at 1 GiB (busbw 442.7 -> 467.6 GB/s, 450.3 -> 463.6 GB/s).
 CHUNK_OVERHEAD_BYTES = 16.0 * 1024
 NET_GROUPS = ("rails", "spine")  # switches of these groups are the scale-out network (builders' groups)
 KEYS = ("name", "efficiency", "protocol_efficiency", "step_us", "base_us", "launch_us", "cut_through",

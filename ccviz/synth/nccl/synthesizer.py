@@ -33,6 +33,11 @@ from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
 
+# NCCL's tree across boxes is a chain inside each box and a double binary tree over the boxes; ccviz lays the
+# textbook tree over all ranks, whose box-crossing edges share a few NICs (2x DGX A100 at 16 MiB: 39 GB/s busbw
+# where NCCL's tree estimate is 178 and ring at 32 MiB 162, so busbw fell as the size grew). Until that tree is
+# built, the tuner's automatic choice leaves tree out across boxes; algo=tree still builds the textbook one.
+TREE_ACROSS_BOXES = False
 ROOTED_PIECES = 8  # Broadcast / Reduce: pieces per channel, so a chain of n GPUs pipelines
 MAX_TRANSFERS = 600_000  # channels are cut down (never below one per switch plane) to stay under this
 
@@ -48,6 +53,9 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
     fabric = read_fabric(topology, ranks, list(boxes.boxes), channels, model, _ring_GBps(topology, boxes, model,
                                                                                          channels))
     menu = estimates(fabric, collective.name, collective.size_bytes, model)
+    no_tree = forced is None and len(boxes.boxes) > 1 and not TREE_ACROSS_BOXES and len(menu) > 1
+    if no_tree:
+        menu = [e for e in menu if e.algo != "tree"] or menu
     if forced is not None and forced not in BUILT:
         raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
     if forced == "collnet":
@@ -73,6 +81,9 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
     why = "forced" if forced or proto else "NCCL's tuner picks the fastest estimate"
     schedule.notes.insert(0, f"nccl: {pick.algo}/{pick.proto} ({why}); "
                              + "; ".join(e.text() for e in ranked[:4]))
+    if no_tree:
+        schedule.notes.append("nccl: tree left out of the automatic choice across boxes (ccviz lays the textbook "
+                              "tree, not NCCL's chains + tree over the boxes); --opt algo=tree builds it")
     schedule.estimated_finish_s = (pick.time_s + model.launch_us * 1e-6) if pick.time_s else None
     return schedule
 
