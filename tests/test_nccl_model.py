@@ -176,7 +176,8 @@ def test_a_malformed_nccl_chunk_is_one_clear_error() -> None:
     from ccviz.judge.simulate import simulate
 
     result = nccl("hgxh200", 16 * MIB)
-    result.schedule.options["nccl_chunk"] = [0, 128]
+    assert result.schedule.options["nccl_chunk"] == {"bytes": 32 * KIB, "full": 128 * KIB, "pipelines": 16 * 8}
+    result.schedule.options["nccl_chunk"] = {"bytes": 0, "full": 128 * KIB, "pipelines": 128}
     with pytest.raises(CcvizError, match="nccl_chunk"):
         simulate(result.schedule)
 

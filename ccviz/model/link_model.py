@@ -177,16 +177,27 @@ def protocol_of(schedule: Any) -> str:
     return proto
 
 
+CHUNK_KEYS = ("bytes", "full", "pipelines")
+
+
+def declared_chunk(schedule: Any) -> dict[str, float] | None:
+    """A schedule's NCCL chunk (``options['nccl_chunk']``: bytes, NCCL's full chunk, pipelines = channels x
+    heads), or None."""
+    value = (schedule.options or {}).get("nccl_chunk")
+    if value is None:
+        return None
+    if (not isinstance(value, dict) or set(value) != set(CHUNK_KEYS)
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in value.values())
+            or value["bytes"] <= 0 or value["full"] <= 0 or value["pipelines"] < 1):
+        raise CcvizError(f"options.nccl_chunk: expected {{{', '.join(CHUNK_KEYS)}}} with positive bytes, full "
+                         f"and pipelines, got {value!r:.80}", "nccl_chunk")
+    return value
+
+
 def chunk_share_of(schedule: Any, model: LinkModel) -> float:
-    """The rate share of a schedule that declares NCCL's chunk (``options['nccl_chunk'] = [chunk, full]``)."""
-    declared_chunk = (schedule.options or {}).get("nccl_chunk")
-    if declared_chunk is None:
-        return 1.0
-    if (not isinstance(declared_chunk, (list, tuple)) or len(declared_chunk) != 2
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in declared_chunk)):
-        raise CcvizError(f"options.nccl_chunk: expected [chunk bytes, full chunk bytes], got {declared_chunk!r:.60}",
-                         "nccl_chunk")
-    return model.chunk_share(*declared_chunk)
+    """The rate share of a schedule that declares NCCL's chunk (1 for every other schedule)."""
+    chunk = declared_chunk(schedule)
+    return 1.0 if chunk is None else model.chunk_share(chunk["bytes"], chunk["full"])
 
 
 _EFFECTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 KiB = 1 << 10
 NVLS_CHUNK_BYTES = 128 * KiB  # NCCL nvlsChunkSize default (NCCL_NVLS_CHUNKSIZE, src/init.cc)
-NVLS_CHANNELS = 16  # NCCL_NVLS_NCHANNELS default ("NVLS should not need more than 16 channels", enqueue.cc)
+NVLS_CHANNELS = 16  # NCCL_NVLS_NCHANNELS default on Hopper (NVLS_NCHANNELS_SM90, src/transport/nvls.cc)
+# Blackwell: NVLS_NCHANNELS_SM100 32, and 24 on a multi-node NVLink domain (NVLS_NCHANNELS_SM100_NVL, nvls.cc)
+NVLS_CHANNELS_BY_SYSTEM = {"hgxb200": 32, "nvl72": 24}
 NVLS_LOW_BW_GBPS = 150.0  # across nodes, an NVLS bandwidth under this caps the chunk at 32 KiB (enqueue.cc)
 
 
@@ -29,3 +31,17 @@ def nvls_chunk_bytes(size_bytes: float, heads: int, nodes: int = 1, nvls_algbw_G
         if size_bytes < factor * concurrent * chunk and chunk > below:
             chunk = below
     return chunk
+
+
+def nvls_channels(system: str | None) -> int:
+    """How many channels NCCL runs NVLS on for this system preset (``NVLS_CHANNELS_BY_SYSTEM``)."""
+    return NVLS_CHANNELS_BY_SYSTEM.get(system or "", NVLS_CHANNELS)
+
+
+def nvls_pipeline(size_bytes: float, heads: int, nodes: int, nvls_algbw_GBps: float | None,
+                  system: str | None) -> dict[str, int]:
+    """What an NVLS schedule declares (``options['nccl_chunk']``): its chunk, NCCL's full chunk and how many
+    pipelines (channels x heads) run at once."""
+    channels = nvls_channels(system)
+    chunk = nvls_chunk_bytes(size_bytes, heads, nodes, nvls_algbw_GBps, channels)
+    return {"bytes": chunk, "full": NVLS_CHUNK_BYTES, "pipelines": channels * max(1, heads)}

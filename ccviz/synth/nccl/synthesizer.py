@@ -27,7 +27,7 @@ from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import DoubleBinaryTree, Ring
 from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
-from ccviz.synth.nccl.chunking import NVLS_CHUNK_BYTES, nvls_chunk_bytes
+from ccviz.synth.nccl.chunking import nvls_pipeline
 from ccviz.synth.nccl.nvlstree import nvls_tree
 from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
@@ -42,8 +42,29 @@ ROOTED_PIECES = 8  # Broadcast / Reduce: pieces per channel, so a chain of n GPU
 MAX_TRANSFERS = 600_000  # channels are cut down (never below one per switch plane) to stay under this
 
 
-def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
-    """NCCL's choice for ``collective`` on ``topology``, built and named (see the module docstring)."""
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """What NCCL's tuner chose for one collective, before any schedule is built (cheap: no synthesis)."""
+
+    pick: Estimate
+    menu: list[Estimate]
+    boxes: Boxes
+    channels: int
+    model: LinkModel
+    pipeline: dict[str, int] | None  # NVLS's chunk on one NVLink domain (``chunking.nvls_pipeline``)
+    no_tree: bool
+    forced: bool
+
+    @property
+    def shape(self) -> tuple:
+        """What the schedule's shape depends on besides the size: sizes with one shape build the same schedule
+        with chunks scaled (``ccviz.runs.measured`` interpolates between them)."""
+        return (self.pick.algo, self.pick.proto, self.channels,
+                None if self.pipeline is None else self.pipeline["bytes"])
+
+
+def nccl_choice(topology: Topology, collective: Collective, options: SynthOptions) -> Choice:
+    """NCCL's tuner's choice of algorithm and protocol (or the forced one) for ``collective``."""
     settings = options.settings(NcclOptions)
     forced, proto = (None if v == "auto" else v for v in (settings.algo, settings.proto))
     model = declared(topology) or LinkModel(name="nccl-constants")
@@ -69,19 +90,29 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
         raise CcvizError(f"algo: NCCL has no {forced or 'algorithm'}{'/' + proto if proto else ''} "
                          f"for {collective.name} on {topology.name}; it offers "
                          f"{', '.join(sorted({e.algo + '/' + e.proto for e in menu}))}", "algo")
+    pipeline = None
+    if pick.algo in ("nvls", "collnet") and len(boxes.boxes) == 1:
+        pipeline = nvls_pipeline(collective.size_bytes, boxes.per_box, 1, fabric.nvls_GBps,
+                                 topology.meta.get("system"))
+    return Choice(pick, menu, boxes, channels, model, pipeline, no_tree, bool(forced or proto))
+
+
+def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """NCCL's choice for ``collective`` on ``topology``, built and named (see the module docstring)."""
+    choice = nccl_choice(topology, collective, options)
+    pick, model = choice.pick, choice.model
     if pick.algo in ("nvls", "collnet"):
-        chunk = nvls_chunk_bytes(collective.size_bytes, boxes.per_box, len(boxes.boxes), fabric.nvls_GBps)
-        schedule = _in_network(topology, collective, options, (chunk, NVLS_CHUNK_BYTES))
+        schedule = _in_network(topology, collective, options, choice.pipeline)
     elif pick.algo == "nvlstree":
         schedule = nvls_tree(topology, collective, model, options)
     else:
-        schedule = _channels(topology, collective, boxes, channels, pick.algo)
+        schedule = _channels(topology, collective, choice.boxes, choice.channels, pick.algo)
     schedule.options.update(protocol=pick.proto, nccl_algo=pick.algo)
-    ranked = sorted(menu, key=lambda e: e.time_s)
-    why = "forced" if forced or proto else "NCCL's tuner picks the fastest estimate"
+    ranked = sorted(choice.menu, key=lambda e: e.time_s)
+    why = "forced" if choice.forced else "NCCL's tuner picks the fastest estimate"
     schedule.notes.insert(0, f"nccl: {pick.algo}/{pick.proto} ({why}); "
                              + "; ".join(e.text() for e in ranked[:4]))
-    if no_tree:
+    if choice.no_tree:
         schedule.notes.append("nccl: tree left out of the automatic choice across boxes (ccviz lays the textbook "
                               "tree, not NCCL's chains + tree over the boxes); --opt algo=tree builds it")
     schedule.estimated_finish_s = (pick.time_s + model.launch_us * 1e-6) if pick.time_s else None
@@ -165,20 +196,24 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
 
 
 def _in_network(topology: Topology, collective: Collective, options: SynthOptions,
-                chunk: tuple[int, int]) -> Schedule:
+                pipeline: dict[str, int] | None) -> Schedule:
     """NVLS (one box) or NVLS with SHARP leaves (CollNet): the in-network schedule of ``ccviz.synth.inc``,
-    moving NCCL's NVLS chunk of ``chunk = (bytes, full bytes)`` (the link model's chunk share)."""
+    declaring NCCL's NVLS chunk and pipelines on one NVLink domain (``chunking.nvls_pipeline``: the link
+    model's chunk share); across boxes NCCL's NVLS heads are its NICs, not modelled here: no chunk declared."""
     from ccviz.synth.inc import synthesize_inc
 
     plain = SynthOptions(time_limit=options.time_limit, stop=options.stop, progress=options.progress)
     model = declared(topology)
-    share = model.chunk_share(*chunk) if model is not None else 1.0
+    share = model.chunk_share(pipeline["bytes"], pipeline["full"]) if model is not None and pipeline else 1.0
     planned = synthesize_inc(effective_topology(topology, "simple", share=share) if model else topology, collective,
                              plain)
     schedule = dataclasses.replace(planned, topology=topology, algorithm="nccl")
-    schedule.options["nccl_chunk"] = list(chunk)
+    if pipeline:
+        schedule.options["nccl_chunk"] = dict(pipeline)
     if model is not None:  # timed on the fabric the judge uses: it verifies these times as they stand
         schedule.options["planned_on"] = "hardware"
-        schedule.notes.append(f"nccl: NVLS moves {chunk[0] // 1024} KiB chunks at this size (NCCL's "
-                              f"calcCollChunking), {share:.3f} of its rate at the full {chunk[1] // 1024} KiB")
+    if model is not None and pipeline:
+        schedule.notes.append(f"nccl: NVLS moves {pipeline['bytes'] // 1024} KiB chunks at this size over "
+                              f"{pipeline['pipelines']} pipelines (channels x heads, NCCL's calcCollChunking): "
+                              f"{share:.3f} of its rate at the full {pipeline['full'] // 1024} KiB")
     return schedule
