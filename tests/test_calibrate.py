@@ -84,15 +84,18 @@ def test_the_fit_recovers_the_fabric_a_log_was_made_on(tmp_path):
 
 def test_a_preset_with_the_hardware_model_fits_its_parameters():
     one = cal.knobs_for(load_topology("dgxh100"))
-    assert [k.name for k in one] == ["efficiency.scaleup", "launch_us", "step_us_factor", "reduce_factor"]
+    assert [k.name for k in one] == ["efficiency.scaleup", "launch_us", "step_us_factor", "simple_base_factor",
+                                     "reduce_factor"]
     two = load_topology("dgxh100:nodes=2")
     knobs = cal.knobs_for(two)
     assert [k.name for k in knobs][:3] == ["efficiency.scaleup", "efficiency.net", "launch_us"]
     assert knobs[0].bounds[1] == 1.0  # a share of the link rate never exceeds it
-    moved = cal.apply_knobs(two, knobs, [0.7, 0.5, 30.0, 2.0, 0.5])
+    moved = cal.apply_knobs(two, knobs, [0.7, 0.5, 30.0, 2.0, 3.0, 0.5])
     lm = moved.meta["link_model"]
     assert (lm["efficiency"], lm["launch_us"]) == ({"scaleup": 0.7, "net": 0.5}, 30.0)
     assert lm["step_us"]["net"]["simple"] == 2 * two.meta["link_model"]["step_us"]["net"]["simple"]
+    assert lm["base_us"]["nvls"]["simple"] == 3 * two.meta["link_model"]["base_us"]["nvls"]["simple"]
+    assert lm["base_us"]["ring"]["ll"] == two.meta["link_model"]["base_us"]["ring"]["ll"]
     rates = [(n.reduce_GBps, m.reduce_GBps) for n, m in zip(two.nodes.values(), moved.nodes.values(), strict=True)
              if n.reduce_GBps]
     assert rates and all(b == pytest.approx(a / 2) for a, b in rates)

@@ -41,7 +41,7 @@ MAX_FIT_ROWS = 12  # rows simulated per evaluation (spread over the sizes); ever
 COLUMNS = ("both", "out-of-place", "in-place")
 LINK_MODEL_KEY = "link_model"
 KNOB_RANGE = 100.0  # a knob moves at most this factor either way from where the fabric had it
-RATE_KNOBS = ("efficiency.", "bw_factor", "reduce_factor")  # fitted first, on the large sizes
+RATE_KNOBS = ("efficiency.", "bw_factor", "reduce_factor", "simple_base_factor")  # fitted first, on the large sizes
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,13 @@ def knobs_for(topology: Topology) -> list[Knob]:
         steps = {m: {p: v * f for p, v in cells.items()} for m, cells in lm["step_us"].items()}
         return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: {**lm, "step_us": steps}})
     knobs.append(Knob("step_us_factor", "factor on every per-hop protocol latency (step_us)", 1.0, scale_steps))
+    def scale_simple(t: Topology, f: float) -> Topology:
+        lm = t.meta[LINK_MODEL_KEY]
+        bases = {a: {p: v * f if p == "simple" else v for p, v in cells.items()} for a, cells in lm["base_us"].items()}
+        return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: {**lm, "base_us": bases}})
+    knobs.append(Knob("simple_base_factor", "factor on NCCL's per-operation base latency of the Simple protocol "
+                      "(base_us.*.simple; the large sizes' intercept: a slow transport's setup raises it)", 1.0,
+                      scale_simple))
     if any(n.reduce and n.reduce_GBps for n in topology.nodes.values()):
         def scale_reduce(t: Topology, f: float) -> Topology:
             return t.with_changes(nodes=[replace(n, reduce_GBps=n.reduce_GBps * f) if n.reduce and n.reduce_GBps
@@ -234,7 +241,7 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
 
     _check_ranks(log, topology)
     measured = measured_points(log, column)
-    points = [p for p in measured if p.size_bytes >= MiB or _splits(topology, p, algorithm, extra)]
+    points = _splittable(topology, measured, algorithm, extra)
     if not points:
         raise CcvizError(f"{log.name}: every size is too small to split into {algorithm}'s chunks on "
                          f"{topology.n_gpus} GPUs", "log")
@@ -320,6 +327,20 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
         calibration.notes.append(f"fitted on {len(fitted_on)} of the log's {len(points)} sizes (spread evenly); "
                                  "the error is reported for every size")
     return calibration
+
+
+def _splittable(topology: Topology, points: Sequence[Point], algorithm: str,
+                extra: dict[str, Any] | None) -> list[Point]:
+    """The points the algorithm can cut into chunks: per collective, every size from the smallest that splits
+    up (a larger size splits wherever a smaller one does; sizes >= 1 MiB always do), so at most a few are
+    simulated to find out."""
+    out: list[Point] = []
+    for collective in sorted({p.collective for p in points}):
+        mine = sorted((p for p in points if p.collective == collective), key=lambda p: p.size_bytes)
+        first = next((i for i, p in enumerate(mine) if p.size_bytes >= MiB or _splits(topology, p, algorithm, extra)),
+                     len(mine))
+        out += mine[first:]
+    return sorted(out, key=lambda p: (p.collective, p.size_bytes))
 
 
 def _splits(topology: Topology, point: Point, algorithm: str, extra: dict[str, Any] | None) -> bool:

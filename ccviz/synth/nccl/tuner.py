@@ -19,14 +19,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ccviz.model.link_model import LinkModel
+from ccviz.model.link_model import BASE_US, LinkModel
 from ccviz.model.topology import Topology
 from ccviz.model.units import BYTES_PER_GB, SECONDS_PER_US
 from ccviz.synth.nccl.options import PROTOS
 
 # NCCL tuning.cc hwLat (us) for Tree and NVLS/NVLSTree/CollNet; the ring's rows are the link model's step_us.
 TREE_HW_US = {"scaleup": {"ll": 0.6, "ll128": 1.25, "simple": 28.0}, "net": {"ll": 5.0, "ll128": 8.5, "simple": 28.0}}
-NVLS_HW_US = {"scaleup": 23.0, "net": 14.0}  # NVLSTree's network hwLat (NVLS: 18)
+# NVLS's hwLat on the network (NVLSTree's; NVLS: 18); on NVLink it is the link model's base_us.nvls/nvlstree
+# (23 us), so a calibrated fabric's latency reaches the choice
+NVLS_HW_US = {"net": 14.0}
 LL_MAX_BW = 87.7  # llMaxBws, one box (Ampere/Hopper row), GB/s
 LL_MAX_BW_NODES = {2: 22.5, 3: 19.0}  # llMaxBws for 2 and more boxes (AMD CPU row; Intel 39.0/20.4)
 PER_CH_RING_LL128 = 36.7  # perChMaxRingLL128Bws, Hopper (Ampere: 20.0)
@@ -92,15 +94,21 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkMod
             out.append(_estimate("tree", proto, latency, bus * 0.5, size_bytes))
     if fabric.nvls_GBps and collective in ("allreduce", "allgather", "reducescatter"):
         if nodes == 1:
-            out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"], fabric.nvls_GBps, size_bytes))
+            out.append(_estimate("nvls", "simple", _base(model, "nvls"), fabric.nvls_GBps, size_bytes))
         elif fabric.sharp:  # NVLS with CollNet: NCCL enables NVLS across boxes only where the network reduces
             algbw = min(fabric.nvls_GBps, (n // nodes) * (fabric.net_GBps or 0))
-            out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"] + NVLS_HW_US["net"], algbw, size_bytes))
+            out.append(_estimate("nvls", "simple", _base(model, "nvls") + NVLS_HW_US["net"], algbw,
+                                 size_bytes))
         if nodes == 2 and collective == "allreduce":  # NVLSTree (ccviz builds it on two nodes)
             inter = (n // nodes) * (fabric.net_GBps or 0)
-            latency = NVLS_HW_US["scaleup"] + 2 * math.log2(nodes) * NVLS_HW_US["net"]
+            latency = _base(model, "nvlstree") + 2 * math.log2(nodes) * NVLS_HW_US["net"]
             out.append(_estimate("nvlstree", "simple", latency, min(fabric.nvls_GBps, inter), size_bytes))
     return out
+
+
+def _base(model: LinkModel, algo: str) -> float:
+    """The model's Simple base latency of ``algo`` (NCCL's constant where a declared model leaves it out)."""
+    return model.base_us.get(algo, BASE_US[algo]).get("simple", BASE_US[algo]["simple"])
 
 
 def _estimate(algo: str, proto: str, latency_us: float, algbw_GBps: float, size_bytes: float) -> Estimate:
