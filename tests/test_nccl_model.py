@@ -189,3 +189,9 @@ def test_busbw_grows_with_the_size_across_two_boxes() -> None:
     assert busbw == sorted(busbw)
     forced = nccl("dgxa100:nodes=2", MIB, algo="tree")
     assert forced.schedule.options["nccl_algo"] == "tree"
+
+
+def test_auto_is_a_choice_of_the_nccl_options_not_a_refusal() -> None:
+    # --opt algo=auto was refused ("'auto' is not one of auto, ring, ...") though auto is its default
+    result = nccl("dgxh100", 8 * KIB, algo="auto", proto="auto")
+    assert result.timeline.verified and "tuner picks" in result.schedule.notes[0]
