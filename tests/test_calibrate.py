@@ -129,3 +129,18 @@ def test_a_fit_stopped_early_keeps_the_best_point_it_had():
     assert result.stopped == "stopped"
     factor = result.knobs["bw_factor[50 GB/s, 0.5 us]"]
     assert abs(factor - 0.5) < abs(1.0 - 0.5)  # moved toward the truth, not left as built
+
+
+def test_a_slow_simple_protocol_moves_nccls_protocol_switch():
+    # a transport whose Simple operations start slowly (the fitted simple_base_factor) makes NCCL's tuner keep
+    # LL/LL128 to larger sizes: the tuner reads the link model's base latencies, NVLS's included
+    from ccviz.model.collectives import make_collective
+    from ccviz.synth.nccl.synthesizer import nccl_choice
+    from ccviz.synth.registry import SynthOptions
+
+    two = load_topology("dgxh100:nodes=2")
+    knob = next(k for k in cal.knobs_for(two) if k.name == "simple_base_factor")
+    slow = knob.apply(two, 40.0)
+    coll = make_collective("allreduce", two, 4 << 20)
+    assert nccl_choice(two, coll, SynthOptions()).pick.proto == "simple"
+    assert nccl_choice(slow, coll, SynthOptions()).pick.proto != "simple"
