@@ -131,9 +131,10 @@ def test_a_fit_stopped_early_keeps_the_best_point_it_had():
     assert abs(factor - 0.5) < abs(1.0 - 0.5)  # moved toward the truth, not left as built
 
 
-def test_a_slow_simple_protocol_moves_nccls_protocol_switch():
-    # a transport whose Simple operations start slowly (the fitted simple_base_factor) makes NCCL's tuner keep
-    # LL/LL128 to larger sizes: the tuner reads the link model's base latencies, NVLS's included
+def test_a_slow_simple_protocol_is_charged_but_nccls_choice_stays():
+    # a transport whose Simple operations start slowly (the fitted simple_base_factor) costs time in the judge,
+    # but NCCL's tuner chooses with its own constants, as NCCL does on such a machine (the A3 Mega log's jump at
+    # 32 MiB: NCCL switched to Simple though its operations there cost about 0.9 ms)
     from ccviz.model.collectives import make_collective
     from ccviz.synth.nccl.synthesizer import nccl_choice
     from ccviz.synth.registry import SynthOptions
@@ -142,5 +143,5 @@ def test_a_slow_simple_protocol_moves_nccls_protocol_switch():
     knob = next(k for k in cal.knobs_for(two) if k.name == "simple_base_factor")
     slow = knob.apply(two, 40.0)
     coll = make_collective("allreduce", two, 4 << 20)
-    assert nccl_choice(two, coll, SynthOptions()).pick.proto == "simple"
-    assert nccl_choice(slow, coll, SynthOptions()).pick.proto != "simple"
+    assert nccl_choice(slow, coll, SynthOptions()).pick == nccl_choice(two, coll, SynthOptions()).pick
+    assert cal.predict_s(slow, "allreduce", 4 << 20) > cal.predict_s(two, "allreduce", 4 << 20) + 800e-6

@@ -37,6 +37,7 @@ from ccviz.synth.registry import SynthOptions, synthesize
 
 MiB = 1 << 20
 LARGE_BYTES = 64 * MiB  # the acceptance line: at and above this size the fit must hold within 5 %
+LARGE_TOLERANCE = 0.05
 MAX_FIT_ROWS = 12  # rows simulated per evaluation (spread over the sizes); every row is reported after
 COLUMNS = ("both", "out-of-place", "in-place")
 LINK_MODEL_KEY = "link_model"
@@ -294,15 +295,30 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
     large = [p for p in points if p.size_bytes >= LARGE_BYTES] or points[-max(1, len(points) // 3):]
     small = [p for p in points if p.size_bytes <= MiB] or points[:max(1, len(points) // 3)]
     stopped = None
+    guard = fit_rows(large, MAX_FIT_ROWS // 4)
+    before_last: np.ndarray | None = None
     try:
-        x = fit(rates, fit_rows(large, MAX_FIT_ROWS // 4), x)
+        x = fit(rates, guard, x)
         x = fit(latencies, fit_rows(small, MAX_FIT_ROWS // 4), x)
+        before_last = x
         best.update(cost=math.inf, x=x)
         fit(list(range(len(knobs))), fitted_on, x)
     except _Stop as why:
         stopped = str(why)
         if not math.isfinite(best["cost"]):  # cut short before the last stage: keep the stage's best point
             best["x"] = stage["x"]
+    guarded = None
+    if before_last is not None and best["x"] is not before_last:
+        # the last stage trades every size against every other; it may not give up the large sizes (where the
+        # fit is held to 5 %) for the small ones: keep the stages before it where it would
+        def worst_large(v: np.ndarray) -> float:
+            fabric = apply_knobs(topology, knobs, np.exp(v))
+            return max(abs(math.log(predict_s(fabric, p.collective, p.size_bytes, algorithm, extra) / p.measured_s))
+                       for p in guard)
+        last, kept = worst_large(best["x"]), worst_large(before_last)
+        if last > max(math.log(1 + LARGE_TOLERANCE), kept):
+            guarded = (last, kept)
+            best["x"] = before_last
     values = np.exp(best["x"])
     fitted = apply_knobs(topology, knobs, values)
     knob_values = {k.name: float(v) for k, v in zip(knobs, values, strict=True)}
@@ -320,6 +336,10 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
         if v <= low * 1.01 or v >= high * 0.99:
             calibration.notes.append(f"{knob.name} ended at its bound ({v:.4g}, {v / knob.initial:.3g} x as built): "
                                      "the model cannot follow this log with that knob alone")
+    if guarded is not None:
+        calibration.notes.append(f"the fit over every size moved the sizes >= {format_size(LARGE_BYTES)} to "
+                                 f"{math.exp(guarded[0]) - 1:.1%} off; kept the fit of rates on them and latencies "
+                                 f"on the small sizes ({math.exp(guarded[1]) - 1:.1%})")
     if len(points) < len(measured):
         calibration.notes.append(f"{len(measured) - len(points)} sizes up to {format_size(points[0].size_bytes / 2)} "
                                  f"left out: too small to split into {algorithm}'s chunks on {topology.n_gpus} GPUs")

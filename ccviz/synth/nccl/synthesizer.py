@@ -73,7 +73,7 @@ def nccl_choice(topology: Topology, collective: Collective, options: SynthOption
     channels = settings.channels or channel_count(topology, boxes)
     fabric = read_fabric(topology, ranks, list(boxes.boxes), channels, model, _ring_GBps(topology, boxes, model,
                                                                                          channels))
-    menu = estimates(fabric, collective.name, collective.size_bytes, model)
+    menu = estimates(fabric, collective.name, collective.size_bytes)
     no_tree = forced is None and len(boxes.boxes) > 1 and not TREE_ACROSS_BOXES and len(menu) > 1
     if no_tree:
         menu = [e for e in menu if e.algo != "tree"] or menu
