@@ -145,3 +145,22 @@ def test_a_slow_simple_protocol_is_charged_but_nccls_choice_stays():
     coll = make_collective("allreduce", two, 4 << 20)
     assert nccl_choice(slow, coll, SynthOptions()).pick == nccl_choice(two, coll, SynthOptions()).pick
     assert cal.predict_s(slow, "allreduce", 4 << 20) > cal.predict_s(two, "allreduce", 4 << 20) + 800e-6
+
+
+def test_a_fitted_fabric_keeps_the_rates_nccls_tuner_chose_by(tmp_path):
+    # a lower fitted NVLS rate made ccviz's tuner model turn 2x H100 at 8 GiB from NVLSTree to ring, where NCCL on
+    # the machine chose by its constants: the fabric keeps the rates as built for the choice (meta nccl_tuner)
+    from ccviz.model.collectives import make_collective
+    from ccviz.synth.nccl.synthesizer import nccl_choice
+    from ccviz.synth.registry import SynthOptions
+
+    two = load_topology("dgxh100:nodes=2")
+    values = [0.824, 0.97, 12.0, 1.0, 39.0, 0.67]
+    bare = cal.apply_knobs(two, cal.knobs_for(two), values)
+    kept = cal.apply_knobs(cal.with_tuner_view(two), cal.knobs_for(two), values)
+    kept.save(tmp_path / "fitted.json")
+    again = load_topology(str(tmp_path / "fitted.json"))
+    coll = make_collective("allreduce", two, 8 << 30)
+    assert nccl_choice(two, coll, SynthOptions()).pick.algo == "nvlstree"
+    assert nccl_choice(bare, coll, SynthOptions()).pick.algo == "ring"
+    assert nccl_choice(again, coll, SynthOptions()).pick.algo == "nvlstree"

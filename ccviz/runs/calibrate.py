@@ -33,6 +33,7 @@ from ccviz.model.collectives import make_collective
 from ccviz.model.topology import Link, Topology
 from ccviz.model.units import format_size
 from ccviz.runs.nccl_log import NcclTestsLog
+from ccviz.synth.nccl.synthesizer import TUNER_KEY
 from ccviz.synth.registry import SynthOptions, synthesize
 
 MiB = 1 << 20
@@ -133,8 +134,11 @@ def knobs_for(topology: Topology) -> list[Knob]:
                       scale_simple))
     if any(n.reduce and n.reduce_GBps for n in topology.nodes.values()):
         def scale_reduce(t: Topology, f: float) -> Topology:
-            return t.with_changes(nodes=[replace(n, reduce_GBps=n.reduce_GBps * f) if n.reduce and n.reduce_GBps
-                                         else n for n in t.nodes.values()])
+            seen = t.meta.get(TUNER_KEY)
+            meta = t.meta if seen is None else {**t.meta, TUNER_KEY: {**seen,
+                                                                      "reduce_factor": seen.get("reduce_factor", 1.0) * f}}
+            return t.with_changes(meta=meta, nodes=[replace(n, reduce_GBps=n.reduce_GBps * f)
+                                                    if n.reduce and n.reduce_GBps else n for n in t.nodes.values()])
         knobs.append(Knob("reduce_factor", "factor on the reducing switches' engine rate (reduce_GBps)", 1.0,
                           scale_reduce))
     return knobs
@@ -247,6 +251,7 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
         raise CcvizError(f"{log.name}: every size is too small to split into {algorithm}'s chunks on "
                          f"{topology.n_gpus} GPUs", "log")
     fitted_on = fit_rows(points)
+    topology = with_tuner_view(topology)
     knobs = knobs_for(topology)
     if not knobs:
         raise CcvizError(f"calibrate: {topology.name} has no knob to fit (no link model, no links)", "system")
@@ -347,6 +352,18 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
         calibration.notes.append(f"fitted on {len(fitted_on)} of the log's {len(points)} sizes (spread evenly); "
                                  "the error is reported for every size")
     return calibration
+
+
+def with_tuner_view(topology: Topology) -> Topology:
+    """The fabric with the rates NCCL's tuner model reads kept as built (``meta['nccl_tuner']``): the fit moves
+    the rates the simulator charges, not the ones NCCL chose by on the machine that made the log."""
+    from ccviz.model.link_model import declared
+
+    model = declared(topology)
+    if model is None or TUNER_KEY in topology.meta:
+        return topology
+    return topology.with_changes(meta={**topology.meta, TUNER_KEY: {"efficiency": dict(model.efficiency),
+                                                                    "reduce_factor": 1.0}})
 
 
 def _splittable(topology: Topology, points: Sequence[Point], algorithm: str,

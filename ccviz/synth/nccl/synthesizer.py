@@ -63,6 +63,18 @@ class Choice:
                 None if self.pipeline is None else self.pipeline["bytes"])
 
 
+TUNER_KEY = "nccl_tuner"  # meta: the rates NCCL's tuner saw before a calibration moved them (ccviz calibrate)
+
+
+def tuner_view(topology: Topology, model: LinkModel) -> LinkModel:
+    """The link model NCCL's tuner reads: the fabric's, or on a calibrated fabric its rates as built (NCCL
+    chooses by its own constants on the machine the log came from, whatever its links really sustain)."""
+    view = topology.meta.get(TUNER_KEY)
+    if not isinstance(view, dict) or not isinstance(view.get("efficiency"), dict):
+        return model
+    return dataclasses.replace(model, efficiency={**model.efficiency, **view["efficiency"]})
+
+
 def nccl_choice(topology: Topology, collective: Collective, options: SynthOptions) -> Choice:
     """NCCL's tuner's choice of algorithm and protocol (or the forced one) for ``collective``."""
     settings = options.settings(NcclOptions)
@@ -71,8 +83,12 @@ def nccl_choice(topology: Topology, collective: Collective, options: SynthOption
     ranks = tuple(collective.ranks)
     boxes = Boxes.of(topology, ranks)
     channels = settings.channels or channel_count(topology, boxes)
-    fabric = read_fabric(topology, ranks, list(boxes.boxes), channels, model, _ring_GBps(topology, boxes, model,
-                                                                                         channels))
+    seen = tuner_view(topology, model)
+    fabric = read_fabric(topology, ranks, list(boxes.boxes), channels, seen, _ring_GBps(topology, boxes, seen,
+                                                                                        channels))
+    reduce_factor = float((topology.meta.get(TUNER_KEY) or {}).get("reduce_factor", 1.0))
+    if fabric.nvls_GBps and reduce_factor > 0:
+        fabric = dataclasses.replace(fabric, nvls_GBps=fabric.nvls_GBps / reduce_factor)
     menu = estimates(fabric, collective.name, collective.size_bytes)
     no_tree = forced is None and len(boxes.boxes) > 1 and not TREE_ACROSS_BOXES and len(menu) > 1
     if no_tree:
