@@ -38,8 +38,10 @@ def main() -> int:
     table = measured.error_table(comps)
     print(measured.error_markdown(table) if args.markdown else measured.format_error_table(table))
     missing = sorted({c.missing for c in comps if c.missing})
+    interpolated = sum("interpolated" in c.notes for c in comps)
     print(f"\n{len(comps)} rows, {sum(c.ratio is not None for c in comps)} predicted with -a {args.algorithm} "
-          f"in {wall:.1f} s", file=sys.stderr)
+          f"in {wall:.1f} s ({interpolated} read off a schedule shape's line, see measured.Predictor)",
+          file=sys.stderr)
     for why in missing:
         print(f"  not predicted: {why}", file=sys.stderr)
     return 0

@@ -84,15 +84,18 @@ def test_the_fit_recovers_the_fabric_a_log_was_made_on(tmp_path):
 
 def test_a_preset_with_the_hardware_model_fits_its_parameters():
     one = cal.knobs_for(load_topology("dgxh100"))
-    assert [k.name for k in one] == ["efficiency.scaleup", "launch_us", "step_us_factor", "reduce_factor"]
+    assert [k.name for k in one] == ["efficiency.scaleup", "launch_us", "step_us_factor", "simple_base_factor",
+                                     "reduce_factor"]
     two = load_topology("dgxh100:nodes=2")
     knobs = cal.knobs_for(two)
     assert [k.name for k in knobs][:3] == ["efficiency.scaleup", "efficiency.net", "launch_us"]
     assert knobs[0].bounds[1] == 1.0  # a share of the link rate never exceeds it
-    moved = cal.apply_knobs(two, knobs, [0.7, 0.5, 30.0, 2.0, 0.5])
+    moved = cal.apply_knobs(two, knobs, [0.7, 0.5, 30.0, 2.0, 3.0, 0.5])
     lm = moved.meta["link_model"]
     assert (lm["efficiency"], lm["launch_us"]) == ({"scaleup": 0.7, "net": 0.5}, 30.0)
     assert lm["step_us"]["net"]["simple"] == 2 * two.meta["link_model"]["step_us"]["net"]["simple"]
+    assert lm["base_us"]["nvls"]["simple"] == 3 * two.meta["link_model"]["base_us"]["nvls"]["simple"]
+    assert lm["base_us"]["ring"]["ll"] == two.meta["link_model"]["base_us"]["ring"]["ll"]
     rates = [(n.reduce_GBps, m.reduce_GBps) for n, m in zip(two.nodes.values(), moved.nodes.values(), strict=True)
              if n.reduce_GBps]
     assert rates and all(b == pytest.approx(a / 2) for a, b in rates)
@@ -126,3 +129,38 @@ def test_a_fit_stopped_early_keeps_the_best_point_it_had():
     assert result.stopped == "stopped"
     factor = result.knobs["bw_factor[50 GB/s, 0.5 us]"]
     assert abs(factor - 0.5) < abs(1.0 - 0.5)  # moved toward the truth, not left as built
+
+
+def test_a_slow_simple_protocol_is_charged_but_nccls_choice_stays():
+    # a transport whose Simple operations start slowly (the fitted simple_base_factor) costs time in the judge,
+    # but NCCL's tuner chooses with its own constants, as NCCL does on such a machine (the A3 Mega log's jump at
+    # 32 MiB: NCCL switched to Simple though its operations there cost about 0.9 ms)
+    from ccviz.model.collectives import make_collective
+    from ccviz.synth.nccl.synthesizer import nccl_choice
+    from ccviz.synth.registry import SynthOptions
+
+    two = load_topology("dgxh100:nodes=2")
+    knob = next(k for k in cal.knobs_for(two) if k.name == "simple_base_factor")
+    slow = knob.apply(two, 40.0)
+    coll = make_collective("allreduce", two, 4 << 20)
+    assert nccl_choice(slow, coll, SynthOptions()).pick == nccl_choice(two, coll, SynthOptions()).pick
+    assert cal.predict_s(slow, "allreduce", 4 << 20) > cal.predict_s(two, "allreduce", 4 << 20) + 800e-6
+
+
+def test_a_fitted_fabric_keeps_the_rates_nccls_tuner_chose_by(tmp_path):
+    # a lower fitted NVLS rate made ccviz's tuner model turn 2x H100 at 8 GiB from NVLSTree to ring, where NCCL on
+    # the machine chose by its constants: the fabric keeps the rates as built for the choice (meta nccl_tuner)
+    from ccviz.model.collectives import make_collective
+    from ccviz.synth.nccl.synthesizer import nccl_choice
+    from ccviz.synth.registry import SynthOptions
+
+    two = load_topology("dgxh100:nodes=2")
+    values = [0.824, 0.97, 12.0, 1.0, 39.0, 0.67]
+    bare = cal.apply_knobs(two, cal.knobs_for(two), values)
+    kept = cal.apply_knobs(cal.with_tuner_view(two), cal.knobs_for(two), values)
+    kept.save(tmp_path / "fitted.json")
+    again = load_topology(str(tmp_path / "fitted.json"))
+    coll = make_collective("allreduce", two, 8 << 30)
+    assert nccl_choice(two, coll, SynthOptions()).pick.algo == "nvlstree"
+    assert nccl_choice(bare, coll, SynthOptions()).pick.algo == "ring"
+    assert nccl_choice(again, coll, SynthOptions()).pick.algo == "nvlstree"

@@ -87,3 +87,20 @@ def test_cli_reproduce_measured_json(capsys):
     (row,) = data["rows"]
     assert row["measured_busbw_GBps"] == 478.87 and row["ratio"] > 0 and row["source_url"].startswith("https://")
     assert data["summary"][0]["size_class"] == ">=64MiB"
+
+
+def test_sizes_of_one_schedule_shape_are_read_off_the_line_their_ends_and_middle_confirm():
+    # 8x H200 NVLS at 1, 2, 4, 8 GiB: one shape (nvls/simple, NCCL's full 128 KiB chunk): 3 simulations, not 4
+    rows = [r for r in m.select(ROWS, "hgxh200 1x8") if r.nccl_version == "2.20.5" and r.size_bytes >= 1 << 30]
+    assert sorted(r.size_bytes for r in rows) == [1 << 30, 2 << 30, 4 << 30, 8 << 30]
+    predictor = m.Predictor(rows)
+    comps = m.compare(rows)
+    fabric = __import__("ccviz").load_topology("hgxh200")
+    (between,) = [c for c in comps if c.notes]
+    assert "interpolated" in between.notes
+    assert between.predicted_s == pytest.approx(predict_s(fabric, "allreduce", between.row.size_bytes), rel=0.004)
+    assert [predictor.predict(r)[0] for r in rows] and predictor.simulations == 3
+    # three sizes of one shape (64 KiB chunks) and one of another: fewer than four, each simulated
+    mixed = [r for r in m.select(ROWS, "hgxh200 1x8") if r.nccl_version == "2.20.5"
+             and (128 << 20) <= r.size_bytes <= (1 << 30)]
+    assert not any(c.notes for c in m.compare(mixed))

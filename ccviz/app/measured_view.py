@@ -76,6 +76,7 @@ def measured_section() -> None:
         "ccviz busbw (GB/s)": None if c.predicted_busbw_GBps is None else round(c.predicted_busbw_GBps, 2),
         "ratio": None if c.ratio is None else round(c.ratio, 3), "in place": c.row.in_place,
         "NCCL": c.row.nccl_version, "environment": c.row.algo_env, "why not predicted": c.missing,
+        "how predicted": c.notes or ("simulated" if c.predicted_s else ""),
         "source": c.row.source_url, "note": c.row.note} for c in comps]),
         hide_index=True, width="stretch", height=520,
         column_config={"source": st.column_config.LinkColumn("source")})

@@ -79,9 +79,22 @@ def hardware_model(spec: SystemSpec) -> LinkModel:
 # NVLS's rate of sums (GB/s of AllReduce result per GPU) as a share of a GPU's sustained NVLink rate.
 # NVLink 4 boxes: NCCL's NVLS model, n/(n+1) (NVLS moves M/n more than M each way) x 5/6 (tuning.cc) for n = 8.
 # NVLink 5 (GB200 NVL72, HGX B200): fitted once to CoreWeave's GB200 NVL72 nccl-tests AllReduce at 8 GiB
-# (846.82 GB/s busbw on 72 GPUs, NCCL 2.26.2, a row of ccviz/data/measured_nccl.csv); the same rate then
-# predicts the 4-GPU rows of that table (647 GB/s busbw at 1 GiB) and is used unfitted for HGX B200.
-NVLS_SHARE = {"nvlink4": 8 / 9 * NVLS_RATIO, "nvlink5": 846.82 / (2 * 71 / 72) / (18 * 40.1)}
+# (20006 us, 846.82 GB/s busbw on 72 GPUs, NCCL 2.26.2, a row of ccviz/data/measured_nccl.csv) under the same
+# model that judges it (``_nvlink5_share``); used unfitted for HGX B200 and the 4-GPU rows.
+
+
+def _nvlink5_share() -> float:
+    """The NVL72 row's rate: its time less the operation latency (launch + NVLS's 23 us), at the share of the
+    full rate the 64 KiB chunk NCCL's NVLS moves there reaches (24 channels x 72 heads: below 64 x 1728 x 128 KiB,
+    ``ccviz.synth.nccl.chunking``; ``LinkModel.chunk_share``)."""
+    model = LinkModel()
+    size, time_s, chunk = 8 * 2**30, 20006e-6, 64 * 1024
+    latency_s = (model.launch_us + model.base_us["nvls"]["simple"]) * 1e-6
+    rate = size / (time_s - latency_s) / model.chunk_share(chunk, 128 * 1024)
+    return rate / 1e9 / (18 * 40.1)
+
+
+NVLS_SHARE = {"nvlink4": 8 / 9 * NVLS_RATIO, "nvlink5": _nvlink5_share()}
 
 
 def nvls_engine_GBps(spec: SystemSpec, links: int) -> float:

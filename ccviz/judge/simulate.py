@@ -74,7 +74,8 @@ def on_declared_hardware(schedule: Schedule) -> tuple[Schedule, float]:
         transfers = link_model.untimed(transfers)  # planned on spec rates: retimed in its own order
     channels = (schedule.options or {}).get("channels")
     effective = link_model.effective_topology(schedule.topology, protocol, channels if isinstance(channels, int)
-                                              and not isinstance(channels, bool) and channels > 0 else None)
+                                              and not isinstance(channels, bool) and channels > 0 else None,
+                                              link_model.chunk_share_of(schedule, model))
     algorithm = str((schedule.options or {}).get("nccl_algo") or "ring")
     judged = dataclasses.replace(schedule, topology=effective, transfers=transfers, release="asap")
     return judged, model.operation_latency_s(algorithm, protocol)

@@ -20,6 +20,9 @@ What it models, and from where:
 * **per-operation latency**: ``launch_us`` (kernel launch and enqueue as nccl-tests measures them;
   NCCL's tuner leaves it out) plus the algorithm's base latency (NCCL's ``baseLat``, NVLS's ``hwLat``).
 * **reduction engines**: a switch's ``reduce_GBps`` (NVLS) is a node property the presets set.
+* **chunk size**: a schedule that moves its data in NCCL's chunks of ``c`` bytes where NCCL's rates hold at
+  chunks of ``C`` (``options['nccl_chunk']``, ``[c, C]``; NVLS: ``ccviz.synth.nccl.chunking``) runs at
+  ``chunk_share(c, C)`` of them: each chunk costs ``chunk_overhead_bytes`` more than its payload.
 """
 
 from __future__ import annotations
@@ -43,9 +46,14 @@ BASE_US = {"ring": {"ll": 6.6, "ll128": 14.0, "simple": 8.4}, "tree": {"ll": 6.8
            "nvls": {"simple": 23.0}, "nvlstree": {"simple": 23.0}, "collnet": {"simple": 3.7},
            "pat": {"simple": 8.4}}
 LAUNCH_US = 12.0  # fitted: 8 KiB AllReduce on 8x H200 (about 27 us) minus NCCL's ring LL model (15 us)
+# Fitted: what one NCCL chunk costs beyond its payload, in bytes of payload time. Fitted on the 8x H100 / H200
+# AllReduce rows >= 1 MiB of ccviz/data/measured_nccl.csv (NCCL 2.18.5, 2.20.5, 2.27.7; NVLS): 14-20 KiB meet
+# every tolerance there (8 KiB: 2 rows out, 24 KiB: 3), 16 KiB is the middle. The step it explains is visible in
+# the data where NCCL's NVLS chunk doubles at 1 GiB (busbw 442.7 -> 467.6 GB/s, 450.3 -> 463.6 GB/s).
+CHUNK_OVERHEAD_BYTES = 16.0 * 1024
 NET_GROUPS = ("rails", "spine")  # switches of these groups are the scale-out network (builders' groups)
 KEYS = ("name", "efficiency", "protocol_efficiency", "step_us", "base_us", "launch_us", "cut_through",
-        "net_groups", "source")
+        "net_groups", "source", "chunk_overhead_bytes")
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,7 @@ class LinkModel:
     net_groups: tuple[str, ...] = NET_GROUPS
     name: str = "hardware"
     source: str = ""
+    chunk_overhead_bytes: float = CHUNK_OVERHEAD_BYTES
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -85,8 +94,10 @@ class LinkModel:
         groups = data.get("net_groups", list(base.net_groups))
         if not isinstance(groups, (list, tuple)) or not all(isinstance(g, str) for g in groups):
             raise CcvizError("meta.link_model.net_groups: expected a list of node group names", "link_model")
+        overhead = _number(data.get("chunk_overhead_bytes", base.chunk_overhead_bytes), "chunk_overhead_bytes",
+                           0.0, 1e9)
         return cls(eff, proto, steps, bases, launch, bool(data.get("cut_through", True)), tuple(groups),
-                   str(data.get("name", "hardware")), str(data.get("source", "")))
+                   str(data.get("name", "hardware")), str(data.get("source", "")), overhead)
 
     # ------------------------------------------------------------------ what it charges
     def medium(self, topology: Any, src: int, dst: int) -> str:
@@ -100,6 +111,14 @@ class LinkModel:
         """Seconds one operation costs before and beyond its data's last hop: launch plus base latency."""
         base = self.base_us.get(algorithm, self.base_us["ring"]).get(protocol, 0.0)
         return (self.launch_us + base) * SECONDS_PER_US
+
+    def chunk_share(self, chunk_bytes: float, full_chunk_bytes: float) -> float:
+        """The share of its rates a schedule moving ``chunk_bytes`` at a time reaches where the rates hold at
+        ``full_chunk_bytes``: every chunk costs ``chunk_overhead_bytes`` beyond its payload (1 at the full chunk)."""
+        o = self.chunk_overhead_bytes
+        if chunk_bytes <= 0 or full_chunk_bytes <= 0:
+            return 1.0
+        return min(1.0, (full_chunk_bytes + o) / full_chunk_bytes * chunk_bytes / (chunk_bytes + o))
 
     def describe(self) -> str:
         e = self.efficiency
@@ -158,33 +177,61 @@ def protocol_of(schedule: Any) -> str:
     return proto
 
 
+CHUNK_KEYS = ("bytes", "full", "pipelines")
+
+
+def declared_chunk(schedule: Any) -> dict[str, float] | None:
+    """A schedule's NCCL chunk (``options['nccl_chunk']``: bytes, NCCL's full chunk, pipelines = channels x
+    heads), or None."""
+    value = (schedule.options or {}).get("nccl_chunk")
+    if value is None:
+        return None
+    if (not isinstance(value, dict) or set(value) != set(CHUNK_KEYS)
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in value.values())
+            or value["bytes"] <= 0 or value["full"] <= 0 or value["pipelines"] < 1):
+        raise CcvizError(f"options.nccl_chunk: expected {{{', '.join(CHUNK_KEYS)}}} with positive bytes, full "
+                         f"and pipelines, got {value!r:.80}", "nccl_chunk")
+    return value
+
+
+def chunk_share_of(schedule: Any, model: LinkModel) -> float:
+    """The rate share of a schedule that declares NCCL's chunk (1 for every other schedule)."""
+    chunk = declared_chunk(schedule)
+    return 1.0 if chunk is None else model.chunk_share(chunk["bytes"], chunk["full"])
+
+
 _EFFECTIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def effective_topology(topology: Any, protocol: str = "simple", channels: int | None = None) -> Any:
+def effective_topology(topology: Any, protocol: str = "simple", channels: int | None = None,
+                       share: float = 1.0) -> Any:
     """The fabric as the model sees it for ``protocol``: sustained rates x protocol payload share, the
     protocol's per-step overhead as the alpha of every hop a GPU starts, cut-through switches. With
     ``channels`` (a schedule run as NCCL's channels, each a thread block moving its own share), a link that
     ``k`` of them share is ``k`` lanes of 1/k of its rate, so one channel's per-step wait is not filled by
-    another's data (NCCL's latency + size / bandwidth). Cached per fabric, protocol and channels."""
+    another's data (NCCL's latency + size / bandwidth). ``share`` (``LinkModel.chunk_share``) scales every
+    link's rate and every reduction engine's. Cached per fabric, protocol, channels and share."""
     model = declared(topology)
     if model is None:
         return topology
     per_topology = _EFFECTIVE.setdefault(topology, {})
-    key = (protocol, channels)
+    share = round(float(share), 9)
+    key = (protocol, channels, share)
     if key not in per_topology:
-        share = _channel_shares(topology, model) if channels else {}
+        lane_share = _channel_shares(topology, model) if channels else {}
         links = []
         for (src, dst), link in topology.links.items():
             medium = model.medium(topology, src, dst)
-            bw = link.bandwidth_GBps * model.efficiency[medium] * model.protocol_efficiency[protocol]
+            bw = link.bandwidth_GBps * model.efficiency[medium] * model.protocol_efficiency[protocol] * share
             alpha = model.step_us[medium][protocol] if topology.nodes[src].kind == "gpu" else link.alpha_us
-            lanes = max(1, round(channels * share[(src, dst)])) if channels and (src, dst) in share else 1
+            lanes = max(1, round(channels * lane_share[(src, dst)])) if channels and (src, dst) in lane_share else 1
             links.append(dataclasses.replace(link, bandwidth_GBps=bw / lanes, alpha_us=alpha,
                                              lanes=link.lanes * lanes))
         hop = "teccl" if model.cut_through else topology.switch_hop
         meta = {k: v for k, v in topology.meta.items() if k != "link_model"}
-        per_topology[key] = type(topology)(topology.name, topology.nodes.values(), links,
+        nodes = [dataclasses.replace(n, reduce_GBps=n.reduce_GBps * share) if share != 1.0 and n.reduce_GBps else n
+                 for n in topology.nodes.values()]
+        per_topology[key] = type(topology)(topology.name, nodes, links,
                                            description=topology.description, switch_hop=hop,
                                            layout=topology.layout, meta=meta, validate=False)
     return per_topology[key]

@@ -33,15 +33,17 @@ from ccviz.model.collectives import make_collective
 from ccviz.model.topology import Link, Topology
 from ccviz.model.units import format_size
 from ccviz.runs.nccl_log import NcclTestsLog
+from ccviz.synth.nccl.synthesizer import TUNER_KEY
 from ccviz.synth.registry import SynthOptions, synthesize
 
 MiB = 1 << 20
 LARGE_BYTES = 64 * MiB  # the acceptance line: at and above this size the fit must hold within 5 %
+LARGE_TOLERANCE = 0.05
 MAX_FIT_ROWS = 12  # rows simulated per evaluation (spread over the sizes); every row is reported after
 COLUMNS = ("both", "out-of-place", "in-place")
 LINK_MODEL_KEY = "link_model"
 KNOB_RANGE = 100.0  # a knob moves at most this factor either way from where the fabric had it
-RATE_KNOBS = ("efficiency.", "bw_factor", "reduce_factor")  # fitted first, on the large sizes
+RATE_KNOBS = ("efficiency.", "bw_factor", "reduce_factor", "simple_base_factor")  # fitted first, on the large sizes
 
 
 @dataclass(frozen=True)
@@ -123,10 +125,20 @@ def knobs_for(topology: Topology) -> list[Knob]:
         steps = {m: {p: v * f for p, v in cells.items()} for m, cells in lm["step_us"].items()}
         return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: {**lm, "step_us": steps}})
     knobs.append(Knob("step_us_factor", "factor on every per-hop protocol latency (step_us)", 1.0, scale_steps))
+    def scale_simple(t: Topology, f: float) -> Topology:
+        lm = t.meta[LINK_MODEL_KEY]
+        bases = {a: {p: v * f if p == "simple" else v for p, v in cells.items()} for a, cells in lm["base_us"].items()}
+        return t.with_changes(meta={**t.meta, LINK_MODEL_KEY: {**lm, "base_us": bases}})
+    knobs.append(Knob("simple_base_factor", "factor on NCCL's per-operation base latency of the Simple protocol "
+                      "(base_us.*.simple; the large sizes' intercept: a slow transport's setup raises it)", 1.0,
+                      scale_simple))
     if any(n.reduce and n.reduce_GBps for n in topology.nodes.values()):
         def scale_reduce(t: Topology, f: float) -> Topology:
-            return t.with_changes(nodes=[replace(n, reduce_GBps=n.reduce_GBps * f) if n.reduce and n.reduce_GBps
-                                         else n for n in t.nodes.values()])
+            seen = t.meta.get(TUNER_KEY)
+            meta = t.meta if seen is None else {**t.meta, TUNER_KEY: {**seen,
+                                                                      "reduce_factor": seen.get("reduce_factor", 1.0) * f}}
+            return t.with_changes(meta=meta, nodes=[replace(n, reduce_GBps=n.reduce_GBps * f)
+                                                    if n.reduce and n.reduce_GBps else n for n in t.nodes.values()])
         knobs.append(Knob("reduce_factor", "factor on the reducing switches' engine rate (reduce_GBps)", 1.0,
                           scale_reduce))
     return knobs
@@ -234,11 +246,12 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
 
     _check_ranks(log, topology)
     measured = measured_points(log, column)
-    points = [p for p in measured if p.size_bytes >= MiB or _splits(topology, p, algorithm, extra)]
+    points = _splittable(topology, measured, algorithm, extra)
     if not points:
         raise CcvizError(f"{log.name}: every size is too small to split into {algorithm}'s chunks on "
                          f"{topology.n_gpus} GPUs", "log")
     fitted_on = fit_rows(points)
+    topology = with_tuner_view(topology)
     knobs = knobs_for(topology)
     if not knobs:
         raise CcvizError(f"calibrate: {topology.name} has no knob to fit (no link model, no links)", "system")
@@ -287,15 +300,30 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
     large = [p for p in points if p.size_bytes >= LARGE_BYTES] or points[-max(1, len(points) // 3):]
     small = [p for p in points if p.size_bytes <= MiB] or points[:max(1, len(points) // 3)]
     stopped = None
+    guard = fit_rows(large, MAX_FIT_ROWS // 4)
+    before_last: np.ndarray | None = None
     try:
-        x = fit(rates, fit_rows(large, MAX_FIT_ROWS // 4), x)
+        x = fit(rates, guard, x)
         x = fit(latencies, fit_rows(small, MAX_FIT_ROWS // 4), x)
+        before_last = x
         best.update(cost=math.inf, x=x)
         fit(list(range(len(knobs))), fitted_on, x)
     except _Stop as why:
         stopped = str(why)
         if not math.isfinite(best["cost"]):  # cut short before the last stage: keep the stage's best point
             best["x"] = stage["x"]
+    guarded = None
+    if before_last is not None and best["x"] is not before_last:
+        # the last stage trades every size against every other; it may not give up the large sizes (where the
+        # fit is held to 5 %) for the small ones: keep the stages before it where it would
+        def worst_large(v: np.ndarray) -> float:
+            fabric = apply_knobs(topology, knobs, np.exp(v))
+            return max(abs(math.log(predict_s(fabric, p.collective, p.size_bytes, algorithm, extra) / p.measured_s))
+                       for p in guard)
+        last, kept = worst_large(best["x"]), worst_large(before_last)
+        if last > max(math.log(1 + LARGE_TOLERANCE), kept):
+            guarded = (last, kept)
+            best["x"] = before_last
     values = np.exp(best["x"])
     fitted = apply_knobs(topology, knobs, values)
     knob_values = {k.name: float(v) for k, v in zip(knobs, values, strict=True)}
@@ -313,6 +341,10 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
         if v <= low * 1.01 or v >= high * 0.99:
             calibration.notes.append(f"{knob.name} ended at its bound ({v:.4g}, {v / knob.initial:.3g} x as built): "
                                      "the model cannot follow this log with that knob alone")
+    if guarded is not None:
+        calibration.notes.append(f"the fit over every size moved the sizes >= {format_size(LARGE_BYTES)} to "
+                                 f"{math.exp(guarded[0]) - 1:.1%} off; kept the fit of rates on them and latencies "
+                                 f"on the small sizes ({math.exp(guarded[1]) - 1:.1%})")
     if len(points) < len(measured):
         calibration.notes.append(f"{len(measured) - len(points)} sizes up to {format_size(points[0].size_bytes / 2)} "
                                  f"left out: too small to split into {algorithm}'s chunks on {topology.n_gpus} GPUs")
@@ -320,6 +352,32 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
         calibration.notes.append(f"fitted on {len(fitted_on)} of the log's {len(points)} sizes (spread evenly); "
                                  "the error is reported for every size")
     return calibration
+
+
+def with_tuner_view(topology: Topology) -> Topology:
+    """The fabric with the rates NCCL's tuner model reads kept as built (``meta['nccl_tuner']``): the fit moves
+    the rates the simulator charges, not the ones NCCL chose by on the machine that made the log."""
+    from ccviz.model.link_model import declared
+
+    model = declared(topology)
+    if model is None or TUNER_KEY in topology.meta:
+        return topology
+    return topology.with_changes(meta={**topology.meta, TUNER_KEY: {"efficiency": dict(model.efficiency),
+                                                                    "reduce_factor": 1.0}})
+
+
+def _splittable(topology: Topology, points: Sequence[Point], algorithm: str,
+                extra: dict[str, Any] | None) -> list[Point]:
+    """The points the algorithm can cut into chunks: per collective, every size from the smallest that splits
+    up (a larger size splits wherever a smaller one does; sizes >= 1 MiB always do), so at most a few are
+    simulated to find out."""
+    out: list[Point] = []
+    for collective in sorted({p.collective for p in points}):
+        mine = sorted((p for p in points if p.collective == collective), key=lambda p: p.size_bytes)
+        first = next((i for i, p in enumerate(mine) if p.size_bytes >= MiB or _splits(topology, p, algorithm, extra)),
+                     len(mine))
+        out += mine[first:]
+    return sorted(out, key=lambda p: (p.collective, p.size_bytes))
 
 
 def _splits(topology: Topology, point: Point, algorithm: str, extra: dict[str, Any] | None) -> bool:

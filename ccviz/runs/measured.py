@@ -15,6 +15,7 @@ busbw within 10 % at >= 64 MiB, within 25 % at 1-16 MiB, time within 2x at <= 64
 from __future__ import annotations
 
 import csv
+import math
 import statistics
 import threading
 import time
@@ -180,39 +181,117 @@ def select(rows: Iterable[MeasuredRow], words: str = "") -> list[MeasuredRow]:
             if all(w in f"{r.label} {r.spec} {r.collective} {format_size(r.size_bytes)}".lower() for w in wanted)]
 
 
+INTERPOLATION_CHECK = 0.002  # a shape's middle size must sit within 0.2 % of the line through its ends
+
+
+class Predictor:
+    """ccviz's time for each row, one simulation per distinct machine, collective, size and options, and fewer
+    where sizes share a schedule shape.
+
+    Why: a full table is about 150 simulations, some of 72 and 144 GPUs. Sizes whose NCCL choice has the same
+    shape (``ccviz.synth.nccl.synthesizer.Choice.shape``: algorithm, protocol, channels, NVLS chunk) build the
+    same schedule with its chunks scaled; its time is then a maximum of (latency + size x per-byte time) over
+    its paths, convex in the size. Where four or more sizes share a shape, the smallest, the largest and the
+    middle one are simulated; if the middle one lies within ``INTERPOLATION_CHECK`` of the line through the
+    ends, the shape is that line (up to twice that error, by convexity) and the sizes between are read off it,
+    each row saying so; otherwise every size is simulated."""
+
+    def __init__(self, rows: Sequence[MeasuredRow], algorithm: str = DEFAULT_ALGORITHM) -> None:
+        self.algorithm = algorithm
+        self.fabrics: dict[str, Any] = {}
+        self.cache: dict[tuple, tuple[float | None, str, str]] = {}  # key -> (seconds, missing, note)
+        self.sizes: dict[tuple, set[int]] = {}
+        for r in rows:
+            self.sizes.setdefault(self._group(r), set()).add(r.size_bytes)
+        self.simulations = 0
+
+    @staticmethod
+    def _group(row: MeasuredRow) -> tuple:
+        return (row.spec, row.collective, tuple(sorted(row.options.items())))
+
+    def fabric(self, row: MeasuredRow) -> Any:
+        from ccviz.builders.loading import load_topology
+
+        if row.spec not in self.fabrics:
+            self.fabrics[row.spec] = load_topology(row.spec)
+        fabric = self.fabrics[row.spec]
+        if fabric.n_gpus != row.gpus:
+            raise CcvizError(f"{row.spec} has {fabric.n_gpus} GPUs, the row ran on {row.gpus}", "system")
+        return fabric
+
+    def predict(self, row: MeasuredRow) -> tuple[float | None, str, str]:
+        """(seconds or None, why not, how it was found) for one row."""
+        key = self._group(row) + (row.size_bytes,)
+        if key not in self.cache:
+            try:
+                self._fill(row)
+            except CcvizError as exc:
+                self.cache[key] = (None, str(exc), "")
+        return self.cache[key]
+
+    def _simulate(self, row: MeasuredRow, size: int) -> float:
+        from ccviz.runs.calibrate import predict_s
+
+        self.simulations += 1
+        return predict_s(self.fabric(row), row.collective, size, self.algorithm, row.options)
+
+    def _fill(self, row: MeasuredRow) -> None:
+        group = self._group(row)
+        same = self._same_shape(row, sorted(s for s in self.sizes[group] if group + (s,) not in self.cache))
+        if len(same) >= 4:
+            lo, hi = same[0], same[-1]
+            mid = min(same[1:-1], key=lambda s: abs(math.log(s) - (math.log(lo) + math.log(hi)) / 2))
+            times = {s: self._simulate(row, s) for s in (lo, mid, hi)}
+
+            def line(s: int) -> float:
+                return times[lo] + (times[hi] - times[lo]) * (s - lo) / (hi - lo)
+            if abs(line(mid) - times[mid]) <= INTERPOLATION_CHECK * times[mid]:
+                how = (f"interpolated between the simulated {format_size(lo)} and {format_size(hi)} (one schedule "
+                       f"shape; {format_size(mid)} simulated within {INTERPOLATION_CHECK:.1%} of that line)")
+                for s in same:
+                    self.cache[group + (s,)] = (times[s], "", "") if s in times else (line(s), "", how)
+                return
+            for s, t in times.items():
+                self.cache[group + (s,)] = (t, "", "")
+            if group + (row.size_bytes,) in self.cache:
+                return
+        self.cache[group + (row.size_bytes,)] = (self._simulate(row, row.size_bytes), "", "")
+
+    def _same_shape(self, row: MeasuredRow, sizes: list[int]) -> list[int]:
+        """The sizes whose NCCL choice has the shape of this row's size ([] for other algorithms)."""
+        if self.algorithm != "nccl" or row.size_bytes not in sizes:
+            return []
+        from ccviz.model.collectives import make_collective
+        from ccviz.synth.nccl.synthesizer import nccl_choice
+        from ccviz.synth.registry import SynthOptions
+
+        fabric = self.fabric(row)
+
+        def shape(size: int) -> tuple:
+            return nccl_choice(fabric, make_collective(row.collective, fabric, float(size)),
+                               SynthOptions(extra=dict(row.options))).shape
+        mine = shape(row.size_bytes)
+        return [s for s in sizes if shape(s) == mine]
+
+
 def compare(rows: Sequence[MeasuredRow], algorithm: str = DEFAULT_ALGORITHM, time_limit: float | None = None,
             stop: threading.Event | None = None,
             progress: Callable[[int, Comparison], None] | None = None) -> list[Comparison]:
-    """Predict every row (one simulation per distinct machine, collective, size and options)."""
-    from ccviz.builders.loading import load_topology
-    from ccviz.runs.calibrate import predict_s
-
-    fabrics: dict[str, Any] = {}
-    cache: dict[tuple, tuple[float | None, str]] = {}
+    """Predict every row (``Predictor``: one simulation per distinct machine, collective, size and options, or
+    one line per schedule shape where its middle size confirms it)."""
+    predictor = Predictor([r for r in rows if r.gpus <= MAX_PREDICT_GPUS], algorithm)
     out = []
     started = time.monotonic()
     for i, row in enumerate(rows):
         comp = Comparison(row)
-        key = (row.spec, row.collective, row.size_bytes, tuple(sorted(row.options.items())))
         if stop is not None and stop.is_set():
             comp.missing = "stopped"
         elif time_limit is not None and time.monotonic() - started > time_limit:
             comp.missing = "time limit"
         elif row.gpus > MAX_PREDICT_GPUS:
             comp.missing = f"{row.gpus} GPUs: more than {MAX_PREDICT_GPUS} are listed, not simulated"
-        elif key in cache:
-            comp.predicted_s, comp.missing = cache[key]
         else:
-            try:
-                if row.spec not in fabrics:
-                    fabrics[row.spec] = load_topology(row.spec)
-                fabric = fabrics[row.spec]
-                if fabric.n_gpus != row.gpus:
-                    raise CcvizError(f"{row.spec} has {fabric.n_gpus} GPUs, the row ran on {row.gpus}", "system")
-                comp.predicted_s = predict_s(fabric, row.collective, row.size_bytes, algorithm, row.options)
-            except CcvizError as exc:
-                comp.missing = str(exc)
-            cache[key] = (comp.predicted_s, comp.missing)
+            comp.predicted_s, comp.missing, comp.notes = predictor.predict(row)
         if comp.predicted_s:
             algbw = row.size_bytes / comp.predicted_s / 1e9
             comp.predicted_busbw_GBps = algbw * bus_factor(row.collective, row.gpus)

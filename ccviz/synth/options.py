@@ -60,7 +60,8 @@ class OptionSpec:
 
     def convert(self, value: Any) -> Any:
         """``value`` (from JSON, YAML, a text field or Python) as this option's type, or a CcvizError."""
-        if value is None or (isinstance(value, str) and value.strip().lower() in ("auto", "automatic", "null")):
+        word = value.strip().lower() if isinstance(value, str) else None
+        if value is None or (word in ("auto", "automatic", "null") and word not in self.choices):
             if self.automatic:
                 return None
             raise self.refuse(value)

@@ -19,14 +19,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ccviz.model.link_model import LinkModel
+from ccviz.model.link_model import BASE_US, STEP_US, LinkModel
 from ccviz.model.topology import Topology
 from ccviz.model.units import BYTES_PER_GB, SECONDS_PER_US
 from ccviz.synth.nccl.options import PROTOS
 
 # NCCL tuning.cc hwLat (us) for Tree and NVLS/NVLSTree/CollNet; the ring's rows are the link model's step_us.
 TREE_HW_US = {"scaleup": {"ll": 0.6, "ll128": 1.25, "simple": 28.0}, "net": {"ll": 5.0, "ll128": 8.5, "simple": 28.0}}
-NVLS_HW_US = {"scaleup": 23.0, "net": 14.0}  # NVLSTree's network hwLat (NVLS: 18)
+NVLS_HW_US = {"net": 14.0}  # NVLSTree's network hwLat (NVLS: 18); on NVLink: BASE_US nvls / nvlstree (23 us)
 LL_MAX_BW = 87.7  # llMaxBws, one box (Ampere/Hopper row), GB/s
 LL_MAX_BW_NODES = {2: 22.5, 3: 19.0}  # llMaxBws for 2 and more boxes (AMD CPU row; Intel 39.0/20.4)
 PER_CH_RING_LL128 = 36.7  # perChMaxRingLL128Bws, Hopper (Ampere: 20.0)
@@ -63,8 +63,11 @@ class Estimate:
                 f"{self.time_s * 1e6:.1f} us")
 
 
-def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkModel) -> list[Estimate]:
-    """NCCL's estimate of every algorithm+protocol it would consider for this collective on this fabric."""
+def estimates(fabric: Fabric, collective: str, size_bytes: float) -> list[Estimate]:
+    """NCCL's estimate of every algorithm+protocol it would consider for this collective on this fabric. Its
+    latencies are NCCL's constants (``STEP_US``, ``BASE_US``), never a calibrated fabric's: NCCL's tuner does
+    not know how slow a machine's steps really are, so it chooses as it would anywhere, and the simulator then
+    charges the fabric's own latencies."""
     n, nodes = fabric.ranks, fabric.boxes
     nsteps = 2 * (n - 1) if collective == "allreduce" else n - 1
     inter_steps = (2 * nodes if nodes > 1 else 0) if collective == "allreduce" else nodes - 1
@@ -75,9 +78,9 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkMod
     for proto in PROTOS:
         bus = {"ll": min(ll_cap, ring_bus / 4 if collective == "allreduce" or nodes > 1 else ring_bus / 3),
                "ll128": min(ring_bus * 0.92, ll128_cap), "simple": ring_bus}[proto]
-        intra = model.step_us["scaleup"][proto] * (1.8 if nodes > 1 and proto == "ll" else 1.0)
-        inter = model.step_us["net"][proto]
-        latency = model.base_us["ring"][proto] + (nsteps - inter_steps) * intra + inter_steps * inter
+        intra = STEP_US["scaleup"][proto] * (1.8 if nodes > 1 and proto == "ll" else 1.0)
+        inter = STEP_US["net"][proto]
+        latency = BASE_US["ring"][proto] + (nsteps - inter_steps) * intra + inter_steps * inter
         out.append(_estimate("ring", proto, latency, bus * n / nsteps, size_bytes))
     if collective == "allreduce":
         per_ch = PER_CH_TREE[min(nodes, 3)] if fabric.hopper else 24.0
@@ -87,18 +90,19 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkMod
             bus = {"ll": min(bus / 3.8, ll_cap), "ll128": bus * (7 / 9 if nodes == 1 else 120 / 128),
                    "simple": bus}[proto]
             intra = TREE_HW_US["scaleup"][proto] * (1.8 if nodes > 1 and proto == "ll" else 1.0)
-            latency = model.base_us["tree"][proto] + 2 * ((n // nodes - 1) * intra
+            latency = BASE_US["tree"][proto] + 2 * ((n // nodes - 1) * intra
                                                          + math.log2(nodes) * TREE_HW_US["net"][proto])
             out.append(_estimate("tree", proto, latency, bus * 0.5, size_bytes))
     if fabric.nvls_GBps and collective in ("allreduce", "allgather", "reducescatter"):
         if nodes == 1:
-            out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"], fabric.nvls_GBps, size_bytes))
+            out.append(_estimate("nvls", "simple", BASE_US["nvls"]["simple"], fabric.nvls_GBps, size_bytes))
         elif fabric.sharp:  # NVLS with CollNet: NCCL enables NVLS across boxes only where the network reduces
             algbw = min(fabric.nvls_GBps, (n // nodes) * (fabric.net_GBps or 0))
-            out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"] + NVLS_HW_US["net"], algbw, size_bytes))
+            out.append(_estimate("nvls", "simple", BASE_US["nvls"]["simple"] + NVLS_HW_US["net"], algbw,
+                                 size_bytes))
         if nodes == 2 and collective == "allreduce":  # NVLSTree (ccviz builds it on two nodes)
             inter = (n // nodes) * (fabric.net_GBps or 0)
-            latency = NVLS_HW_US["scaleup"] + 2 * math.log2(nodes) * NVLS_HW_US["net"]
+            latency = BASE_US["nvlstree"]["simple"] + 2 * math.log2(nodes) * NVLS_HW_US["net"]
             out.append(_estimate("nvlstree", "simple", latency, min(fabric.nvls_GBps, inter), size_bytes))
     return out
 
