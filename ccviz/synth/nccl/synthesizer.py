@@ -10,9 +10,10 @@ fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built a
   across boxes only where the rail leaves reduce too (NCCL enables NVLS across nodes with CollNet/SHARP);
 * ``collnet``: the same schedule forced (NVLS in the box, SHARP at the rail leaves).
 
-* ``nvlstree``: NVLS in each of two boxes, their rail GPUs exchanging box partials (``nvlstree.py``).
-
-PAT, and NVLSTree or tree over more than two boxes, are not built here: forcing PAT is one clear error.
+* ``nvlstree``: NVLS in each box, their rail GPUs exchanging box partials (two boxes) or reducing and
+  broadcasting over NCCL's double binary tree of the boxes (more; ``nvlstree.py``). Beyond two boxes the
+  tuner leaves it out unless forced: in the simulator's in-order link service the schedule reaches about
+  half of NCCL's modelled rate (``--opt algo=nvlstree`` builds it and says so).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
     fabric = read_fabric(topology, ranks, list(boxes.boxes), channels, model, _ring_GBps(topology, boxes, model,
                                                                                          channels))
     menu = estimates(fabric, collective.name, collective.size_bytes, model)
+    if forced != "nvlstree" and len(boxes.boxes) > 2:  # see nvlstree.py: built, but only on request
+        menu = [e for e in menu if e.algo != "nvlstree"]
     if forced is not None and forced not in BUILT:
         raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
     if forced == "collnet":

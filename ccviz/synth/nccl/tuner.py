@@ -96,9 +96,9 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkMod
         elif fabric.sharp:  # NVLS with CollNet: NCCL enables NVLS across boxes only where the network reduces
             algbw = min(fabric.nvls_GBps, (n // nodes) * (fabric.net_GBps or 0))
             out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"] + NVLS_HW_US["net"], algbw, size_bytes))
-        if nodes == 2 and collective == "allreduce":  # NVLSTree (ccviz builds it on two nodes)
-            inter = (n // nodes) * (fabric.net_GBps or 0)
-            latency = NVLS_HW_US["scaleup"] + 2 * math.log2(nodes) * NVLS_HW_US["net"]
+        if nodes >= 2 and collective == "allreduce":  # NVLSTree: the network halved beyond 2 nodes, 2(nodes-1) hops
+            inter = (n // nodes) * (fabric.net_GBps or 0) / (1 if nodes == 2 else 2)  # tuning.cc: bwInter/2
+            latency = NVLS_HW_US["scaleup"] + 2 * (nodes - 1) * NVLS_HW_US["net"]
             out.append(_estimate("nvlstree", "simple", latency, min(fabric.nvls_GBps, inter), size_bytes))
     return out
 
