@@ -8,7 +8,7 @@ import pytest
 from ccviz import load_topology
 from ccviz.errors import CcvizError
 from ccviz.runs.pipeline import run
-from ccviz.synth.nccl.nvlstree import btree_parent, dtree_parents
+from ccviz.synth.nccl.trees import btree_parent, dtree_parents
 from ccviz.synth.registry import SynthOptions
 
 MIB = 2**20
@@ -58,3 +58,37 @@ def test_the_tuner_leaves_nvlstree_out_beyond_two_boxes_unless_forced() -> None:
 def test_nvlstree_on_one_box_is_refused_in_one_line() -> None:
     with pytest.raises(CcvizError, match="NCCL has no nvlstree"):
         nccl("dgxh100", MIB, algo="nvlstree")
+
+
+def test_nccls_tree_chains_each_box_from_the_channels_rail_gpu() -> None:
+    from ccviz.synth.nccl.channels import Boxes
+    from ccviz.synth.nccl.trees import channel_tree
+
+    boxes = Boxes(((0, 1, 2, 3), (4, 5, 6, 7), (8, 9, 10, 11), (12, 13, 14, 15)))
+    tree = channel_tree(boxes, 1)  # rail 1, the first tree: boxes 0 -> 2 -> {1, 3}
+    assert tree.root == 1
+    assert [tree.parent[g] for g in (2, 3, 0)] == [1, 2, 3]  # the chain 1 -> 2 -> 3 -> 0 in box 0
+    assert tree.parent[9] == 1 and tree.parent[5] == 9 and tree.parent[13] == 9  # rail GPUs in the box tree
+    assert channel_tree(boxes, 5).root == 13  # rail 1, the second (mirrored) tree is rooted in the last box
+
+
+@pytest.mark.parametrize("spec", ["dgxh100:nodes=2", "dgxh100:nodes=3"])
+def test_dbt_across_boxes_is_placed_as_nccl_places_its_tree(spec: str) -> None:
+    # before: two textbook trees over all GPUs crossed the network on most edges (75 GB/s busbw on 2 boxes at
+    # 1 GiB against the ring's 358); now chains in the boxes and the tree across them (268 GB/s)
+    topology = load_topology(spec)
+    dbt = run(topology, "allreduce", "dbt", 64 * MIB)
+    ring = run(topology, "allreduce", "ring", 64 * MIB)
+    assert dbt.timeline.verified and "placed as NCCL places its tree" in dbt.schedule.notes[0]
+    rails = {n for n, node in topology.nodes.items() if node.group == "rails"}
+    crossing = sum(1 for tr in dbt.schedule.transfers if tr.dst in rails)
+    boxes = len({topology.nodes[g].group for g in topology.gpus})
+    assert crossing == 2 * (boxes - 1) * len(dbt.schedule.collective.chunks)  # each chunk: once up, once down
+    assert dbt.finish_time_s < 2 * ring.finish_time_s
+
+
+def test_dbt_keeps_the_textbook_trees_on_one_box_and_with_chunks() -> None:
+    one_box = run(load_topology("dgxh100"), "allreduce", "dbt", MIB)
+    assert one_box.timeline.verified and "NCCL" not in " ".join(one_box.schedule.notes)
+    chunked = run(load_topology("dgxh100:nodes=2"), "allreduce", "dbt", MIB, chunks=2)
+    assert chunked.timeline.verified and "NCCL" not in " ".join(chunked.schedule.notes)

@@ -35,6 +35,7 @@ from ccviz.model.link_model import LinkModel, effective_topology
 from ccviz.model.schedule import COMBINE, Schedule, Transfer
 from ccviz.model.topology import Topology
 from ccviz.synth.nccl.channels import Boxes, plane_slots
+from ccviz.synth.nccl.trees import dtree_parents
 from ccviz.synth.registry import SynthOptions
 
 MAX_TRANSFERS = 600_000  # pieces per rank are cut down (never below one) to stay under this
@@ -84,28 +85,6 @@ def nvls_tree(topology: Topology, collective: Collective, model: LinkModel, opti
                                "partials through their rail leaf"])
     schedule.options["planned_on"] = "hardware"  # timed on the fabric the judge uses
     return schedule
-
-
-def btree_parent(nodes: int, rank: int) -> int | None:
-    """The parent of ``rank`` in NCCL's binary tree over ``nodes`` (``trees.cc``, ``ncclGetBtree``): a rank
-    hangs under the rank with its lowest set bit cleared and the next bit set (that bit alone cleared when the
-    former is out of range); rank 0 is the root."""
-    if rank == 0:
-        return None
-    bit = rank & -rank
-    up = (rank ^ bit) | (bit << 1)
-    return up if up < nodes else rank ^ bit
-
-
-def dtree_parents(nodes: int) -> tuple[dict[int, int], dict[int, int]]:
-    """NCCL's double binary tree (``ncclGetDtree``): the binary tree, and its mirror (even ``nodes``) or its
-    shift by one (odd), as child -> parent maps."""
-    first = {r: p for r in range(nodes) if (p := btree_parent(nodes, r)) is not None}
-    if nodes % 2 == 0:
-        second = {nodes - 1 - r: nodes - 1 - p for r, p in first.items()}
-    else:
-        second = {(r + 1) % nodes: (p + 1) % nodes for r, p in first.items()}
-    return first, second
 
 
 def _depths(parents: dict[int, int], nodes: int) -> dict[int, int]:

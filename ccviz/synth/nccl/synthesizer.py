@@ -5,7 +5,8 @@ fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built a
 
 * ``ring``: one ring per channel (``ccviz.synth.nccl.channels``), each on its own switch plane or direct
   links, crossing boxes rail by rail; the data split evenly over the channels;
-* ``tree``: NCCL's double binary tree (the textbook ``dbt`` laid over the channels' chunks);
+* ``tree``: NCCL's tree per channel: a chain through each box from the channel's rail GPU, the double binary
+  tree of the boxes over those GPUs (``trees.py``);
 * ``nvls``: NVLink SHARP inside one box (GPUs combine in the reducing NVSwitches, which multicast the sums);
   across boxes only where the rail leaves reduce too (NCCL enables NVLS across nodes with CollNet/SHARP);
 * ``collnet``: the same schedule forced (NVLS in the box, SHARP at the rail leaves).
@@ -26,10 +27,11 @@ from ccviz.model.link_model import LinkModel, declared, effective_topology
 from ccviz.model.routing import ring_order as routing_ring_order
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
-from ccviz.synth.classic import DoubleBinaryTree, Ring
+from ccviz.synth.classic import Ring
 from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
 from ccviz.synth.nccl.nvlstree import nvls_tree
 from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
+from ccviz.synth.nccl.trees import plan_allreduce
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
 
@@ -145,9 +147,9 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
             order = physical or ring_order(boxes, c, direct)
             ring.lay_direction(layout, order, [ch for ch in refined.chunks if ch.index % channels == c])
     else:
-        if collective.name not in DoubleBinaryTree.collectives:
+        if collective.name != "allreduce":
             raise CcvizError(f"algo: NCCL's tree runs allreduce only, not {collective.name}", "algo")
-        notes += DoubleBinaryTree().plan(layout, topology, refined) or []
+        notes += plan_allreduce(layout, refined, boxes, channels)
     transfers = layout.transfers()
     rounds, labels = layout.numbered_rounds()
     return Schedule(topology, refined, transfers, "nccl", {"channels": channels}, status="heuristic", notes=notes,
