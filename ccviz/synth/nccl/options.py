@@ -8,7 +8,7 @@ from ccviz.synth.options import AlgorithmOptions, option
 
 ALGOS = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat")  # NCCL's algorithms (NCCL_ALGO)
 PROTOS = ("ll", "ll128", "simple")  # NCCL's protocols (NCCL_PROTO)
-BUILT = ("ring", "tree", "nvls", "nvlstree", "collnet")  # the ones ccviz builds as schedules
+BUILT = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat")  # the ones ccviz builds as schedules
 NCCL_COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"})
 
 

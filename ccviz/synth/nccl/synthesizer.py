@@ -14,7 +14,9 @@ fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built a
 * ``nvlstree``: NVLS in each box, their rail GPUs exchanging box partials (two boxes) or reducing and
   broadcasting over NCCL's double binary tree of the boxes (more; ``nvlstree.py``). Beyond two boxes the
   tuner leaves it out unless forced: in the simulator's in-order link service the schedule reaches about
-  half of NCCL's modelled rate (``--opt algo=nvlstree`` builds it and says so).
+  half of NCCL's modelled rate (``--opt algo=nvlstree`` builds it and says so);
+* ``pat``: AllGather / ReduceScatter with one GPU per node, where NCCL enables it (``pat.py``); forced
+  elsewhere, one line naming where NCCL uses it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ccviz.model.routing import ring_order as routing_ring_order
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import Ring
+from ccviz.synth.nccl import pat
 from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
 from ccviz.synth.nccl.nvlstree import nvls_tree
 from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
@@ -54,6 +57,8 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
         menu = [e for e in menu if e.algo != "nvlstree"]
     if forced is not None and forced not in BUILT:
         raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
+    if forced == "pat" and not pat.enabled(collective, boxes):
+        raise pat.refusal(collective, boxes)
     if forced == "collnet":
         if not fabric.sharp:
             raise CcvizError("algo: collnet needs rail leaves that reduce (SHARP), e.g. dgxh100:nodes=2,sharp=true",
@@ -69,6 +74,8 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
         schedule = _in_network(topology, collective, options)
     elif pick.algo == "nvlstree":
         schedule = nvls_tree(topology, collective, model, options)
+    elif pick.algo == "pat":
+        schedule = pat.build(topology, collective)
     else:
         schedule = _channels(topology, collective, boxes, channels, pick.algo)
     schedule.options.update(protocol=pick.proto, nccl_algo=pick.algo)

@@ -90,6 +90,9 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float, model: LinkMod
             latency = model.base_us["tree"][proto] + 2 * ((n // nodes - 1) * intra
                                                          + math.log2(nodes) * TREE_HW_US["net"][proto])
             out.append(_estimate("tree", proto, latency, bus * 0.5, size_bytes))
+    if collective in ("allgather", "reducescatter") and nodes == n > 1:  # PAT: one GPU per node (ncclPatEnable)
+        latency = 8 + math.floor(math.log2(nodes)) * TREE_HW_US["net"]["simple"] / 3.5 + n * 2.8  # tuning.cc
+        out.append(_estimate("pat", "simple", latency, ring_bus * 0.75, size_bytes))  # busBw *= .75, no ratio
     if fabric.nvls_GBps and collective in ("allreduce", "allgather", "reducescatter"):
         if nodes == 1:
             out.append(_estimate("nvls", "simple", NVLS_HW_US["scaleup"], fabric.nvls_GBps, size_bytes))
