@@ -22,6 +22,10 @@ More than two boxes (``tree_of_boxes``): an untimed schedule the simulator times
 in its box by one NVSwitch (the planes apportioned by their links, as NCCL's channels are) into the GPU of r's
 local index in every box (its rail), goes up and down the double binary tree of the boxes over that rail's
 leaf (tree 0 or 1 alternating with k and r's box, so every NIC carries both trees' shares), and is multicast.
+The simulator serves each link in step order, so the steps say what goes first on a shared link: every box sum
+(a reducing NVSwitch holds no sum, so nothing may delay one), then the tree's reductions, then its broadcasts
+and the multicasts, chunk by chunk within each (``readiness.reorder`` then lets ready sends go first where
+that ends sooner).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from ccviz.model.link_model import LinkModel, effective_topology
 from ccviz.model.schedule import COMBINE, Schedule, Transfer
 from ccviz.model.topology import Topology
 from ccviz.synth.nccl.channels import Boxes, plane_slots
+from ccviz.synth.nccl.readiness import reorder
 from ccviz.synth.nccl.trees import dtree_parents
 from ccviz.synth.registry import SynthOptions
 
@@ -118,6 +123,7 @@ def tree_of_boxes(topology: Topology, collective: Collective, boxes: Boxes) -> S
     up0, down0 = 2, 2 + 2 * height  # the phases the tree's reduction and broadcast start at
     multicast = down0 + 2 * height
     lag = LAG * per_box  # steps between a chunk's phases: later chunks' earlier phases go first on a link
+    after_up = len(refined.chunks) + lag * down0  # the tree's broadcast after its reductions, on every link
     after_sums = 2 * len(refined.chunks)  # a reducing switch holds no sum: every box sum is sent before anything else
     out: list[Transfer] = []
     for c in refined.chunks:
@@ -126,7 +132,9 @@ def tree_of_boxes(topology: Topology, collective: Collective, boxes: Boxes) -> S
         slot = (c.index * count + home) * per_box + rail  # the order chunks enter the pipeline, rails interleaved
 
         def step(phase: int, slot: int = slot) -> float:  # the box sums first: no later send delays a sum
-            return float(2 * slot + phase if phase < 2 else after_sums + slot + lag * phase)
+            if phase < 2:
+                return float(2 * slot + phase)
+            return float(after_sums + slot + lag * phase + (after_up if phase >= down0 else 0))
 
         parents, depth = trees[tree], depths[tree]
         heads = [box[rail] for box in boxes.boxes]
@@ -152,10 +160,12 @@ def tree_of_boxes(topology: Topology, collective: Collective, boxes: Boxes) -> S
             out.extend(Transfer(c.id, planes[b], g, step=step(multicast + 1)) for g in box if g != heads[b])
     notes = [f"nccl: nvlstree on {count} boxes: NVLS in each box into the chunk's rail GPU, NCCL's double binary "
              f"tree of the boxes over each rail leaf (depth {height}), NVLS multicast; {pieces} piece(s) per rank",
-             "nccl: the simulator serves each link in step order, so a chunk late in one phase holds the next "
-             "phase's link: this schedule reaches about half of NCCL's modelled NVLSTree rate, and the tuner "
-             "leaves it out beyond two boxes unless forced"]
-    return Schedule(topology, refined, out, "nccl", status="heuristic", notes=notes)
+             "nccl: the simulator serves each link in step order (the box sums first, the tree's reductions, "
+             "then its broadcasts and the multicasts), so a chunk late in one phase can hold the next one's link: "
+             "this schedule reaches 0.6-0.75 of NCCL's modelled NVLSTree rate (3-8 boxes at 1 GiB), and the "
+             "tuner leaves it out beyond two boxes unless forced"]
+    return reorder(Schedule(topology, refined, out, "nccl", status="heuristic", notes=notes,
+                            options={"protocol": "simple", "nccl_algo": "nvlstree"}), after_sums)
 
 
 def _rail_leaf(topology: Topology, src: int, dst: int) -> int:

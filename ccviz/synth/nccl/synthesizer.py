@@ -13,8 +13,8 @@ fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built a
 
 * ``nvlstree``: NVLS in each box, their rail GPUs exchanging box partials (two boxes) or reducing and
   broadcasting over NCCL's double binary tree of the boxes (more; ``nvlstree.py``). Beyond two boxes the
-  tuner leaves it out unless forced: in the simulator's in-order link service the schedule reaches about
-  half of NCCL's modelled rate (``--opt algo=nvlstree`` builds it and says so);
+  tuner leaves it out unless forced: in the simulator's in-order link service the schedule reaches 0.6-0.75
+  of NCCL's modelled rate (``--opt algo=nvlstree`` builds it and says so);
 * ``pat``: AllGather / ReduceScatter with one GPU per node, where NCCL enables it (``pat.py``); forced
   elsewhere, one line naming where NCCL uses it.
 """
