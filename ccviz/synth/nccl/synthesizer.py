@@ -33,7 +33,7 @@ from ccviz.synth.classic import Ring
 from ccviz.synth.nccl import pat
 from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
 from ccviz.synth.nccl.nvlstree import nvls_tree
-from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
+from ccviz.synth.nccl.options import NCCL_COLLECTIVES, NcclOptions
 from ccviz.synth.nccl.trees import plan_allreduce
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
@@ -55,8 +55,6 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
     menu = estimates(fabric, collective.name, collective.size_bytes, model)
     if forced != "nvlstree" and len(boxes.boxes) > 2:  # see nvlstree.py: built, but only on request
         menu = [e for e in menu if e.algo != "nvlstree"]
-    if forced is not None and forced not in BUILT:
-        raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
     if forced == "pat" and not pat.enabled(collective, boxes):
         raise pat.refusal(collective, boxes)
     if forced == "collnet":
