@@ -113,3 +113,16 @@ def test_reordering_by_readiness_never_ends_later() -> None:
     finish = max(t.end_s for t in _timed(built).transfers)
     again = reorder(built, 2 * len(built.collective.chunks))
     assert max(t.end_s for t in _timed(again).transfers) <= finish
+
+
+def test_nvlstree_over_a_process_group_takes_the_same_local_gpus_of_every_box() -> None:
+    from ccviz.model.collectives import make_collective
+
+    topology = load_topology("dgxh100:nodes=3")
+    group = make_collective("allreduce", [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19], 16 * MIB)
+    result = run(topology, group, "nccl", options=SynthOptions(extra={"algo": "nvlstree"}))
+    assert result.timeline.verified
+    for ranks, why in (([0, 1, 2, 3, 12, 13, 14, 15, 16, 17, 18, 19], "same local GPUs in every box"),
+                       ([*range(16), 16, 17, 18, 19], "same number of GPUs in every box")):
+        with pytest.raises(CcvizError, match=why):
+            run(topology, make_collective("allreduce", ranks, MIB), "nccl", options=SynthOptions(extra={"algo": "nvlstree"}))

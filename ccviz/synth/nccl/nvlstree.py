@@ -173,4 +173,5 @@ def _rail_leaf(topology: Topology, src: int, dst: int) -> int:
     for link in topology.out_links.get(src, []):
         if topology.nodes[link.dst].kind == "switch" and (link.dst, dst) in topology.links:
             return link.dst
-    raise CcvizError(f"topology: GPUs {src} and {dst} share no rail leaf for NCCL's tree across boxes", "topology")
+    raise CcvizError(f"ranks: GPUs {src} and {dst} share no rail leaf for NCCL's tree across boxes; take the same "
+                     "local GPUs in every box (e.g. --ranks 0-3,8-11 on 8-GPU boxes)", "ranks")
