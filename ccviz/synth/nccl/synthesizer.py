@@ -154,7 +154,7 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
     else:
         if collective.name != "allreduce":
             raise CcvizError(f"algo: NCCL's tree runs allreduce only, not {collective.name}", "algo")
-        notes += plan_allreduce(layout, refined, boxes, channels)
+        notes += plan_allreduce(layout, refined, boxes, channels, not scaleup_switches(topology, boxes.boxes[0][0]))
     transfers = layout.transfers()
     rounds, labels = layout.numbered_rounds()
     return Schedule(topology, refined, transfers, "nccl", {"channels": channels}, status="heuristic", notes=notes,

@@ -16,7 +16,7 @@ from ccviz.model.placement import Layout
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import DoubleBinaryTree, Tree
-from ccviz.synth.nccl.channels import Boxes, channel_count
+from ccviz.synth.nccl.channels import Boxes, channel_count, direct_cycles
 from ccviz.synth.registry import SynthOptions
 
 
@@ -42,15 +42,20 @@ def dtree_parents(nodes: int) -> tuple[dict[int, int], dict[int, int]]:
     return first, second
 
 
-def channel_tree(boxes: Boxes, channel: int) -> Tree:
-    """Channel ``channel``'s tree: each box a chain from its rail GPU, the rail GPUs in the boxes' tree."""
+def channel_tree(boxes: Boxes, channel: int, direct: bool = False) -> Tree:
+    """Channel ``channel``'s tree: each box a chain from its rail GPU, the rail GPUs in the boxes' tree. On
+    direct-connected boxes (``direct``) the chain follows the channel's own link-disjoint cycle
+    (``channels.direct_cycles``), so the channels' chains spread over every link as the rings do."""
     rail = channel % boxes.per_box
     count = len(boxes.boxes)
     box_parent = dtree_parents(count)[(channel // boxes.per_box) % 2] if count > 1 else {}
     heads = [box[rail % len(box)] for box in boxes.boxes]
     parent: dict[int, int] = {}
+    cycles = direct_cycles(boxes.per_box) if direct else ()
     for b, box in enumerate(boxes.boxes):
-        chain = [box[(rail + j) % len(box)] for j in range(len(box))]
+        walk = cycles[channel % len(cycles)] if direct else tuple(range(len(box)))
+        at = walk.index(rail % len(box))
+        chain = [box[i] for i in walk[at:] + walk[:at]]
         parent.update(zip(chain[1:], chain[:-1], strict=True))
         if b in box_parent:
             parent[heads[b]] = heads[box_parent[b]]
@@ -58,9 +63,10 @@ def channel_tree(boxes: Boxes, channel: int) -> Tree:
     return Tree(root, parent)
 
 
-def plan_allreduce(layout: Layout, collective: Collective, boxes: Boxes, channels: int) -> list[str]:
+def plan_allreduce(layout: Layout, collective: Collective, boxes: Boxes, channels: int,
+                   direct: bool = False) -> list[str]:
     """Every chunk up its channel's tree (chunk index c rides channel c mod ``channels``) and its sum down."""
-    trees = [channel_tree(boxes, c) for c in range(channels)]
+    trees = [channel_tree(boxes, c, direct) for c in range(channels)]
     for chunk in collective.chunks:
         tree = trees[chunk.index % channels]
         done = tree.reduce_up(layout, chunk.id)
