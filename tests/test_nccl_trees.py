@@ -140,3 +140,11 @@ def test_on_direct_connected_boxes_the_chains_follow_each_channels_own_links() -
     textbook = simulate(DoubleBinaryTree()(topology, make_collective("allreduce", topology, 64 * MIB), SynthOptions()))
     assert placed.timeline.verified and textbook.verified
     assert placed.finish_time_s < textbook.finish_time_s
+
+
+def test_dbt_keeps_the_textbook_trees_where_they_end_sooner() -> None:
+    # 8 KiB over four leaves of four GPUs: a chain through each leaf's GPUs costs a hop latency per GPU (77 us),
+    # the two trees over all 16 GPUs log2 16 hops (13.5 us): the classic dbt keeps the faster and says why
+    small = run(load_topology("leafspine"), "allreduce", "dbt", 8 * 2**10)
+    assert small.timeline.verified and "end sooner here" in small.schedule.notes[-1]
+    assert small.finish_time_s < 20e-6

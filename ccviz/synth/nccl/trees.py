@@ -78,18 +78,27 @@ def plan_allreduce(layout: Layout, collective: Collective, boxes: Boxes, channel
 
 def channeled_dbt(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """The classic ``dbt``: AllReduce across boxes placed as NCCL places its tree (chains in the boxes, the double
-    binary tree across them, over NCCL's channels); one box, other collectives or --chunks 2+: the textbook dbt
-    over the GPUs (its two trees ignore where the boxes are)."""
+    binary tree across them, over NCCL's channels) where that ends sooner than the textbook's two trees over all
+    GPUs, which keep small sizes (a chain through a box costs a hop latency per GPU; two trees over all GPUs
+    cost log2 N); one box, other collectives or --chunks 2+: the textbook dbt."""
+    from ccviz.synth.nccl.readiness import finish_s
     from ccviz.synth.nccl.synthesizer import _channels
 
     boxes = Boxes.of(topology, tuple(collective.ranks))
+    textbook = DoubleBinaryTree()(topology, collective, options)
     if collective.name != "allreduce" or collective.chunks_per_rank != 1 or len(boxes.boxes) < 2:
-        return DoubleBinaryTree()(topology, collective, options)
-    schedule = _channels(topology, collective, boxes, channel_count(topology, boxes), "tree")
-    schedule.algorithm = DoubleBinaryTree.name
-    schedule.notes = [f"dbt across {len(boxes.boxes)} boxes, placed as NCCL places its tree: "
-                      f"{schedule.collective.chunks_per_rank} channels, each a chain through every box from the "
-                      "channel's rail GPU and the double binary tree of the boxes over those GPUs (two textbook "
-                      "trees over all GPUs would cross the network on most edges); --chunks 2+ lays the textbook "
-                      "dbt as given"]
-    return schedule
+        return textbook
+    placed = _channels(topology, collective, boxes, channel_count(topology, boxes), "tree")
+    placed_s, textbook_s = finish_s(placed), finish_s(textbook)
+    if textbook_s <= placed_s:
+        textbook.notes.append(f"dbt: the two trees over all GPUs end sooner here ({textbook_s * 1e6:.4g} us) than "
+                              f"NCCL's placement across the {len(boxes.boxes)} boxes ({placed_s * 1e6:.4g} us: "
+                              "chains through each box, a hop latency per GPU)")
+        return textbook
+    placed.algorithm = DoubleBinaryTree.name
+    placed.notes = [f"dbt across {len(boxes.boxes)} boxes, placed as NCCL places its tree: "
+                    f"{placed.collective.chunks_per_rank} channels, each a chain through every box from the "
+                    "channel's rail GPU and the double binary tree of the boxes over those GPUs (ends at "
+                    f"{placed_s * 1e6:.4g} us, the textbook's two trees over all GPUs at {textbook_s * 1e6:.4g} us); "
+                    "--chunks 2+ lays the textbook dbt as given"]
+    return placed
