@@ -199,7 +199,7 @@ def _register_nccl() -> None:
     register(Algorithm(
         "nccl", "ccviz.synth.nccl.synthesizer:synthesize_nccl", NCCL_COLLECTIVES,
         "NCCL as it runs: ring over channels, double binary tree, NVLS, with LL/LL128/Simple, chosen per size "
-        "by NCCL's tuner model (--opt algo=ring|tree|nvls|nvlstree|collnet, proto=ll|ll128|simple force one)",
+        "by NCCL's tuner model (--opt algo=ring|tree|nvls|nvlstree|collnet|pat, proto=ll|ll128|simple force one)",
         kind="heuristic", options_used=("time_limit", "stop"), options=NcclOptions,
     ))
 

@@ -486,6 +486,9 @@ class Bruck(ClassicAlgorithm):
 register(Algorithm(Ring.name, "ccviz.synth.nccl.synthesizer:channeled_ring", Ring.collectives,
                    Ring.description + "; over NCCL's channels on boxes of parallel switch planes", kind="classic",
                    options_used=()))
-for _algorithm in (BidirectionalRing(), Direct(), DoubleBinaryTree(), RecursiveHalvingDoubling(),
-                   BinomialTree(), Bruck()):
+# ``dbt`` across boxes is placed as NCCL places its tree (``ccviz.synth.nccl.synthesizer.channeled_dbt``), by name too.
+register(Algorithm(DoubleBinaryTree.name, "ccviz.synth.nccl.synthesizer:channeled_dbt", DoubleBinaryTree.collectives,
+                   DoubleBinaryTree.description + "; across boxes, chains in each box and the tree across them as "
+                   "NCCL does", kind="classic", options_used=()))
+for _algorithm in (BidirectionalRing(), Direct(), RecursiveHalvingDoubling(), BinomialTree(), Bruck()):
     _algorithm.register()

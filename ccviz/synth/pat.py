@@ -29,13 +29,26 @@ def synthesize(topology: Topology, collective: Collective, options: SynthOptions
     if collective.name not in ("allgather", "reducescatter"):
         raise CcvizError(f"algorithm: pat implements allgather and reducescatter, not {collective.name}",
                          "algorithm")
+    n = collective.n_ranks
+    layout = Layout(topology, collective)
+    stages = lay_trees(layout, collective, xor=n & (n - 1) == 0)
+    transfers = layout.transfers()
+    rounds, labels = layout.numbered_rounds()
+    schedule = Schedule(topology, collective, transfers, "pat", status="heuristic", rounds=rounds,
+                        round_labels=labels,
+                        notes=[f"{n} binomial trees, offsets farthest first, {stages} rounds in lockstep"])
+    return synchronized_rounds(schedule)
+
+
+def lay_trees(layout: Layout, collective: Collective, xor: bool, sign: int = 1) -> int:
+    """Every rank's binomial tree (see the module docstring) laid on ``layout``; the number of rounds. ``xor``:
+    partners i XOR offset (N a power of two), else i + ``sign`` x offset mod N (Bruck's; ``sign=-1``: a tree's
+    nodes behind its root, so partial sums flow to higher ranks, NCCL's PAT peers)."""
     ranks = list(collective.ranks)
     n = len(ranks)
     stages = (n - 1).bit_length()  # ceil(log2 n)
     index = {r: i for i, r in enumerate(ranks)}
-    layout = Layout(topology, collective)
     gather = collective.name == "allgather"
-    xor = n & (n - 1) == 0
     for k in range(stages):
         offset = 1 << (stages - 1 - k) if gather else 1 << k
         layout.label(k, (f"offset {offset}: every tree grows one level, each rank forwards to the rank {offset} "
@@ -48,15 +61,10 @@ def synthesize(topology: Topology, collective: Collective, options: SynthOptions
             if xor:  # N = 2^k: partners i XOR offset, as the reference's schedule (neighbours on a hypercube)
                 parent, child = ranks[root ^ (d - low)], ranks[root ^ d]
             else:  # any N: partners i + offset (Bruck's offsets), taken farthest first
-                parent, child = ranks[(root + d - low) % n], ranks[(root + d) % n]
+                parent, child = ranks[(root + sign * (d - low)) % n], ranks[(root + sign * d) % n]
             level = low.bit_length() - 1  # offset 2^level
             if gather:
                 layout.send(c.id, parent, child, stages - 1 - level)
             else:
                 layout.send(c.id, child, parent, level, op="reduce")
-    transfers = layout.transfers()
-    rounds, labels = layout.numbered_rounds()
-    schedule = Schedule(topology, collective, transfers, "pat", status="heuristic", rounds=rounds,
-                        round_labels=labels,
-                        notes=[f"{n} binomial trees, offsets farthest first, {stages} rounds in lockstep"])
-    return synchronized_rounds(schedule)
+    return stages

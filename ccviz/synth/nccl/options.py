@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 from ccviz.synth.options import AlgorithmOptions, option
 
-ALGOS = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat")  # NCCL's algorithms (NCCL_ALGO)
+ALGOS = ("ring", "tree", "nvls", "nvlstree", "collnet", "pat")  # NCCL's algorithms (NCCL_ALGO), all built
 PROTOS = ("ll", "ll128", "simple")  # NCCL's protocols (NCCL_PROTO)
-BUILT = ("ring", "tree", "nvls", "nvlstree", "collnet")  # the ones ccviz builds as schedules
 NCCL_COLLECTIVES = frozenset({"allreduce", "allgather", "reducescatter", "broadcast", "reduce"})
 
 

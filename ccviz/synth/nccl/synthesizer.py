@@ -5,14 +5,18 @@ fastest (``--opt algo=..``/``proto=..`` force one); the schedule is then built a
 
 * ``ring``: one ring per channel (``ccviz.synth.nccl.channels``), each on its own switch plane or direct
   links, crossing boxes rail by rail; the data split evenly over the channels;
-* ``tree``: NCCL's double binary tree (the textbook ``dbt`` laid over the channels' chunks);
+* ``tree``: NCCL's tree per channel: a chain through each box from the channel's rail GPU, the double binary
+  tree of the boxes over those GPUs (``trees.py``);
 * ``nvls``: NVLink SHARP inside one box (GPUs combine in the reducing NVSwitches, which multicast the sums);
   across boxes only where the rail leaves reduce too (NCCL enables NVLS across nodes with CollNet/SHARP);
 * ``collnet``: the same schedule forced (NVLS in the box, SHARP at the rail leaves).
 
-* ``nvlstree``: NVLS in each of two boxes, their rail GPUs exchanging box partials (``nvlstree.py``).
-
-PAT, and NVLSTree or tree over more than two boxes, are not built here: forcing PAT is one clear error.
+* ``nvlstree``: NVLS in each box, their rail GPUs exchanging box partials (two boxes) or reducing and
+  broadcasting over NCCL's double binary tree of the boxes (more; ``nvlstree.py``). Beyond two boxes the
+  tuner leaves it out unless forced: in the simulator's in-order link service the schedule reaches 0.6-0.75
+  of NCCL's modelled rate (``--opt algo=nvlstree`` builds it and says so);
+* ``pat``: AllGather / ReduceScatter with one GPU per node, where NCCL enables it (``pat.py``); forced
+  elsewhere, one line naming where NCCL uses it.
 """
 
 from __future__ import annotations
@@ -26,18 +30,20 @@ from ccviz.model.routing import ring_order as routing_ring_order
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.classic import DoubleBinaryTree, Ring
+from ccviz.synth.nccl import pat
 from ccviz.synth.nccl.channels import Boxes, ChannelLayout, channel_count, ring_order, scaleup_switches
 from ccviz.synth.nccl.chunking import nvls_pipeline
 from ccviz.synth.nccl.nvlstree import nvls_tree
-from ccviz.synth.nccl.options import BUILT, NCCL_COLLECTIVES, NcclOptions
+from ccviz.synth.nccl.options import NCCL_COLLECTIVES, NcclOptions
+from ccviz.synth.nccl.readiness import finish_s
+from ccviz.synth.nccl.trees import plan_allreduce
 from ccviz.synth.nccl.tuner import Estimate, choose, estimates, read_fabric
 from ccviz.synth.registry import SynthOptions
 
-# NCCL's tree across boxes is a chain inside each box and a double binary tree over the boxes; ccviz lays the
-# textbook tree over all ranks, whose box-crossing edges share a few NICs (2x DGX A100 at 16 MiB: 39 GB/s busbw
-# where NCCL's tree estimate is 178 and ring at 32 MiB 162, so busbw fell as the size grew). Until that tree is
-# built, the tuner's automatic choice leaves tree out across boxes; algo=tree still builds the textbook one.
-TREE_ACROSS_BOXES = False
+# NCCL's tree across boxes is a chain inside each box and a double binary tree over the boxes (``trees.py``
+# builds it so). While ccviz laid the textbook tree over all ranks there, its box-crossing edges shared a few NICs
+# (2x DGX A100 at 16 MiB: 39 GB/s busbw, ring at 32 MiB 162: busbw fell as the size grew) and the automatic
+# choice left tree out across boxes; with NCCL's placement it is weighed again (109 GB/s at 16 MiB, rising).
 ROOTED_PIECES = 8  # Broadcast / Reduce: pieces per channel, so a chain of n GPUs pipelines
 MAX_TRANSFERS = 600_000  # channels are cut down (never below one per switch plane) to stay under this
 
@@ -52,7 +58,6 @@ class Choice:
     channels: int
     model: LinkModel
     pipeline: dict[str, int] | None  # NVLS's chunk on one NVLink domain (``chunking.nvls_pipeline``)
-    no_tree: bool
     forced: bool
 
     @property
@@ -90,11 +95,10 @@ def nccl_choice(topology: Topology, collective: Collective, options: SynthOption
     if fabric.nvls_GBps and reduce_factor > 0:
         fabric = dataclasses.replace(fabric, nvls_GBps=fabric.nvls_GBps / reduce_factor)
     menu = estimates(fabric, collective.name, collective.size_bytes)
-    no_tree = forced is None and len(boxes.boxes) > 1 and not TREE_ACROSS_BOXES and len(menu) > 1
-    if no_tree:
-        menu = [e for e in menu if e.algo != "tree"] or menu
-    if forced is not None and forced not in BUILT:
-        raise CcvizError(f"algo: NCCL's {forced} is not built in ccviz yet; choose one of {', '.join(BUILT)}", "algo")
+    if forced != "nvlstree" and len(boxes.boxes) > 2:  # see nvlstree.py: built, but only on request
+        menu = [e for e in menu if e.algo != "nvlstree"]
+    if forced == "pat" and not pat.enabled(collective, boxes):
+        raise pat.refusal(collective, boxes)
     if forced == "collnet":
         if not fabric.sharp:
             raise CcvizError("algo: collnet needs rail leaves that reduce (SHARP), e.g. dgxh100:nodes=2,sharp=true",
@@ -110,7 +114,7 @@ def nccl_choice(topology: Topology, collective: Collective, options: SynthOption
     if pick.algo in ("nvls", "collnet") and len(boxes.boxes) == 1:
         pipeline = nvls_pipeline(collective.size_bytes, boxes.per_box, 1, fabric.nvls_GBps,
                                  topology.meta.get("system"))
-    return Choice(pick, menu, boxes, channels, model, pipeline, no_tree, bool(forced or proto))
+    return Choice(pick, menu, boxes, channels, model, pipeline, bool(forced or proto))
 
 
 def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
@@ -121,6 +125,8 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
         schedule = _in_network(topology, collective, options, choice.pipeline)
     elif pick.algo == "nvlstree":
         schedule = nvls_tree(topology, collective, model, options)
+    elif pick.algo == "pat":
+        schedule = pat.build(topology, collective)
     else:
         schedule = _channels(topology, collective, choice.boxes, choice.channels, pick.algo)
     schedule.options.update(protocol=pick.proto, nccl_algo=pick.algo)
@@ -128,9 +134,6 @@ def synthesize_nccl(topology: Topology, collective: Collective, options: SynthOp
     why = "forced" if choice.forced else "NCCL's tuner picks the fastest estimate"
     schedule.notes.insert(0, f"nccl: {pick.algo}/{pick.proto} ({why}); "
                              + "; ".join(e.text() for e in ranked[:4]))
-    if choice.no_tree:
-        schedule.notes.append("nccl: tree left out of the automatic choice across boxes (ccviz lays the textbook "
-                              "tree, not NCCL's chains + tree over the boxes); --opt algo=tree builds it")
     schedule.estimated_finish_s = (pick.time_s + model.launch_us * 1e-6) if pick.time_s else None
     return schedule
 
@@ -155,6 +158,31 @@ def channeled_ring(topology: Topology, collective: Collective, options: SynthOpt
         if channeled is not None:
             return channeled
     return Ring()(topology, collective, options)
+
+
+def channeled_dbt(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
+    """The classic ``dbt``: AllReduce across boxes placed as NCCL places its tree (chains in the boxes, the double
+    binary tree across them, over NCCL's channels) where that ends sooner than the textbook's two trees over all
+    GPUs, which keep small sizes (a chain through a box costs a hop latency per GPU; two trees over all GPUs
+    cost log2 N); one box, other collectives or --chunks 2+: the textbook dbt."""
+    boxes = Boxes.of(topology, tuple(collective.ranks))
+    textbook = DoubleBinaryTree()(topology, collective, options)
+    if collective.name != "allreduce" or collective.chunks_per_rank != 1 or len(boxes.boxes) < 2:
+        return textbook
+    placed = _channels(topology, collective, boxes, channel_count(topology, boxes), "tree")
+    placed_s, textbook_s = finish_s(placed), finish_s(textbook)
+    if textbook_s <= placed_s:
+        textbook.notes.append(f"dbt: the two trees over all GPUs end sooner here ({textbook_s * 1e6:.4g} us) than "
+                              f"NCCL's placement across the {len(boxes.boxes)} boxes ({placed_s * 1e6:.4g} us: "
+                              "chains through each box, a hop latency per GPU)")
+        return textbook
+    placed.algorithm = DoubleBinaryTree.name
+    placed.notes = [f"dbt across {len(boxes.boxes)} boxes, placed as NCCL places its tree: "
+                    f"{placed.collective.chunks_per_rank} channels, each a chain through every box from the "
+                    "channel's rail GPU and the double binary tree of the boxes over those GPUs (ends at "
+                    f"{placed_s * 1e6:.4g} us, the textbook's two trees over all GPUs at {textbook_s * 1e6:.4g} us); "
+                    "--chunks 2+ lays the textbook dbt as given"]
+    return placed
 
 
 def ring_over_channels(topology: Topology, collective: Collective, name: str) -> Schedule | None:
@@ -202,9 +230,9 @@ def _channels(topology: Topology, collective: Collective, boxes: Boxes, channels
             order = physical or ring_order(boxes, c, direct)
             ring.lay_direction(layout, order, [ch for ch in refined.chunks if ch.index % channels == c])
     else:
-        if collective.name not in DoubleBinaryTree.collectives:
+        if collective.name != "allreduce":
             raise CcvizError(f"algo: NCCL's tree runs allreduce only, not {collective.name}", "algo")
-        notes += DoubleBinaryTree().plan(layout, topology, refined) or []
+        notes += plan_allreduce(layout, refined, boxes, channels, not scaleup_switches(topology, boxes.boxes[0][0]))
     transfers = layout.transfers()
     rounds, labels = layout.numbered_rounds()
     return Schedule(topology, refined, transfers, "nccl", {"channels": channels}, status="heuristic", notes=notes,

@@ -93,6 +93,9 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float) -> list[Estima
             latency = BASE_US["tree"][proto] + 2 * ((n // nodes - 1) * intra
                                                          + math.log2(nodes) * TREE_HW_US["net"][proto])
             out.append(_estimate("tree", proto, latency, bus * 0.5, size_bytes))
+    if collective in ("allgather", "reducescatter") and nodes == n > 1:  # PAT: one GPU per node (ncclPatEnable)
+        latency = 8 + math.floor(math.log2(nodes)) * TREE_HW_US["net"]["simple"] / 3.5 + n * 2.8  # tuning.cc
+        out.append(_estimate("pat", "simple", latency, ring_bus * 0.75, size_bytes))  # busBw *= .75, no ratio
     if fabric.nvls_GBps and collective in ("allreduce", "allgather", "reducescatter"):
         if nodes == 1:
             out.append(_estimate("nvls", "simple", BASE_US["nvls"]["simple"], fabric.nvls_GBps, size_bytes))
@@ -100,9 +103,9 @@ def estimates(fabric: Fabric, collective: str, size_bytes: float) -> list[Estima
             algbw = min(fabric.nvls_GBps, (n // nodes) * (fabric.net_GBps or 0))
             out.append(_estimate("nvls", "simple", BASE_US["nvls"]["simple"] + NVLS_HW_US["net"], algbw,
                                  size_bytes))
-        if nodes == 2 and collective == "allreduce":  # NVLSTree (ccviz builds it on two nodes)
-            inter = (n // nodes) * (fabric.net_GBps or 0)
-            latency = BASE_US["nvlstree"]["simple"] + 2 * math.log2(nodes) * NVLS_HW_US["net"]
+        if nodes >= 2 and collective == "allreduce":  # NVLSTree: the network halved beyond 2 nodes, 2(nodes-1) hops
+            inter = (n // nodes) * (fabric.net_GBps or 0) / (1 if nodes == 2 else 2)  # tuning.cc: bwInter/2
+            latency = BASE_US["nvlstree"]["simple"] + 2 * (nodes - 1) * NVLS_HW_US["net"]
             out.append(_estimate("nvlstree", "simple", latency, min(fabric.nvls_GBps, inter), size_bytes))
     return out
 
