@@ -12,7 +12,7 @@ import pytest
 import ccviz
 from ccviz.builders.fabric import Fabric
 from ccviz.synth.forestcoll.crossbar import CrossbarPlanes, chunk_count, crossbar_planes, predicted_finish
-from ccviz.synth.forestcoll.rails import boxes_on_rails
+from ccviz.synth.forestcoll.rails import boxes_on_rails, forwarded_count
 from ccviz.synth.registry import SynthOptions
 
 SIZE = 1e9
@@ -69,9 +69,12 @@ def test_an_option_that_shapes_the_trees_keeps_the_packing() -> None:
     assert result.timeline.verified and not result.schedule.options.get("crossbar")
 
 
-def test_boxes_on_rails_relay_remote_shards_within_the_limit_s_5_percent() -> None:
-    # dgxh100:boxes=2 AllGather 1 GB: 1.034 x in 13.5 s on a quiet machine (trees); now 1.039 x in about a second
-    topology = ccviz.load_topology("dgxh100:boxes=2,model=alphabeta")
+@pytest.mark.parametrize("spec, within", [("dgxh100:boxes=2,model=alphabeta", 1.01), ("dgxh100:boxes=2", 1.02)])
+def test_boxes_on_rails_relay_remote_shards_near_the_limit(spec: str, within: float) -> None:
+    # dgxh100:boxes=2 AllGather 1 GB: 1.034 x in 13.5 s on a quiet machine (trees); all remote shards relayed over
+    # the planes 1.039 x (alphabeta) and, under the hardware link model, not recognised (a GPU's send and a
+    # switch's forward pay different alphas): trees, 1.063 x in 23 CPU s. Rails that forward some chunks: 1.004 / 1.013
+    topology = ccviz.load_topology(spec)
     shape = boxes_on_rails(topology)
     assert shape is not None and len(shape.gpus) == 2 and len(shape.rails) == 8
     assert all(len(planes) == 4 for planes in shape.planes)
@@ -79,8 +82,15 @@ def test_boxes_on_rails_relay_remote_shards_within_the_limit_s_5_percent() -> No
     result = ccviz.run(topology, "allgather", "forestcoll", SIZE)
     cpu = time.process_time() - cpu
     assert result.timeline.verified and result.schedule.options["crossbar"]
-    assert result.finish_time_s <= 1.05 * ccviz.bandwidth_limit(topology, "allgather", SIZE).limit_s
+    assert result.finish_time_s <= within * ccviz.bandwidth_limit(topology, "allgather", SIZE).limit_s
     assert "rails" in result.schedule.notes[0] and cpu < 10.0
+
+
+def test_rails_and_planes_end_together() -> None:
+    """Forwarding balances the two: none where the rails are the slower, more the faster the rails."""
+    assert forwarded_count(2, 8, 36, rail_slot=1 / 48.5, plane_slots=[1 / 370.8]) == round(36 * 0.735)
+    assert forwarded_count(2, 8, 36, rail_slot=1.0, plane_slots=[1 / 370.8]) == 0
+    assert forwarded_count(2, 8, 36, rail_slot=1e-9, plane_slots=[1 / 370.8]) == 7 * 36  # at most every own unit
 
 
 def test_no_rails_where_a_box_is_alone_or_switches_are_tiered() -> None:
