@@ -193,8 +193,9 @@ def _crossbar(topology: Topology, collective: Collective, settings: ForestcollOp
                  "no trees packed"]
     else:
         notes = [f"{len(shape.gpus)} boxes of {len(shape.gpus[0])} GPUs on {len(shape.rails)} rails: every shard "
-                 "crosses its rail to GPU j of the other boxes, which relays it over its box's crossbar planes; "
-                 f"rails and planes book one shift per slot ({cpr} chunks per rank), relayed chunks as they land: "
+                 "crosses its rail to GPU j of the other boxes, which relays it over its box's crossbar planes "
+                 "(GPU j + r forwards some chunks of GPU j over its own rail too, sparing those relays, so rails "
+                 f"and planes end together); rails and planes book one shift per slot ({cpr} chunks per rank), relayed chunks as they land: "
                  "the closed form, no trees packed"]
     schedule = Schedule(topology, collective, transfers, "forestcoll",
                         {"trees": 1, "chunks_per_rank": cpr, "switch_queue": False, "ring": False,
