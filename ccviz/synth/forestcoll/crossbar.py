@@ -142,10 +142,17 @@ def chunk_count(topology: Topology, planes: CrossbarPlanes, per_rank_bytes: floa
 def crossbar_allgather(topology: Topology, planes: CrossbarPlanes, collective: Collective,
                        start_s: float = 0.0) -> tuple[list[Transfer], float]:
     """Every GPU's shard to every other GPU over the planes, one shift per plane per slot; the transfers and
-    the finish. ``collective`` is an AllGather over every GPU (its chunks per rank as given)."""
+    the finish. ``collective`` is an AllGather over every GPU (its chunks per rank as given), or a ReduceScatter:
+    then every GPU sends its part of GPU v's shard to v in the same shifts, and v adds it to its own (the switch
+    only passes it on), so no switch copies or sums and no hop depends on another GPU's partial sum."""
     gpus = planes.gpus
     n, index = len(gpus), {g: i for i, g in enumerate(gpus)}
-    chunk_of = {(next(iter(c.pre)), c.index): c.id for c in collective.chunks}
+    reduce = collective.name == "reducescatter"
+    if reduce:  # chunk (v, c): GPU v's shard, summed at v
+        chunk_at = {(next(iter(c.post)), c.index): c.id for c in collective.chunks}
+    else:  # chunk (g, c): GPU g's shard, copied from g
+        chunk_at = {(next(iter(c.pre)), c.index): c.id for c in collective.chunks}
+    up_op, down_op = ("relay", "reduce") if reduce else ("copy", "copy")
     size = collective.chunk_bytes
     slots = plane_slots(topology, planes, size)
     counts = _assign((n - 1) * collective.chunks_per_rank, slots)
@@ -161,9 +168,9 @@ def crossbar_allgather(topology: Topology, planes: CrossbarPlanes, collective: C
                 v = gpus[(index[g] + shift) % n]
                 up_end = t + arrival_delay(topology, g, switch, size)
                 down_end = up_end + arrival_delay(topology, switch, v, size)
-                cid = chunk_of[(g, c)]
-                transfers.append(Transfer(cid, g, switch, t, up_end))
-                transfers.append(Transfer(cid, switch, v, up_end, down_end))
+                cid = chunk_at[(v if reduce else g, c)]
+                transfers.append(Transfer(cid, g, switch, t, up_end, up_op))
+                transfers.append(Transfer(cid, switch, v, up_end, down_end, down_op))
                 finish = max(finish, down_end)
         taken += count
     return transfers, finish
