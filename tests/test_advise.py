@@ -229,3 +229,18 @@ def test_switches_are_made_to_reduce_together_and_schedules_reach_the_gain():
     assert advice.candidates[advice.plan[0]].kind == "reduce_switch"
     realized = confirm(topology, advice, time_limit=30)
     assert all(r.verified and r.ratio <= 1.05 for r in realized), [r.to_dict() for r in realized]
+
+
+@pytest.mark.parametrize("collective", ["allgather", "reducescatter"])
+def test_the_bound_on_a_hardware_preset_is_ccviz_limits_judged_value(collective, capsys):
+    """On a fabric that declares the hardware link model the limit is counted at sustained rates
+    (``judged_fabric``); the bound must divide by the same rates, or it stays valid but falls short of the
+    limit by the protocol's factor (dgxh100: nominal 125 GB/s, judged 103) and prunes nothing."""
+    topology = load_topology("dgxh100")
+    mix = parse_mix(f"{collective}:1GB:1")
+    scorer = Scorer(topology, mix, generate(topology, CostTable(), max_candidates=4))
+    scorer.exact(())
+    scorer._cache.clear()  # the bound from the certificate alone, not the cached exact answer
+    assert main(["limit", "dgxh100", "-c", collective, "-s", "1GB", "--json"]) == 0
+    judged = json.loads(capsys.readouterr().out)["limit_s"]
+    assert math.isclose(scorer.lower(()), judged, rel_tol=1e-9)

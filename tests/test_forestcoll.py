@@ -233,7 +233,7 @@ def test_large_packings_stop_re_laying_trees_after_passes_without_gain(monkeypat
         monkeypatch.setattr(packer, "cheapest_tree", lambda *a, calls=calls, grow=grow: calls.append(1) or grow(*a))
         packer.pack(1)
         passes[exact_up_to] = len(calls) // topology.n_gpus - 1
-    assert passes == {64: forestcoll.REROUTE_PASSES, 2: forestcoll.STALE_PASSES}
+    assert passes == {64: forestcoll.tuning.REROUTE_PASSES, 2: forestcoll.tuning.STALE_PASSES}
 
 
 def test_allreduce_packs_once_where_the_fabric_equals_its_reversal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -435,12 +435,12 @@ def test_the_grid_gives_64_gpu_dragonflies_fewer_larger_pieces_and_only_balanced
     two switches or more (on rfs3d each route crosses one), and not beyond 64 GPUs."""
     big = ccviz.load_topology("dragonfly:groups=4,routers=4,gpus=4")
     small = ccviz.load_topology("dragonfly")
-    assert forestcoll._grid_pieces(big, 1e9 / big.n_gpus, forestcoll.GRID_TREES) == 4
-    assert forestcoll._grid_pieces(small, 1e9 / small.n_gpus, forestcoll.GRID_TREES) == forestcoll.GRID_PIECES
-    assert forestcoll._few_trees_grid_only(big)
-    assert forestcoll._few_trees_grid_only(ccviz.load_topology("dragonfly:groups=8,routers=4,gpus=2"))
-    assert not forestcoll._few_trees_grid_only(ccviz.load_topology("rfs3d:dims=2x4x8"))
-    assert not forestcoll._few_trees_grid_only(ccviz.load_topology("dragonfly:groups=8,routers=4,gpus=4"))
+    assert forestcoll.grid._grid_pieces(big, 1e9 / big.n_gpus, forestcoll.tuning.GRID_TREES) == 4
+    assert forestcoll.grid._grid_pieces(small, 1e9 / small.n_gpus, forestcoll.tuning.GRID_TREES) == forestcoll.tuning.GRID_PIECES
+    assert forestcoll.grid._few_trees_grid_only(big)
+    assert forestcoll.grid._few_trees_grid_only(ccviz.load_topology("dragonfly:groups=8,routers=4,gpus=2"))
+    assert not forestcoll.grid._few_trees_grid_only(ccviz.load_topology("rfs3d:dims=2x4x8"))
+    assert not forestcoll.grid._few_trees_grid_only(ccviz.load_topology("dragonfly:groups=8,routers=4,gpus=4"))
 
 
 def test_a_reduction_on_a_fabric_whose_switch_queues_is_booked_cut_through_and_counts_each_sum_once():

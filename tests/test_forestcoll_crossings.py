@@ -21,7 +21,9 @@ import ccviz
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import make_collective
 from ccviz.synth.budget import Budget
-from ccviz.synth.forestcoll import CROSSING_SHARE, best_packing, crossing_shares, spares_crossings
+from ccviz.synth.forestcoll.packing import crossing_shares
+from ccviz.synth.forestcoll.routing import best_packing, spares_crossings
+from ccviz.synth.forestcoll.tuning import CROSSING_SHARE
 from ccviz.synth.registry import SynthOptions
 
 SIZE = 1e9

@@ -13,7 +13,8 @@ import numpy as np
 
 import ccviz
 from ccviz.synth import forestcoll
-from ccviz.synth.forestcoll import GRID_FEWER_TREES, GRID_HOP_COST, GRID_TREES, TreePacker
+from ccviz.synth.forestcoll import TreePacker
+from ccviz.synth.forestcoll.tuning import GRID_FEWER_TREES, GRID_HOP_COST, GRID_TREES
 from ccviz.synth.reversal import mirror_fabric
 
 SIZE = 1e9
@@ -48,7 +49,7 @@ def test_every_candidate_is_booked_where_none_ends_within_the_mark(monkeypatch) 
     # GRID_ENOUGH below any schedule: priced trees by chunk index, unpriced in piece waves, fewer priced trees;
     # the fastest kept
     booked = []
-    original = forestcoll._few_trees_slotted
+    original = forestcoll.grid._few_trees_slotted
 
     def spy(*args, **kwargs):
         result = original(*args, **kwargs)

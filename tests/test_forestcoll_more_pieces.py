@@ -15,7 +15,7 @@ import ccviz
 from ccviz.synth import forestcoll
 
 SIZE = 1e9
-ABOVE = forestcoll.MORE_PIECES_ABOVE
+ABOVE = forestcoll.tuning.MORE_PIECES_ABOVE
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, above: float) -> ccviz.RunResult:

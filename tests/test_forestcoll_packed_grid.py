@@ -34,7 +34,7 @@ def test_a_40_gpu_rfs3d_allgather_within_1_05_x() -> None:
     topology = ccviz.load_topology("rfs3d:dims=2x4x5")
     result = ccviz.run(topology, "allgather", "forestcoll", SIZE)
     assert result.timeline.verified
-    assert any(note.startswith(forestcoll.TIGHT_GRID_BOOKING) for note in result.schedule.notes)
+    assert any(note.startswith(forestcoll.tuning.TIGHT_GRID_BOOKING) for note in result.schedule.notes)
     assert _ratio(result, "allgather") <= 1.05
 
 
@@ -62,7 +62,7 @@ def test_the_allreduce_half_goes_on_the_grid_without_first_come(beyond_the_autom
     assert alone.timeline.verified and result.timeline.verified
     assert first_come_alone >= 1
     assert len(booked) - first_come_alone == first_come_alone
-    assert sum(note.startswith(forestcoll.TIGHT_GRID_BOOKING) for note in result.schedule.notes) >= 1
+    assert sum(note.startswith(forestcoll.tuning.TIGHT_GRID_BOOKING) for note in result.schedule.notes) >= 1
 
 
 def test_an_allreduce_that_queues_in_switches_keeps_its_half_off_the_grid(

@@ -21,7 +21,7 @@ from ccviz.synth.reversal import mirror_collective, mirror_fabric
 
 GRID_FIRST = "dragonfly:groups=4,routers=2,gpus=2"  # 16 GPUs: past SLOTS_AUTO_MAX_GPUS below, routes cross two switches
 SIZE = 1e8
-FEW = SynthOptions(extra={"trees": forestcoll.GRID_TREES, "spare_crossings": False})  # a quicker fallback
+FEW = SynthOptions(extra={"trees": forestcoll.tuning.GRID_TREES, "spare_crossings": False})  # a quicker fallback
 
 
 @pytest.fixture(autouse=True)
@@ -44,13 +44,13 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module, name: str) -> list[int]:
 
 def test_the_grid_goes_first_and_first_come_booking_runs_only_over_the_threshold(monkeypatch) -> None:
     topology = ccviz.load_topology(GRID_FIRST)
-    assert forestcoll._few_trees_grid_only(topology) and topology.n_gpus > forestcoll.tuning.SLOTS_AUTO_MAX_GPUS
+    assert forestcoll.grid._few_trees_grid_only(topology) and topology.n_gpus > forestcoll.tuning.SLOTS_AUTO_MAX_GPUS
     first_come = _counting(monkeypatch, forestcoll.copies, "ordered_pipeline")
     monkeypatch.setattr(forestcoll.tuning, "GRID_FIRST_ENOUGH", 10.0)  # any grid schedule is close enough
     grid = ccviz.run(topology, "allgather", "forestcoll", SIZE, options=FEW)
     assert grid.timeline.verified
     assert not first_come  # neither the 8-tree packing's booking ...
-    assert "slot grid" in grid.schedule.notes[1] and grid.schedule.options["trees"] == forestcoll.GRID_TREES
+    assert "slot grid" in grid.schedule.notes[1] and grid.schedule.options["trees"] == forestcoll.tuning.GRID_TREES
     monkeypatch.setattr(forestcoll.tuning, "GRID_FIRST_ENOUGH", 0.0)  # no grid schedule is close enough
     both = ccviz.run(topology, "allgather", "forestcoll", SIZE, options=FEW)
     assert both.timeline.verified
@@ -74,7 +74,7 @@ def test_stop_after_the_grid_first_offer_keeps_a_complete_schedule(stop_at_first
     options, offers = stop_at_first_offer
     result = ccviz.run(topology, "allgather", "forestcoll", SIZE, options=options)
     assert offers and ccviz.simulate(offers[0]).verified
-    assert offers[0].options["trees"] == forestcoll.GRID_TREES  # the grid's, the first complete schedule
+    assert offers[0].options["trees"] == forestcoll.tuning.GRID_TREES  # the grid's, the first complete schedule
     assert result.timeline.verified
     assert any(note.startswith("stopped during synthesis") for note in result.schedule.notes)
 
@@ -87,8 +87,8 @@ def _mirror_problem(spec: str) -> tuple:
     limit = ccviz.bandwidth_limit(fabric, collective.name, 1e9).limit_s
     unit_s = collective.size_bytes / topology.n_gpus / 1e9 / limit
     roots = list(collective.ranks)
-    capacities = forestcoll._slot_capacities_differ(fabric)
-    packing = forestcoll.best_packing(fabric, roots, unit_s, forestcoll.GRID_TREES, Budget(SynthOptions()),
+    capacities = forestcoll.grid._slot_capacities_differ(fabric)
+    packing = forestcoll.best_packing(fabric, roots, unit_s, forestcoll.tuning.GRID_TREES, Budget(SynthOptions()),
                                       slotted=capacities)
     return fabric, collective, roots, unit_s, capacities, packing
 
@@ -98,14 +98,13 @@ def _balance_one_at_a_time(packer: forestcoll.TreePacker, packing: forestcoll.Pa
     parent at a time, in the same order, the first of equals kept. Returns each tree's edges."""
     share = 1.0 / packing.k
     n = len(packer.closure.gpus)
-    trees = {r: [forestcoll.Tree(t.root, {u: list(ch) for u, ch in t.children.items()}, list(t.links)) for t in ts]
-             for r, ts in packing.trees.items()}
+    trees = forestcoll.packing.copied_trees(packing)
     load = np.zeros(len(packer.capacity))
     for ts in trees.values():
         for t in ts:
             np.add.at(load, t.links, share)
     scale = packer.unit_s / packer.capacity
-    for _ in range(forestcoll.BALANCE_MOVES):
+    for _ in range(forestcoll.tuning.BALANCE_MOVES):
         ratio = load * scale
         top = float(ratio.max())
         if top <= 1.0 + 1e-9:
@@ -116,24 +115,19 @@ def _balance_one_at_a_time(packer: forestcoll.TreePacker, packing: forestcoll.Pa
         after = ((load + share) * scale).tolist()
         routes_from: dict[int, list] = {}
         best = None
-        for ts in trees.values():
-            for t in ts:
-                for u, kids in t.children.items():
-                    for i, (v, old) in enumerate(kids):
-                        if worst.isdisjoint(old):
-                            continue
-                        below = forestcoll._below(t, v)
-                        for w in packer.closure.gpus:
-                            if w == u or w in below or not reachable[packer.index[w], packer.index[v]]:
-                                continue
-                            if w not in routes_from:
-                                parent = np.full(n, packer.index[w])
-                                parent[packer.index[w]] = -1
-                                routes_from[w] = packer.closure.tree_routes(parent, info)
-                            new = routes_from[w][packer.index[v]]
-                            peak = max(after[link] for link in new if link not in set(old))
-                            if peak < top - 1e-9 and (best is None or (peak, len(new)) < best[0]):
-                                best = ((peak, len(new)), t, u, i, v, w, new, old)
+        for t, u, i, v, old in forestcoll.packing.edges_crossing(trees, worst):
+            below = forestcoll.packing._below(t, v)
+            for w in packer.closure.gpus:
+                if w == u or w in below or not reachable[packer.index[w], packer.index[v]]:
+                    continue
+                if w not in routes_from:
+                    parent = np.full(n, packer.index[w])
+                    parent[packer.index[w]] = -1
+                    routes_from[w] = packer.closure.tree_routes(parent, info)
+                new = routes_from[w][packer.index[v]]
+                peak = max(after[link] for link in new if link not in set(old))
+                if peak < top - 1e-9 and (best is None or (peak, len(new)) < best[0]):
+                    best = ((peak, len(new)), t, u, i, v, w, new, old)
         if best is None:
             break
         forestcoll.move_edge(*best[1:], load, share)
@@ -181,9 +175,9 @@ def test_the_grid_books_what_walking_every_receivers_heap_booked(name: str) -> N
     else:
         collective = mirror_collective(ccviz.make_collective("reducescatter", topology, 1e9))
     trees = forestcoll.TreePacker(fabric, roots, unit_s, capacities).balance(packing)
-    refined = forestcoll._refined(fabric, collective, trees, 4)
-    fast = slotted.SlotBooking(fabric, refined, forestcoll._OutTrees(trees), 0.0, deep_first=True).run()
-    walked = _WalkingBooking(fabric, refined, forestcoll._OutTrees(trees), 0.0, deep_first=True).run()
+    refined = forestcoll.booking._refined(fabric, collective, trees, 4)
+    fast = slotted.SlotBooking(fabric, refined, forestcoll.booking._OutTrees(trees), 0.0, deep_first=True).run()
+    walked = _WalkingBooking(fabric, refined, forestcoll.booking._OutTrees(trees), 0.0, deep_first=True).run()
     assert fast[1] == walked[1] and fast[0] == walked[0]
 
 
@@ -192,19 +186,19 @@ def test_a_grid_booking_is_kept_and_moved_to_another_start(monkeypatch) -> None:
     grid goes first (33-64 GPUs) the second is the first moved, taken from ``packed`` without matching a slot
     again; other trees book anew, and so does every booking without ``reuse``."""
     fabric, collective, roots, unit_s, capacities, packing = _mirror_problem("dragonfly:groups=4,routers=2,gpus=2")
-    refined = forestcoll._refined(fabric, collective, packing, 4)
+    refined = forestcoll.booking._refined(fabric, collective, packing, 4)
     calls = _counting(monkeypatch, forestcoll.grid, "slotted_pipeline")
-    plan_of = forestcoll._plan_maker(fabric, refined)
+    plan_of = forestcoll.grid._plan_maker(fabric, refined)
     packed: dict = {}
     budget = Budget(SynthOptions())
-    first = forestcoll._deep_first_grid(fabric, refined, packing, plan_of, 0.0, budget, False, packed, reuse=True)
-    later = forestcoll._deep_first_grid(fabric, refined, packing, plan_of, 0.5, budget, False, packed, reuse=True)
+    first = forestcoll.grid._deep_first_grid(fabric, refined, packing, plan_of, 0.0, budget, False, packed, reuse=True)
+    later = forestcoll.grid._deep_first_grid(fabric, refined, packing, plan_of, 0.5, budget, False, packed, reuse=True)
     assert len(calls) == 1
     assert later[1] == pytest.approx(first[1] + 0.5, abs=1e-15)
     assert [(t.chunk, t.src, t.dst) for t in later[0]] == [(t.chunk, t.src, t.dst) for t in first[0]]
     assert all(abs(b.start_s - a.start_s - 0.5) < 1e-12 for a, b in zip(first[0], later[0], strict=True))
     other = forestcoll.TreePacker(fabric, roots, unit_s, capacities).balance(packing)
-    forestcoll._deep_first_grid(fabric, refined, other, plan_of, 0.0, budget, False, packed, reuse=True)
+    forestcoll.grid._deep_first_grid(fabric, refined, other, plan_of, 0.0, budget, False, packed, reuse=True)
     assert len(calls) == 2
-    forestcoll._deep_first_grid(fabric, refined, packing, plan_of, 0.5, budget, False, packed)  # up to 32 GPUs
+    forestcoll.grid._deep_first_grid(fabric, refined, packing, plan_of, 0.5, budget, False, packed)  # up to 32 GPUs
     assert len(calls) == 3  # booked anew from its own start

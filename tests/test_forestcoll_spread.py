@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import ccviz
 from ccviz.builders.fabric import Fabric
-from ccviz.synth.forestcoll import Packing, TreePacker, _stars_grid
+from ccviz.synth.forestcoll import Packing, TreePacker
+from ccviz.synth.forestcoll.grid import _stars_grid
 from ccviz.synth.registry import SynthOptions
 from ccviz.synth.reversal import mirror_fabric
 

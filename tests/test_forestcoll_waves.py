@@ -1,5 +1,5 @@
 """Balanced few trees on the slot grid booked again in piece waves where chunk order ends well over the limit
-(``forestcoll._few_trees_slotted``, ``slotted.slotted_pipeline(piece_waves=True)``), the faster kept."""
+(``forestcoll.grid._few_trees_slotted``, ``slotted.slotted_pipeline(piece_waves=True)``), the faster kept."""
 
 from __future__ import annotations
 

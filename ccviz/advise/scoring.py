@@ -19,7 +19,7 @@ import numpy as np
 
 from ccviz.advise.mix import MixItem
 from ccviz.advise.upgrades import Upgrade, apply_upgrades
-from ccviz.bounds.limit import bandwidth_limit
+from ccviz.bounds.limit import bandwidth_limit, judged_fabric
 from ccviz.model.topology import Topology
 
 REL_TOL = 1e-6  # the AllToAll LP is exact to about 1e-7 relative: a gain below this is no gain
@@ -27,6 +27,14 @@ REL_TOL = 1e-6  # the AllToAll LP is exact to about 1e-7 relative: a gain below 
 
 SHORTCUT_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 PRICE_CERTIFICATES = 4  # the latest price vectors a bound tries (each a few shortest-path passes)
+
+
+def judged_capacities(topology: Topology) -> dict[tuple[int, int], float]:
+    """Each link's GB/s as the limit counts it (``judged_fabric``: sustained rates on a fabric that declares the
+    hardware link model). The certificates come from limits on that fabric, so a bound that divided by the
+    nominal rates would stay valid but fall short of the limit by the protocol's factor (dgxh100: 103 of 125)."""
+    judged = judged_fabric(topology)
+    return {k: link.bandwidth_GBps * link.lanes for k, link in judged.links.items()}
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class Scorer:
         bounds it from above, and where a certificate's bound meets that, the limit is exactly it."""
         parents = [self._cache[key - {i}] for i in key if key - {i} in self._cache]
         known: list[float | None] = []
-        capacity = {k: link.bandwidth_GBps * link.lanes for k, link in topology.links.items()}
+        capacity = judged_capacities(topology)
         for j, item in enumerate(self.mix):
             above = min((p.limits_s[j] for p in parents), default=None)
             if above is None or item.collective == "alltoall":
@@ -143,7 +151,7 @@ class Scorer:
         if key in self._cache:
             return self._cache[key].weighted_s
         topology = self.fabric(key)
-        capacity = {k: link.bandwidth_GBps * link.lanes for k, link in topology.links.items()}
+        capacity = judged_capacities(topology)
         total = 0.0
         for item in self.mix:
             total += item.weight * item.size_bytes * self._lower_per_byte(topology, capacity, item.collective)

@@ -61,166 +61,34 @@ The stages, one module each (read them in this order):
 * ``collectives``: reductions mirrored, AllReduce composed, switch sums (``synthesize_forestcoll``).
 * ``tuning``: every threshold, beside the measurement that set it.
 
-This package keeps the names the single module had, so ``from ccviz.synth.forestcoll import X`` still works.
+The package itself exports the entry points and the packing's types; every other name lives in (and is
+imported from) the stage module that defines it, e.g. ``forestcoll.grid._deep_first_grid``,
+``forestcoll.tuning.GRID_TREES`` (patch thresholds there: the stages read them from ``tuning``).
 """
 
 from __future__ import annotations
 
-from ccviz.synth.forestcoll.booking import (
-    Pipelined,
-    _as_fabric_ranks,
-    _Calendar,
-    _first_fit,
-    _InTrees,
-    _offer,
-    _OutTrees,
-    _over,
-    _refined,
-    _roots,
-    ordered_pipeline,
-    pipeline,
+from ccviz.synth.forestcoll import (
+    booking,
+    collectives,
+    copies,
+    crossbar,
+    grid,
+    packing,
+    plan,
+    rails,
+    routing,
+    tuning,
 )
-from ccviz.synth.forestcoll.collectives import (
-    _offers_turned,
-    _with_switch_sums,
-    reduction_schedule,
-    synthesize_forestcoll,
-)
-from ccviz.synth.forestcoll.copies import (
-    _crossbar,
-    _fastest_trees,
-    _more_pieces,
-    _ring,
-    _switch_queue,
-    _tree_schedule,
-    copy_schedule,
-)
-from ccviz.synth.forestcoll.crossbar import (
-    BASE_FRACTION_DENOMINATOR,
-    CHUNK_MULTIPLES,
-    FEWER_CHUNKS_SLACK,
-    CrossbarPlanes,
-    _assign,
-    _route_delay,
-    chunk_count,
-    crossbar_allgather,
-    crossbar_planes,
-    predicted_finish,
-)
-from ccviz.synth.forestcoll.grid import (
-    _deep_first_grid,
-    _few_trees_grid_only,
-    _few_trees_slotted,
-    _grid_first,
-    _grid_pieces,
-    _packed_trees_tight_grid,
-    _plan_maker,
-    _slot_capacities_differ,
-    _slot_grid_fits,
-    _slotted,
-    _stars_grid,
-)
-from ccviz.synth.forestcoll.packing import (
-    Packing,
-    Tree,
-    TreePacker,
-    _all_routes,
-    _below,
-    _depths,
-    _heights,
-    _top_down,
-    bandwidths,
-    crossing_shares,
-    move_edge,
-)
-from ccviz.synth.forestcoll.plan import PLANS, FabricTraits, Plan, choose_plan, fabric_traits
-from ccviz.synth.forestcoll.rails import BoxesOnRails, boxes_on_rails, rails_allgather, rails_chunk_count
-from ccviz.synth.forestcoll.routing import (
-    _more_trees,
-    _spread,
-    best_packing,
-    crossing_load,
-    spared_limit,
-    spares_crossings,
-    tree_counts,
-)
-from ccviz.synth.forestcoll.tuning import (
-    _SEPARATION,
-    BALANCE_MOVES,
-    CROSSBAR_ENOUGH,
-    CROSSING_ABOVE,
-    CROSSING_LIMIT_COST,
-    CROSSING_SHARE,
-    DEEP_FIRST_ABOVE,
-    DEEP_FIRST_BELOW,
-    EXACT_TREES_UP_TO,
-    GRID_ENOUGH,
-    GRID_FEW_TREES_MAX_GPUS,
-    GRID_FEWER_TREES,
-    GRID_FIRST_ENOUGH,
-    GRID_HOP_COST,
-    GRID_PIECES,
-    GRID_SLOT_ALPHA,
-    GRID_TREES,
-    LATENCY_ABOVE,
-    LOOKAHEAD,
-    MAX_TRANSFERS,
-    MIN_PIECES,
-    MORE_PIECES_ABOVE,
-    MORE_TREES,
-    MORE_TREES_ABOVE,
-    MORE_TREES_UP_TO,
-    PACKED_GRID_MAX_GPUS,
-    PIECE_COUNTS,
-    REROUTE_PASSES,
-    RING_BOOKING,
-    RING_CONGESTION_SLACK,
-    RING_ENOUGH,
-    RING_ENOUGH_LARGE,
-    RING_HOP_COST,
-    RING_MIN_PIECES,
-    RING_PASSES,
-    RING_PIECES,
-    ROOTED_TREE_COUNTS,
-    SLOT_MAX_OVERHEAD,
-    SLOT_PIECES,
-    SLOTS_ABOVE,
-    SLOTS_AUTO_MAX_GPUS,
-    SPREAD_ABOVE,
-    SPREAD_NOTE,
-    STALE_PASSES,
-    STARS_ENOUGH,
-    STARS_GRID_MAX_GPUS,
-    STARS_NOTE,
-    STEEPER,
-    STEEPNESS,
-    TIGHT_GRID_BOOKING,
-    WIDE_ABOVE,
-    WIDE_BELOW,
-    WIDE_LOOKAHEAD,
-)
+from ccviz.synth.forestcoll.booking import ordered_pipeline, pipeline
+from ccviz.synth.forestcoll.collectives import reduction_schedule, synthesize_forestcoll
+from ccviz.synth.forestcoll.copies import copy_schedule
+from ccviz.synth.forestcoll.packing import Packing, Tree, TreePacker, move_edge
+from ccviz.synth.forestcoll.plan import PLANS, choose_plan, fabric_traits
+from ccviz.synth.forestcoll.routing import best_packing
 
 __all__ = [
-    'PLANS', 'FabricTraits', 'Plan', 'choose_plan', 'fabric_traits', 'BoxesOnRails', 'boxes_on_rails',
-    'rails_allgather', 'rails_chunk_count',
-    'BALANCE_MOVES', 'BASE_FRACTION_DENOMINATOR', 'CHUNK_MULTIPLES', 'CROSSBAR_ENOUGH', 'CROSSING_ABOVE',
-    'CROSSING_LIMIT_COST', 'CROSSING_SHARE', 'CrossbarPlanes', 'DEEP_FIRST_ABOVE', 'DEEP_FIRST_BELOW',
-    'EXACT_TREES_UP_TO', 'FEWER_CHUNKS_SLACK', 'GRID_ENOUGH', 'GRID_FEWER_TREES', 'GRID_FEW_TREES_MAX_GPUS',
-    'GRID_FIRST_ENOUGH', 'GRID_HOP_COST', 'GRID_PIECES', 'GRID_SLOT_ALPHA', 'GRID_TREES', 'LATENCY_ABOVE',
-    'LOOKAHEAD', 'MAX_TRANSFERS', 'MIN_PIECES', 'MORE_PIECES_ABOVE', 'MORE_TREES', 'MORE_TREES_ABOVE',
-    'MORE_TREES_UP_TO', 'PACKED_GRID_MAX_GPUS', 'PIECE_COUNTS', 'Packing', 'Pipelined', 'REROUTE_PASSES',
-    'RING_BOOKING', 'RING_CONGESTION_SLACK', 'RING_ENOUGH', 'RING_ENOUGH_LARGE', 'RING_HOP_COST',
-    'RING_MIN_PIECES', 'RING_PASSES', 'RING_PIECES', 'ROOTED_TREE_COUNTS', 'SLOTS_ABOVE',
-    'SLOTS_AUTO_MAX_GPUS', 'SLOT_MAX_OVERHEAD', 'SLOT_PIECES', 'SPREAD_ABOVE', 'SPREAD_NOTE',
-    'STALE_PASSES', 'STARS_ENOUGH', 'STARS_GRID_MAX_GPUS', 'STARS_NOTE', 'STEEPER', 'STEEPNESS',
-    'TIGHT_GRID_BOOKING', 'Tree', 'TreePacker', 'WIDE_ABOVE', 'WIDE_BELOW', 'WIDE_LOOKAHEAD', '_Calendar',
-    '_InTrees', '_OutTrees', '_SEPARATION', '_all_routes', '_as_fabric_ranks', '_assign', '_below',
-    '_crossbar', '_deep_first_grid', '_depths', '_fastest_trees', '_few_trees_grid_only',
-    '_few_trees_slotted', '_first_fit', '_grid_first', '_grid_pieces', '_heights', '_more_pieces',
-    '_more_trees', '_offer', '_offers_turned', '_over', '_packed_trees_tight_grid', '_plan_maker',
-    '_refined', '_ring', '_roots', '_route_delay', '_slot_capacities_differ', '_slot_grid_fits', '_slotted',
-    '_spread', '_stars_grid', '_switch_queue', '_top_down', '_tree_schedule', '_with_switch_sums',
-    'bandwidths', 'best_packing', 'chunk_count', 'copy_schedule', 'crossbar_allgather', 'crossbar_planes',
-    'crossing_load', 'crossing_shares', 'move_edge', 'ordered_pipeline', 'pipeline', 'predicted_finish',
-    'reduction_schedule', 'spared_limit', 'spares_crossings', 'synthesize_forestcoll', 'tree_counts',
+    "PLANS", "Packing", "Tree", "TreePacker", "best_packing", "booking", "choose_plan", "collectives", "copies",
+    "copy_schedule", "crossbar", "fabric_traits", "grid", "move_edge", "ordered_pipeline", "packing", "pipeline",
+    "plan", "rails", "reduction_schedule", "routing", "synthesize_forestcoll", "tuning",
 ]

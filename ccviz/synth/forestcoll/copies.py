@@ -106,11 +106,12 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     traits = fabric_traits(topology)
     plan, skipped = choose_plan(traits), ()
     if plan.name in CLOSED_FORMS:
-        crossbar = _crossbar(topology, collective, settings, refine, pack_on, start_s, limit.limit_s, plan.name)
+        crossbar = _crossbar(topology, collective, settings, refine, pack_on, start_s, limit.limit_s, plan.name,
+                             alone=packed is None)
         if crossbar is not None:
             crossbar[0].notes.extend(_plan_notes(plan, traits, skipped, settings))
             return crossbar
-        skipped = (plan.name,) if _crossbar_applies(topology, collective, settings, pack_on) else ()
+        skipped = (plan.name,) if _crossbar_applies(topology, collective, settings, pack_on, packed is None) else ()
         plan = choose_plan(traits, skip=CLOSED_FORMS)
     ring, on_ring = None, False
     if settings.ring or (settings.ring is None and trees is None and not settings.slots and len(roots) > 2):
@@ -164,14 +165,14 @@ CLOSED_FORMS = ("crossbar planes", "boxes on rails")  # the plans that book a cl
 
 def _crossbar(topology: Topology, collective: Collective, settings: ForestcollOptions, refine: bool,
               pack_on: Topology | None, start_s: float, limit_s: float,
-              form: str = "crossbar planes") -> tuple[Schedule, Pipelined] | None:
+              form: str = "crossbar planes", alone: bool = True) -> tuple[Schedule, Pipelined] | None:
     """The closed-form schedule (``crossbar``: a box of crossbar planes; ``rails``: such boxes joined by rails, as
     ``form`` names) where the collective is an AllGather of every GPU (a ReduceScatter's mirror too), no packing
     or booking option was set, and the closed form ends within ``CROSSBAR_ENOUGH`` x the limit; else None."""
-    if not _crossbar_applies(topology, collective, settings, pack_on):
+    if not _crossbar_applies(topology, collective, settings, pack_on, alone):
         return None
     shape = crossbar_planes(topology) if form == "crossbar planes" else boxes_on_rails(topology)
-    if shape is None:
+    if shape is None or (collective.name != "allgather" and not isinstance(shape, CrossbarPlanes)):
         return None
     per_rank_bytes = collective.chunk_bytes * collective.chunks_per_rank
     if refine and collective.chunks_per_rank == 1:
@@ -193,8 +194,9 @@ def _crossbar(topology: Topology, collective: Collective, settings: ForestcollOp
                  "no trees packed"]
     else:
         notes = [f"{len(shape.gpus)} boxes of {len(shape.gpus[0])} GPUs on {len(shape.rails)} rails: every shard "
-                 "crosses its rail to GPU j of the other boxes, which relays it over its box's crossbar planes; "
-                 f"rails and planes book one shift per slot ({cpr} chunks per rank), relayed chunks as they land: "
+                 "crosses its rail to GPU j of the other boxes, which relays it over its box's crossbar planes "
+                 "(GPU j + r forwards some chunks of GPU j over its own rail too, sparing those relays, so rails "
+                 f"and planes end together); rails and planes book one shift per slot ({cpr} chunks per rank), relayed chunks as they land: "
                  "the closed form, no trees packed"]
     schedule = Schedule(topology, collective, transfers, "forestcoll",
                         {"trees": 1, "chunks_per_rank": cpr, "switch_queue": False, "ring": False,
@@ -204,10 +206,15 @@ def _crossbar(topology: Topology, collective: Collective, settings: ForestcollOp
 
 
 def _crossbar_applies(topology: Topology, collective: Collective, settings: ForestcollOptions,
-                      pack_on: Topology | None) -> bool:
+                      pack_on: Topology | None, alone: bool = True) -> bool:
     """The closed form serves an AllGather of every GPU (a ReduceScatter's mirror too) where no option shapes
-    the trees or their booking."""
-    return (pack_on is None and collective.name == "allgather" and sorted(collective.ranks) == sorted(topology.gpus)
+    the trees or their booking, and a ReduceScatter itself over crossbar planes where it is not mirrored (a
+    hardware link model's hops cost other than their reverses: each GPU sends its parts straight to their owners),
+    ``alone``: not as an AllReduce's first half (its few chunks leave the AllGather half one chunk's serialization
+    late, ``reversal.schedule_end``: dgxa100 AllReduce 1.075 x against the trees' 1.055)."""
+    own = (pack_on is None and collective.name == "allgather") or \
+        (alone and collective.name == "reducescatter" and crossbar_planes(topology) is not None)
+    return (own and sorted(collective.ranks) == sorted(topology.gpus)
             and not settings.switch_queue and all(value is None for value in (
                 settings.trees, settings.pieces, settings.ring, settings.slots, settings.spare_crossings)))
 

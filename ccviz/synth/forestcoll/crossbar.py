@@ -56,13 +56,15 @@ class CrossbarPlanes:
 
 def crossbar_planes(topology: Topology) -> CrossbarPlanes | None:
     """The planes where every link joins a GPU and a switch, every switch has one cable each way to every GPU,
-    one bandwidth per plane and one alpha per plane and direction (a hardware link model charges a GPU's send
-    its protocol step, a switch's forward the wire's alpha), one lane; else None (direct GPU links, switch
-    tiers, NICs, rails)."""
+    one alpha per plane and direction (a hardware link model charges a GPU's send its protocol step, a switch's
+    forward the wire's alpha), one lane; else None (direct GPU links, switch tiers, NICs, rails). A plane's
+    cables may differ in bandwidth (a designer's edit of one cable): its slot is then the slowest's
+    (``plane_slots``), which loses nothing where the slow cables are one GPU's and that GPU binds the limit
+    (every GPU then gets what it has), and little where one cable is faster (the others bind as before)."""
     gpus, switches = tuple(topology.gpus), tuple(topology.switches)
     if len(gpus) < 2 or not switches:
         return None
-    rates: dict[int, set[float]] = {s: set() for s in switches}
+    rates: dict[int, set[float]] = {s: set() for s in switches}  # a plane's cables may differ (one edited)
     alphas: dict[tuple[int, bool], set[float]] = {(s, up): set() for s in switches for up in (True, False)}
     touched: dict[int, set[tuple[int, int]]] = {s: set() for s in switches}
     for (u, v), link in topology.links.items():
@@ -74,10 +76,9 @@ def crossbar_planes(topology: Topology) -> CrossbarPlanes | None:
         touched[switch].add((u, v))
     every = len(gpus)
     for s in switches:
-        if len(rates[s]) != 1 or len(alphas[(s, True)]) != 1 or len(alphas[(s, False)]) != 1 \
-                or len(touched[s]) != 2 * every:
+        if len(alphas[(s, True)]) != 1 or len(alphas[(s, False)]) != 1 or len(touched[s]) != 2 * every:
             return None
-    return CrossbarPlanes(gpus, switches, tuple(next(iter(rates[s])) for s in switches))
+    return CrossbarPlanes(gpus, switches, tuple(min(rates[s]) for s in switches))
 
 
 def _assign(units: int, slots: list[float]) -> list[int]:
@@ -95,15 +96,31 @@ def _assign(units: int, slots: list[float]) -> list[int]:
 def predicted_finish(topology: Topology, planes: CrossbarPlanes, chunk_bytes: float, chunks: int) -> float:
     """The closed form: the latest plane's units x its slot + one route's delay (from time 0)."""
     n = len(planes.gpus)
-    slots = [occupancy(topology, planes.gpus[0], s, chunk_bytes) for s in planes.planes]
+    slots = plane_slots(topology, planes, chunk_bytes)
     counts = _assign((n - 1) * chunks, slots)
-    return max((c - 1) * slot + _route_delay(topology, planes.gpus[0], s, chunk_bytes)
+    return max((c - 1) * slot + _route_delay(topology, planes.gpus, s, chunk_bytes)
                for c, slot, s in zip(counts, slots, planes.planes, strict=True) if c)
 
 
-def _route_delay(topology: Topology, gpu: int, switch: int, chunk_bytes: float) -> float:
-    other = next(v for (u, v) in topology.links if u == switch and v != gpu)
-    return arrival_delay(topology, gpu, switch, chunk_bytes) + arrival_delay(topology, switch, other, chunk_bytes)
+def _route_delay(topology: Topology, gpus: tuple[int, ...], switch: int, chunk_bytes: float) -> float:
+    """The longest route through ``switch``: the slowest up-link's delay and the slowest down-link's."""
+    return max(arrival_delay(topology, g, switch, chunk_bytes) for g in gpus) + \
+        max(arrival_delay(topology, switch, v, chunk_bytes) for v in gpus)
+
+
+def plane_slots(topology: Topology, planes: CrossbarPlanes, chunk_bytes: float) -> list[float]:
+    """Each plane's slot: its slowest cable's time for one chunk (one chunk's bytes' time where all are alike).
+    Senders with faster up-links start later in the slot (``_send_offsets``), so every chunk of a shift lands on
+    its down-link at the same moment and a slow sender's chunk never meets the next shift's on a down-link."""
+    return [max(max(occupancy(topology, g, s, chunk_bytes), occupancy(topology, s, g, chunk_bytes))
+                for g in planes.gpus) for s in planes.planes]
+
+
+def _send_offsets(topology: Topology, gpus: tuple[int, ...], switch: int, chunk_bytes: float) -> dict[int, float]:
+    """How long after its slot starts each GPU sends into ``switch``: the slowest up-link's delay less its own."""
+    up = {g: arrival_delay(topology, g, switch, chunk_bytes) for g in gpus}
+    slowest = max(up.values())
+    return {g: slowest - d for g, d in up.items()}
 
 
 def chunk_count(topology: Topology, planes: CrossbarPlanes, per_rank_bytes: float, max_transfers: int) -> int | None:
@@ -125,27 +142,35 @@ def chunk_count(topology: Topology, planes: CrossbarPlanes, per_rank_bytes: floa
 def crossbar_allgather(topology: Topology, planes: CrossbarPlanes, collective: Collective,
                        start_s: float = 0.0) -> tuple[list[Transfer], float]:
     """Every GPU's shard to every other GPU over the planes, one shift per plane per slot; the transfers and
-    the finish. ``collective`` is an AllGather over every GPU (its chunks per rank as given)."""
+    the finish. ``collective`` is an AllGather over every GPU (its chunks per rank as given), or a ReduceScatter:
+    then every GPU sends its part of GPU v's shard to v in the same shifts, and v adds it to its own (the switch
+    only passes it on), so no switch copies or sums and no hop depends on another GPU's partial sum."""
     gpus = planes.gpus
     n, index = len(gpus), {g: i for i, g in enumerate(gpus)}
-    chunk_of = {(next(iter(c.pre)), c.index): c.id for c in collective.chunks}
+    reduce = collective.name == "reducescatter"
+    if reduce:  # chunk (v, c): GPU v's shard, summed at v
+        chunk_at = {(next(iter(c.post)), c.index): c.id for c in collective.chunks}
+    else:  # chunk (g, c): GPU g's shard, copied from g
+        chunk_at = {(next(iter(c.pre)), c.index): c.id for c in collective.chunks}
+    up_op, down_op = ("relay", "reduce") if reduce else ("copy", "copy")
     size = collective.chunk_bytes
-    slots = [occupancy(topology, gpus[0], s, size) for s in planes.planes]
+    slots = plane_slots(topology, planes, size)
     counts = _assign((n - 1) * collective.chunks_per_rank, slots)
     units = [(r, c) for c in range(collective.chunks_per_rank) for r in range(1, n)]
     transfers: list[Transfer] = []
     finish = start_s
     taken = 0
     for switch, slot, count in zip(planes.planes, slots, counts, strict=True):
+        offset = _send_offsets(topology, gpus, switch, size)
         for k, (shift, c) in enumerate(units[taken:taken + count]):
-            t = start_s + k * slot
             for g in gpus:
+                t = start_s + k * slot + offset[g]
                 v = gpus[(index[g] + shift) % n]
                 up_end = t + arrival_delay(topology, g, switch, size)
                 down_end = up_end + arrival_delay(topology, switch, v, size)
-                cid = chunk_of[(g, c)]
-                transfers.append(Transfer(cid, g, switch, t, up_end))
-                transfers.append(Transfer(cid, switch, v, up_end, down_end))
+                cid = chunk_at[(v if reduce else g, c)]
+                transfers.append(Transfer(cid, g, switch, t, up_end, up_op))
+                transfers.append(Transfer(cid, switch, v, up_end, down_end, down_op))
                 finish = max(finish, down_end)
         taken += count
     return transfers, finish

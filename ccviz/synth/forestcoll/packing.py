@@ -11,6 +11,7 @@ one ring through every GPU, stars (one per root), shortest-path trees, and balan
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -300,8 +301,7 @@ class TreePacker:
         """
         share = 1.0 / packing.k
         n = len(self.closure.gpus)
-        trees = {r: [Tree(t.root, {u: list(ch) for u, ch in t.children.items()}, list(t.links)) for t in ts]
-                 for r, ts in packing.trees.items()}
+        trees = copied_trees(packing)
         load = packing.link_load(len(self.capacity))
         scale = self.unit_s / self.capacity  # load -> time over the limit
         for _ in range(BALANCE_MOVES):
@@ -317,32 +317,27 @@ class TreePacker:
             routes = _all_routes(self.closure, info, n)  # w x v -> link ids of the cheapest route (-1 padded)
             hops = (routes >= 0).sum(axis=2)
             best = None
-            for ts in trees.values():
-                for t in ts:
-                    for u, kids in t.children.items():
-                        for i, (v, old) in enumerate(kids):
-                            if worst.isdisjoint(old):
-                                continue
-                            # every new parent w at once: not u, not below v, reaching v; the links of its route
-                            # to v that the old route does not share take one more edge (shared ones keep theirs)
-                            column = self.index[v]
-                            allowed = reachable[:, column].copy()
-                            allowed[self.index[u]] = False
-                            allowed[[self.index[x] for x in _below(t, v)]] = False
-                            shared = after[old]
-                            after[old] = -np.inf  # for the moment: the old route's links keep their load
-                            peak = after[routes[:, column, :]].max(axis=1)
-                            after[old] = shared
-                            allowed &= peak < top - 1e-9
-                            if not allowed.any():
-                                continue
-                            low = peak[allowed].min()
-                            allowed &= peak == low
-                            shortest = hops[allowed, column].min()
-                            x = int(np.flatnonzero(allowed & (hops[:, column] == shortest))[0])  # the first of equals
-                            if best is None or (float(low), int(shortest)) < best[0]:
-                                new = routes[x, column, :shortest].tolist()
-                                best = ((float(low), int(shortest)), t, u, i, v, self.closure.gpus[x], new, old)
+            for t, u, i, v, old in edges_crossing(trees, worst):
+                # every new parent w at once: not u, not below v, reaching v; the links of its route
+                # to v that the old route does not share take one more edge (shared ones keep theirs)
+                column = self.index[v]
+                allowed = reachable[:, column].copy()
+                allowed[self.index[u]] = False
+                allowed[[self.index[x] for x in _below(t, v)]] = False
+                shared = after[old]
+                after[old] = -np.inf  # for the moment: the old route's links keep their load
+                peak = after[routes[:, column, :]].max(axis=1)
+                after[old] = shared
+                allowed &= peak < top - 1e-9
+                if not allowed.any():
+                    continue
+                low = peak[allowed].min()
+                allowed &= peak == low
+                shortest = hops[allowed, column].min()
+                x = int(np.flatnonzero(allowed & (hops[:, column] == shortest))[0])  # the first of equals
+                if best is None or (float(low), int(shortest)) < best[0]:
+                    new = routes[x, column, :shortest].tolist()
+                    best = ((float(low), int(shortest)), t, u, i, v, self.closure.gpus[x], new, old)
             if best is None:
                 break
             move_edge(*best[1:], load, share)
@@ -413,6 +408,23 @@ def _all_routes(closure: RouteClosure, info: dict, n: int) -> np.ndarray:
             if route is not None:
                 out[w, v, :len(route)] = route
     return out
+
+
+def copied_trees(packing: Packing) -> dict[int, list[Tree]]:
+    """Each root's trees copied, so edges can move on them and leave ``packing`` as it was."""
+    return {r: [Tree(t.root, {u: list(ch) for u, ch in t.children.items()}, list(t.links)) for t in ts]
+            for r, ts in packing.trees.items()}
+
+
+def edges_crossing(trees: dict[int, list[Tree]], links: set[int]) -> Iterator[tuple[Tree, int, int, int, list[int]]]:
+    """Every tree edge whose route loads one of ``links``: (tree, parent u, index among u's children, child v,
+    the route's link ids), in the trees' order."""
+    for ts in trees.values():
+        for t in ts:
+            for u, kids in t.children.items():
+                for i, (v, route) in enumerate(kids):
+                    if not links.isdisjoint(route):
+                        yield t, u, i, v, route
 
 
 def crossing_shares(topology: Topology, links: list[tuple[int, int]]) -> np.ndarray:

@@ -87,7 +87,8 @@ PLANS: tuple[Plan, ...] = (
          lambda t: t.crossbar_planes),
     Plan("boxes on rails", "every switch is a crossbar plane of one box or a rail joining GPU j of every box "
          "(NVSwitch boxes on rails, dgxh100:boxes=N)",
-         "the closed form: every shard over its rail to the other boxes and relayed there over the box's planes, "
+         "the closed form: every shard over its rail to the other boxes and relayed there over the box's planes "
+         "(some also forwarded over a second rail, so rails and planes end together), "
          "one shift per slot on rails and planes, no trees packed (AllGather of every GPU and its mirror; where it "
          f"ends over {tuning.CROSSBAR_ENOUGH:g} x the limit, the next plan that fits)",
          lambda t: t.boxes_on_rails),
