@@ -22,14 +22,19 @@ from ccviz.model.schedule import Schedule
 from ccviz.runs.compare import compare
 
 ROOT = Path(__file__).resolve().parent.parent
-CUT_FABRIC = "dragonfly"  # 32 GPUs: forestcoll's AllGather at 1 GB books for several seconds (the grid after first come)
+# 12 GPUs: forestcoll's AllGather at 1 GB books for about 7 CPU-s (the grid after first come), so a limit of 0.1 s
+# (1 s on Compare, its least) always cuts it; the Synthesize page's test needs a limit the worker can keep to
+# (6 s) and so the 32-GPU dragonfly, which books for about 21 s
+CUT_FABRIC = "dragonfly:groups=3,routers=2,gpus=2"
+CUT_LIMIT = 0.1
+APP_CUT_FABRIC = "dragonfly"
 SIZE = 1e9
 
 
 @pytest.fixture(scope="module")
 def cut_run() -> ccviz.RunResult:
     return ccviz.run(ccviz.load_topology(CUT_FABRIC), "allgather", "forestcoll", SIZE,
-                     options=SynthOptions(time_limit=0.5))
+                     options=SynthOptions(time_limit=CUT_LIMIT))
 
 
 def test_a_heuristic_cut_by_its_time_limit_says_so_and_one_that_ran_to_its_end_does_not(cut_run) -> None:
@@ -43,7 +48,7 @@ def test_a_heuristic_cut_by_its_time_limit_says_so_and_one_that_ran_to_its_end_d
 @pytest.mark.parametrize("collective", ["reducescatter", "allreduce"])  # one part each: the workers share them
 def test_a_reduction_and_an_allreduce_keep_the_cut_through_their_mirror_and_their_halves(collective: str) -> None:
     result = ccviz.run(ccviz.load_topology(CUT_FABRIC), collective, "forestcoll", SIZE,
-                       options=SynthOptions(time_limit=0.5))
+                       options=SynthOptions(time_limit=CUT_LIMIT))
     assert result.timeline.verified and result.schedule.cut_short == "time_limit", collective
 
 
@@ -73,7 +78,7 @@ def test_the_schedule_file_keeps_it_and_refuses_a_value_it_does_not_know(cut_run
 
 def test_compare_rows_and_their_words_carry_it() -> None:
     table = compare(ccviz.load_topology(CUT_FABRIC), "allgather", ["forestcoll", "ring"], [SIZE],
-                    options=SynthOptions(time_limit=0.5))
+                    options=SynthOptions(time_limit=CUT_LIMIT))
     by_algorithm = dict(zip(table["algorithm"], table["cut_short"], strict=True))
     assert by_algorithm["forestcoll"] == "time_limit" and pd.isna(by_algorithm["ring"])
     assert row_status("heuristic", "time_limit") == "heuristic, cut short by its time limit"
@@ -86,7 +91,7 @@ def test_the_cli_says_it_beside_the_status() -> None:
     import sys
 
     out = subprocess.run([sys.executable, "-m", "ccviz.cli", "synth", CUT_FABRIC, "-c", "allgather", "-a",
-                          "forestcoll", "-s", "1GB", "--time-limit", "0.5"], capture_output=True, text=True,
+                          "forestcoll", "-s", "1GB", "--time-limit", str(CUT_LIMIT)], capture_output=True, text=True,
                          cwd=ROOT, check=True).stdout
     assert "status heuristic, cut short by its time limit (the best schedule so far)" in out, out
 
@@ -99,7 +104,7 @@ def test_synthesize_says_the_time_limit_cut_the_search_and_which_box_lets_it_go_
     # schedule: here the worker may take its time (the wait ends as soon as the answer comes)
     monkeypatch.setattr(isolated, "LIMIT_FINISH_SHARE", 60.0)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
-    at.query_params.update({"topology": CUT_FABRIC, "collective": "allgather", "algorithm": "forestcoll",
+    at.query_params.update({"topology": APP_CUT_FABRIC, "collective": "allgather", "algorithm": "forestcoll",
                             "size": "1GB"})
     at.run()
     # 6 s: forestcoll runs about 21 s here alone, and its first complete schedule comes after a few seconds even
@@ -135,9 +140,9 @@ def test_a_sweep_row_cut_by_its_time_limit_reads_time_limit_not_stopped() -> Non
     from ccviz.runs.grid import Grid
     from ccviz.runs.sweep import run_point
 
-    grid = Grid.make([CUT_FABRIC], "allgather", "forestcoll", "1GB", time_limit=0.5)
-    point = grid.points()[0]
-    row = run_point(point, ccviz.load_topology(point.topology_spec), "cut-short-test")["row"]
+    topology = ccviz.load_topology(CUT_FABRIC)  # built: a spec with commas would be read as a list of three
+    grid = Grid.make([topology], "allgather", "forestcoll", "1GB", time_limit=CUT_LIMIT)
+    row = run_point(grid.points()[0], topology, "cut-short-test")["row"]
     assert row["status"] == "time_limit" and row["cut_short"] == "time_limit" and row["verified"], row
 
 
