@@ -32,11 +32,15 @@ def test_merging_twin_switches_gives_the_full_lp_answer() -> None:
     full = concurrent_flow(fabric, need_flows=True, symmetry=False)
     assert "twin switches merged" in merged.method
     assert math.isclose(merged.seconds_per_pair_GB, full.seconds_per_pair_GB, rel_tol=1e-6)
-    # the merged flows split back over the twins still deliver every pair's unit and fit the time
-    load = merged.flows.sum(axis=0)
-    assert np.all(load <= merged.seconds_per_pair_GB * merged.capacity_GBps * (1 + 1e-6))
-    a = merged.fabric
-    for row, source in zip(merged.flows, a.gpus, strict=True):
+    assert_flows_deliver_within_the_limit(merged)  # the merged flows split back over the twins
+
+
+def assert_flows_deliver_within_the_limit(flow) -> None:
+    """Every source's flow delivers one unit to each other GPU, and all of them fit the LP's time."""
+    load = flow.flows.sum(axis=0)
+    assert np.all(load <= flow.seconds_per_pair_GB * flow.capacity_GBps * (1 + 1e-6))
+    a = flow.fabric
+    for row, source in zip(flow.flows, a.gpus, strict=True):
         net = np.zeros(len(a.nodes))
         np.add.at(net, a.tail, row)
         np.add.at(net, a.head, -row)
@@ -45,11 +49,23 @@ def test_merging_twin_switches_gives_the_full_lp_answer() -> None:
         assert np.allclose(net, expected, atol=1e-6)
 
 
+@pytest.mark.parametrize("spec, classes", [("nvl72:gpus=8,racks=2", 8), ("leafspine:leaves=4,hosts=4,spines=2", 4)])
+def test_twin_gpus_solve_one_flow_per_class_with_the_full_lp_answer(spec, classes) -> None:
+    # two NVL72 racks: 144 flows of the source-aggregated LP took 37 CPU s; the GPUs of a rack on one NIC rail
+    # are twins, and 8 class flows give the same limit in under a second (2026-11-29)
+    fabric = load_topology(spec)
+    reduced = concurrent_flow(fabric, need_flows=True)
+    full = concurrent_flow(fabric, symmetry=False)
+    assert f"{classes} classes of {fabric.n_gpus} GPUs" in reduced.method
+    assert math.isclose(reduced.seconds_per_pair_GB, full.seconds_per_pair_GB, rel_tol=1e-6)
+    assert_flows_deliver_within_the_limit(reduced)
+
+
 def test_nvl72_alltoall_limit_solves_quickly() -> None:
     flow = concurrent_flow(load_topology("nvl72"))
     # 71 of 72 shares of 1 GB per pair leave each GPU over 18 x 50 GB/s: 71 / 900 s per GB per pair
     assert math.isclose(flow.seconds_per_pair_GB, 71 / 900, rel_tol=1e-6)
-    assert flow.solve_s < 30
+    assert "1 class of 72 GPUs" in flow.method  # one flow, not 72: what keeps it quick (no wall clock asserted)
 
 
 def test_a_run_whose_bound_fails_is_kept_with_the_bound_unknown(monkeypatch) -> None:
