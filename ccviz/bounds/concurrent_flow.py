@@ -30,6 +30,7 @@ import numpy as np
 
 from ccviz.errors import CcvizError
 from ccviz.model.topology import Topology
+from ccviz.synth.solver_output import quiet_highs
 
 BINDING = 1e-7  # a link's dual price (relative to the largest) above which it binds
 OPTIMAL_SLACK = 1e-9  # the flows mcf splits into paths may take T this much over the optimum (solver tolerance)
@@ -54,6 +55,9 @@ class ConcurrentFlow:
     method: str
     solve_s: float
     translations: Translations | None = None  # set where the LP was reduced by the fabric's symmetry
+    # where it was reduced by twin GPUs: the classes (node positions, first the one whose flow the others'
+    # are images of: ``swap_links``)
+    twins: list[np.ndarray] | None = None
 
     @property
     def links(self) -> list[tuple[int, int]]:
@@ -218,27 +222,6 @@ def _extend_to_switches(a: FabricArrays, gpu_perms: np.ndarray) -> np.ndarray | 
 
 
 # ------------------------------------------------------------------------------ the LP
-def _quiet_highs():
-    """A HiGHS instance with its log off; its start-up banner (written to stdout before any option can
-    be set) goes to /dev/null, so ``--json`` prints one JSON object and nothing else."""
-    import os
-    import sys
-
-    import highspy
-
-    sys.stdout.flush()
-    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        h = highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
-    h.setOptionValue("output_flag", False)
-    return h
-
-
 def _solve_lp(cost: np.ndarray, a_matrix, row_lower: np.ndarray, row_upper: np.ndarray, col_upper: np.ndarray,
               time_limit: float | None, simplex: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
     """min cost.x subject to row bounds, 0 <= x <= col_upper, on HiGHS; (x, row duals, objective)."""
@@ -258,7 +241,7 @@ def _solve_lp(cost: np.ndarray, a_matrix, row_lower: np.ndarray, row_upper: np.n
     lp.a_matrix_.start_ = a_matrix.indptr.astype(np.int32)
     lp.a_matrix_.index_ = a_matrix.indices.astype(np.int32)
     lp.a_matrix_.value_ = a_matrix.data
-    h = _quiet_highs()
+    h = quiet_highs()
     if not simplex:
         # the simplex stalls on source-aggregated LPs (52 s on a 4x4x4 torus, 0.3 s by interior point); the
         # interior point's optimum (no crossover) is exact to its tolerance, about 1e-8 relative
@@ -293,7 +276,10 @@ def concurrent_flow(topology: Topology, *, need_flows: bool = False, symmetry: b
     twins = _merge_twin_switches(a) if symmetry and group is None else None
     if twins is not None:
         merged, link_map = twins
-        value, merged_prices, merged_flows, how = _reduced(merged, time_limit, need_flows, symmetry)
+        value, merged_prices, merged_flows, how, twins = _reduced(merged, time_limit, need_flows, symmetry)
+        if twins is not None:  # merged GPU positions are the full fabric's in the same (GPU) order
+            at = {int(m): int(f) for m, f in zip(merged.gpus, a.gpus, strict=True)}
+            twins = [np.array([at[int(g)] for g in members], dtype=np.int64) for members in twins]
         prices = merged_prices[link_map]  # twin links bind alike: each keeps its merged link's price
         share = a.capacity / merged.capacity[link_map]  # a merged link's flow split over its twins by bandwidth
         flows = merged_flows[:, link_map] * share if need_flows else None
@@ -308,13 +294,13 @@ def concurrent_flow(topology: Topology, *, need_flows: bool = False, symmetry: b
                 flows[g, group.link_perm[g]] = flow0
         method = "one source's flow, the others its translates (the fabric's symmetry)"
     else:
-        value, prices, flows, method = _reduced(a, time_limit, need_flows, symmetry)
+        value, prices, flows, method, twins = _reduced(a, time_limit, need_flows, symmetry)
     total = float((prices * a.capacity).sum())
     if total > 0:
         prices = prices / total
         value = min(value, _dual_bound(a, prices, one_source=group is not None))
     return ConcurrentFlow(value, a, prices, list(topology.gpus), flows if need_flows else None,
-                          method, time.perf_counter() - t0, group)
+                          method, time.perf_counter() - t0, group, twins)
 
 
 def _merge_twin_switches(a: FabricArrays) -> tuple[FabricArrays, np.ndarray] | None:
@@ -407,19 +393,19 @@ def _aggregated(a: FabricArrays, time_limit: float | None,
     return value, prices, x[:-1].reshape(n, n_links)
 
 
-def _reduced(a: FabricArrays, time_limit: float | None, need_flows: bool,
-             symmetry: bool) -> tuple[float, np.ndarray, np.ndarray | None, str]:
+def _reduced(a: FabricArrays, time_limit: float | None, need_flows: bool, symmetry: bool
+             ) -> tuple[float, np.ndarray, np.ndarray | None, str, list[np.ndarray] | None]:
     """The LP without a translation group: by twin-GPU classes where GPUs have twins, else aggregated by
-    source; (value, link prices, flows per source or None, how it was solved)."""
+    source; (value, link prices, flows per source or None, how it was solved, the twin classes or None)."""
     classes = _gpu_twin_classes(a) if symmetry else None
     if classes is None:
         value, prices, flows = _aggregated(a, time_limit, shortest=need_flows)
-        return value, prices, flows, "commodities aggregated by source"
+        return value, prices, flows, "commodities aggregated by source", None
     value, prices, flows = _by_classes(a, classes, time_limit, need_flows)
     how = (f"one flow per class of twin GPUs ({len(classes)} class{'es' if len(classes) > 1 else ''} of "
            f"{len(a.gpus)} GPUs: GPUs with the same links are interchangeable, so their flows are each other's "
            "images)")
-    return value, prices, flows, how
+    return value, prices, flows, how, classes
 
 
 def _gpu_twin_classes(a: FabricArrays) -> list[np.ndarray] | None:
@@ -510,11 +496,19 @@ def _twin_flows(a: FabricArrays, classes: list[np.ndarray], kind: np.ndarray, y:
         _, part = np.unique(fixed[a.tail] * (n_nodes + 1) + fixed[a.head], return_inverse=True)
         even = (np.bincount(part, weights=y[k]) / np.bincount(part))[part]
         for s in members.tolist():
-            swap = np.arange(n_nodes)
-            swap[rep], swap[s] = s, rep
-            image = _link_index(a, swap[a.tail], swap[a.head])
-            flows[row_of[s]] = even[image]  # a swap is its own inverse
+            flows[row_of[s]] = even[swap_links(a, rep, s)]  # a swap is its own inverse
     return flows
+
+
+def swap_links(a: FabricArrays, first: int, second: int) -> np.ndarray:
+    """Link e's image when twin GPUs ``first`` and ``second`` (node positions) trade places: the link index of
+    the swapped (tail, head) for every link."""
+    swap = np.arange(len(a.nodes))
+    swap[first], swap[second] = second, first
+    image = _link_index(a, swap[a.tail], swap[a.head])
+    if image is None:
+        raise ValueError(f"nodes {a.nodes[first]} and {a.nodes[second]} are not twins")
+    return image
 
 
 def _symmetric(a: FabricArrays, group: Translations, time_limit: float | None,
