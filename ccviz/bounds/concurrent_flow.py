@@ -501,13 +501,18 @@ def _twin_flows(a: FabricArrays, classes: list[np.ndarray], kind: np.ndarray, y:
 
 
 def swap_links(a: FabricArrays, first: int, second: int) -> np.ndarray:
-    """Link e's image when twin GPUs ``first`` and ``second`` (node positions) trade places: the link index of
-    the swapped (tail, head) for every link."""
+    """Link e's image when twin GPUs ``first`` and ``second`` (node positions) trade places."""
     swap = np.arange(len(a.nodes))
     swap[first], swap[second] = second, first
-    image = _link_index(a, swap[a.tail], swap[a.head])
+    return permuted_links(a, swap)
+
+
+def permuted_links(a: FabricArrays, perm: np.ndarray) -> np.ndarray:
+    """Link e's image under the node permutation ``perm`` (positions), which must map the fabric onto itself
+    (twins trading places): the index of link (perm[tail], perm[head]) for every link."""
+    image = _link_index(a, perm[a.tail], perm[a.head])
     if image is None:
-        raise ValueError(f"nodes {a.nodes[first]} and {a.nodes[second]} are not twins")
+        raise ValueError("the node permutation does not map the fabric's links onto its links")
     return image
 
 
