@@ -122,3 +122,22 @@ def test_teccl_gives_up_in_one_line_when_its_first_schedule_misses_the_time_limi
         greedy.run()
     assert caught.value.field == "time_limit"
     assert EpochGreedy(fabric, grid, [c.pre for c in coll.chunks], [c.post for c in coll.chunks]).run()[1] > 0
+
+
+def test_twophase_reads_a_uniform_matrix_limit_from_alltoalls_own_lp() -> None:
+    # twophase on two NVL72 racks solved the matrix LP (144 flows, no reduction) for 547 s past a 60 s limit
+    from ccviz import synthesize
+    from ccviz.bounds.cut import CACHE
+    from ccviz.bounds.demand_flow import alltoallv_flow, matrix_limit_s
+    from ccviz.model.collectives import make_collective
+    from ccviz.model.traffic import matrix_of
+    from ccviz.synth.alltoallv import alltoallv_collective
+
+    fabric = load_topology("nvl72:gpus=8,racks=2")
+    uniform = make_collective("alltoall", fabric, 1e8)
+    synthesize(fabric, uniform, "twophase")
+    solved = [key for topology, per in list(CACHE.items()) if topology.name == fabric.name for key in per]  # its copy
+    assert ("alltoall", False) in solved and not any(key[0] == "alltoallv" for key in solved)
+    matrix = alltoallv_collective(uniform.ranks, matrix_of(uniform), uniform.chunk_bytes)
+    # the matrix LP's interior point certifies 5e-6 below the exact 1 ms here; AllToAll's LP gets 1e-15
+    assert math.isclose(matrix_limit_s(fabric, matrix), alltoallv_flow(fabric, matrix).seconds, rel_tol=1e-4)
