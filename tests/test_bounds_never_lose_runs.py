@@ -141,3 +141,24 @@ def test_twophase_reads_a_uniform_matrix_limit_from_alltoalls_own_lp() -> None:
     matrix = alltoallv_collective(uniform.ranks, matrix_of(uniform), uniform.chunk_bytes)
     # the matrix LP's interior point certifies 5e-6 below the exact 1 ms here; AllToAll's LP gets 1e-15
     assert math.isclose(matrix_limit_s(fabric, matrix), alltoallv_flow(fabric, matrix).seconds, rel_tol=1e-4)
+
+
+def test_the_epoch_greedy_looks_at_the_time_limit_inside_one_search(monkeypatch) -> None:
+    # between chunks was not enough: one search through many relay GPUs runs for seconds past the limit
+    import time
+
+    from ccviz.model.collectives import make_collective
+    from ccviz.synth.teccl import greedy as greedy_module
+    from ccviz.synth.teccl.epochs import EpochGrid
+    from ccviz.synth.teccl.greedy import EpochGreedy
+
+    fabric = load_topology("ring:n=8")
+    coll = make_collective("alltoall", fabric, 1e6)
+    grid = EpochGrid.build(fabric, coll.chunk_bytes, "fastest")
+    late = EpochGreedy(fabric, grid, [c.pre for c in coll.chunks], [c.post for c in coll.chunks],
+                       deadline=time.perf_counter() - 1)
+    late._missing = [set(c.post) for c in coll.chunks]
+    monkeypatch.setattr(greedy_module, "SEARCH_CHECK_EVERY", 1)
+    chunk = coll.chunks[0]
+    with pytest.raises(CcvizError, match="no schedule to hand back"):
+        late._search(dict.fromkeys(chunk.pre, 0), set(), set(chunk.post))

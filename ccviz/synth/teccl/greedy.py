@@ -27,6 +27,7 @@ from ccviz.synth.teccl.time_expanded import Send
 
 SWITCH_ENTRY_CHOICES = 8  # send epochs first tried on a link into a switch (the next hop may be busy at the first)
 MAX_SWITCH_ENTRY_CHOICES = 4096
+SEARCH_CHECK_EVERY = 2048  # states settled by one search between two looks at the time limit
 
 
 class EpochGreedy:
@@ -43,6 +44,7 @@ class EpochGreedy:
         self.search_limit = search_limit
         self.usage: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
         self.switch_entry_choices = SWITCH_ENTRY_CHOICES
+        self._missing: list[set[int]] = []
         self.slots = {key: link.window_slots for key, link in grid.links.items()}  # read in the inner loop
         self.switches = frozenset(topology.switches)
         self._to_switches: dict[int, list] = {}  # node -> its out-links into switches (``_onward``)
@@ -70,6 +72,7 @@ class EpochGreedy:
         missing = [set(d) - set(h) for d, h in zip(self.destinations, held, strict=True)]
         sends: list[Send] = []
         makespan = max((t for h in held for t in h.values()), default=0)
+        self._missing = missing  # what is left, for the one line at the time limit (``_check_time``)
         while any(missing):
             for c in range(len(missing)):
                 if not missing[c]:
@@ -128,10 +131,14 @@ class EpochGreedy:
         switches = self.switches
         for t, _, n, _ in heap:
             parent.setdefault((n, t), (None, None))
+        pops = 0
         while heap:
             t, _, n, _ = heapq.heappop(heap)
             if t > self.search_limit:
                 break
+            pops += 1
+            if pops % SEARCH_CHECK_EVERY == 0:  # one search through many relay GPUs is long
+                self._check_time(self._missing)
             if n not in switches:
                 if n in done_gpus:
                     continue
