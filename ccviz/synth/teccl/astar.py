@@ -36,7 +36,7 @@ from ccviz.model.topology import Topology
 from ccviz.synth.catalog import TecclAstarOptions
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.solver_output import quiet_highs
-from ccviz.synth.teccl.bounds import EpochLowerBound
+from ccviz.synth.teccl.bounds import EpochLowerBound, bound_deadline
 from ccviz.synth.teccl.extract import USED, Hop, landings
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.solve import highs_threads
@@ -85,7 +85,7 @@ class AStarRounds(EpochProblem):
     def solve(self) -> EpochPlan:
         lower = EpochLowerBound(self.topology, self.grid, EpochSolver(
             self.topology, self.collective, self.options, self.deadline, self.started,
-            self.mirrored_from).commodities).value()
+            self.mirrored_from).commodities).value(deadline=bound_deadline(self.started, self.deadline))
         start = 0
         limited = False
         idle = 0
