@@ -379,12 +379,12 @@ def test_a_pair_the_switches_alone_do_not_join_relays_only_through_gpus_next_to_
     fabric = ccviz.load_topology("nvl72:gpus=8,racks=2")
     coll = make_collective("alltoall", fabric, 1e9)
     planner = MtegPlanner(fabric, coll, slot_length(fabric, coll.chunk_bytes, None))
-    far = next(c for c in coll.chunks if c.source == 0 and not planner.one_pass_from(set(c.post)) >= {0})
+    far = next(c for c in coll.chunks if c.source == 0 and not planner.one_pass.to(set(c.post)) >= {0})
     search = SteinerSearch(planner, far.id, sorted(far.pre), sorted(far.post))
     settled, order = search.reach()
     assert order and search.relays == "near"
     entered = {node for node, _ in settled if not fabric.is_switch(node)}
-    assert entered <= planner.one_pass_from(set(far.post)) | set(far.post) | {0}
+    assert entered <= planner.one_pass.to(set(far.post)) | set(far.post) | {0}
     assert len(entered) < fabric.n_gpus - 1  # not every GPU (the search before this one entered all 15)
     timeline = simulate(ccviz.synthesize(fabric, coll, "mteg"))
     assert timeline.verified, timeline.violations[:1]

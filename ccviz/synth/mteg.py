@@ -77,6 +77,7 @@ from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import MtegOptions
 from ccviz.synth.common import Check, Forward, ReversalSynthesizer, best_of_restarts, check_restarts
 from ccviz.synth.registry import SynthOptions
+from ccviz.synth.switch_reach import OnePass
 
 Key = tuple[int, int]  # a time-expanded state: (node, slot); GPUs use slot -1 (they store)
 Edge = tuple[int, int, int]  # a transmission: (src, dst, departure slot)
@@ -252,7 +253,7 @@ class SteinerSearch:
         if self.relays is True:
             done = covered
         elif self.relays == "near":
-            done = _AllGpusBut(self.uncovered | planner.one_pass_from(self.uncovered) - covered.keys(),
+            done = _AllGpusBut(self.uncovered | planner.one_pass.to(self.uncovered) - covered.keys(),
                                planner.is_switch)
         else:
             done = _AllGpusBut(self.uncovered, planner.is_switch)
@@ -433,32 +434,7 @@ class MtegPlanner:
         # GPUs, every GPU being a switch chain away (72-GPU AllToAll: 5,112 searches of 18 chains each instead
         # of 71 x 18 per GPU reached on the way, about 2 h at 24 GPUs' pace)
         self.switched = all(self.is_switch[d] for g in topology.gpus for d in self.out_links.get(g, ()))
-        self.in_links: dict[int, list[int]] = {}
-        for u, outs in self.out_links.items():
-            for d in outs:
-                self.in_links.setdefault(d, []).append(u)
-        self._one_pass: dict[int, set[int]] = {}  # GPU -> the GPUs one pass through switches from it
-
-    def one_pass_from(self, gpus: set[int]) -> set[int]:
-        """The GPUs from which one of ``gpus`` is reached through switches alone (each found once, by a walk
-        back from it over links out of switches)."""
-        found: set[int] = set()
-        for target in gpus:
-            if target not in self._one_pass:
-                near, seen, frontier = set(), {target}, [target]
-                while frontier:
-                    node = frontier.pop()
-                    for src in self.in_links.get(node, ()):
-                        if src in seen:
-                            continue
-                        seen.add(src)
-                        if self.is_switch[src]:
-                            frontier.append(src)
-                        else:
-                            near.add(src)
-                self._one_pass[target] = near
-            found |= self._one_pass[target]
-        return found
+        self.one_pass = OnePass(topology)  # the relays next to a destination (``SteinerSearch.reach``)
 
     def copies(self, node: int) -> bool:
         """True when ``node`` may forward one arrival on several links (GPUs always may)."""
