@@ -65,3 +65,11 @@ def solver_threads(channel):
     from ccviz.synth.teccl.solve import highs_threads
 
     return highs_threads()
+
+
+def chatty(channel, seconds):
+    """Reports progress without a pause and ignores Stop (HiGHS's callbacks, many a second, in a long solve)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        channel.send("progress", time.perf_counter() - t0)
+    return "done"

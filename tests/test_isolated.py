@@ -234,3 +234,20 @@ def test_a_solver_stopped_at_its_time_limit_may_finish_the_schedule_it_kept(regi
     assert job.entry.result.timeline.verified
     # the page then says the time limit stopped it ("... before you pressed Stop" when nobody had)
     assert job.entry.stopped and job.entry.stopped_at_limit
+
+
+def test_stop_ends_a_solver_that_reports_without_a_pause():
+    # the relay read message after message and only looked at Stop when none came for 50 ms: a solver
+    # reporting without a pause was never ended (a closed tab's TE-CCL worker ran on 46 s; issue 40)
+    pool = WorkerPool(size=1, spares=0)
+    stop = threading.Event()
+    messages = []
+
+    def on_message(kind, payload):
+        messages.append(kind)
+        if len(messages) == 50:
+            stop.set()
+
+    with pytest.raises(CcvizError, match="no complete schedule yet"):
+        pool.call(isolated_tasks.chatty, (60,), stop=stop, on_message=on_message)
+    pool.close()

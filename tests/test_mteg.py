@@ -369,3 +369,22 @@ def test_one_link_moves_grow_the_trees_of_the_chain_search(spec: str, interleave
     chains.direct_links = dict.fromkeys(chains.direct_links)
     order = multicast_order(coll)
     assert [tree.edges for tree in fast.plan(order)] == [tree.edges for tree in chains.plan(order)]
+
+
+def test_a_pair_the_switches_alone_do_not_join_relays_only_through_gpus_next_to_its_destination():
+    # two NVL72 racks: GPU 0 reaches a GPU of the other rack on another NIC rail only through a relay GPU; the
+    # search then relayed through every GPU (0.3 s a search at 144 GPUs, no tree planned in 60 s)
+    from ccviz.synth.mteg import MtegPlanner, SteinerSearch, slot_length
+
+    fabric = ccviz.load_topology("nvl72:gpus=8,racks=2")
+    coll = make_collective("alltoall", fabric, 1e9)
+    planner = MtegPlanner(fabric, coll, slot_length(fabric, coll.chunk_bytes, None))
+    far = next(c for c in coll.chunks if c.source == 0 and not planner.one_pass.to(set(c.post)) >= {0})
+    search = SteinerSearch(planner, far.id, sorted(far.pre), sorted(far.post))
+    settled, order = search.reach()
+    assert order and search.relays == "near"
+    entered = {node for node, _ in settled if not fabric.is_switch(node)}
+    assert entered <= planner.one_pass.to(set(far.post)) | set(far.post) | {0}
+    assert len(entered) < fabric.n_gpus - 1  # not every GPU (the search before this one entered all 15)
+    timeline = simulate(ccviz.synthesize(fabric, coll, "mteg"))
+    assert timeline.verified, timeline.violations[:1]

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -29,3 +31,18 @@ def test_teccl_astar_json_stdout_is_exactly_one_object():
                 "sys.exit(main(['synth', 'ring:n=4', '-a', 'teccl-astar', '--size', '1KB', '--json']))")
     assert done.returncode == 0, done.stderr
     assert isinstance(json.loads(done.stdout), dict)  # one object, nothing before or after it
+
+
+
+@pytest.mark.parametrize("args", [
+    ["limit", "leafspine:leaves=2,hosts=2,spines=2", "-c", "alltoall", "--json"],  # the flow LP, outside synthesis
+    ["synth", "leafspine:leaves=2,hosts=2,spines=2", "-c", "alltoall", "-a", "mcf", "--size", "1MB", "--json"],
+    ["synth", "star:n=4,reduce=true", "-c", "allreduce", "-a", "teccl", "--size", "1KB", "--time-limit", "30",
+     "--json"],  # Pyomo's appsi HiGHS
+])
+def test_json_stdout_of_solver_backed_commands_parses(args):
+    # HiGHS prints its banner once per process, on descriptor 1, past sys.stdout: each command in a process of its
+    # own, stdout read as the one JSON object a script would parse
+    done = _run(f"import sys\nfrom ccviz.cli import main\nsys.exit(main({args!r}))")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert isinstance(json.loads(done.stdout), dict), done.stdout[:300]

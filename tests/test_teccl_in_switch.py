@@ -107,3 +107,30 @@ def test_a_switch_that_only_forwards_carries_partials_beside_one_that_adds() -> 
     assert (4, COMBINE) in ops and (5, "reduce") in ops
     greedy = next(note for note in schedule.notes if note.startswith("epoch greedy"))
     assert schedule.epochs < int(greedy.split(": ")[1].split()[0])
+
+
+def test_the_in_switch_greedy_stops_at_its_deadline_and_says_how_far_it_got() -> None:
+    # NVL72 AllReduce 81448 B --time-limit 10: the greedy could not be interrupted and the run took 13 s
+    import time
+
+    from ccviz.synth.teccl.in_switch_solve import InSwitchGreedy, solve_in_switch
+
+    topo = build("nvl72:gpus=12")
+    coll = make_collective("allreduce", topo, 1e6)
+    grid = EpochGrid.build(topo, coll.chunk_bytes, "fastest")
+    late = InSwitchGreedy(topo, grid, coll, deadline=time.perf_counter() - 1)
+    assert late.run() is None and late.cut_short and late.routed == 0
+    on_time = InSwitchGreedy(topo, grid, coll)  # no deadline: the whole pipeline, every chunk placed
+    assert on_time.run() is not None and not on_time.cut_short and on_time.routed == len(coll.chunks)
+    started = time.perf_counter()
+    schedule, notes = solve_in_switch(topo, coll, SynthOptions(), started - 1, started - 2)
+    assert schedule is None and any("had placed 0 chunks when the time limit ran out" in n for n in notes)
+
+
+def test_the_greedy_schedule_stands_when_the_model_finds_none_better_in_time() -> None:
+    # the greedy's schedule is judged at once; a search cut short keeps it (status says the time ran out or
+    # the search ended; never a lost run)
+    schedule, timeline = _teccl("nvl72:gpus=12", "allreduce", 1e6)
+    assert timeline.verified and schedule.algorithm == "teccl"
+    assert any("epoch greedy (NVLS pipeline)" in n for n in schedule.notes)
+    assert schedule.epochs is not None and schedule.status in ("optimal", "feasible", "time_limit")

@@ -30,6 +30,7 @@ import numpy as np
 
 from ccviz.errors import CcvizError
 from ccviz.model.topology import Topology
+from ccviz.synth.solver_output import quiet_highs
 
 BINDING = 1e-7  # a link's dual price (relative to the largest) above which it binds
 OPTIMAL_SLACK = 1e-9  # the flows mcf splits into paths may take T this much over the optimum (solver tolerance)
@@ -54,6 +55,9 @@ class ConcurrentFlow:
     method: str
     solve_s: float
     translations: Translations | None = None  # set where the LP was reduced by the fabric's symmetry
+    # where it was reduced by twin GPUs: the classes (node positions, first the one whose flow the others'
+    # are images of: ``swap_links``)
+    twins: list[np.ndarray] | None = None
 
     @property
     def links(self) -> list[tuple[int, int]]:
@@ -143,22 +147,15 @@ def find_translations(topology: Topology, a: FabricArrays) -> Translations | Non
     perms = _extend_to_switches(a, gpu_perms) if len(a.nodes) > n else a.gpus[gpu_perms]
     if perms is None:
         return None
-    n_nodes = len(a.nodes)
-    codes = a.tail * n_nodes + a.head
-    order = np.argsort(codes)
-    sorted_codes = codes[order]
     attrs = [(topology.links[k].bandwidth_GBps, topology.links[k].alpha_us, topology.links[k].lanes) for k in a.links]
     kinds = {attr: i for i, attr in enumerate(dict.fromkeys(attrs))}
     kind = np.array([kinds[attr] for attr in attrs])
     link_perm = np.empty((n, len(a.links)), dtype=np.int64)
     for g in range(n):
-        image = perms[g][a.tail] * n_nodes + perms[g][a.head]
-        at = np.minimum(np.searchsorted(sorted_codes, image), len(codes) - 1)
-        if not np.array_equal(sorted_codes[at], image):
+        image = _link_index(a, perms[g][a.tail], perms[g][a.head])
+        if image is None or not np.array_equal(kind[image], kind):
             return None
-        link_perm[g] = order[at]
-        if not np.array_equal(kind[link_perm[g]], kind):
-            return None
+        link_perm[g] = image
     return Translations(perms, link_perm)
 
 
@@ -225,27 +222,6 @@ def _extend_to_switches(a: FabricArrays, gpu_perms: np.ndarray) -> np.ndarray | 
 
 
 # ------------------------------------------------------------------------------ the LP
-def _quiet_highs():
-    """A HiGHS instance with its log off; its start-up banner (written to stdout before any option can
-    be set) goes to /dev/null, so ``--json`` prints one JSON object and nothing else."""
-    import os
-    import sys
-
-    import highspy
-
-    sys.stdout.flush()
-    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        h = highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-        os.close(devnull)
-    h.setOptionValue("output_flag", False)
-    return h
-
-
 def _solve_lp(cost: np.ndarray, a_matrix, row_lower: np.ndarray, row_upper: np.ndarray, col_upper: np.ndarray,
               time_limit: float | None, simplex: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
     """min cost.x subject to row bounds, 0 <= x <= col_upper, on HiGHS; (x, row duals, objective)."""
@@ -265,7 +241,7 @@ def _solve_lp(cost: np.ndarray, a_matrix, row_lower: np.ndarray, row_upper: np.n
     lp.a_matrix_.start_ = a_matrix.indptr.astype(np.int32)
     lp.a_matrix_.index_ = a_matrix.indices.astype(np.int32)
     lp.a_matrix_.value_ = a_matrix.data
-    h = _quiet_highs()
+    h = quiet_highs()
     if not simplex:
         # the simplex stalls on source-aggregated LPs (52 s on a 4x4x4 torus, 0.3 s by interior point); the
         # interior point's optimum (no crossover) is exact to its tolerance, about 1e-8 relative
@@ -300,11 +276,14 @@ def concurrent_flow(topology: Topology, *, need_flows: bool = False, symmetry: b
     twins = _merge_twin_switches(a) if symmetry and group is None else None
     if twins is not None:
         merged, link_map = twins
-        value, merged_prices, merged_flows = _aggregated(merged, time_limit, shortest=need_flows)
+        value, merged_prices, merged_flows, how, twins = _reduced(merged, time_limit, need_flows, symmetry)
+        if twins is not None:  # merged GPU positions are the full fabric's in the same (GPU) order
+            at = {int(m): int(f) for m, f in zip(merged.gpus, a.gpus, strict=True)}
+            twins = [np.array([at[int(g)] for g in members], dtype=np.int64) for members in twins]
         prices = merged_prices[link_map]  # twin links bind alike: each keeps its merged link's price
         share = a.capacity / merged.capacity[link_map]  # a merged link's flow split over its twins by bandwidth
-        flows = merged_flows[:, link_map] * share
-        method = (f"commodities aggregated by source, {len(a.nodes) - len(merged.nodes)} twin switches merged "
+        flows = merged_flows[:, link_map] * share if need_flows else None
+        method = (f"{how}, {len(a.nodes) - len(merged.nodes)} twin switches merged "
                   "(switches with the same links: one switch of their summed bandwidth)")
     elif group is not None:
         value, prices, flow0 = _symmetric(a, group, time_limit, shortest=need_flows)
@@ -315,14 +294,13 @@ def concurrent_flow(topology: Topology, *, need_flows: bool = False, symmetry: b
                 flows[g, group.link_perm[g]] = flow0
         method = "one source's flow, the others its translates (the fabric's symmetry)"
     else:
-        value, prices, flows = _aggregated(a, time_limit, shortest=need_flows)
-        method = "commodities aggregated by source"
+        value, prices, flows, method, twins = _reduced(a, time_limit, need_flows, symmetry)
     total = float((prices * a.capacity).sum())
     if total > 0:
         prices = prices / total
         value = min(value, _dual_bound(a, prices, one_source=group is not None))
     return ConcurrentFlow(value, a, prices, list(topology.gpus), flows if need_flows else None,
-                          method, time.perf_counter() - t0, group)
+                          method, time.perf_counter() - t0, group, twins)
 
 
 def _merge_twin_switches(a: FabricArrays) -> tuple[FabricArrays, np.ndarray] | None:
@@ -415,6 +393,129 @@ def _aggregated(a: FabricArrays, time_limit: float | None,
     return value, prices, x[:-1].reshape(n, n_links)
 
 
+def _reduced(a: FabricArrays, time_limit: float | None, need_flows: bool, symmetry: bool
+             ) -> tuple[float, np.ndarray, np.ndarray | None, str, list[np.ndarray] | None]:
+    """The LP without a translation group: by twin-GPU classes where GPUs have twins, else aggregated by
+    source; (value, link prices, flows per source or None, how it was solved, the twin classes or None)."""
+    classes = _gpu_twin_classes(a) if symmetry else None
+    if classes is None:
+        value, prices, flows = _aggregated(a, time_limit, shortest=need_flows)
+        return value, prices, flows, "commodities aggregated by source", None
+    value, prices, flows = _by_classes(a, classes, time_limit, need_flows)
+    how = (f"one flow per class of twin GPUs ({len(classes)} class{'es' if len(classes) > 1 else ''} of "
+           f"{len(a.gpus)} GPUs: GPUs with the same links are interchangeable, so their flows are each other's "
+           "images)")
+    return value, prices, flows, how, classes
+
+
+def _gpu_twin_classes(a: FabricArrays) -> list[np.ndarray] | None:
+    """The GPUs (node positions, in ``a.gpus`` order within a class) grouped by their links: twins have the same
+    neighbours over links of the same bandwidth, both ways (NVL72 racks: the GPUs of a rack on one NIC rail).
+    Swapping two twins maps the fabric onto itself. None when no GPU has a twin."""
+    is_gpu = a.is_gpu
+    out: dict[int, list] = {int(g): [] for g in a.gpus}
+    into: dict[int, list] = {int(g): [] for g in a.gpus}
+    for u, w, c in zip(a.tail.tolist(), a.head.tolist(), a.capacity.tolist(), strict=True):
+        if is_gpu[u]:
+            out[u].append((w, c))
+        if is_gpu[w]:
+            into[w].append((u, c))
+    classes: dict[tuple, list[int]] = {}
+    for g in a.gpus.tolist():
+        classes.setdefault((tuple(sorted(out[g])), tuple(sorted(into[g]))), []).append(g)
+    if len(classes) == len(a.gpus):
+        return None
+    return [np.array(members, dtype=np.int64) for members in classes.values()]
+
+
+def _link_index(a: FabricArrays, tails: np.ndarray, heads: np.ndarray) -> np.ndarray | None:
+    """The index of link (tails[i], heads[i]) (node positions) for every i, or None if one is not a link."""
+    n_nodes = len(a.nodes)
+    codes = a.tail * n_nodes + a.head
+    order = np.argsort(codes)
+    sorted_codes = codes[order]
+    image = tails * n_nodes + heads
+    at = np.minimum(np.searchsorted(sorted_codes, image), len(codes) - 1)
+    return order[at] if np.array_equal(sorted_codes[at], image) else None
+
+
+def _by_classes(a: FabricArrays, classes: list[np.ndarray], time_limit: float | None,
+                need_flows: bool) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """One flow y_k per class of twin GPUs (from its first member) and T.
+
+    Exact: the swaps of twins form a group G of the fabric's automorphisms; averaging any optimum over G
+    leaves an optimum in which a twin's flow is the image of its class representative's. Then a link's load
+    depends only on its G-orbit O (the links from one class of nodes to another: twins are linked to the
+    same nodes), and equals sum_k |C_k| sum_{e in O} y_k[e] / |O|: one capacity row per orbit. A solution's
+    flows are averaged over what fixes the representative, then carried to each twin by swapping the two.
+    144 GPUs of two NVL72 racks: 8 classes, 8 flows instead of 144.
+    """
+    from scipy.sparse import csc_matrix, hstack, identity, kron, vstack
+
+    n_nodes, n_links = len(a.nodes), len(a.links)
+    kind = np.arange(n_nodes)  # a node's class: twins share their first member's position
+    for members in classes:
+        kind[members] = members[0]
+    _, orbit = np.unique(kind[a.tail] * n_nodes + kind[a.head], return_inverse=True)
+    orbit = orbit.astype(np.int64)
+    n_orbits = int(orbit.max()) + 1
+    size = np.bincount(orbit, minlength=n_orbits)
+    counts = np.array([len(m) for m in classes], dtype=float)
+    m = len(classes)
+    loads = csc_matrix((1.0 / size[orbit], (orbit, np.arange(n_links))), shape=(n_orbits, n_links))
+    conservation = kron(identity(m, format="csc"), _incidence(a), format="csc")
+    capacity_rows = kron(counts[None, :], loads, format="csc")
+    t_column = np.concatenate([np.zeros(conservation.shape[0]), -a.capacity[_first_of(orbit)]])[:, None]
+    matrix = hstack([vstack([conservation, capacity_rows]), t_column], format="csc")
+    supply = np.concatenate([_supplies(a, int(members[0])) for members in classes])
+    lower = np.concatenate([supply, np.full(n_orbits, -np.inf)])
+    upper = np.concatenate([supply, np.zeros(n_orbits)])
+    cost = np.zeros(m * n_links + 1)
+    cost[-1] = 1.0
+    col_upper = np.full(m * n_links + 1, np.inf)
+    x, duals, value = _solve_lp(cost, matrix, lower, upper, col_upper, time_limit)
+    prices = np.abs(duals[-n_orbits:])[orbit] / size[orbit]  # an orbit's price spread over its links
+    if not need_flows:
+        return value, prices, None
+    least = np.concatenate([np.repeat(counts, n_links), [0.0]])  # link-bytes of all sources: no needless detour
+    x = _least_total_flow(cost, matrix, lower, upper, value, time_limit, weights=least)
+    return value, prices, _twin_flows(a, classes, kind, x[:-1].reshape(m, n_links))
+
+
+def _twin_flows(a: FabricArrays, classes: list[np.ndarray], kind: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Every source's flow (rows in ``a.gpus`` order) from its class representative's: ``y[k]`` averaged over
+    the swaps that fix the representative (the links between the same classes, the representative a class of
+    its own, share their flow evenly), then carried to each twin by swapping it with the representative."""
+    n_nodes = len(a.nodes)
+    row_of = {int(g): i for i, g in enumerate(a.gpus.tolist())}
+    flows = np.empty((len(a.gpus), len(a.links)))
+    for k, members in enumerate(classes):
+        rep = int(members[0])
+        fixed = kind.copy()
+        fixed[rep] = n_nodes  # the representative apart from its twins
+        _, part = np.unique(fixed[a.tail] * (n_nodes + 1) + fixed[a.head], return_inverse=True)
+        even = (np.bincount(part, weights=y[k]) / np.bincount(part))[part]
+        for s in members.tolist():
+            flows[row_of[s]] = even[swap_links(a, rep, s)]  # a swap is its own inverse
+    return flows
+
+
+def swap_links(a: FabricArrays, first: int, second: int) -> np.ndarray:
+    """Link e's image when twin GPUs ``first`` and ``second`` (node positions) trade places."""
+    swap = np.arange(len(a.nodes))
+    swap[first], swap[second] = second, first
+    return permuted_links(a, swap)
+
+
+def permuted_links(a: FabricArrays, perm: np.ndarray) -> np.ndarray:
+    """Link e's image under the node permutation ``perm`` (positions), which must map the fabric onto itself
+    (twins trading places): the index of link (perm[tail], perm[head]) for every link."""
+    image = _link_index(a, perm[a.tail], perm[a.head])
+    if image is None:
+        raise ValueError("the node permutation does not map the fabric's links onto its links")
+    return image
+
+
 def _symmetric(a: FabricArrays, group: Translations, time_limit: float | None,
                shortest: bool = False) -> tuple[float, np.ndarray, np.ndarray]:
     """One source's flow y (from GPU 0's position) and T; the load on link e is the sum of y over e's
@@ -450,12 +551,12 @@ def _symmetric(a: FabricArrays, group: Translations, time_limit: float | None,
 
 
 def _least_total_flow(cost: np.ndarray, matrix, lower: np.ndarray, upper: np.ndarray, value: float,
-                      time_limit: float | None, simplex: bool = False) -> np.ndarray:
+                      time_limit: float | None, simplex: bool = False, weights: np.ndarray | None = None) -> np.ndarray:
     """Among the flows that reach the optimal time ``value`` (the last column, T), one carrying the least
     link-bytes in all: no detour the optimum does not need. Without it the solver returns whichever optimal
     vertex its column order reaches first, and the same fabric loaded from a file (links in another order)
     got other paths (4x4 torus AllToAll by mcf: 1.000 x the limit built, 1.031 x loaded from JSON)."""
-    least = np.ones_like(cost)
+    least = np.ones_like(cost) if weights is None else weights.astype(float)  # weights: link-bytes per column
     least[-1] = 0.0
     col_upper = np.full(len(cost), np.inf)
     col_upper[-1] = value * (1 + OPTIMAL_SLACK)

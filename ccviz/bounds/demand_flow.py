@@ -205,6 +205,17 @@ def alltoallv_flow(topology: Topology, collective: Collective, need_flows: bool 
     return found
 
 
+def matrix_limit_s(topology: Topology, collective: Collective) -> float:
+    """The seconds bandwidth alone allows a collective's matrix on ``topology``: where it is AllToAll's uniform
+    demand, AllToAll's own LP (reduced by the fabric's symmetry or twins: two NVL72 racks' matrix LP, 144 flows
+    without them, took twophase past its time limit for 547 s), else the matrix's."""
+    if uniform_over_fabric(topology, collective):
+        from ccviz.bounds.alltoall_limit import alltoall_flow
+
+        return alltoall_flow(topology).seconds_per_pair_GB * float(collective.meta["matrix"][0, 1]) / 1e9
+    return alltoallv_flow(topology, collective).seconds
+
+
 def uniform_over_fabric(topology: Topology, collective: Collective) -> bool:
     """Whether the matrix asks the same bytes of every ordered pair of the fabric's GPUs (AllToAll's demand)."""
     m = collective.meta.get("matrix")

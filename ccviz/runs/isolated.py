@@ -383,7 +383,8 @@ class WorkerPool:
                         best = (payload, len(data))
                     if kind != "best" and on_message is not None:
                         on_message(kind, payload)
-                    continue
+            # Stop and the deadlines are looked at after every message too: a solver reporting without a pause
+            # (HiGHS's callbacks) kept this loop reading, and a closed tab's worker ran on past its kill
             now = time.perf_counter()
             if gone or not worker.process.is_alive() and not worker.conn.poll(0):
                 worker.process.join(2)

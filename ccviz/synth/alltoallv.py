@@ -293,7 +293,7 @@ def relay_rails(collective: Collective, boxes: list[list[int]]) -> dict[int, int
 def synthesize_twophase(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
     """FAST's two-phase AllToAllv (see the module's docstring)."""
     from ccviz.bounds.concurrent_flow import fabric_arrays
-    from ccviz.bounds.demand_flow import alltoallv_flow
+    from ccviz.bounds.demand_flow import matrix_limit_s
 
     t0 = time.perf_counter()
     if collective.name == "alltoall":
@@ -327,7 +327,7 @@ def synthesize_twophase(topology: Topology, collective: Collective, options: Syn
         r, q = boxes[where[s][0]][rail[cid]], boxes[where[t][0]][rail[cid]]
         routes.append((cid, path(pos[s], pos[r]) + path(pos[r], pos[q]) + path(pos[q], pos[t])))
     options.report(Progress(time.perf_counter() - t0, f"booking {len(routes)} chunks over {len(boxes)} boxes"))
-    limit_s = alltoallv_flow(topology, collective).seconds
+    limit_s = matrix_limit_s(topology, collective)
     transfers, finish, how = _book(topology, fabric, routes, collective.chunk_bytes, list(range(len(routes))),
                                    limit_s, options, t0)
     moved = sum(1 for cid in rail if boxes[where[collective.chunks[cid].source][0]][rail[cid]]

@@ -32,10 +32,10 @@ from __future__ import annotations
 import heapq
 import time
 from bisect import bisect_left, bisect_right, insort
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ccviz.bounds.concurrent_flow import FabricArrays, permuted_links
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective, make_collective
 from ccviz.model.physics import link_costs
@@ -44,9 +44,6 @@ from ccviz.model.topology import Topology
 from ccviz.model.units import format_time
 from ccviz.synth.registry import Progress, SynthOptions
 from ccviz.synth.slotted import slot_eligible, slotted_pipeline
-
-if TYPE_CHECKING:
-    from ccviz.bounds.concurrent_flow import FabricArrays
 
 TRANSFER_BUDGET = 300_000  # automatic chunks per pair keep the schedule under this many transfers
 CHUNK_CHOICES = (8, 6, 4, 3, 2, 1)
@@ -63,6 +60,7 @@ BINDING_ABOVE = 1.05  # calendars ending above this x the limit also try booking
 _FLOW_EPS = 1e-9  # flow (in pairs' demands) treated as zero
 _TIME_EPS = 1e-15  # s: bookings that only touch do not overlap
 STOP_EVERY = 20_000  # bookings between two looks at the stop flag
+REPAIR_PASSES = 64  # passes of ``_even_out`` over the pieces at most (each lowers the busiest links)
 
 
 # ------------------------------------------------------------------------------ flows into paths
@@ -130,10 +128,18 @@ def pair_paths(flow, fabric: FabricArrays, gpus: list[int]
     if group is None:
         out, rounds = {}, {}
         rank = {p: i for i, p in enumerate(positions)}
-        for row, s in zip(flow.flows, positions, strict=True):
-            for t, paths in decompose(fabric, row, s, [p for p in positions if p != s]).items():
-                out[(s, t)] = _top(paths)
-                rounds[(s, t)] = (rank[t] - rank[s]) % len(positions)
+        row_of = dict(zip(positions, flow.flows, strict=True))
+        for members in flow.twins or [[s] for s in positions]:
+            first = int(members[0])
+            base = decompose(fabric, row_of[first], first, [p for p in positions if p != first])
+            moves = _twin_moves(fabric, flow.twins, first, members) if flow.twins else [np.arange(len(fabric.nodes))]
+            for move in moves:
+                s = int(move[first])
+                image = permuted_links(fabric, move)
+                for t, paths in base.items():
+                    d = int(move[t])
+                    out[(s, d)] = _top([(f, image[path].tolist()) for f, path in paths])
+                    rounds[(s, d)] = (rank[d] - rank[s]) % len(positions)
         return out, rounds
     s0 = positions[0]
     base = decompose(fabric, flow.flows[0], s0, positions[1:])
@@ -149,6 +155,30 @@ def pair_paths(flow, fabric: FabricArrays, gpus: list[int]
             for s, d, links in zip(sources, dests, moved, strict=True):
                 out.setdefault((s, d), []).append((fraction, links))
     return out, rounds
+
+
+def _twin_moves(fabric: FabricArrays, twins: list[np.ndarray], first: int, members) -> list[np.ndarray]:
+    """Node permutations taking ``first`` to each of its twins ``members`` in turn, each of which carries
+    ``first``'s paths to that twin's (twin GPUs' flows are images of their class's first one: 144 GPUs of two
+    NVL72 racks decompose 8 flows, not 144).
+
+    The i-th twin's move swaps it with ``first`` after turning every class i steps (``first`` kept): any
+    move that takes ``first`` there carries its flow to the twin's, but a swap alone would send every twin's
+    pair to a GPU through the same relays, the ones ``decompose`` happened to name for ``first`` (two NVL72
+    racks: NIC links booked 251 to 327 chunks where the LP's flow is 288 on each, the schedule 1.13 x its
+    limit)."""
+    n_nodes = len(fabric.nodes)
+    moves = []
+    for i, s in enumerate(int(m) for m in members):
+        turn = np.arange(n_nodes)
+        for cls in twins:
+            ring = [int(g) for g in cls if int(g) != first]
+            for j, g in enumerate(ring):
+                turn[g] = ring[(j + i) % len(ring)]
+        swap = np.arange(n_nodes)
+        swap[first], swap[s] = s, first
+        moves.append(swap[turn])
+    return moves
 
 
 def _top(paths: list[tuple[float, list[int]]]) -> list[tuple[float, list[int]]]:
@@ -203,7 +233,45 @@ def assign_paths(paths: dict[tuple[int, int], list[tuple[float, list[int]]]], ro
             for e in best:
                 load[e] += 1.0
             out.append((pair[0], pair[1], k, best))
+    _even_out(out, paths, load, inverse)
     return out
+
+
+def _even_out(assigned: list[tuple[int, int, int, list[int]]], paths, load: list[float], inverse: list[float],
+              passes: int = REPAIR_PASSES) -> None:
+    """Pieces on the busiest links (load over bandwidth) move to another path of their pair whose busiest link,
+    the piece added, stays below that level; pass after pass while any moves (in place).
+
+    Why: one piece at a time, in round order, least-loaded choices cannot see the pairs that come later with a
+    single path; on two NVL72 racks (4 pieces per pair, 8 to 25 paths each) they booked the NIC links 260 to
+    316 chunks where the LP's flow is 288 on each, and the schedule finishes with its busiest link."""
+    for _ in range(passes):
+        top = max(x * y for x, y in zip(load, inverse, strict=True))
+        level = top * (1 - 1e-9)
+        moved = 0
+        for i, (s, t, k, links) in enumerate(assigned):
+            options = paths[(s, t)]
+            if len(options) < 2 or not any(load[e] * inverse[e] >= level for e in links):
+                continue
+            on = set(links)
+            best, best_score = None, level
+            for _, other in options:
+                score = 0.0
+                for e in other:
+                    x = (load[e] + (0.0 if e in on else 1.0)) * inverse[e]
+                    if x > score:
+                        score = x
+                if score < best_score:
+                    best, best_score = other, score
+            if best is not None:
+                for e in links:
+                    load[e] -= 1.0
+                for e in best:
+                    load[e] += 1.0
+                assigned[i] = (s, t, k, best)
+                moved += 1
+        if not moved:
+            return
 
 
 def matching_rounds(pairs: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:

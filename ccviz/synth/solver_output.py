@@ -61,3 +61,24 @@ def solver_output_to_stderr() -> Iterator[None]:
                 os.dup2(_saved_fd, 1)
                 os.close(_saved_fd)
                 _saved_fd = None
+
+
+def quiet_highs():
+    """A ``highspy.Highs`` with its output off; the banner it prints on construction, before any option can be
+    set, goes to /dev/null (inside ``solver_output_to_stderr`` too: descriptor 1 is put back as it was)."""
+    import highspy
+
+    with _lock:
+        _flush_python()
+        saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+            _flush_c_stdio()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("log_to_console", False)
+    return h

@@ -35,7 +35,8 @@ from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.catalog import TecclAstarOptions
 from ccviz.synth.registry import Progress, SynthOptions
-from ccviz.synth.teccl.bounds import EpochLowerBound
+from ccviz.synth.solver_output import quiet_highs
+from ccviz.synth.teccl.bounds import EpochLowerBound, bound_deadline
 from ccviz.synth.teccl.extract import USED, Hop, landings
 from ccviz.synth.teccl.greedy import EpochGreedy
 from ccviz.synth.teccl.solve import highs_threads
@@ -84,7 +85,7 @@ class AStarRounds(EpochProblem):
     def solve(self) -> EpochPlan:
         lower = EpochLowerBound(self.topology, self.grid, EpochSolver(
             self.topology, self.collective, self.options, self.deadline, self.started,
-            self.mirrored_from).commodities).value()
+            self.mirrored_from).commodities).value(deadline=bound_deadline(self.started, self.deadline))
         start = 0
         limited = False
         idle = 0
@@ -352,8 +353,7 @@ class _RoundModel:
     # ------------------------------------------------------------------ solve and read
     def solve(self, budget: float, planned: list[Key]) -> np.ndarray | None:
         options = self.rounds.options
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        h = quiet_highs()
         h.setOptionValue("threads", highs_threads())
         h.setOptionValue("random_seed", options.seed or 0)
         h.setOptionValue("time_limit", float(max(0.2, budget)))

@@ -22,11 +22,13 @@ from collections.abc import Sequence
 
 from ccviz.errors import CcvizError
 from ccviz.model.topology import Topology
+from ccviz.synth.switch_reach import OnePass
 from ccviz.synth.teccl.epochs import EpochGrid, LinkEpochs
 from ccviz.synth.teccl.time_expanded import Send
 
 SWITCH_ENTRY_CHOICES = 8  # send epochs first tried on a link into a switch (the next hop may be busy at the first)
 MAX_SWITCH_ENTRY_CHOICES = 4096
+SEARCH_CHECK_EVERY = 2048  # states settled by one search between two looks at the time limit
 
 
 class EpochGreedy:
@@ -43,6 +45,7 @@ class EpochGreedy:
         self.search_limit = search_limit
         self.usage: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
         self.switch_entry_choices = SWITCH_ENTRY_CHOICES
+        self._missing: list[set[int]] = []
         self.slots = {key: link.window_slots for key, link in grid.links.items()}  # read in the inner loop
         self.switches = frozenset(topology.switches)
         self._to_switches: dict[int, list] = {}  # node -> its out-links into switches (``_onward``)
@@ -52,6 +55,7 @@ class EpochGreedy:
         # up to 71 such GPUs, each fanning out over 18 switches x 8 epochs x 72 links: 3,181 of 5,112 chunks
         # still unrouted at 30 s)
         self.switched = all(link.dst in self.switches for g in topology.gpus for link in topology.out_links[g])
+        self.one_pass = OnePass(topology)  # where the switches alone do not join a pair: the relays tried first
 
     def run(self) -> tuple[list[Send], int]:
         """Sends (chunk index, src, dst, epoch) and the makespan in epochs."""
@@ -70,6 +74,7 @@ class EpochGreedy:
         missing = [set(d) - set(h) for d, h in zip(self.destinations, held, strict=True)]
         sends: list[Send] = []
         makespan = max((t for h in held for t in h.values()), default=0)
+        self._missing = missing  # what is left, for the one line at the time limit (``_check_time``)
         while any(missing):
             for c in range(len(missing)):
                 if not missing[c]:
@@ -105,7 +110,10 @@ class EpochGreedy:
         """Widen the choice of epochs to enter a switch until its busy out-links let the chunk through."""
         while True:
             found = self._search(held, switch_copies, missing, relays=not self.switched)
-            if found is None and self.switched:  # the switches alone do not reach it: through GPUs then
+            if found is None and self.switched:  # the switches alone do not reach it: through the GPUs next to it
+                found = self._search(held, switch_copies, missing, relays=False,
+                                     allowed=missing | self.one_pass.to(missing) - held.keys())
+            if found is None and self.switched:  # nor those: through any GPU then
                 found = self._search(held, switch_copies, missing, relays=True)
             if found is not None:
                 return found
@@ -115,9 +123,10 @@ class EpochGreedy:
             self.switch_entry_choices *= 4
 
     def _search(self, held: dict[int, int], switch_copies: set[tuple[int, int]], missing: set[int],
-                relays: bool = True):
+                relays: bool = True, allowed: set[int] | None = None):
         """Dijkstra over (node, epoch): GPUs keep what they hold, switches only pass it on in the arrival epoch;
-        without ``relays`` a chunk enters no GPU outside ``missing``."""
+        without ``relays`` a chunk enters no GPU outside ``allowed`` (default: ``missing``)."""
+        allowed = missing if allowed is None else allowed
         topo = self.topology
         tie = itertools.count()
         heap = [(t, next(tie), n, None) for n, t in held.items()]
@@ -128,10 +137,14 @@ class EpochGreedy:
         switches = self.switches
         for t, _, n, _ in heap:
             parent.setdefault((n, t), (None, None))
+        pops = 0
         while heap:
             t, _, n, _ = heapq.heappop(heap)
             if t > self.search_limit:
                 break
+            pops += 1
+            if pops % SEARCH_CHECK_EVERY == 0:  # one search through many relay GPUs is long
+                self._check_time(self._missing)
             if n not in switches:
                 if n in done_gpus:
                     continue
@@ -139,7 +152,7 @@ class EpochGreedy:
                 if n in missing:
                     return n, self._path(parent, (n, t))
             chain = self._switch_chain(parent, (n, t)) if n in switches else ()
-            for link in (topo.out_links[n] if relays else self._onward(n, missing)):
+            for link in (topo.out_links[n] if relays else self._onward(n, allowed)):
                 if link.dst in chain:
                     continue  # a loop through switches: the chunk would cross a link it is still on
                 timing = self.grid.links[(link.src, link.dst)]

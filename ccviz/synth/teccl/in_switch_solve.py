@@ -31,6 +31,9 @@ SEARCH_SHARE = 0.5  # of the time left, for one horizon
 NO_GREEDY_SHARE = 0.6  # of the time limit, for the model when no greedy schedule exists (the rest: the reversal)
 MAX_HORIZON_STEPS = 12  # infeasible horizons tried upward before giving up
 MIN_SOLVE_S = 0.5
+JUDGE_MARGIN = 1.5  # the model's search ends this many times the greedy schedule's judging before the limit
+
+Plan = tuple[int, list[tuple[Hop, str]], str, float | None]  # (epochs used, hops with their ops, termination, gap)
 
 
 class InSwitchSolver:
@@ -75,16 +78,29 @@ class InSwitchSolver:
     def solve(self) -> Schedule | None:
         """The best verified schedule found in the time, or None (with ``notes`` saying why).
 
-        The greedy pipeline, where it applies, is the first schedule; the MILP then looks for one epoch
-        fewer until that is proven infeasible or time runs out."""
-        best: tuple[int, list[tuple[Hop, str]], str, float | None] | None = None
-        plan = InSwitchGreedy(InSwitchGraph(self.topology, self.grid, self.collective, 0)).run()
+        The greedy pipeline, where it applies, is the first schedule, judged at once; the MILP then looks
+        for one epoch fewer until that is proven infeasible or time runs out, stopping early enough that
+        a schedule it finds can be judged within the limit too (as long again as the greedy's took, and
+        half that more)."""
         if self.options.epochs is not None:
             return self.solve_fixed_horizon(int(self.options.epochs))
+        best: Plan | None = None
+        first: Schedule | None = None  # the greedy's schedule, judged
+        greedy = InSwitchGreedy(self.topology, self.grid, self.collective, deadline=self.deadline - 0.2)
+        plan = greedy.run()
+        if greedy.cut_short:  # no schedule and no time: the caller falls back to the reversal, saying so
+            self.notes.append(f"the in-switch epoch greedy had placed {greedy.routed} chunks when the time limit "
+                              "ran out")
+            return None
         if plan is not None:
             best = (plan[3], self.plan_hops(plan), "greedy", None)
             self.notes.append(f"epoch greedy (NVLS pipeline): {plan[3]} epochs")
             horizon = plan[3] - 1
+            judging = time.perf_counter()
+            first = self.judged(best)
+            self.deadline -= JUDGE_MARGIN * (time.perf_counter() - judging)
+            if first is None:
+                best = None
         else:
             self.deadline = self.started + NO_GREEDY_SHARE * (self.deadline - self.started)
             horizon = max(1, self.start_horizon())
@@ -113,7 +129,14 @@ class InSwitchSolver:
             proven = True
         if best is None:
             return None
-        return self.schedule(best, proven, limited)
+        if best[2] != "greedy":
+            schedule = self.judged(best)
+            if schedule is not None:
+                return self.finished(schedule, best, proven, limited)
+            if first is None:
+                return None
+            best, proven = (first.epochs, [], "greedy", None), False  # the model's schedule failed: the greedy's
+        return self.finished(first, best, proven, limited)
 
     def solve_fixed_horizon(self, horizon: int) -> Schedule | None:
         """``--epochs K``: the model at exactly K epochs (an error if it is infeasible)."""
@@ -126,24 +149,31 @@ class InSwitchSolver:
         if found is None:
             return None
         hops, used, termination, gap = found
-        return self.schedule((used, hops, termination, gap), False, termination != "optimal")
+        best = (used, hops, termination, gap)
+        schedule = self.judged(best)
+        return None if schedule is None else self.finished(schedule, best, False, termination != "optimal")
 
-    def schedule(self, best: tuple[int, list[tuple[Hop, str]], str, float | None], proven: bool,
-                 limited: bool) -> Schedule | None:
-        """The judged schedule of the best plan (None, with a note, if the judge rejects it)."""
-        used, hops, termination, gap = best
-        status = "optimal" if proven else (
-            "time_limit" if limited or termination in ("time_limit", "interrupted") else "feasible")
-        self.notes.append(f"in-switch reduction model: {used} epochs of {us_text(self.grid.tau_s)}"
-                          + ("; one epoch fewer is proven infeasible" if proven else ""))
-        schedule = Schedule(self.topology, self.collective, self.transfers(hops), "teccl", status=status,
-                            mip_gap=0.0 if proven else gap, epoch_s=self.grid.tau_s, epochs=used,
-                            estimated_finish_s=used * self.grid.tau_s, notes=list(self.notes))
-        schedule.bound_epochs = used if proven else None
+    def judged(self, best: Plan) -> Schedule | None:
+        """The schedule of a plan, if the judge accepts it (else None, with a note)."""
+        used, hops, _, _ = best
+        schedule = Schedule(self.topology, self.collective, self.transfers(hops), "teccl", epoch_s=self.grid.tau_s,
+                            epochs=used, estimated_finish_s=used * self.grid.tau_s)
         timeline = simulate(schedule)
         if not timeline.verified:
             self.notes.append(f"the in-switch schedule failed the judge: {timeline.violations[0].message}")
             return None
+        return schedule
+
+    def finished(self, schedule: Schedule, best: Plan, proven: bool, limited: bool) -> Schedule:
+        """The judged schedule with the search's outcome: status, gap, the optimality certificate, the notes."""
+        used, _, termination, gap = best
+        schedule.status = "optimal" if proven else (
+            "time_limit" if limited or termination in ("time_limit", "interrupted") else "feasible")
+        self.notes.append(f"in-switch reduction model: {used} epochs of {us_text(self.grid.tau_s)}"
+                          + ("; one epoch fewer is proven infeasible" if proven else ""))
+        schedule.mip_gap = 0.0 if proven else gap
+        schedule.bound_epochs = used if proven else None
+        schedule.notes = list(self.notes)
         return schedule
 
     def out_of_time(self) -> bool:
@@ -222,24 +252,59 @@ class InSwitchGreedy:
     Each chunk goes through one reducing switch cabled to all its contributors (and, for a fused
     AllReduce, to every GPU that needs the total): every contributor sends the chunk so that all land
     together in the earliest epoch L the links allow (``combine``), and the switch sends the sum on at L
-    (to the owner, or multicast). Where no such switch exists it gives up (returns None).
+    (to the owner, or multicast). Where no such switch exists it gives up (returns None); past
+    ``deadline`` it stops too (returns None, ``cut_short`` set): on NVL72 it was the one part of TE-CCL's
+    first schedule that no time limit could interrupt.
     """
 
-    def __init__(self, graph_at: InSwitchGraph) -> None:
-        self.topology = graph_at.topology
-        self.grid = graph_at.grid
-        self.collective = graph_at.collective
-        self.probe = graph_at
+    def __init__(self, topology: Topology, grid: EpochGrid, collective: Collective,
+                 deadline: float | None = None) -> None:
+        self.topology = topology
+        self.grid = grid
+        self.collective = collective
+        self.deadline = deadline
+        self.cut_short = False
+        self.routed = 0  # chunks placed before it ended
+        self.window = {key: (link.kappa, link.window_slots) for key, link in grid.links.items()}
         self.used: dict[tuple[int, int], dict[int, int]] = defaultdict(lambda: defaultdict(int))
 
     def fits(self, link: tuple[int, int], k: int) -> bool:
         """One more chunk on ``link`` from epoch k keeps every window of kappa epochs within capacity."""
-        if k < 0 or link not in self.grid.links:
+        if k < 0 or link not in self.window:
             return False
-        le = self.grid.links[link]
-        per = self.used[link]
-        return all(sum(per.get(e, 0) for e in range(w, w + le.kappa)) + 1 <= le.window_slots
-                   for w in range(k - le.kappa + 1, k + 1))
+        kappa, slots = self.window[link]
+        per = self.used.get(link)
+        if not per:
+            return True
+        if kappa == 1:
+            return per.get(k, 0) < slots
+        counts = [per.get(e, 0) for e in range(k - kappa + 1, k + kappa)]  # the windows holding epoch k
+        window = sum(counts[:kappa])
+        if window >= slots:
+            return False
+        for i in range(kappa, len(counts)):
+            window += counts[i] - counts[i - kappa]
+            if window >= slots:
+                return False
+        return True
+
+    def earliest_landing(self, switch: int, senders: list[int], dests: list[int]) -> int:
+        """The first epoch from which every sender's chunk lands in ``switch`` together and the switch sends on
+        to every destination: each link checked in turn, the epoch moved on past the one that is full (no
+        epoch skipped fits, since that link did not), until all of them fit at once."""
+        links = self.grid.links
+        checks = [((g, switch), links[(g, switch)].offset) for g in senders] + [((switch, d), 0) for d in dests]
+        land = max(links[(g, switch)].offset for g in senders)
+        i = passed = 0
+        while land < 10_000 and passed < len(checks):
+            link, offset = checks[i]
+            if self.fits(link, land - offset):
+                passed += 1
+                i = (i + 1) % len(checks)
+            else:
+                land += 1
+                passed = 0
+        return land
 
     def run(self) -> tuple[list[Send], list[Send], list[NodeEpoch], int] | None:
         """(partial-sum sends, total sends, total sites, epochs) or None."""
@@ -251,6 +316,9 @@ class InSwitchGreedy:
         for c in self.collective.chunks:
             if not c.reduce or not c.post:
                 continue
+            if self.deadline is not None and time.perf_counter() >= self.deadline:
+                self.cut_short = True
+                return None
             gather = len(c.post) == 1 and c.post <= c.pre
             senders = sorted(c.pre - c.post) if gather else sorted(c.pre)
             best: tuple[int, int] | None = None
@@ -259,10 +327,7 @@ class InSwitchGreedy:
                     continue
                 if any((g, s) not in links for g in senders) or any((s, d) not in links for d in c.post):
                     continue
-                land = max(links[(g, s)].offset for g in senders)
-                while land < 10_000 and not (all(self.fits((g, s), land - links[(g, s)].offset) for g in senders)
-                                             and all(self.fits((s, d), land) for d in c.post)):
-                    land += 1
+                land = self.earliest_landing(s, senders, sorted(c.post))
                 if best is None or land < best[0]:
                     best = (land, s)
             if best is None:
@@ -278,6 +343,7 @@ class InSwitchGreedy:
                 (up if gather else down).append((c.id, s, d, land))
             owner = next(iter(c.post))
             roots.append((c.id, owner, land + links[(s, owner)].offset) if gather else (c.id, s, land))
+            self.routed += 1
         return up, down, roots, makespan
 
 

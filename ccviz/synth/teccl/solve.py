@@ -31,6 +31,7 @@ from pyomo.contrib.appsi.solvers import Highs
 
 from ccviz.errors import CcvizError
 from ccviz.synth.registry import Progress, SynthOptions
+from ccviz.synth.solver_output import solver_output_to_stderr
 
 HIGHS_THREADS = 2  # a 2-core machine
 SOLVER_THREADS_ENV = "CCVIZ_SOLVER_THREADS"  # the app's worker processes set 1: solves sharing the cores take one each
@@ -156,6 +157,10 @@ class HighsRun:
         self._incumbent_bounds: tuple[float, float] | None = None
 
     def solve(self, warm_start: bool = False) -> SolveResult:
+        with solver_output_to_stderr():  # Pyomo's appsi makes its highspy.Highs (the banner) before output_flag
+            return self._solve(warm_start)
+
+    def _solve(self, warm_start: bool) -> SolveResult:
         opt = Highs()
         opt.config.time_limit = self.time_limit_s
         opt.config.mip_gap = self.mip_gap
