@@ -60,10 +60,16 @@ def test_forestcoll_verifies_near_the_limit_on_odd_fabrics(topology: Topology, c
 PINNED_ODD = [("torus2d:dims=3x5", "allgather", 1.007), ("torus2d:dims=3x5", "reducescatter", 1.007),
               ("mesh2d:dims=2x6,bw=50/25", "allgather", 1.001), ("mesh2d:dims=2x6,bw=50/25", "reducescatter", 1.001),
               ("hypercube:n=16,bw=50/25/12.5/50", "allgather", 1.016)]
+# and the default set's cheapest (a second of CPU or less each; the whole set takes about 40 minutes), measured on
+# 2026-11-29 (docs/limit.md, "Third pass"): a change to the packing, the bookings or the closed forms shows up
+PINNED_DEFAULT = [("leiserson", "allgather", 1.006), ("line", "allreduce", 1.000),
+                  ("fully_connected", "reducescatter", 1.000), ("hypercube", "allgather", 1.006),
+                  ("ring", "allreduce", 1.004), ("hgxb200", "reducescatter", 1.020), ("dgxa100", "allreduce", 1.004),
+                  ("mi300x", "allreduce", 1.006)]
 
 
-@pytest.mark.parametrize("spec, collective, measured", PINNED_ODD)
-def test_the_benchmarks_cheap_odd_rows_keep_their_ratio(spec: str, collective: str, measured: float) -> None:
+@pytest.mark.parametrize("spec, collective, measured", PINNED_ODD + PINNED_DEFAULT)
+def test_the_benchmarks_cheap_rows_keep_their_ratio(spec: str, collective: str, measured: float) -> None:
     topology = ccviz.load_topology(spec)
     result = ccviz.run(topology, collective, "forestcoll", SIZE)
     ratio = result.finish_time_s / ccviz.bandwidth_limit(topology, collective, SIZE).limit_s

@@ -72,3 +72,36 @@ def test_stars_go_on_the_tight_grid_beyond_32_gpus_where_routes_cross_one_switch
     assert _stars_grid(ccviz.load_topology("nvl72"), stars)
     assert not _stars_grid(ccviz.load_topology("nvl72"), Packing({}, 4, 1.0))
     assert not _stars_grid(ccviz.load_topology("nvl72:racks=2"), stars)  # rail leaves: routes cross two switches
+
+
+def planes_and_a_nic(boxes: int = 2, gpus: int = 4, planes: int = 3) -> ccviz.Topology:
+    """Boxes of GPUs on plane switches that reach their own box only, and one NIC switch a box joined to the
+    other boxes' (superpod's shape, small: NVLink switches stop at the rack, a rail leaf goes on)."""
+    fabric = Fabric()
+    nics = []
+    for b in range(boxes):
+        nodes = [fabric.add_gpu(group=f"box{b}") for _ in range(gpus)]
+        for p in range(planes):
+            chip = fabric.add_switch(group=f"box{b}", label=f"plane{p}")
+            for gpu in nodes:
+                fabric.cable(gpu, chip, 100.0, 0.5)
+        nics.append(fabric.add_switch(group=f"box{b}", label="nic"))
+        for gpu in nodes:
+            fabric.cable(gpu, nics[-1], 25.0, 0.5)
+    for a, b in zip(nics, nics[1:], strict=False):
+        fabric.cable(a, b, 100.0, 1.0)
+    return fabric.topology("planes+nic", "boxes of planes, a NIC switch each", "chassis")
+
+
+def test_a_star_whose_remote_edges_can_leave_by_one_switch_only() -> None:
+    # a star's 4 remote edges can leave the root only by its NIC, where the assignment gave every entry switch
+    # room for ceil(7 / 4) + 1 = 3 edges: the fourth was put on a plane with no way on and the packing raised
+    # KeyError (bench/limit.py's superpod ReduceScatter, 2026-11-29); the NIC's up-link now takes them all
+    topology = planes_and_a_nic()
+    packing = TreePacker(topology, list(topology.gpus), 1e-3, spread=True).stars()
+    assert packing is not None
+    for trees in packing.trees.values():
+        for tree in trees:
+            assert sorted(child for child, _ in tree.children[tree.root]) == \
+                sorted(g for g in topology.gpus if g != tree.root)
+    assert packing.congestion < float("inf")

@@ -22,9 +22,11 @@ from ccviz.synth.budget import Budget
 from ccviz.synth.catalog import ForestcollOptions
 from ccviz.synth.common import dispatch
 from ccviz.synth.forestcoll.booking import Superseded, _as_fabric_ranks, _over
-from ccviz.synth.forestcoll.copies import _switch_queue, copy_schedule
+from ccviz.synth.forestcoll.copies import _crossbar, _plan_notes, _switch_queue, copy_schedule
 from ccviz.synth.forestcoll.grid import _packed_trees_tight_grid
-from ccviz.synth.forestcoll.tuning import DEEP_FIRST_ABOVE, TIGHT_GRID_BOOKING
+from ccviz.synth.forestcoll.plan import choose_plan, fabric_traits
+from ccviz.synth.forestcoll.rails import boxes_on_rails
+from ccviz.synth.forestcoll.tuning import CROSSBAR_ENOUGH, DEEP_FIRST_ABOVE, TIGHT_GRID_BOOKING
 from ccviz.synth.inc import synthesize_inc
 from ccviz.synth.registry import SynthOptions
 from ccviz.synth.reversal import (
@@ -53,6 +55,9 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
     and doubles the time on all (dragonfly: 54 s against 28 s), so only one runs.
     """
     if not costs_alike_both_ways(topology):
+        rails = _rails_mirrored(topology, collective, options)
+        if rails is not None:
+            return rails
         return copy_schedule(topology, collective, options, budget, pack_on=topology.reversed(),
                              limit_collective=mirror_collective(collective).name, packed=packed)[0]
     asked = options.settings(ForestcollOptions).switch_queue
@@ -71,6 +76,35 @@ def reduction_schedule(topology: Topology, collective: Collective, options: Synt
         forward, _ = copy_schedule(mirror_fabric(topology), mirror_collective(collective), options, budget,
                                    packed=packed)
     return turned(forward)
+
+
+def _rails_mirrored(topology: Topology, collective: Collective, options: SynthOptions) -> Schedule | None:
+    """A ReduceScatter over NVSwitch boxes on rails where hops cost other than their reverses (a hardware link
+    model's cut-through switches): the rails' closed-form AllGather on the reversed fabric, turned around and
+    replayed in that order by the simulator (``reverse_schedule``; a mirror exact in time needs hops alike both
+    ways); None where the fabric is not boxes on rails, an option shapes trees or bookings, or it ends over
+    ``CROSSBAR_ENOUGH`` x the limit. Partial sums sent up packed trees ended at 1.054 x on ``dgxh100:boxes=2``."""
+    if collective.name != "reducescatter" or boxes_on_rails(topology) is None:
+        return None
+    fabric, copy = mirror_fabric(topology), mirror_collective(collective)
+    limit_s = bandwidth_limit(topology, collective.name, collective.size_bytes).limit_s
+    closed = _crossbar(fabric, copy, options.settings(ForestcollOptions), collective.chunks_per_rank == 1, None, 0.0,
+                       limit_s, form="boxes on rails")
+    if closed is None:
+        return None
+    forward = closed[0]
+    cpr = forward.collective.chunks_per_rank
+    target = collective if cpr == collective.chunks_per_rank else make_collective(
+        collective.name, _over(topology, collective), collective.size_bytes, cpr, collective.root)
+    turned = reverse_schedule(forward, topology, target)
+    if schedule_end(turned) > CROSSBAR_ENOUGH * limit_s:
+        return None
+    traits = fabric_traits(topology)
+    turned.notes = [*forward.notes, "the reduction is that AllGather on the reversed fabric turned around in time, "
+                    "partial sums summed where the copies branched, replayed in that order (hops here cost other "
+                    "than their reverses)", *_plan_notes(choose_plan(traits), traits, (),
+                                                         options.settings(ForestcollOptions))]
+    return turned
 
 
 @contextmanager
@@ -138,7 +172,7 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
         # ended at 1.049 x (from 0, as alone) or 1.083 x (from the end) on bench/limit.py's odd3, 1.054 / 1.03x
         # the other way round on railclos
         phase = budget.phase(0.5, 1.0)
-        with _offers_turned(budget, lambda half: concatenate(rs, half, whole)):
+        with _offers_turned(budget, lambda half: concatenate(rs, half, whole, tight=True)):
             ag, run = copy_schedule(topology, gather_part, same_trees, phase, start_s=0.0, refine=False,
                                     packed=packed)
             ag_limit = bandwidth_limit(topology, gather_part.name, gather_part.size_bytes, gather_part.root).limit_s
@@ -148,7 +182,7 @@ def synthesize_forestcoll(topology: Topology, collective: Collective, options: S
                                              refine=False, packed=packed)
                 if other.finish_s - rs_end < run.finish_s:
                     ag = later
-        schedule = concatenate(rs, ag, whole)
+        schedule = concatenate(rs, ag, whole, tight=True)
         schedule.notes = list(dict.fromkeys([*rs.notes, *ag.notes, *schedule.notes]))
         return schedule
 

@@ -106,12 +106,11 @@ def copy_schedule(topology: Topology, collective: Collective, options: SynthOpti
     traits = fabric_traits(topology)
     plan, skipped = choose_plan(traits), ()
     if plan.name in CLOSED_FORMS:
-        crossbar = _crossbar(topology, collective, settings, refine, pack_on, start_s, limit.limit_s, plan.name,
-                             alone=packed is None)
+        crossbar = _crossbar(topology, collective, settings, refine, pack_on, start_s, limit.limit_s, plan.name)
         if crossbar is not None:
             crossbar[0].notes.extend(_plan_notes(plan, traits, skipped, settings))
             return crossbar
-        skipped = (plan.name,) if _crossbar_applies(topology, collective, settings, pack_on, packed is None) else ()
+        skipped = (plan.name,) if _crossbar_applies(topology, collective, settings, pack_on) else ()
         plan = choose_plan(traits, skip=CLOSED_FORMS)
     ring, on_ring = None, False
     if settings.ring or (settings.ring is None and trees is None and not settings.slots and len(roots) > 2):
@@ -165,11 +164,11 @@ CLOSED_FORMS = ("crossbar planes", "boxes on rails")  # the plans that book a cl
 
 def _crossbar(topology: Topology, collective: Collective, settings: ForestcollOptions, refine: bool,
               pack_on: Topology | None, start_s: float, limit_s: float,
-              form: str = "crossbar planes", alone: bool = True) -> tuple[Schedule, Pipelined] | None:
+              form: str = "crossbar planes") -> tuple[Schedule, Pipelined] | None:
     """The closed-form schedule (``crossbar``: a box of crossbar planes; ``rails``: such boxes joined by rails, as
     ``form`` names) where the collective is an AllGather of every GPU (a ReduceScatter's mirror too), no packing
     or booking option was set, and the closed form ends within ``CROSSBAR_ENOUGH`` x the limit; else None."""
-    if not _crossbar_applies(topology, collective, settings, pack_on, alone):
+    if not _crossbar_applies(topology, collective, settings, pack_on):
         return None
     shape = crossbar_planes(topology) if form == "crossbar planes" else boxes_on_rails(topology)
     if shape is None or (collective.name != "allgather" and not isinstance(shape, CrossbarPlanes)):
@@ -206,14 +205,15 @@ def _crossbar(topology: Topology, collective: Collective, settings: ForestcollOp
 
 
 def _crossbar_applies(topology: Topology, collective: Collective, settings: ForestcollOptions,
-                      pack_on: Topology | None, alone: bool = True) -> bool:
+                      pack_on: Topology | None) -> bool:
     """The closed form serves an AllGather of every GPU (a ReduceScatter's mirror too) where no option shapes
     the trees or their booking, and a ReduceScatter itself over crossbar planes where it is not mirrored (a
     hardware link model's hops cost other than their reverses: each GPU sends its parts straight to their owners),
-    ``alone``: not as an AllReduce's first half (its few chunks leave the AllGather half one chunk's serialization
-    late, ``reversal.schedule_end``: dgxa100 AllReduce 1.075 x against the trees' 1.055)."""
+    alone or as an AllReduce's first half (the AllGather half follows it at ``reversal.handover_s``, not at
+    ``schedule_end``, whose down-links are busy a chunk past the last partial's landing: dgxa100 AllReduce 1.075 x
+    that way, 1.004 x at the handover, 1.055 x by trees)."""
     own = (pack_on is None and collective.name == "allgather") or \
-        (alone and collective.name == "reducescatter" and crossbar_planes(topology) is not None)
+        (collective.name == "reducescatter" and crossbar_planes(topology) is not None)
     return (own and sorted(collective.ranks) == sorted(topology.gpus)
             and not settings.switch_queue and all(value is None for value in (
                 settings.trees, settings.pieces, settings.ring, settings.slots, settings.spare_crossings)))

@@ -146,20 +146,28 @@ class TreePacker:
                 groups.setdefault(int(parent[x]), []).append(x)
         for u, kids in groups.items():
             a_sw, a_link = ups[u]
-            slots = -(-len(kids) // len(a_sw)) + 1  # edges an up-link may take in this tree
-            steps = np.arange(slots)[None, :]
-            # the j-th edge's length on each up-link, and per child the cheapest way on from each entry
-            up = self._length(local[a_link][:, None] + steps * share, steepness, self.capacity[a_link][:, None], top)
-            on = np.empty((len(kids), len(a_sw)))
+            on = np.empty((len(kids), len(a_sw)))  # per child the cheapest way on from each entry
             exits = np.empty((len(kids), len(a_sw)), dtype=int)
             for i, x in enumerate(kids):
                 b_sw, b_link = downs[x]
                 total = between[np.ix_(a_sw, b_sw)] + length[b_link][None, :]
                 exits[i] = total.argmin(axis=1)
                 on[i] = total[np.arange(len(a_sw)), exits[i]]
-            cost = (on[:, :, None] + up[None, :, :]).reshape(len(kids), -1)
-            rows, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e300))
+            slots = -(-len(kids) // len(a_sw)) + 1  # edges an up-link may take in this tree
+            while True:  # the j-th edge's length on each up-link
+                steps = np.arange(slots)[None, :]
+                up = self._length(local[a_link][:, None] + steps * share, steepness, self.capacity[a_link][:, None],
+                                  top)
+                cost = (on[:, :, None] + up[None, :, :]).reshape(len(kids), -1)
+                rows, cols = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e300))
+                if np.isfinite(cost[rows, cols]).all() or slots >= len(kids):
+                    break
+                # some child reaches the others from few entries (a rail leaf, where the NVLink switches stop at
+                # the rack: superpod): more edges on those up-links rather than a route that does not exist
+                slots = min(len(kids), 2 * slots)
             for i, col in zip(rows.tolist(), cols.tolist(), strict=True):
+                if not np.isfinite(cost[i, col]):
+                    continue  # no switch path from any entry with room: the closure's route
                 x, e = kids[i], col // slots
                 b_sw, b_link = downs[x]
                 f = int(exits[i, e])
