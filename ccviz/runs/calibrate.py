@@ -39,6 +39,9 @@ from ccviz.synth.registry import SynthOptions, synthesize
 MiB = 1 << 20
 LARGE_BYTES = 64 * MiB  # the acceptance line: at and above this size the fit must hold within 5 %
 LARGE_TOLERANCE = 0.05
+# at and below this size the latency knobs are fitted (the acceptance's latency class; above it NCCL may already run
+# the Simple protocol, whose base latency the rate stage fits on the large sizes)
+SMALL_BYTES = 64 << 10
 MAX_FIT_ROWS = 12  # rows simulated per evaluation (spread over the sizes); every row is reported after
 COLUMNS = ("both", "out-of-place", "in-place")
 LINK_MODEL_KEY = "link_model"
@@ -47,7 +50,7 @@ RATE_KNOBS = ("efficiency.", "bw_factor", "reduce_factor", "simple_base_factor")
 STAGE_ROWS = 3  # sizes simulated per evaluation in the rate and latency stages
 STAGE_BUDGET = 8  # evaluations per searched knob (+1) in a stage; JOINT_BUDGET: in the alpha-beta joint stage
 JOINT_BUDGET = 12
-FIT_TOLERANCE = 1e-4  # a stage stops when its cost or its knobs (log) move less than this share
+FIT_TOLERANCE = 1e-3  # a stage stops when its cost or its knobs (log) move less than this share
 ADDITIVE_PASSES = 3  # rounds of solving the additive latencies on the small, then the large sizes, at the end
 RATE_TARGET = LARGE_TOLERANCE / 20 # the rate stage ends once every large size it fits is this close
 LATENCY_TARGET = 0.05  # the latency stage: every small size it fits this close
@@ -359,7 +362,7 @@ class _Fitter:
             if len(searched) > 1:
                 reach = math.log(KNOB_RANGE)
                 least_squares(lambda t: residuals(np.clip(x[searched] + t[0], lo, hi)), [0.0],
-                              bounds=([-reach], [reach]), max_nfev=2 * budget, **options)
+                              bounds=([-reach], [reach]), max_nfev=budget, **options)
             least_squares(residuals, np.clip(self.stage_best["x"][searched], lo, hi), bounds=(lo, hi),
                           max_nfev=budget * (len(searched) + 1), **options)
         except _Close:
@@ -396,7 +399,7 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
     latencies = [i for i in range(len(knobs)) if i not in rates]
     additive = fitter.additive
     large = [p for p in points if p.size_bytes >= LARGE_BYTES] or points[-max(1, len(points) // 3):]
-    small = [p for p in points if p.size_bytes <= MiB] or points[:max(1, len(points) // 3)]
+    small = [p for p in points if p.size_bytes <= SMALL_BYTES] or points[:max(1, len(points) // 3)]
     guard = fit_rows(large, STAGE_ROWS)
     stopped = None
     before_last: Any = None
