@@ -6,16 +6,25 @@ exposes are moved until the simulator, running the same algorithm family NCCL ru
 times the log printed. The simulator stays the only judge: every prediction below is a synthesized schedule
 replayed by ``ccviz.judge.simulate``; the fit only chooses the fabric's numbers.
 
-The fit minimizes the squared log-ratio of predicted to measured time over the log's sizes (so an 8 B row
-and an 8 GiB row weigh the same), with SciPy's bounded trust-region least squares on the logarithm of each
-knob. The knobs come from the fabric. Where it declares the hardware link model (``meta["link_model"]``, see
+The fit minimizes the squared log-ratio of predicted to measured time (so an 8 B row and an 8 GiB row weigh
+the same), in stages: the rate knobs on a few large sizes (>= 64 MiB, where bandwidth decides), then the
+latency knobs on a few small ones (<= 64 KiB). Each stage searches its knobs in log space with SciPy's
+bounded trust-region least squares, first all together by one common factor (a coarse step), then each, and
+ends once its rows are close. Two knobs are not searched but solved: ``launch_us`` and the Simple protocol's
+base latency add a fixed time to the judge's finish (and do not change NCCL's choice), so at every step they
+take their exact least-squares values (a bounded linear solve); a base latency 30x NCCL's, as a slow
+transport shows, is then no harder to find than one at 1x. At the end they are solved again on every small,
+then every large size; the sizes between are predicted, not fitted.
+
+The knobs come from the fabric. Where it declares the hardware link model (``meta["link_model"]``, see
 docs/link_model.md) they are the parameters that move predictions most: ``efficiency.scaleup`` and
 ``efficiency.net`` (sustained share of the link rate, large sizes; net only where the fabric has network
 hops), ``launch_us`` (per-operation latency, small sizes), one factor on every ``step_us`` (per-hop protocol
-latency) and one on the reducing switches' ``reduce_GBps`` (NVLS, SHARP) where it has such switches; the
-protocol shares and NCCL's base latencies are NCCL's constants and stay. Without a declared model: the
-alpha-beta knobs every fabric has, one bandwidth factor per class of links (links built with the same
-bandwidth and alpha) and one factor on every link's alpha.
+latency), one on the Simple protocol's base latencies and one on the reducing switches' ``reduce_GBps``
+(NVLS, SHARP) where it has such switches; the protocol shares and NCCL's other base latencies are NCCL's
+constants and stay. Without a declared model: the alpha-beta knobs every fabric has, one bandwidth factor per
+class of links (links built with the same bandwidth and alpha) and one factor on every link's alpha, searched
+last all together on a spread of sizes.
 """
 
 from __future__ import annotations
@@ -465,8 +474,8 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
         calibration.notes.append(f"rates searched on {len(guard)} sizes >= {format_size(guard[0].size_bytes)}, "
                                  f"latencies on {min(len(small), STAGE_ROWS)} small sizes; the additive latencies "
                                  f"({', '.join(knobs[i].name for i in additive)}) solved on all {len(small)} small "
-                                 f"and {len(large)} large sizes; the {len(points) - len(small) - len(large)} sizes "
-                                 "between are predicted, not fitted")
+                                 f"and {len(large)} large sizes; the {sum(p not in small and p not in large for p in points)} "
+                                 "sizes between are predicted, not fitted")
     elif len(fitted_on) < len(points):
         calibration.notes.append(f"fitted on {len(fitted_on)} of the log's {len(points)} sizes (spread evenly); "
                                  "the error is reported for every size")
