@@ -202,16 +202,18 @@ def test_a_simple_base_latency_40x_the_built_one_is_found_and_the_cli_fabric_rep
 @pytest.mark.slow
 def test_the_a3_mega_log_calibrated_reproduces_its_large_sizes(tmp_path):
     # the published 2x8 H100 log (tests/fixtures/nccl_tests): calibrate was 38 % off at >= 64 MiB with the
-    # Simple intercept searched; fitted on a subset of its rows (two small, three large: what the stages use)
-    keep = {4096, 65536, 64 << 20, 1 << 30, 8 << 30}
+    # Simple intercept searched; fitted on a subset of its rows (one small, two large), with no time limit so that
+    # a loaded machine does not cut the fit short
+    keep = {4096, 64 << 20, 8 << 30}
     lines = (LOGS / "a3mega_h100_2x8_all_reduce.log").read_text().splitlines()
     rows = [line for line in lines if line.split() and line.split()[0].isdigit()]
     text = "\n".join([line for line in lines if line not in rows] + [r for r in rows if int(r.split()[0]) in keep])
     log = parse_log(text, "a3mega subset")
-    result = cal.calibrate(log, load_topology("dgxh100:nodes=2"))
-    assert len(result.points) == 5 and result.worst_large_error() < cal.LARGE_TOLERANCE
+    result = cal.calibrate(log, load_topology("dgxh100:nodes=2"), time_limit=1e9)
+    assert len(result.points) == 3 and result.stopped is None
+    assert result.worst_large_error() < cal.LARGE_TOLERANCE
     assert result.knobs["simple_base_factor"] > 20  # the slow transport's intercept, about 0.9 ms
     out = tmp_path / "a3.json"
     result.topology.save(out)
     again = load_topology(str(out))
-    assert cal.predict_s(again, "allreduce", 1 << 30) == pytest.approx(6.748e-3, rel=cal.LARGE_TOLERANCE)
+    assert cal.predict_s(again, "allreduce", 64 << 20) == pytest.approx(1.2659e-3, rel=cal.LARGE_TOLERANCE)

@@ -408,7 +408,9 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
     latencies = [i for i in range(len(knobs)) if i not in rates]
     additive = fitter.additive
     large = [p for p in points if p.size_bytes >= LARGE_BYTES] or points[-max(1, len(points) // 3):]
-    small = [p for p in points if p.size_bytes <= SMALL_BYTES] or points[:max(1, len(points) // 3)]
+    small = [p for p in points if p.size_bytes <= SMALL_BYTES]
+    if not small and not additive:  # alpha-beta: the alpha factor is searched on the smallest third
+        small = points[:max(1, len(points) // 3)]
     guard = fit_rows(large, STAGE_ROWS)
     stopped = None
     before_last: Any = None
@@ -470,6 +472,9 @@ def calibrate(log: NcclTestsLog, topology: Topology, algorithm: str = "nccl", co
     if len(points) < len(measured):
         calibration.notes.append(f"{len(measured) - len(points)} sizes up to {format_size(points[0].size_bytes / 2)} "
                                  f"left out: too small to split into {algorithm}'s chunks on {topology.n_gpus} GPUs")
+    if additive and not small:
+        calibration.notes.append(f"no size <= {format_size(SMALL_BYTES)} in the log: the latency knobs "
+                                 f"({', '.join(knobs[i].name for i in latencies)}) stay as built")
     if additive:
         calibration.notes.append(f"rates searched on {len(guard)} sizes >= {format_size(guard[0].size_bytes)}, "
                                  f"latencies on {min(len(small), STAGE_ROWS)} small sizes; the additive latencies "
