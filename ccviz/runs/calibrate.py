@@ -61,7 +61,7 @@ STAGE_BUDGET = 8  # evaluations per searched knob (+1) in a stage; JOINT_BUDGET:
 JOINT_BUDGET = 12
 FIT_TOLERANCE = 1e-3  # a stage stops when its cost or its knobs (log) move less than this share
 ADDITIVE_PASSES = 3  # rounds of solving the additive latencies on the small, then the large sizes, at the end
-RATE_TARGET = LARGE_TOLERANCE / 20 # the rate stage ends once every large size it fits is this close
+RATE_TARGET = LARGE_TOLERANCE / 20  # the rate stage ends once every large size it fits is this close
 LATENCY_TARGET = 0.05  # the latency stage: every small size it fits this close
 Run = tuple[float, str, str]  # one prediction: finish time (s), NCCL algorithm, protocol
 
