@@ -164,3 +164,56 @@ def test_a_fitted_fabric_keeps_the_rates_nccls_tuner_chose_by(tmp_path):
     assert nccl_choice(two, coll, SynthOptions()).pick.algo == "nvlstree"
     assert nccl_choice(bare, coll, SynthOptions()).pick.algo == "ring"
     assert nccl_choice(again, coll, SynthOptions()).pick.algo == "nvlstree"
+
+
+def _log_from(truth, sizes) -> str:
+    """An all_reduce_perf log of the times the judge gives on ``truth`` (nccl) at these sizes."""
+    lines = ["mpirun ./build/all_reduce_perf -b 4K -e 1G -f 2"]
+    for size in sizes:
+        us = cal.predict_s(truth, "allreduce", size) * 1e6
+        lines.append(f"{size:>12} {size // 4:>12} float sum -1 {us:10.3f} 0 0 0 {us:10.3f} 0 0 0")
+    return "\n".join(lines)
+
+
+def test_a_simple_base_latency_40x_the_built_one_is_found_and_the_cli_fabric_reproduces_the_log(tmp_path, capsys):
+    # the A3 Mega log's shape: large sizes carry a Simple-protocol intercept ~40x NCCL's base latency and a lower
+    # link rate; the search left that knob near 2x (a local minimum, the knob badly scaled against the rates);
+    # solved as the additive latency it is, calibrate -> synth reproduces every row >= 64 MiB within 5 %
+    one = cal.with_tuner_view(load_topology("dgxh100"))
+    knobs = {k.name: k for k in cal.knobs_for(one)}
+    truth = knobs["simple_base_factor"].apply(knobs["efficiency.scaleup"].apply(one, 0.6), 40.0)
+    truth = knobs["launch_us"].apply(truth, 60.0)
+    sizes = [4096, 65536, 1 << 20, 64 << 20, 256 << 20, 1 << 30]
+    path = tmp_path / "box.log"
+    path.write_text(_log_from(truth, sizes))
+    out = tmp_path / "fitted.json"
+    assert main(["calibrate", str(path), "--system", "dgxh100", "--out", str(out), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["worst_error_at_64MiB_and_above"] < cal.LARGE_TOLERANCE
+    assert data["knobs"]["simple_base_factor"] == pytest.approx(40.0, rel=0.1)
+    assert data["evaluations"] <= 20  # solved, not searched: the search ran into its 300 s limit here
+    measured = {p["size_bytes"]: p["measured_s"] for p in data["points"]}
+    for size in (64 << 20, 1 << 30):  # the path a user runs: the fitted fabric file through `ccviz synth`
+        assert main(["synth", str(out), "-c", "allreduce", "-a", "nccl", "-s", str(size), "--json"]) == 0
+        finish = json.loads(capsys.readouterr().out)["finish_time_s"]
+        assert finish == pytest.approx(measured[size], rel=cal.LARGE_TOLERANCE)
+
+
+@pytest.mark.slow
+def test_the_a3_mega_log_calibrated_reproduces_its_large_sizes(tmp_path):
+    # the published 2x8 H100 log (tests/fixtures/nccl_tests): calibrate was 38 % off at >= 64 MiB with the
+    # Simple intercept searched; fitted on a subset of its rows (one small, two large), with no time limit so that
+    # a loaded machine does not cut the fit short
+    keep = {4096, 64 << 20, 8 << 30}
+    lines = (LOGS / "a3mega_h100_2x8_all_reduce.log").read_text().splitlines()
+    rows = [line for line in lines if line.split() and line.split()[0].isdigit()]
+    text = "\n".join([line for line in lines if line not in rows] + [r for r in rows if int(r.split()[0]) in keep])
+    log = parse_log(text, "a3mega subset")
+    result = cal.calibrate(log, load_topology("dgxh100:nodes=2"), time_limit=1e9)
+    assert len(result.points) == 3 and result.stopped is None
+    assert result.worst_large_error() < cal.LARGE_TOLERANCE
+    assert result.knobs["simple_base_factor"] > 20  # the slow transport's intercept, about 0.9 ms
+    out = tmp_path / "a3.json"
+    result.topology.save(out)
+    again = load_topology(str(out))
+    assert cal.predict_s(again, "allreduce", 64 << 20) == pytest.approx(1.2659e-3, rel=cal.LARGE_TOLERANCE)

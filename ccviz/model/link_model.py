@@ -109,8 +109,11 @@ class LinkModel:
 
     def operation_latency_s(self, algorithm: str, protocol: str) -> float:
         """Seconds one operation costs before and beyond its data's last hop: launch plus base latency."""
-        base = self.base_us.get(algorithm, self.base_us["ring"]).get(protocol, 0.0)
-        return (self.launch_us + base) * SECONDS_PER_US
+        return (self.launch_us + self.base_latency_us(algorithm, protocol)) * SECONDS_PER_US
+
+    def base_latency_us(self, algorithm: str, protocol: str) -> float:
+        """NCCL's base latency of the algorithm and protocol (an algorithm without a row takes the ring's)."""
+        return self.base_us.get(algorithm, self.base_us["ring"]).get(protocol, 0.0)
 
     def chunk_share(self, chunk_bytes: float, full_chunk_bytes: float) -> float:
         """The share of its rates a schedule moving ``chunk_bytes`` at a time reaches where the rates hold at

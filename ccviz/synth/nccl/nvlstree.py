@@ -17,6 +17,15 @@ multicasts the total through its box's NVSwitch. Every NIC sends and receives it
 Built from ``ccviz.synth.inc``'s NVLS+SHARP plan, timed on the hardware model's fabric, on a view whose rail
 leaves reduce: the leaf's sum (both partials up at once, the total down at once) is replaced by the exchange
 on the same links at the same times; the judge verifies those times on the real fabric.
+Known limit: that plan's time is not smooth in the size (2 DGX H100 at 256, 384, 512, 640 MiB, 1 GiB: 4.67,
+5.38, 4.56, 5.42, 5.55 ms per GiB). The cause is ``inc``'s gap-filling booking, not the pieces: the hops'
+fixed latencies (3.4 us per NVLink step, 14 us per NIC step under Simple) do not scale with the chunk, so
+which gap a send fits in changes from size to size; booked with those latencies set to zero the same plan
+is exactly linear (4.398 ms per GiB at every size). Replaying that zero-latency plan's order on the real
+fabric (each link in the plan's order, a sum's last contribution held until the way out is free) was tried
+and did not settle: with the latencies added, the order's loops (a held contribution, the engine's queue,
+the next send on the held contribution's link) grow on every pass; replayed without holds (each crossing in
+turn) it is linear but 6.15 ms per GiB, slower than the booking it would replace.
 
 More than two boxes (``tree_of_boxes``): an untimed schedule the simulator times. Chunk k of rank r is summed
 in its box by one NVSwitch (the planes apportioned by their links, as NCCL's channels are) into the GPU of r's
