@@ -21,7 +21,7 @@ def _run(code: str) -> subprocess.CompletedProcess:
 
 def test_highs_banner_inside_the_guard_goes_to_stderr():
     # highspy.Highs() prints "Running HiGHS ..." with C stdio on descriptor 1 at construction
-    done = _run("import highspy\nfrom ccviz.synth.solver_output import solver_output_to_stderr\n"
+    done = _run("import highspy\nfrom ccviz.bounds.solver_output import solver_output_to_stderr\n"
                 "with solver_output_to_stderr():\n    highspy.Highs()\nprint('after')")
     assert done.stdout == "after\n" and "HiGHS" in done.stderr
 

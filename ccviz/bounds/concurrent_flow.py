@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ccviz.bounds.solver_output import quiet_highs
 from ccviz.errors import CcvizError
 from ccviz.model.topology import Topology
-from ccviz.synth.solver_output import quiet_highs
 
 BINDING = 1e-7  # a link's dual price (relative to the largest) above which it binds
 OPTIMAL_SLACK = 1e-9  # the flows mcf splits into paths may take T this much over the optimum (solver tolerance)

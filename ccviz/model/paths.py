@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
+from collections.abc import Callable
 
 from ccviz.model.topology import Topology
 
@@ -233,12 +234,27 @@ WINDOW = 8  # destinations a source weighs at once in the earliest-free-source o
 WINDOW_GPUS = 32  # ... tried up to this many GPUs (it weighs WINDOW x routes per send)
 
 
-def plan_sends(topology: Topology, chunk_bytes: float, sends: list[Send], ranks: list[int]) -> tuple[Planned, str]:
+GIVE_UP_EVERY = 256  # sends planned between two looks at ``give_up``
+
+
+class PlanningEnded(Exception):  # noqa: N818 (not an error: the caller's time limit or Stop ended the planning)
+    """The first order was not planned in full when ``give_up`` said why (``'time_limit'`` or ``'stopped'``)."""
+
+    def __init__(self, reason: str, planned: int, total: int) -> None:
+        super().__init__(reason)
+        self.reason, self.planned, self.total = reason, planned, total
+
+
+def plan_sends(topology: Topology, chunk_bytes: float, sends: list[Send], ranks: list[int],
+               give_up: Callable[[], str | None] | None = None) -> tuple[Planned, str, str | None]:
     """Independent copies planned in a few orders, keeping the one that lands last earliest.
 
     Orders: pairwise (as given: each source's k-th send to the rank k places on), offsets alternating
     (k, N-k, ...), and (up to ``WINDOW_GPUS`` GPUs) the source whose first link frees first sending to
-    whichever of its next ``WINDOW`` destinations lands first. Returns the plan and the order's name.
+    whichever of its next ``WINDOW`` destinations lands first. Returns the plan, the order's name, and why
+    the other orders were not tried (``give_up``'s reason, asked every ``GIVE_UP_EVERY`` sends: two NVL72
+    racks' AllToAll planned 162 s past a 60 s limit), else None. ``PlanningEnded`` when not even the first
+    order was planned in full.
     """
     position = {r: i for i, r in enumerate(ranks)}
     n = len(ranks)
@@ -253,15 +269,24 @@ def plan_sends(topology: Topology, chunk_bytes: float, sends: list[Send], ranks:
                                                                         position[sends[i][1]])),
     }
     best: tuple[float, Planned, str] | None = None
+    ended = None
     for name, order in orders.items():
         planner = PlannedRoutes(topology, chunk_bytes)
-        plan = [(i, *planner.planned(sends[i][1], sends[i][2])) for i in order]
+        plan: Planned = []
+        for k, i in enumerate(order):
+            if give_up is not None and k % GIVE_UP_EVERY == GIVE_UP_EVERY - 1 and (ended := give_up()):
+                break
+            plan.append((i, *planner.planned(sends[i][1], sends[i][2])))
+        if ended:
+            if best is None:
+                raise PlanningEnded(ended, len(plan), len(sends))
+            break
         best = _better(best, plan, name, planner)
-    if n <= WINDOW_GPUS:
+    if n <= WINDOW_GPUS and not ended:
         planner = PlannedRoutes(topology, chunk_bytes)
         best = _better(best, _earliest_source_first(planner, sends), "earliest free source first", planner)
     assert best is not None
-    return best[1], best[2]
+    return best[1], best[2], ended
 
 
 def _better(best, plan: Planned, name: str, planner: PlannedRoutes):

@@ -5,11 +5,12 @@ equal-cost paths by load (``ccviz.model.paths``)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
-from ccviz.model.paths import SpreadRoutes, plan_sends
+from ccviz.model.paths import PlanningEnded, SpreadRoutes, plan_sends
 from ccviz.model.routing import router_for
 from ccviz.model.schedule import Op, Transfer
 from ccviz.model.topology import Topology
@@ -42,6 +43,8 @@ class Layout:
         # independent copies (direct AllToAll): each send's route and hop order planned by when it lands
         # (``ccviz.model.paths.PlannedRoutes``) instead of hop numbers
         self.planned = False
+        self.give_up: Callable[[], str | None] | None = None  # a planned layout's time limit / Stop (Budget.reason)
+        self.cut_short: str | None = None  # why a planned layout tried fewer orders than it would have
 
     def send(self, chunk: int, src: int, dst: int, step: int, op: Op = "copy") -> None:
         if src != dst:
@@ -126,8 +129,15 @@ class Layout:
         for s in sends:
             if self.router.route(s.src, s.dst) is None:
                 raise CcvizError(f"topology: no route from GPU {s.src} to GPU {s.dst}: {self.hint()}", "topology")
-        plan, self.order = plan_sends(self.topology, self.collective.chunk_bytes,
-                                      [(s.chunk, s.src, s.dst) for s in sends], list(self.collective.ranks))
+        try:
+            plan, self.order, self.cut_short = plan_sends(
+                self.topology, self.collective.chunk_bytes, [(s.chunk, s.src, s.dst) for s in sends],
+                list(self.collective.ranks), self.give_up)
+        except PlanningEnded as ended:
+            why = "its time limit passed" if ended.reason == "time_limit" else "Stop was pressed"
+            raise CcvizError(f"{ended.reason}: {why} after {ended.planned:,} of {ended.total:,} sends were "
+                             "planned, so there is no complete schedule; give it a longer time limit, or use "
+                             "mcf, which books AllToAll from a flow", "time_limit") from None
         out: list[Transfer] = []
         for i, route, starts in plan:
             s = sends[i]

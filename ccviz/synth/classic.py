@@ -29,6 +29,7 @@ from ccviz.model.placement import Layout
 from ccviz.model.routing import neighbour_gpus, reverse_ring_order, ring_order
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
+from ccviz.synth.budget import Budget
 from ccviz.synth.registry import Algorithm, SynthOptions, register
 
 
@@ -41,11 +42,15 @@ class ClassicAlgorithm:
 
     def __call__(self, topology: Topology, collective: Collective, options: SynthOptions) -> Schedule:
         layout = Layout(topology, collective)
+        layout.give_up = Budget(options).reason  # only planned layouts (direct AllToAll) run long enough to ask
         notes = self.plan(layout, topology, collective) or []
         transfers = layout.transfers()
+        if layout.cut_short:
+            notes.append(f"{'time limit reached' if layout.cut_short == 'time_limit' else 'stopped'} after "
+                         f"planning the sends in the '{layout.order}' order: other orders were not tried")
         rounds, labels = layout.numbered_rounds()
         return Schedule(topology, collective, transfers, self.name, status="heuristic", notes=notes, rounds=rounds,
-                        round_labels=labels)
+                        round_labels=labels, cut_short=layout.cut_short)
 
     def plan(self, layout: Layout, topology: Topology, collective: Collective) -> list[str] | None:
         """Add the algorithm's logical sends to ``layout``; may return notes for the user."""

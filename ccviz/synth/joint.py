@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from ccviz.bounds.solver_output import solver_output_to_stderr
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
 from ccviz.model.groups import needs_relays
@@ -24,7 +25,6 @@ from ccviz.model.topology import Topology
 from ccviz.synth.common import Forward, ReversalSynthesizer
 from ccviz.synth.registry import Algorithm, SynthOptions, get_algorithm
 from ccviz.synth.reversal import onto, split_demand
-from ccviz.synth.solver_output import solver_output_to_stderr
 from ccviz.synth.tacos import Tacos
 
 JOINT_ALGORITHMS = ("tacos", "mteg", "teccl", "teccl-astar")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
+from ccviz.bounds.solver_output import solver_output_to_stderr
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
 from ccviz.model.link_model import declared as declared_link_model
@@ -24,7 +25,6 @@ from ccviz.model.progress import Progress
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.options import AlgorithmOptions
-from ccviz.synth.solver_output import solver_output_to_stderr
 
 
 @dataclass

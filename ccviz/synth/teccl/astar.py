@@ -29,13 +29,13 @@ from collections import defaultdict
 import highspy
 import numpy as np
 
+from ccviz.bounds.solver_output import quiet_highs
 from ccviz.judge.simulate import simulate
 from ccviz.model.collectives import Collective
 from ccviz.model.schedule import Schedule
 from ccviz.model.topology import Topology
 from ccviz.synth.catalog import TecclAstarOptions
 from ccviz.synth.registry import Progress, SynthOptions
-from ccviz.synth.solver_output import quiet_highs
 from ccviz.synth.teccl.bounds import EpochLowerBound, bound_deadline
 from ccviz.synth.teccl.extract import USED, Hop, landings
 from ccviz.synth.teccl.greedy import EpochGreedy

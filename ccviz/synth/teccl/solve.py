@@ -29,9 +29,9 @@ import pyomo.environ as pyo
 from pyomo.contrib.appsi.base import TerminationCondition
 from pyomo.contrib.appsi.solvers import Highs
 
+from ccviz.bounds.solver_output import solver_output_to_stderr
 from ccviz.errors import CcvizError
 from ccviz.synth.registry import Progress, SynthOptions
-from ccviz.synth.solver_output import solver_output_to_stderr
 
 HIGHS_THREADS = 2  # a 2-core machine
 SOLVER_THREADS_ENV = "CCVIZ_SOLVER_THREADS"  # the app's worker processes set 1: solves sharing the cores take one each
