@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 
 
 def _spawned(server) -> list:  # noqa: ANN001 - a psutil.Process
-    """The server's worker processes (multiprocessing's spawn children: solves and their spares)."""
+    """The server's worker processes (multiprocessing's children: the fork server, solves and their spares)."""
     out = []
     for child in server.children(recursive=True):
         try:

@@ -130,7 +130,7 @@ TOPOLOGIES = ["ring:n=6", "mesh2d:dims=3x3", "dgx1", "star:n=8", REFERENCE / "nd
 def test_every_classic_schedule_is_no_faster_than_the_bound(spec) -> None:
     topo = ccviz.load_topology(spec)
     for name in ("allgather", "reducescatter", "allreduce", "alltoall", "broadcast"):
-        for chunks in (1, 2):
+        for chunks in (1, 2) if topo.n_gpus <= 16 else (2,):  # the 32-GPU ones: 2 chunks, half the work
             coll = ccviz.make_collective(name, topo, 1e6, chunks_per_rank=chunks)
             bound = lower_bound(topo, coll).time_s
             for algorithm in ccviz.algorithms_for(name):
