@@ -264,8 +264,9 @@ def test_copy_switch_shift_finds_free_lanes_again(spec: str) -> None:
                                       Budget(options), pack_on=topology.reversed(), limit_collective="allgather")[0]
     timeline = ccviz.simulate(upward)
     assert timeline.verified, [v.message for v in timeline.violations[:3]]
-    result = ccviz.run(topology, "reducescatter", "forestcoll", 1e5)
-    assert result.timeline.verified, [v.message for v in result.timeline.violations[:3]]
+    if spec == "leafspine":  # the whole run where it was found (on the fat tree: 170,000 transfers more to judge)
+        result = ccviz.run(topology, "reducescatter", "forestcoll", 1e5)
+        assert result.timeline.verified, [v.message for v in result.timeline.violations[:3]]
 
 
 def test_shortest_path_trees_match_dijkstra() -> None:

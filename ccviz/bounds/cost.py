@@ -21,6 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+from ccviz.bounds.cut import cached
 from ccviz.errors import CcvizError
 from ccviz.model.collectives import Collective
 from ccviz.model.routing import earliest_arrivals
@@ -376,8 +377,13 @@ def lower_bound(topology: Topology, collective: Collective) -> LowerBound:
     text = f"bound set by bandwidth: {binding}" if bandwidth >= latency else f"bound set by latency: {binding}"
     hint = None
     if limit is not None and max(bandwidth, latency) > limit.limit_s * 1.01:
-        hint = _chunks_to_limit(topology, collective, limit.limit_s,
-                                [("binding cut", where), ("the fabric's bottleneck cut", limit.cut.nodes)])
+        # once per topology and demand: it builds the collective at up to 64 chunks per rank, which every
+        # algorithm's run of the same collective asked again (the Learn page's walk spent a sixth of its time here)
+        hint = cached(topology, ("chunks to limit", collective.name, collective.size_bytes, collective.root,
+                                 collective.chunks_per_rank, where, limit.cut.nodes),
+                      lambda: _chunks_to_limit(topology, collective, limit.limit_s,
+                                               [("binding cut", where), ("the fabric's bottleneck cut",
+                                                                         limit.cut.nodes)]))
         advice = (f"about {hint} chunks per rank would let a schedule approach it" if hint
                   else "more than 64 chunks per rank would be needed to approach it")
         text += (f"; at {collective.chunks_per_rank} chunk(s) per rank this is above the fabric's limit of "
